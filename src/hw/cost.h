@@ -1,0 +1,28 @@
+/* cost.h — how long a kernel takes alone on a GPU with all its SMs.
+ *
+ * GEMMs and attention are priced from the profile's calibration tables (measured by microbench/)
+ * when a measured point is close enough; otherwise by a roofline: FLOPs / (peak * efficiency)
+ * with wave quantization over tiles, and memory-bound kernels by bytes / HBM bandwidth.
+ * PnCostSource tells which was used, so reports can say how much rests on fallbacks.
+ */
+#ifndef PN_HW_COST_H
+#define PN_HW_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/profile.h"
+
+typedef enum { PN_DT_BF16, PN_DT_FP8, PN_DT_FP32 } PnDtype;
+typedef enum { PN_COST_TABLE, PN_COST_INTERPOLATED, PN_COST_ROOFLINE } PnCostSource;
+
+/* C[m,n] = A[m,k] B[k,n]: 2mnk FLOPs. */
+double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, PnDtype dt, PnCostSource *src);
+/* Causal flash attention, per GPU: batch, sequence (q = kv), heads and query groups on this GPU. */
+double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src);
+/* Memory-bound kernel moving `bytes` (reads + writes). */
+double pn_cost_memory_ns(const PnHwProfile *hw, double bytes);
+double pn_dtype_bytes(PnDtype dt);
+
+#endif

@@ -1,0 +1,57 @@
+/* exec.h — runs a PnGraph on simulated GPUs, streams, SMs and links with the event engine.
+ *
+ * What it models (see graph.h for when a task may start):
+ *  - SMs: each GPU has profile->sm_count SMs. A running COMM/P2P task holds `sms` of them. The
+ *    running COMPUTE tasks of a GPU share the rest equally (each capped by its sm_limit); a
+ *    compute task given s SMs progresses at rate curve(s) relative to running alone with all
+ *    SMs (profile gemm_sm_scaling or mem_sm_scaling; linear s/sm_count when uncalibrated).
+ *    Whenever a task starts or ends on a GPU, the rates of its running compute tasks are
+ *    recomputed and their completion events moved: remaining work / rate, rounded up to whole
+ *    ns (at least 1 ns).
+ *  - Links: per GPU, NVLink transmit/receive and NIC transmit/receive resources, shared by all
+ *    flows in flight through the max-min solver (maxmin.h). A COMM task is one flow with usage
+ *    coefficients on the GPU's NVLink and NIC (both directions) proportional to its bytes; a P2P
+ *    leg is a flow on the sender's transmit and the receiver's receive resource.
+ *  - Hardware queues: CUDA_DEVICE_MAX_CONNECTIONS = `max_connections`; with 1, each GPU
+ *    dispatches its tasks strictly in issue order; with c > 1, stream s uses queue s % c and each
+ *    queue dispatches in issue order.
+ *
+ * Result: start/end time of every task. Fails (GError) if the event budget is exhausted or if
+ * tasks remain that can never start (a dependency cycle or unpaired P2P: "deadlock").
+ * Cost: O(events * log events) plus the solver; events ~ 3 per task.
+ */
+#ifndef PN_HW_EXEC_H
+#define PN_HW_EXEC_H
+
+#include <glib.h>
+
+#include "core/engine.h"
+#include "hw/graph.h"
+#include "hw/profile.h"
+
+typedef struct {
+  int max_connections;   /* CUDA_DEVICE_MAX_CONNECTIONS (1..32) */
+  uint64_t event_budget; /* 0 = 64 * tasks + 10^6 */
+} PnExecOptions;
+
+typedef struct {
+  PnTimeNs start_ns;
+  PnTimeNs end_ns;
+} PnTaskTime;
+
+typedef struct {
+  GArray *times;        /* of PnTaskTime, indexed by task id */
+  PnTimeNs makespan_ns; /* max end time */
+  uint64_t events;      /* events fired */
+} PnExecResult;
+
+#define PN_EXEC_ERROR (pn_exec_error_quark())
+GQuark pn_exec_error_quark(void);
+typedef enum { PN_EXEC_ERROR_DEADLOCK, PN_EXEC_ERROR_BUDGET, PN_EXEC_ERROR_INVALID } PnExecError;
+
+/* Fills `out` (caller frees with pn_exec_result_clear). */
+gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnExecResult *out,
+                     GError **error);
+void pn_exec_result_clear(PnExecResult *r);
+
+#endif

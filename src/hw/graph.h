@@ -1,0 +1,114 @@
+/* graph.h — the work one iteration puts on the simulated GPUs: tasks on CUDA streams, with
+ * dependencies, as built by sched/ and transformed by overlap/, and executed by exec.h.
+ *
+ * What it models: one simulated GPU per pipeline stage (all TP/CP/DP ranks of a stage do the
+ * same work, so a collective is priced by the topology its group spans). Each task belongs to
+ * one GPU and one stream. A task may start when (1) every earlier task of its stream has ended
+ * (CUDA stream order), (2) every task in its dependency list has ended (cudaStreamWaitEvent, or
+ * a host wait), and (3) its hardware queue lets it through: with CUDA_DEVICE_MAX_CONNECTIONS=1
+ * every task of a GPU is dispatched in issue order (the order tasks were added for that GPU),
+ * so a task waiting on a dependency holds back later-issued tasks of other streams.
+ *
+ * Task kinds:
+ *  - COMPUTE: `work_ns` is its duration alone with all SMs; while running it shares the SMs not
+ *    held by communication kernels with the other running compute tasks of its GPU, and runs at
+ *    the rate the profile gives for that SM count (gemm or memory curve). `sm_limit` > 0 caps the
+ *    SMs it may use (TE set_sm_margin, NVTE_*_LAYERNORM_SM_MARGIN).
+ *  - COMM: a collective. It holds `sms` SMs from start to end (0 for copy-engine transfers),
+ *    waits `latency_ns`, then moves data as one fluid flow: `nvlink_bytes` over the GPU's
+ *    NVLink, `nic_bytes` over its NIC, both per direction, at a rate bounded by `max_bytes_per_ns`.
+ *  - P2P: one side of a send/recv pair. `peer` is the task on the other GPU. The transfer of
+ *    `bytes` starts once both sides have started (NCCL's rendezvous), uses the sender's
+ *    transmit and the receiver's receive link (`over_nic` picks NIC or NVLink), and both tasks
+ *    end together. A task may carry up to two P2P legs (batch_isend_irecv: all legs progress
+ *    together and the task ends when all have ended).
+ *  - DELAY: occupies its stream for `work_ns` without SMs (host stalls, launch gaps).
+ *
+ * Ownership: the graph owns its task array and strings are static (labels are literals).
+ */
+#ifndef PN_HW_GRAPH_H
+#define PN_HW_GRAPH_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef enum { PN_TASK_COMPUTE, PN_TASK_COMM, PN_TASK_P2P, PN_TASK_DELAY } PnTaskKind;
+
+/* Communication class, for the exposed-communication report. */
+typedef enum { PN_CLASS_NONE = -1, PN_CLASS_DP = 0, PN_CLASS_TP, PN_CLASS_PP, PN_CLASS_CP, PN_CLASS_EP, PN_CLASS_N } PnCommClass;
+
+/* How a compute kernel's speed depends on the SMs it gets. */
+typedef enum { PN_SCALE_GEMM, PN_SCALE_MEMORY } PnSmScaling;
+
+/* Stream indices on every GPU. Megatron/TE put each kind of work on its own stream. */
+typedef enum {
+  PN_STREAM_COMPUTE = 0,
+  PN_STREAM_TP_COMM,
+  PN_STREAM_DP_COMM,
+  PN_STREAM_PP_SEND,
+  PN_STREAM_PP_RECV,
+  PN_STREAM_CP_COMM,
+  PN_STREAM_EP_COMM,
+  PN_STREAM_UB_COMPUTE1, /* TE userbuffers rotate GEMM chunks over 3 compute streams */
+  PN_STREAM_UB_COMPUTE2,
+  PN_STREAM_N
+} PnStream;
+
+typedef uint32_t PnTaskId;
+#define PN_TASK_NONE UINT32_MAX
+
+typedef struct {
+  PnTaskId peer;  /* the task on the other GPU */
+  double bytes;   /* bytes moved by this leg */
+  bool is_send;   /* this side sends */
+  bool over_nic;  /* crosses nodes */
+} PnP2pLeg;
+
+typedef struct {
+  uint32_t gpu;
+  uint8_t stream;      /* PnStream */
+  uint8_t kind;        /* PnTaskKind */
+  int8_t cls;          /* PnCommClass; PN_CLASS_NONE for compute */
+  uint8_t scaling;     /* PnSmScaling (compute) */
+  int16_t sms;         /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
+  uint8_t n_legs;      /* P2P: 1 or 2 */
+  double work_ns;      /* COMPUTE, DELAY */
+  double flops;        /* COMPUTE: for reports */
+  double latency_ns;   /* COMM, P2P */
+  double nvlink_bytes; /* COMM */
+  double nic_bytes;    /* COMM */
+  double max_bytes_per_ns; /* COMM, P2P: 0 = unbounded */
+  PnP2pLeg legs[2];
+  uint32_t dep_first;  /* into PnGraph.deps */
+  uint32_t dep_count;
+  const char *label;   /* static string */
+  int32_t microbatch;  /* -1 when not applicable */
+  int16_t chunk;       /* virtual pipeline chunk, -1 when n/a */
+  int16_t layer;       /* layer index within the model, -1 when n/a */
+  uint8_t phase;       /* PnPhase, for reports and traces */
+} PnTask;
+
+typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, PN_PHASE_OTHER } PnPhase;
+
+typedef struct {
+  uint32_t n_gpus;
+  GArray *tasks; /* of PnTask, in issue order per GPU (ids are global) */
+  GArray *deps;  /* of PnTaskId */
+} PnGraph;
+
+PnGraph *pn_graph_new(uint32_t n_gpus);
+void pn_graph_free(PnGraph *g); /* NULL is a no-op */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnGraph, pn_graph_free)
+
+/* Appends a task (copied) with `n_deps` dependencies; returns its id. Deps must be earlier ids. */
+PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_t n_deps);
+/* Adds one more dependency to the most recently added task. */
+void pn_graph_add_dep(PnGraph *g, PnTaskId task, PnTaskId dep);
+/* Links two P2P tasks (already added) as the two ends of one transfer of `bytes`. */
+void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, bool over_nic);
+
+static inline PnTask *pn_graph_task(PnGraph *g, PnTaskId id) { return &g_array_index(g->tasks, PnTask, id); }
+static inline uint32_t pn_graph_n_tasks(const PnGraph *g) { return g->tasks->len; }
+
+#endif

@@ -1,0 +1,88 @@
+/* profile.h — one GPU system's capabilities: SMs, HBM, peak FLOP/s, links, NCCL behaviour, and
+ * the calibration tables measured by microbench/ and fitted by `penumbra calibrate`.
+ *
+ * Units: bytes, ns, bytes per ns (= GB/s), FLOPs per ns (= GFLOP/s). A PnCurve is piecewise
+ * linear between its points (x ascending), clamped at both ends; curves over sizes interpolate
+ * in log2(x). Tables with n == 0 mean "not calibrated": the cost model then falls back to the
+ * roofline numbers and says so (PnCostSource).
+ *
+ * Every number in hwprofiles/*.json carries a `source`; datasheet figures are placeholders until
+ * calibration replaces them. The struct is plain data, filled by io/ and freed here.
+ */
+#ifndef PN_HW_PROFILE_H
+#define PN_HW_PROFILE_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct {
+  int n;
+  double *x;
+  double *y;
+  bool log_x; /* interpolate in log2(x) (sizes) */
+} PnCurve;
+
+typedef struct {
+  int64_t m, n, k; /* C[m,n] = A[m,k] B[k,n] */
+  double ns;       /* median measured duration with all SMs */
+} PnGemmPoint;
+
+typedef struct {
+  int n;
+  PnGemmPoint *pts;
+} PnGemmTable;
+
+typedef struct {
+  int64_t batch, seq, heads, kv_heads, head_dim; /* per GPU, causal */
+  double fwd_ns, bwd_ns;
+} PnAttnPoint;
+
+typedef struct {
+  int n;
+  PnAttnPoint *pts;
+} PnAttnTable;
+
+typedef struct PnHwProfile {
+  char name[64];
+  char gpu[64];
+  /* compute */
+  int sm_count;
+  double hbm_bytes;
+  double hbm_bytes_per_ns;          /* achievable HBM bandwidth (copy kernels) */
+  double peak_bf16_flops_per_ns;    /* dense datasheet peak */
+  double peak_fp8_flops_per_ns;
+  double gemm_efficiency;           /* fallback: fraction of peak a large GEMM reaches */
+  double attn_efficiency;           /* fallback: fraction of bf16 peak flash attention reaches */
+  int gemm_tile_m, gemm_tile_n;     /* fallback wave-quantization tile */
+  double kernel_launch_ns;          /* fixed cost added to every kernel */
+  /* node and links (per GPU, per direction) */
+  int gpus_per_node;
+  double nvlink_bytes_per_ns;       /* NCCL ring bus bandwidth ceiling inside a node */
+  double nvlink_ce_bytes_per_ns;    /* copy-engine peer copy */
+  int nics_per_node;
+  double nic_bytes_per_ns;          /* achievable per NIC (NDR 400 Gb/s: ~46-48 GB/s) */
+  /* NCCL */
+  double nccl_base_latency_ns;
+  double nccl_nvlink_hop_ns;
+  double nccl_net_hop_ns;
+  int nccl_ctas_nvlink;             /* default CTAs (SMs held) of a collective inside a node */
+  int nccl_ctas_net;                /* default CTAs of a collective spanning nodes */
+  int nccl_p2p_ctas;                /* CTAs of a send/recv kernel */
+  double nccl_cta_bytes_per_ns;     /* bus bandwidth one channel can drive */
+  /* calibration tables (n == 0 = not calibrated) */
+  PnCurve gemm_sm_scaling;          /* x = SMs usable by the GEMM, y = throughput / throughput(all SMs) */
+  PnCurve mem_sm_scaling;           /* same, for memory-bound kernels */
+  PnCurve coll_size_efficiency;     /* x = bytes per rank moved, y = fraction of the link ceiling */
+  PnGemmTable gemm_bf16;
+  PnGemmTable gemm_fp8;
+  PnAttnTable attn_bf16;
+} PnHwProfile;
+
+void pn_hw_profile_free(PnHwProfile *p); /* frees the tables and p; NULL is a no-op */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnHwProfile, pn_hw_profile_free)
+
+/* Value of the curve at x (clamped at both ends); `dflt` when the curve is empty. */
+double pn_curve_eval(const PnCurve *c, double x, double dflt);
+
+#endif

@@ -1,0 +1,69 @@
+/* result.h — what one simulated scenario produced: the numbers users and scripts read.
+ *
+ * Accounting identity, per simulated GPU (one per pipeline stage) over the reported iteration:
+ *   iteration_time = compute_busy + exposed_comm(all classes) + idle (bubble)
+ * where compute_busy is the union of intervals with any compute kernel running, exposed_comm is
+ * the time some communication is in flight while no compute runs (split equally among the
+ * classes in flight), and bubble is the rest. Per-GPU figures are averaged over stages (each
+ * stage stands for the same number of GPUs). total_comm is the summed duration of the
+ * communication tasks of a class (latency included), averaged over stages.
+ */
+#ifndef PN_SIM_RESULT_H
+#define PN_SIM_RESULT_H
+
+#include <glib.h>
+#include <stdint.h>
+
+#include "hw/graph.h"
+
+typedef struct {
+  double compute_s;
+  double bubble_s;
+  double exposed_comm_s[PN_CLASS_N];
+  double total_comm_s[PN_CLASS_N];
+  double end_s; /* when this stage finished the iteration */
+} PnStageStats;
+
+typedef struct {
+  double weights_gib;
+  double gradients_gib;
+  double optimizer_gib;
+  double activations_gib;
+  double other_gib; /* workspace, comm buffers, fragmentation allowance */
+  double total_gib;
+} PnMemoryEstimate;
+
+typedef struct {
+  /* headline */
+  double iteration_time_s;       /* the last simulated iteration */
+  double tokens_per_s_per_gpu;
+  double model_tflops_per_gpu;   /* Megatron-Bridge FLOP convention (result of workload/flops.h) */
+  double mfu;                    /* model_tflops / dense peak of the precision used */
+  double exposed_comm_s[PN_CLASS_N];
+  double total_comm_s[PN_CLASS_N];
+  double bubble_s;
+  double compute_s;
+  PnMemoryEstimate memory;
+  /* context */
+  double model_flops_per_iteration;
+  double tokens_per_iteration;
+  int64_t data_parallel_size;
+  int64_t num_microbatches;
+  int iterations;
+  GArray *iteration_times_s; /* of double, one per simulated iteration */
+  GArray *stages;            /* of PnStageStats, last iteration */
+  GPtrArray *warnings;       /* of char*, owned */
+  /* simulator */
+  uint64_t tasks;
+  uint64_t events;
+  double sim_wall_s;
+  uint64_t cost_fallbacks; /* kernels priced by roofline because no calibration point covered them */
+} PnResult;
+
+PnResult *pn_result_new(void);
+void pn_result_free(PnResult *r); /* NULL is a no-op */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnResult, pn_result_free)
+
+const char *pn_comm_class_name(PnCommClass c); /* "dp", "tp", "pp", "cp", "ep" */
+
+#endif

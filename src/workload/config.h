@@ -1,0 +1,137 @@
+/* config.h — the validated scenario, as plain C structs.
+ *
+ * What it models: everything a user states about one training job — the model (Megatron
+ * TransformerConfig names), the training shape, the parallel layout, DDP, communication overlap,
+ * recomputation and launch environment. io/ fills these from JSON and validates them; every
+ * layer above hw/ reads them. Field names follow Megatron-Core / Megatron-Bridge so a user can
+ * copy values from a recipe.
+ *
+ * Units: sizes in elements or tokens unless the name says `_bytes`; booleans are `bool`.
+ * Invariants after pn_scenario validation (io/): every size > 0; tp*pp*cp divides num_gpus;
+ * num_layers % (pp*vpp) == 0; global_batch % (micro_batch * dp) == 0.
+ * Tri-state options (`PnTri`) distinguish "user left unset" from an explicit value, because the
+ * frameworks' gating (Megatron-Bridge CommOverlapConfig) lets explicit user values win.
+ */
+#ifndef PN_WORKLOAD_CONFIG_H
+#define PN_WORKLOAD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/profile.h"
+
+typedef enum { PN_TRI_UNSET = -1, PN_TRI_FALSE = 0, PN_TRI_TRUE = 1 } PnTri;
+
+typedef enum { PN_ACT_GELU, PN_ACT_SWIGLU, PN_ACT_SQUARED_RELU, PN_ACT_RELU } PnActivation;
+typedef enum { PN_NORM_LAYERNORM, PN_NORM_RMSNORM } PnNorm;
+typedef enum { PN_PREC_BF16, PN_PREC_FP8 } PnPrecision;
+typedef enum { PN_RECOMPUTE_NONE, PN_RECOMPUTE_SELECTIVE, PN_RECOMPUTE_FULL } PnRecomputeGranularity;
+typedef enum { PN_RECOMPUTE_METHOD_UNIFORM, PN_RECOMPUTE_METHOD_BLOCK } PnRecomputeMethod;
+typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommType;
+
+/* A transformer decoder, Megatron TransformerConfig names. MoE fields are carried (num_moe_experts
+ * > 0) so the format is stable; dense models leave them 0. */
+typedef struct {
+  char name[64];
+  int64_t num_layers;
+  int64_t hidden_size;
+  int64_t ffn_hidden_size;
+  int64_t num_attention_heads;
+  int64_t num_query_groups; /* == num_attention_heads for MHA */
+  int64_t kv_channels;      /* head dim; hidden/heads when unset */
+  bool gated_linear_unit;   /* SwiGLU: fc1 produces 2*ffn */
+  PnActivation activation;
+  PnNorm normalization;
+  int64_t vocab_size;  /* as given; padded by make_vocab_size_divisible_by * tp */
+  int64_t make_vocab_size_divisible_by;
+  bool untie_embeddings_and_output_weights;
+  bool add_bias_linear;
+  bool add_qkv_bias;
+  double hidden_dropout; /* > 0 adds dropout kernels */
+  double attention_dropout;
+  int64_t max_position_embeddings;
+  char position_embedding_type[16]; /* "rope" | "learned_absolute" | "none" */
+  /* mixture of experts (not simulated yet; validated and carried) */
+  int64_t num_moe_experts;
+  int64_t moe_router_topk;
+  int64_t moe_ffn_hidden_size;
+  int64_t moe_shared_expert_intermediate_size;
+} PnModelConfig;
+
+typedef struct {
+  int64_t seq_length;
+  int64_t micro_batch_size;
+  int64_t global_batch_size;
+  PnPrecision precision;
+  int iterations; /* simulated iterations (>= 1) */
+} PnTrainingConfig;
+
+typedef struct {
+  int64_t tensor_model_parallel_size;
+  int64_t pipeline_model_parallel_size;
+  int64_t virtual_pipeline_model_parallel_size; /* 1 when not interleaved */
+  int64_t context_parallel_size;
+  int64_t expert_model_parallel_size;
+  bool sequence_parallel;
+  int64_t microbatch_group_size_per_vp_stage; /* 0 = default (pp) */
+  int64_t data_parallel_size;                 /* derived: gpus / (tp*pp*cp) */
+  int64_t num_microbatches;                   /* derived: gbs / (mbs*dp) */
+} PnParallelConfig;
+
+typedef struct {
+  bool use_distributed_optimizer;
+  PnTri overlap_grad_reduce;
+  PnTri overlap_param_gather;
+  PnTri align_param_gather;
+  int64_t bucket_size; /* elements; 0 = default max(40M, 1M*dp_cp) */
+  bool grad_reduce_in_fp32;
+  bool fp8_param_gather;
+  int64_t num_distributed_optimizer_instances;
+  bool average_in_collective;
+} PnDdpConfig;
+
+typedef struct {
+  PnTri tp_comm_overlap;
+  char tp_comm_overlap_cfg[96]; /* preset name or "" */
+  PnTri overlap_p2p_comm;
+  PnTri batch_p2p_comm;
+  bool overlap_p2p_comm_warmup_flush;
+  PnCpCommType cp_comm_type;
+  bool defer_embedding_wgrad_compute;
+  bool delay_wgrad_compute;
+} PnCommOverlapConfig;
+
+typedef struct {
+  PnRecomputeGranularity recompute_granularity;
+  PnRecomputeMethod recompute_method;
+  int64_t recompute_num_layers; /* full recompute: layers per stage recomputed (0 = all) */
+} PnRecomputeConfig;
+
+typedef struct {
+  int cuda_device_max_connections; /* CUDA_DEVICE_MAX_CONNECTIONS, default 8 */
+  int nvte_fwd_layernorm_sm_margin;
+  int nvte_bwd_layernorm_sm_margin;
+  int nccl_min_ctas; /* 0 = NCCL default */
+  int nccl_max_ctas;
+  bool nccl_nvls_enable;
+} PnEnvConfig;
+
+typedef struct {
+  char profile[64]; /* name of hwprofiles/<profile>.json */
+  int64_t num_gpus;
+} PnHardwareConfig;
+
+typedef struct {
+  char path[512]; /* file it came from, for messages */
+  PnModelConfig model;
+  PnHardwareConfig hardware;
+  PnTrainingConfig training;
+  PnParallelConfig parallel;
+  PnDdpConfig ddp;
+  PnCommOverlapConfig comm_overlap;
+  PnRecomputeConfig recompute;
+  PnEnvConfig env;
+  PnHwProfile *hw; /* owned; loaded from hardware.profile */
+} PnScenario;
+
+#endif
