@@ -1,0 +1,179 @@
+/* memory.c — per-GPU memory estimate; formulas in memory.h. */
+#include "workload/memory.h"
+
+#include <glib.h>
+
+#include "workload/ops.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static double sum_saved(const GArray *ops, int phase)
+{
+  double s = 0.0;
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *o = &g_array_index(ops, PnOp, i);
+    if (o->phase == phase)
+      s += o->saved_bytes;
+  }
+  return s;
+}
+
+double pn_workload_layer_activation_bytes(const PnScenario *sc, PnRecomputeGranularity granularity)
+{
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  pn_workload_layer_ops_with(sc, PN_PHASE_FWD, granularity, ops);
+  return sum_saved(ops, PN_PHASE_FWD);
+}
+
+/* Bytes live while one layer's recomputation runs (RECOMPUTE ops of its BWD list). */
+static double layer_recompute_live_bytes(const PnScenario *sc, PnRecomputeGranularity granularity)
+{
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  pn_workload_layer_ops_with(sc, PN_PHASE_BWD, granularity, ops);
+  return sum_saved(ops, PN_PHASE_RECOMPUTE);
+}
+
+static int64_t vp_size(const PnScenario *sc) { return MAX(sc->parallel.virtual_pipeline_model_parallel_size, 1); }
+
+static int64_t num_microbatches(const PnScenario *sc)
+{
+  if (sc->parallel.num_microbatches > 0)
+    return sc->parallel.num_microbatches;
+  int64_t dp = MAX(sc->parallel.data_parallel_size, 1);
+  return MAX(sc->training.global_batch_size / MAX(sc->training.micro_batch_size * dp, 1), 1);
+}
+
+int64_t pn_workload_inflight_microbatches(const PnScenario *sc, int64_t stage)
+{
+  int64_t pp = MAX(sc->parallel.pipeline_model_parallel_size, 1);
+  int64_t vp = vp_size(sc);
+  int64_t m  = num_microbatches(sc);
+  g_assert(stage >= 0 && stage < pp);
+  if (vp == 1)
+    return MIN(pp - stage, m);
+  int64_t group =
+      sc->parallel.microbatch_group_size_per_vp_stage > 0 ? sc->parallel.microbatch_group_size_per_vp_stage : pp;
+  int64_t warmup = (pp - stage - 1) * 2 + (vp - 1) * group;
+  return MIN(warmup + 1, m * vp);
+}
+
+/* Saved bytes of one (chunk-)micro-batch of `layers` layers, and the extra live during
+ * recomputation (counted once). */
+static void chunk_activations(const PnScenario *sc, int64_t layers, double *per_mb, double *transient)
+{
+  const PnRecomputeConfig *r = &sc->recompute;
+  double full                = pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_NONE);
+  *transient                 = 0.0;
+  switch (r->recompute_granularity) {
+  case PN_RECOMPUTE_NONE:
+    *per_mb = (double)layers * full;
+    break;
+  case PN_RECOMPUTE_SELECTIVE:
+    *per_mb    = (double)layers * pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_SELECTIVE);
+    *transient = layer_recompute_live_bytes(sc, PN_RECOMPUTE_SELECTIVE);
+    break;
+  case PN_RECOMPUTE_FULL: {
+    double input = pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_FULL);
+    double live  = layer_recompute_live_bytes(sc, PN_RECOMPUTE_FULL);
+    if (r->recompute_method == PN_RECOMPUTE_METHOD_BLOCK) {
+      int64_t n  = r->recompute_num_layers > 0 ? MIN(r->recompute_num_layers, layers) : layers;
+      *per_mb    = (double)n * input + (double)(layers - n) * full;
+      *transient = n > 0 ? live : 0.0;
+    } else {
+      int64_t k      = MIN(MAX(r->recompute_num_layers, 1), layers);
+      int64_t groups = (layers + k - 1) / k;
+      *per_mb        = (double)groups * input;
+      *transient     = (double)k * live;
+    }
+    break;
+  }
+  }
+}
+
+static double phase_saved(const PnScenario *sc, void (*fn)(const PnScenario *, PnPhase, GArray *))
+{
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  fn(sc, PN_PHASE_FWD, ops);
+  return sum_saved(ops, PN_PHASE_FWD);
+}
+
+static double other_bytes(const PnScenario *sc)
+{
+  const PnParallelConfig *p = &sc->parallel;
+  int64_t tp                = MAX(p->tensor_model_parallel_size, 1);
+  int64_t cp                = MAX(p->context_parallel_size, 1);
+  int64_t pp                = MAX(p->pipeline_model_parallel_size, 1);
+  int64_t dp                = MAX(p->data_parallel_size, 1);
+  double other              = 1.5 * GIB;
+  int comms                 = (tp > 1) + (cp > 1) + (pp > 1) + (dp * cp > 1);
+  other += 0.25 * GIB * comms;
+  bool sp = p->sequence_parallel && tp > 1;
+  if (sc->comm_overlap.tp_comm_overlap == PN_TRI_TRUE && sp) {
+    double th = (double)(sc->training.seq_length / cp * sc->training.micro_batch_size) * (double)sc->model.hidden_size;
+    double e  = sc->training.precision == PN_PREC_FP8 ? 1.0 : 2.0;
+    other += th * (6.0 * e + 4.0 * 2.0);
+  }
+  return other;
+}
+
+void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, PnWorkloadMemory *out)
+{
+  g_assert(sc && out);
+  const PnParallelConfig *p = &sc->parallel;
+  int64_t pp                = MAX(p->pipeline_model_parallel_size, 1);
+  int64_t vp                = vp_size(sc);
+  int64_t cp                = MAX(p->context_parallel_size, 1);
+  int64_t dp                = MAX(p->data_parallel_size, 1);
+  g_assert(stage >= 0 && stage < pp);
+  const bool first = stage == 0, last = stage == pp - 1;
+  const int64_t stage_layers = sc->model.num_layers / pp;
+
+  /* parameters */
+  double params = (double)stage_layers * pn_workload_layer_params(sc);
+  double linear = (double)stage_layers * pn_workload_layer_linear_params(sc);
+  if (first)
+    params += pn_workload_embedding_params(sc);
+  if (last)
+    params += pn_workload_head_params(sc);
+
+  out->stage         = stage;
+  out->weights_bytes = params * 2.0;
+  if (sc->training.precision == PN_PREC_FP8 && !sc->ddp.fp8_param_gather)
+    out->weights_bytes += linear * 2.0;
+  double grad_b        = sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  out->gradients_bytes = params * grad_b;
+  double shard         = 1.0;
+  if (sc->ddp.use_distributed_optimizer)
+    shard = (double)(dp * cp) / (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
+  shard                = MAX(shard, 1.0);
+  out->optimizer_bytes = params * (12.0 + (grad_b < 4.0 ? 4.0 : 0.0)) / shard;
+
+  /* activations */
+  int64_t inflight     = pn_workload_inflight_microbatches(sc, stage);
+  int64_t chunk_layers = vp == 1 ? stage_layers : stage_layers / vp;
+  double per_mb = 0.0, transient = 0.0;
+  chunk_activations(sc, chunk_layers, &per_mb, &transient);
+  double act = (double)inflight * per_mb + transient;
+  if (first)
+    act += (double)((inflight + vp - 1) / vp) * phase_saved(sc, pn_workload_embedding_ops);
+  if (last)
+    act += phase_saved(sc, pn_workload_head_ops);
+  out->activations_bytes = act;
+
+  out->other_bytes = other_bytes(sc);
+  out->total_bytes =
+      out->weights_bytes + out->gradients_bytes + out->optimizer_bytes + out->activations_bytes + out->other_bytes;
+}
+
+void pn_workload_memory(const PnScenario *sc, PnWorkloadMemory *out)
+{
+  g_assert(sc && out);
+  int64_t pp = MAX(sc->parallel.pipeline_model_parallel_size, 1);
+  pn_workload_memory_stage(sc, 0, out);
+  for (int64_t s = 1; s < pp; s++) {
+    PnWorkloadMemory m;
+    pn_workload_memory_stage(sc, s, &m);
+    if (m.total_bytes > out->total_bytes)
+      *out = m;
+  }
+}

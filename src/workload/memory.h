@@ -1,0 +1,70 @@
+/* memory.h — device memory per GPU at the peak of one training iteration, per pipeline stage.
+ *
+ * What it models (bytes, per GPU; P = parameters held by the stage's GPU, TP-sharded):
+ *   weights      P * 2 (bf16). fp8 training: TE also caches the fp8 weight and, on Hopper, its
+ *                fp8 transpose: + 2 B per weight-matrix parameter (pn_workload_layer_linear_params);
+ *                with ddp.fp8_param_gather the fp8 copies are the primary weights and no extra
+ *                copy is kept.
+ *   gradients    P * (4 if ddp.grad_reduce_in_fp32 else 2): Megatron DDP's contiguous main_grad
+ *                buffer (never sharded, even with the distributed optimizer).
+ *   optimizer    P * 12 (fp32 master params + Adam m, v) / shard, shard = dp * cp /
+ *                num_distributed_optimizer_instances with the distributed optimizer, 1 without;
+ *                + P * 4 / shard for the fp32 copy of the grads the optimizer makes when the
+ *                grad buffer is bf16.
+ *   activations  (in-flight micro-batches) * (saved bytes of one micro-batch on the stage)
+ *                + what is live while one recomputation runs; the per-layer saved bytes are the
+ *                sum of PnOp.saved_bytes over the layer's FWD op list (ops.h says what each op
+ *                saves: GEMM and norm inputs, q, k, v, o and softmax LSE, activation input,
+ *                dropout masks, SP dividing the norm/dropout ones by tp).
+ *                In flight, stage r of pp, m micro-batches, vp virtual chunks:
+ *                  vp == 1: min(pp - r, m) micro-batches of all layers of the stage;
+ *                  vp > 1:  min((pp - r - 1)*2 + (vp - 1)*group + 1, m*vp) chunk-micro-batches
+ *                           of L/(pp*vp) layers each (Megatron's warm-up count + 1), group =
+ *                           microbatch_group_size_per_vp_stage (default pp).
+ *                Recompute: none: every layer keeps its full saved bytes; selective: the core
+ *                attention keeps only q, k, v; full, uniform with k = recompute_num_layers
+ *                (0 → 1): ceil(layers_per_chunk / k) layer inputs (Tsp*h*2 each) per chunk, plus
+ *                k layers' full activations live during recomputation; full, block with N: N
+ *                layers keep their input, the rest keep everything, plus one layer live.
+ *                First stage: embedding dropout masks (per in-flight micro-batch of chunk 0);
+ *                last stage: final-norm input, output-layer input, the fp32 softmax of the
+ *                cross entropy (T * V/tp * 4), for one micro-batch (1F1B runs the last chunk's
+ *                backward right after its forward).
+ *   other        1.5 GiB (CUDA context, cuBLAS / cuDNN / TE workspaces, allocator slack)
+ *                + 0.25 GiB of NCCL buffers per communicator of size > 1 (TP, CP, PP, DP x CP)
+ *                + TE userbuffers when tp_comm_overlap is on with SP: ten [T, h] buffers, the
+ *                  six AG slots at 1 B/elem in fp8 (fp8_buf) else 2, the four RS slots at 2.
+ * Transient tensors (logits gradients, GEMM outputs in flight) are not counted.
+ *
+ * Cost: builds one layer's op lists a few times: O(ops) per stage, O(pp * ops) for the worst.
+ */
+#ifndef PN_WORKLOAD_MEMORY_H
+#define PN_WORKLOAD_MEMORY_H
+
+#include <stdint.h>
+
+#include "workload/config.h"
+
+typedef struct {
+  double weights_bytes;
+  double gradients_bytes;
+  double optimizer_bytes;
+  double activations_bytes;
+  double other_bytes;
+  double total_bytes; /* sum of the above */
+  int64_t stage;      /* pipeline stage these numbers are for */
+} PnWorkloadMemory;
+
+/* The pipeline stage with the largest total (the lowest such stage on ties). */
+void pn_workload_memory(const PnScenario *sc, PnWorkloadMemory *out);
+/* One stage, 0 <= stage < pipeline_model_parallel_size. */
+void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, PnWorkloadMemory *out);
+
+/* Saved activation bytes of one layer and one micro-batch under `granularity` (sum of the FWD
+ * ops' saved_bytes). */
+double pn_workload_layer_activation_bytes(const PnScenario *sc, PnRecomputeGranularity granularity);
+/* Micro-batches (vp == 1) or chunk-micro-batches (vp > 1) whose activations stage `stage` holds
+ * at its peak. */
+int64_t pn_workload_inflight_microbatches(const PnScenario *sc, int64_t stage);
+
+#endif

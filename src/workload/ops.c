@@ -1,0 +1,553 @@
+/* ops.c — builds the per-GPU op lists of ops.h. Formulas and sources are in the header; this file
+ * only adds why a line is as it is where the header does not say. */
+#include "workload/ops.h"
+
+#include <string.h>
+
+/* The scenario, reduced to the per-GPU shapes the op lists need. */
+typedef struct {
+  int64_t h, heads, groups, kvc, ffn, tp, cp, b, s;
+  int64_t T;      /* tokens per GPU */
+  int64_t Tsp;    /* tokens of norms / dropout / residual adds */
+  int64_t q_tp;   /* heads*kvc/tp */
+  int64_t kv_tp;  /* groups*kvc/tp (K width; V the same) */
+  int64_t f_tp;   /* ffn/tp */
+  int64_t fc1_tp; /* ffn*(2 if gated)/tp */
+  int64_t vocab_tp;
+  bool sp, fp8, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
+  PnCpCommType cp_type;
+  double e;        /* bytes per element of a quantizable GEMM input: 1 (fp8) or 2 */
+  PnDtype gemm_dt; /* dtype of the layer GEMMs */
+} Dims;
+
+static void dims_init(const PnScenario *sc, Dims *d)
+{
+  const PnModelConfig *m = &sc->model;
+  memset(d, 0, sizeof *d);
+  d->h      = m->hidden_size;
+  d->heads  = m->num_attention_heads;
+  d->groups = m->num_query_groups > 0 ? m->num_query_groups : m->num_attention_heads;
+  d->kvc    = m->kv_channels > 0 ? m->kv_channels : m->hidden_size / m->num_attention_heads;
+  d->ffn    = m->ffn_hidden_size;
+  d->tp     = MAX(sc->parallel.tensor_model_parallel_size, 1);
+  d->cp     = MAX(sc->parallel.context_parallel_size, 1);
+  d->b      = sc->training.micro_batch_size;
+  d->s      = sc->training.seq_length;
+  g_assert(d->heads % d->tp == 0 && d->groups % d->tp == 0);
+  g_assert(d->s % d->cp == 0);
+  d->T         = d->s / d->cp * d->b;
+  d->sp        = sc->parallel.sequence_parallel && d->tp > 1;
+  d->tp_comm   = d->tp > 1;
+  d->Tsp       = d->sp ? d->T / d->tp : d->T;
+  d->q_tp      = d->heads * d->kvc / d->tp;
+  d->kv_tp     = d->groups * d->kvc / d->tp;
+  d->gated     = m->gated_linear_unit;
+  d->f_tp      = d->ffn / d->tp;
+  d->fc1_tp    = d->f_tp * (d->gated ? 2 : 1);
+  d->vocab_tp  = pn_workload_padded_vocab(sc) / d->tp;
+  d->fp8       = sc->training.precision == PN_PREC_FP8;
+  d->rope      = strcmp(m->position_embedding_type, "rope") == 0;
+  d->dropout   = m->hidden_dropout > 0.0;
+  d->layernorm = m->normalization == PN_NORM_LAYERNORM;
+  d->swiglu    = d->gated;
+  d->bias      = m->add_bias_linear;
+  d->cp_type   = sc->comm_overlap.cp_comm_type;
+  d->e         = d->fp8 ? 1.0 : 2.0;
+  d->gemm_dt   = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
+}
+
+/* ---- op constructors ---- */
+
+static PnOp op_base(PnOpKind kind, const char *name, PnPhase phase)
+{
+  PnOp o;
+  memset(&o, 0, sizeof o);
+  o.kind  = kind;
+  o.name  = name;
+  o.phase = (uint8_t)phase;
+  o.role  = PN_GEMM_NONE;
+  o.dtype = PN_DT_BF16;
+  return o;
+}
+
+static void push_mem(GArray *out, const char *name, PnPhase phase, double bytes, double saved_bytes)
+{
+  PnOp o        = op_base(PN_OP_MEM, name, phase);
+  o.bytes       = bytes;
+  o.saved_bytes = saved_bytes;
+  g_array_append_val(out, o);
+}
+
+static void push_gemm(GArray *out, const char *name, const char *slot, PnPhase phase, PnGemmRole role, PnDtype dt,
+                      int64_t m, int64_t n, int64_t k, double saved_bytes)
+{
+  PnOp o        = op_base(PN_OP_GEMM, name, phase);
+  o.ub_slot     = slot;
+  o.role        = (uint8_t)role;
+  o.dtype       = dt;
+  o.m           = m;
+  o.n           = n;
+  o.k           = k;
+  o.flops       = 2.0 * (double)m * (double)n * (double)k;
+  o.saved_bytes = saved_bytes;
+  g_array_append_val(out, o);
+}
+
+/* A GEMM's dgrad and wgrad from its forward shape (m, n, k): dgrad (m, k, n), wgrad (n, k, m). */
+static void push_dgrad(GArray *out, const char *name, const char *slot, PnPhase phase, PnDtype dt, int64_t m, int64_t n,
+                       int64_t k)
+{
+  push_gemm(out, name, slot, phase, PN_GEMM_DGRAD, dt, m, k, n, 0.0);
+}
+
+static void push_wgrad(GArray *out, const char *name, const char *slot, PnPhase phase, PnDtype dt, int64_t m, int64_t n,
+                       int64_t k)
+{
+  push_gemm(out, name, slot, phase, PN_GEMM_WGRAD, dt, n, k, m, 0.0);
+}
+
+static void push_comm(GArray *out, const char *name, const char *slot, PnPhase phase, PnCollKind coll, PnGroup group,
+                      double bytes, PnDtype dt)
+{
+  PnOp o    = op_base(PN_OP_COMM, name, phase);
+  o.ub_slot = slot;
+  o.coll    = coll;
+  o.group   = group;
+  o.bytes   = bytes;
+  o.dtype   = dt;
+  g_array_append_val(out, o);
+}
+
+static double attn_fwd_flops(int64_t b, int64_t sq, int64_t skv, int64_t heads, int64_t d, bool causal)
+{
+  double f = 4.0 * (double)b * (double)sq * (double)skv * (double)heads * (double)d;
+  return causal ? f / 2.0 : f;
+}
+
+/* ---- pieces of a layer ---- */
+
+static double norm_stats_bytes(const Dims *d) { return (double)d->Tsp * 4.0 * (d->layernorm ? 2.0 : 1.0); }
+
+/* Norm forward; `out_e` bytes per output element. Saves x and the statistics. */
+static void push_norm_fwd(GArray *out, const Dims *d, const char *name, PnPhase phase, double out_e, double saved)
+{
+  double elems = (double)d->Tsp * (double)d->h;
+  push_mem(out, name, phase, elems * (2.0 + out_e), saved);
+}
+
+static void push_norm_bwd(GArray *out, const Dims *d, const char *name, const char *add_name, PnPhase phase)
+{
+  double elems = (double)d->Tsp * (double)d->h;
+  push_mem(out, name, phase, elems * 6.0, 0.0);
+  if (add_name)
+    push_mem(out, add_name, phase, elems * 6.0, 0.0); /* residual branch + norm branch gradients */
+}
+
+/* Column-parallel TE LayerNormLinear forward: [AG of ln out] + GEMM. `saved` is the GEMM's input
+ * as TE keeps it (the local shard with SP). */
+static void push_column_fwd(GArray *out, const Dims *d, const char *name, const char *ag_name, const char *slot,
+                            PnPhase phase, int64_t n, double saved)
+{
+  if (d->sp)
+    push_comm(out, ag_name, slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, (double)d->T * (double)d->h * d->e,
+              d->gemm_dt);
+  push_gemm(out, name, slot, phase, PN_GEMM_FPROP, d->gemm_dt, d->T, n, d->h, saved);
+}
+
+/* Row-parallel TE Linear forward: [fp8 cast_transpose of the input] + GEMM + RS (SP) / AR. */
+static void push_row_fwd(GArray *out, const Dims *d, const char *name, const char *cast_name, const char *comm_name,
+                         const char *slot, PnPhase phase, int64_t k, double saved)
+{
+  if (d->fp8)
+    push_mem(out, cast_name, phase, (double)d->T * (double)k * 4.0, 0.0);
+  push_gemm(out, name, slot, phase, PN_GEMM_FPROP, d->gemm_dt, d->T, d->h, k, saved);
+  double S = (double)d->T * (double)d->h * 2.0;
+  if (d->sp)
+    push_comm(out, comm_name, slot, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, S, PN_DT_BF16);
+  else if (d->tp_comm)
+    push_comm(out, comm_name, NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, S, PN_DT_BF16);
+}
+
+/* Row-parallel backward: [fp8 cast of dY] [AG dY (SP)] [fp8 transpose of the gathered dY] dgrad,
+ * wgrad. */
+static void push_row_bwd(GArray *out, const Dims *d, const char *dgrad_name, const char *wgrad_name,
+                         const char *cast_name, const char *ag_name, const char *tr_name, const char *dgrad_slot,
+                         const char *wgrad_slot, PnPhase phase, int64_t k)
+{
+  double full = (double)d->T * (double)d->h;
+  if (d->sp) {
+    if (d->fp8)
+      push_mem(out, cast_name, phase, (double)d->Tsp * (double)d->h * 3.0, 0.0);
+    push_comm(out, ag_name, dgrad_slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, full * d->e, d->gemm_dt);
+    if (d->fp8)
+      push_mem(out, tr_name, phase, full * 2.0, 0.0);
+  } else if (d->fp8) {
+    push_mem(out, cast_name, phase, full * 4.0, 0.0);
+  }
+  push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, d->h, k);
+  push_wgrad(out, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, d->h, k);
+}
+
+/* Column-parallel backward: [fp8 cast of dY] [AG of the saved ln out (SP)] dgrad [fp8 transpose
+ * of the ln out] [RS (SP) / AR of dX] wgrad. */
+static void push_column_bwd(GArray *out, const Dims *d, const char *dgrad_name, const char *wgrad_name,
+                            const char *cast_name, const char *ag_name, const char *tr_name, const char *rs_name,
+                            const char *dgrad_slot, const char *wgrad_slot, PnPhase phase, int64_t n)
+{
+  double full = (double)d->T * (double)d->h;
+  if (d->fp8)
+    push_mem(out, cast_name, phase, (double)d->T * (double)n * 4.0, 0.0);
+  if (d->sp)
+    push_comm(out, ag_name, dgrad_slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, full * d->e, d->gemm_dt);
+  push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, n, d->h);
+  if (d->fp8)
+    push_mem(out, tr_name, phase, full * 2.0, 0.0);
+  if (d->sp)
+    push_comm(out, rs_name, wgrad_slot, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, full * 2.0, PN_DT_BF16);
+  else if (d->tp_comm)
+    push_comm(out, rs_name, NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, full * 2.0, PN_DT_BF16);
+  push_wgrad(out, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, n, d->h);
+}
+
+static bool cp_a2a(const Dims *d) { return d->cp > 1 && d->cp_type == PN_CP_A2A; }
+
+/* Bytes of K+V (bf16) of this GPU's tokens and TP share of query groups. */
+static double kv_local_bytes(const Dims *d) { return 2.0 * (double)d->T * (double)d->kv_tp * 2.0; }
+
+/* CP exchange before the attention (forward or its recompute). */
+static void push_cp_fwd(GArray *out, const Dims *d, PnPhase phase)
+{
+  if (d->cp <= 1)
+    return;
+  switch (d->cp_type) {
+  case PN_CP_P2P:
+  case PN_CP_A2A_P2P:
+    push_comm(out, "cp_kv_p2p", NULL, phase, PN_COLL_SEND_RECV, PN_GROUP_CP, (double)(d->cp - 1) * kv_local_bytes(d),
+              PN_DT_BF16);
+    break;
+  case PN_CP_ALL_GATHER:
+    push_comm(out, "cp_kv_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_CP, (double)d->cp * kv_local_bytes(d),
+              PN_DT_BF16);
+    break;
+  case PN_CP_A2A:
+    push_comm(out, "cp_qkv_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP,
+              (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0, PN_DT_BF16);
+    break;
+  }
+}
+
+static void push_cp_fwd_after(GArray *out, const Dims *d, PnPhase phase)
+{
+  if (cp_a2a(d))
+    push_comm(out, "cp_out_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP, (double)d->T * (double)d->q_tp * 2.0,
+              PN_DT_BF16);
+}
+
+/* Core attention forward op and what it saves. */
+static void push_attn(GArray *out, const Dims *d, PnPhase phase, bool backward, double saved)
+{
+  PnOp o     = op_base(PN_OP_ATTN, backward ? "core_attn_bwd" : "core_attn", phase);
+  o.batch    = d->b;
+  o.head_dim = d->kvc;
+  o.causal   = true;
+  o.backward = backward;
+  if (cp_a2a(d)) {
+    o.seq_q    = d->s;
+    o.seq_kv   = d->s;
+    o.heads    = MAX(d->heads / (d->tp * d->cp), 1);
+    o.kv_heads = MAX(d->groups / (d->tp * d->cp), 1);
+  } else {
+    o.seq_q    = d->s / d->cp;
+    o.seq_kv   = d->s;
+    o.heads    = d->heads / d->tp;
+    o.kv_heads = d->groups / d->tp;
+  }
+  /* Load-balanced causal CP: every rank does 1/cp of the full causal work. */
+  double full_causal = attn_fwd_flops(d->b, d->s, d->s, d->heads / d->tp, d->kvc, true);
+  double fwd         = full_causal / (double)d->cp;
+  o.flops            = backward ? 2.5 * fwd : fwd;
+  o.saved_bytes      = saved;
+  g_array_append_val(out, o);
+}
+
+/* Activation bytes the core attention keeps: q, k, v (bf16, after rope) and o + LSE. */
+static double attn_qkv_bytes(const Dims *d) { return (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0; }
+static double attn_o_lse_bytes(const Dims *d)
+{
+  return (double)d->T * (double)d->q_tp * 2.0 + (double)d->T * (double)(d->heads / d->tp) * 4.0;
+}
+
+/* The forward of one layer. `phase` FWD or RECOMPUTE; `gran` decides what FWD ops save. */
+static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecomputeGranularity gran)
+{
+  const bool full      = gran == PN_RECOMPUTE_FULL && phase == PN_PHASE_FWD;
+  const bool selective = gran == PN_RECOMPUTE_SELECTIVE;
+  const double hsp     = (double)d->Tsp * (double)d->h;
+  /* Under full recompute the layer keeps only its input, charged to ln1. */
+  double keep = full ? 0.0 : 1.0;
+
+  double ln1_saved = full ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d);
+  push_norm_fwd(out, d, "ln1", phase, d->e, ln1_saved);
+  push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", phase, d->q_tp + 2 * d->kv_tp, keep * hsp * d->e);
+  if (d->rope)
+    push_mem(out, "rope", phase, (double)d->T * (double)(d->q_tp + d->kv_tp) * 4.0, 0.0);
+  push_cp_fwd(out, d, phase);
+  double attn_saved = attn_qkv_bytes(d) + (selective ? 0.0 : attn_o_lse_bytes(d));
+  push_attn(out, d, phase, false, keep * attn_saved);
+  push_cp_fwd_after(out, d, phase);
+
+  /* proj input: in fp8 the transposed fp8 copy; in bf16 attention's o, unless selective recompute
+   * dropped it from the attention or the CP a2a made a separate tensor. */
+  double proj_in    = (double)d->T * (double)d->q_tp;
+  double proj_saved = d->fp8 ? proj_in : ((selective || cp_a2a(d)) ? proj_in * 2.0 : 0.0);
+  push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
+  push_mem(out, "dropout_add", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+
+  push_norm_fwd(out, d, "ln2", phase, d->e, keep * (hsp * 2.0 + norm_stats_bytes(d)));
+  push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", phase, d->fc1_tp, keep * hsp * d->e);
+  double fc1_out = (double)d->T * (double)d->f_tp;
+  push_mem(out, "act", phase, fc1_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->fc1_tp * 2.0);
+  push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
+               keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
+  push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+}
+
+/* CP exchange in the attention backward. */
+static void push_cp_bwd_before(GArray *out, const Dims *d, PnPhase phase)
+{
+  if (d->cp <= 1)
+    return;
+  switch (d->cp_type) {
+  case PN_CP_P2P:
+  case PN_CP_A2A_P2P:
+    push_comm(out, "cp_kv_dkv_p2p", NULL, phase, PN_COLL_SEND_RECV, PN_GROUP_CP,
+              2.0 * (double)(d->cp - 1) * kv_local_bytes(d), PN_DT_BF16);
+    break;
+  case PN_CP_ALL_GATHER:
+    push_comm(out, "cp_kv_ag_bwd", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_CP, (double)d->cp * kv_local_bytes(d),
+              PN_DT_BF16);
+    break;
+  case PN_CP_A2A:
+    push_comm(out, "cp_dout_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP, (double)d->T * (double)d->q_tp * 2.0,
+              PN_DT_BF16);
+    break;
+  }
+}
+
+static void push_cp_bwd_after(GArray *out, const Dims *d, PnPhase phase)
+{
+  if (d->cp <= 1)
+    return;
+  if (d->cp_type == PN_CP_ALL_GATHER)
+    push_comm(out, "cp_dkv_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_CP, (double)d->cp * kv_local_bytes(d),
+              PN_DT_BF16);
+  else if (d->cp_type == PN_CP_A2A)
+    push_comm(out, "cp_dqkv_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP,
+              (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0, PN_DT_BF16);
+}
+
+static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gran)
+{
+  const PnPhase B  = PN_PHASE_BWD;
+  const double hsp = (double)d->Tsp * (double)d->h;
+
+  if (gran == PN_RECOMPUTE_FULL)
+    layer_forward(out, d, PN_PHASE_RECOMPUTE, PN_RECOMPUTE_NONE);
+
+  if (d->dropout)
+    push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
+  push_row_bwd(out, d, "fc2_dgrad", "fc2_wgrad", "fc2_dy_cast", "fc2_dgrad_ag", "fc2_dy_transpose", "fc2_dgrad",
+               "fc2_wgrad", B, d->f_tp);
+  double fc1_out = (double)d->T * (double)d->f_tp;
+  push_mem(out, "act_bwd", B, fc1_out * (d->swiglu ? 10.0 : 6.0), 0.0);
+  push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose", "fc1_wgrad_rs",
+                  "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
+  push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
+
+  if (d->dropout)
+    push_mem(out, "dropout_add_bwd", B, hsp * 5.0, 0.0);
+  push_row_bwd(out, d, "proj_dgrad", "proj_wgrad", "proj_dy_cast", "proj_dgrad_ag", "proj_dy_transpose", "proj_dgrad",
+               "proj_wgrad", B, d->q_tp);
+
+  if (gran == PN_RECOMPUTE_SELECTIVE) {
+    /* Megatron's checkpointed core attention re-runs its forward (CP exchange included) when
+     * autograd reaches it, i.e. here. */
+    push_cp_fwd(out, d, PN_PHASE_RECOMPUTE);
+    push_attn(out, d, PN_PHASE_RECOMPUTE, false, attn_o_lse_bytes(d));
+    push_cp_fwd_after(out, d, PN_PHASE_RECOMPUTE);
+  }
+  push_cp_bwd_before(out, d, B);
+  push_attn(out, d, B, true, 0.0);
+  push_cp_bwd_after(out, d, B);
+  if (d->rope)
+    push_mem(out, "rope_bwd", B, (double)d->T * (double)(d->q_tp + d->kv_tp) * 4.0, 0.0);
+  push_column_bwd(out, d, "qkv_dgrad", "qkv_wgrad", "qkv_dy_cast", "qkv_dgrad_ag", "qkv_in_transpose", "qkv_wgrad_rs",
+                  "qkv_dgrad", "qkv_wgrad", B, d->q_tp + 2 * d->kv_tp);
+  push_norm_bwd(out, d, "ln1_bwd", "residual_grad_add", B);
+}
+
+void pn_workload_layer_ops_with(const PnScenario *sc, PnPhase phase, PnRecomputeGranularity granularity, GArray *out)
+{
+  g_assert(sc && out);
+  g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
+  Dims d;
+  dims_init(sc, &d);
+  if (phase == PN_PHASE_FWD)
+    layer_forward(out, &d, PN_PHASE_FWD, granularity);
+  else
+    layer_backward(out, &d, granularity);
+}
+
+void pn_workload_layer_ops(const PnScenario *sc, PnPhase phase, GArray *out)
+{
+  pn_workload_layer_ops_with(sc, phase, sc->recompute.recompute_granularity, out);
+}
+
+bool pn_workload_layer_is_recomputed(const PnScenario *sc, int64_t layer_in_chunk)
+{
+  const PnRecomputeConfig *r = &sc->recompute;
+  switch (r->recompute_granularity) {
+  case PN_RECOMPUTE_NONE:
+    return false;
+  case PN_RECOMPUTE_SELECTIVE:
+    return true;
+  case PN_RECOMPUTE_FULL:
+    if (r->recompute_method == PN_RECOMPUTE_METHOD_BLOCK && r->recompute_num_layers > 0)
+      return layer_in_chunk < r->recompute_num_layers;
+    return true;
+  }
+  return false;
+}
+
+/* ---- embedding, head, optimizer ---- */
+
+void pn_workload_embedding_ops(const PnScenario *sc, PnPhase phase, GArray *out)
+{
+  g_assert(sc && out);
+  g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
+  Dims d;
+  dims_init(sc, &d);
+  const double th    = (double)d.T * (double)d.h;
+  const double hsp   = (double)d.Tsp * (double)d.h;
+  const bool learned = strcmp(sc->model.position_embedding_type, "learned_absolute") == 0;
+  if (phase == PN_PHASE_FWD) {
+    /* Vocab-parallel lookup over all T tokens: ids read, rows read, output written; with tp > 1
+     * the out-of-shard rows are masked and zeroed (one more read+write pass). */
+    push_mem(out, "embedding", phase, (double)d.T * 8.0 + th * 4.0 + (d.tp > 1 ? th * 4.0 : 0.0), 0.0);
+    if (learned)
+      push_mem(out, "pos_embedding_add", phase, th * 6.0, 0.0);
+    if (d.b > 1) /* [b, s, h] -> [s, b, h] contiguous copy (a view when b == 1) */
+      push_mem(out, "embedding_transpose", phase, th * 4.0, 0.0);
+    if (d.sp)
+      push_comm(out, "embedding_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    else if (d.tp_comm)
+      push_comm(out, "embedding_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    if (d.dropout)
+      push_mem(out, "embedding_dropout", phase, hsp * 5.0, hsp);
+  } else {
+    if (d.dropout)
+      push_mem(out, "embedding_dropout_bwd", phase, hsp * 5.0, 0.0);
+    if (d.sp) /* backward of the RS */
+      push_comm(out, "embedding_grad_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    /* F.embedding's backward writes a dense [V/tp, h] bf16 gradient (zero fill + scatter-add of
+     * the T rows), which Megatron's grad hook then adds into main_grad: read grad, read+write
+     * main_grad. */
+    double vh = (double)d.vocab_tp * (double)d.h;
+    double mg = sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0;
+    push_mem(out, "embedding_wgrad", phase, vh * 2.0 + th * 4.0 + vh * (2.0 + 2.0 * mg), 0.0);
+  }
+}
+
+void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
+{
+  g_assert(sc && out);
+  g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
+  Dims d;
+  dims_init(sc, &d);
+  const double th     = (double)d.T * (double)d.h;
+  const double hsp    = (double)d.Tsp * (double)d.h;
+  const double logits = (double)d.T * (double)d.vocab_tp;
+  if (phase == PN_PHASE_FWD) {
+    push_norm_fwd(out, &d, "final_norm", phase, 2.0, hsp * 2.0 + norm_stats_bytes(&d));
+    if (d.sp)
+      push_comm(out, "output_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    push_gemm(out, "logits", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d.T, d.vocab_tp, d.h, hsp * 2.0);
+    /* Megatron's vocab-parallel cross entropy: logits to fp32 (2 r + 4 w), max (4 r), subtract
+     * max and exp with the sum (4 r + 4 w), divide by the sum (4 r + 4 w) = 26 B/elem; keeps the
+     * fp32 softmax. */
+    push_mem(out, "cross_entropy", phase, logits * 26.0, logits * 4.0);
+    if (d.tp_comm)
+      push_comm(out, "cross_entropy_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, (double)d.T * 4.0 * 3.0,
+                PN_DT_FP32);
+  } else {
+    /* grad = softmax - onehot, times dLoss (4 r + 4 w), back to bf16 (4 r + 2 w). */
+    push_mem(out, "cross_entropy_bwd", phase, logits * 14.0, 0.0);
+    if (d.sp)
+      push_comm(out, "output_wgrad_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    push_dgrad(out, "logits_dgrad", NULL, phase, PN_DT_BF16, d.T, d.vocab_tp, d.h);
+    if (d.sp)
+      push_comm(out, "output_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    else if (d.tp_comm)
+      push_comm(out, "output_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+    push_wgrad(out, "logits_wgrad", NULL, phase, PN_DT_BF16, d.T, d.vocab_tp, d.h);
+    push_norm_bwd(out, &d, "final_norm_bwd", NULL, phase);
+  }
+}
+
+void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out)
+{
+  g_assert(sc && out && params_on_gpu >= 0.0);
+  push_mem(out, "grad_norm", PN_PHASE_OPTIM, params_on_gpu * 4.0, 0.0);
+  push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * ((4.0 + 3.0) * 4.0 + 2.0), 0.0);
+}
+
+/* ---- parameters ---- */
+
+double pn_workload_layer_linear_params(const PnScenario *sc)
+{
+  Dims d;
+  dims_init(sc, &d);
+  double h = (double)d.h;
+  return h * (double)(d.q_tp + 2 * d.kv_tp) + (double)d.q_tp * h + h * (double)d.fc1_tp + (double)d.f_tp * h;
+}
+
+double pn_workload_layer_params(const PnScenario *sc)
+{
+  Dims d;
+  dims_init(sc, &d);
+  double h = (double)d.h;
+  double p = pn_workload_layer_linear_params(sc);
+  if (sc->model.add_bias_linear || sc->model.add_qkv_bias)
+    p += (double)(d.q_tp + 2 * d.kv_tp);
+  if (sc->model.add_bias_linear)
+    p += h + (double)d.fc1_tp + h; /* proj and fc2 biases are replicated, fc1's split */
+  p += 2.0 * (d.layernorm ? 2.0 * h : h);
+  return p;
+}
+
+double pn_workload_embedding_params(const PnScenario *sc)
+{
+  double h   = (double)sc->model.hidden_size;
+  int64_t tp = MAX(sc->parallel.tensor_model_parallel_size, 1);
+  double p   = (double)(pn_workload_padded_vocab(sc) / tp) * h;
+  if (strcmp(sc->model.position_embedding_type, "learned_absolute") == 0)
+    p += (double)sc->model.max_position_embeddings * h;
+  return p;
+}
+
+double pn_workload_head_params(const PnScenario *sc)
+{
+  double h   = (double)sc->model.hidden_size;
+  int64_t tp = MAX(sc->parallel.tensor_model_parallel_size, 1);
+  double p   = sc->model.normalization == PN_NORM_LAYERNORM ? 2.0 * h : h;
+  if (sc->model.untie_embeddings_and_output_weights || sc->parallel.pipeline_model_parallel_size > 1)
+    p += (double)(pn_workload_padded_vocab(sc) / tp) * h;
+  return p;
+}
+
+int64_t pn_workload_padded_vocab(const PnScenario *sc)
+{
+  int64_t div      = sc->model.make_vocab_size_divisible_by > 0 ? sc->model.make_vocab_size_divisible_by : 128;
+  int64_t multiple = div * MAX(sc->parallel.tensor_model_parallel_size, 1);
+  return (sc->model.vocab_size + multiple - 1) / multiple * multiple;
+}

@@ -1,0 +1,168 @@
+/* ops.h — one transformer layer (and the embedding, the output head, the optimizer step) as the
+ * sequence of kernels and collectives one GPU runs, with their FLOPs and bytes.
+ *
+ * What it models: a Megatron-Core GPT model built from the Transformer Engine layer spec
+ * (TELayerNormColumnParallelLinear for qkv and fc1, TERowParallelLinear for proj and fc2,
+ * TEDotProductAttention for core attention, fused rope, fused bias-dropout-add), sharded by TP
+ * (with or without sequence parallelism) and CP, for one micro-batch, in the order the kernels
+ * are issued on one GPU. Every TP/CP/DP rank of a stage does the same work, so one list serves
+ * them all. The lists carry no timing and no overlap: sched/ places them on streams and
+ * overlap/ rewrites the TP comm ops named by their `ub_slot`.
+ *
+ * Shapes, per GPU (Megatron names): h = hidden_size, a = num_attention_heads, g =
+ * num_query_groups, d = kv_channels, q = a*d, kv = g*d, f = ffn_hidden_size, fc1 width
+ * f1 = f*(2 if gated_linear_unit else 1), tp, cp, b = micro_batch_size, s = seq_length.
+ *   T   = s/cp * b                     tokens this GPU's GEMMs see
+ *   Tsp = T/tp with sequence parallel, T otherwise: tokens of norms, dropout, residual adds
+ *   qkv  fprop: m=T, n=(q+2kv)/tp, k=h     proj fprop: m=T, n=h, k=q/tp
+ *   fc1  fprop: m=T, n=f1/tp,      k=h     fc2  fprop: m=T, n=h, k=f/tp
+ *   dgrad of a GEMM (m,n,k): (m, k, n); wgrad: (n, k, m). So backward GEMM FLOPs = 2x forward.
+ * Sequence parallel is off when tp == 1 (Megatron turns it off).
+ *
+ * TP communication, as Megatron-Core + TE issue it without userbuffers overlap:
+ *   forward, SP:   AG(ln out) before qkv and fc1 [qkv_fprop, fc1_fprop];
+ *                  RS(out) after proj and fc2 [proj_fprop, fc2_fprop]
+ *   forward, !SP:  AR(out) after proj and fc2 (ub_slot NULL: UB overlap requires SP)
+ *   backward, SP:  row-parallel proj/fc2: AG(dY) [proj_dgrad, fc2_dgrad], dgrad, wgrad
+ *                  [proj_wgrad, fc2_wgrad: no comm];
+ *                  column-parallel qkv/fc1: AG(saved ln out, for wgrad) [qkv_dgrad, fc1_dgrad],
+ *                  dgrad, RS(dX) [qkv_wgrad, fc1_wgrad], wgrad. TE launches the AG before the
+ *                  dgrad GEMM and the RS before the wgrad GEMM (async on NCCL's stream); the list
+ *                  gives that issue order.
+ *   backward, !SP: column-parallel: dgrad, AR(dX), wgrad; row-parallel: no comm.
+ * Collective bytes follow nccl-tests: S = AG output / RS input / AR buffer = T*h*2 bytes (bf16).
+ * With fp8 training TE gathers quantized tensors, so the AGs of GEMM inputs (ln out, dY) move
+ * 1 byte per element; RS and AR stay bf16.
+ *
+ * Context parallelism (group PN_GROUP_CP, op just before the attention, not overlapped here):
+ *   p2p (and a2a+p2p, modelled as p2p): SEND_RECV, bytes = total sent per GPU over the ring:
+ *     fwd (cp-1)*2*(s/cp)*b*(g/tp)*d*2 (K and V, bf16); bwd twice that (KV and dKV).
+ *   all_gather: AG of K,V with S = s*b*(g/tp)*d*2*2; bwd: AG again, then RS of dK,dV (same S).
+ *   a2a (Ulysses): A2A of q,k,v before and of o after the attention (per-rank buffer bytes),
+ *     the reverse in backward; the attention then runs on all s tokens and a/(tp*cp) heads.
+ *   Attention op fields: p2p/all_gather: seq_q = s/cp, seq_kv = s (load-balanced causal: FLOPs
+ *   = full causal / cp); a2a: seq_q = seq_kv = s, heads/(tp*cp).
+ *
+ * FLOPs (`flops`, what the GPU executes): GEMM 2mnk; attention forward
+ * 4*b*seq_q*seq_kv*heads*d, halved when causal; attention backward 2.5x its forward (flash
+ * attention recomputes QK^T: 5 matmuls against 2). Memory ops and comms: 0.
+ *
+ * Memory ops (`bytes` = read + written, bf16 = 2 B/elem, fp32 = 4):
+ *   norm fwd: read x, write y (1 B/elem in fp8: TE's norm writes the fp8 GEMM input) = Tsp*h*(2+e)
+ *   norm bwd: read dy, x; write dx = Tsp*h*6; then the residual-branch gradient add, Tsp*h*6
+ *   rope fwd/bwd (position_embedding_type "rope"): read+write q and k = T*(q+kv)/tp*4
+ *   activation fwd: swiglu T*f/tp*6 (read 2f, write f); gelu/relu^2 T*f/tp*4
+ *   activation bwd: swiglu T*f/tp*10; others T*f/tp*6
+ *   dropout+residual add fwd: Tsp*h*6 (+1 mask byte when hidden_dropout > 0); its backward is
+ *     an op only with dropout (Tsp*h*5); attention dropout is ignored (flash attention).
+ *   fp8 casts (training.precision == fp8; TE delayed/current scaling on Hopper, which needs a
+ *     transposed copy of every wgrad/dgrad operand): forward cast_transpose of the row-parallel
+ *     GEMM inputs (attention out, activation out): read bf16, write fp8 + fp8^T = 4 B/elem;
+ *     backward cast_transpose of each GEMM's dY (4 B/elem; with SP the row-parallel dY is cast
+ *     on the local shard, 3 B/elem, gathered in fp8, and the gathered copy transposed, 2 B/elem);
+ *     transpose of the re-gathered ln output for the wgrad (2 B/elem). Weight casts happen once
+ *     per iteration (TE caches them on the first micro-batch) and are not in these lists.
+ *
+ * Saved activations (`saved_bytes`, FWD ops only; for memory.h): what each op keeps for its
+ * backward. norms: input x (Tsp*h*2) + statistics (fp32 per token: 2 for LayerNorm, 1 for
+ * RMSNorm); qkv/fc1: their input as TE saves it (the local ln-out shard, e = 1 B fp8 / 2 B bf16);
+ * core attention: q, k, v, o (bf16) and the softmax LSE (fp32 per query and head); proj/fc2:
+ * their input (fp8: the fp8 transpose copy, 1 B/elem; bf16 proj input = attention's o, counted
+ * once, except with CP a2a where the a2a makes a new tensor); activation: its input; dropout:
+ * the mask (1 B/elem). Full recompute: a recomputed layer keeps only its input (Tsp*h*2, on the
+ * ln1 op); the RECOMPUTE ops carry the full amounts (one layer is live while its backward runs).
+ * Selective (core attention) recompute: the attention keeps q, k, v only (its checkpoint
+ * inputs); o is then held by proj.
+ *
+ * Recompute in the BWD list: full granularity: the layer's whole forward (phase
+ * PN_PHASE_RECOMPUTE, TP and CP comms included) comes first; selective: the core-attention
+ * forward (and its CP exchange) is recomputed where Megatron's checkpoint runs it, right before
+ * the attention backward. Megatron's uniform method with recompute_num_layers = k > 1 recomputes
+ * k layers together before their backwards: sched/ may reorder the RECOMPUTE ops of k
+ * consecutive layers; pn_workload_layer_is_recomputed() says which layers the block method
+ * recomputes.
+ *
+ * Not modelled: MoE (a layer with num_moe_experts > 0 is built as the dense MLP of
+ * ffn_hidden_size), bias-add kernels (fused in GEMM epilogues), QK layernorm, fp8 attention.
+ *
+ * Ownership: functions append to a caller-owned GArray of PnOp; names are static strings.
+ * Cost: O(ops) per call (~30 ops per layer), no allocation besides the GArray growth.
+ */
+#ifndef PN_WORKLOAD_OPS_H
+#define PN_WORKLOAD_OPS_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/coll.h"
+#include "hw/cost.h"
+#include "hw/graph.h"
+#include "workload/config.h"
+
+typedef enum { PN_OP_GEMM, PN_OP_ATTN, PN_OP_MEM, PN_OP_COMM } PnOpKind;
+typedef enum { PN_GEMM_FPROP, PN_GEMM_DGRAD, PN_GEMM_WGRAD, PN_GEMM_NONE } PnGemmRole;
+typedef enum { PN_GROUP_TP, PN_GROUP_CP, PN_GROUP_DP, PN_GROUP_EP, PN_GROUP_PP } PnGroup;
+
+typedef struct {
+  PnOpKind kind;
+  const char *name;    /* static: "ln1", "qkv", "qkv_ag", ... */
+  const char *ub_slot; /* static TE userbuffers slot ("qkv_fprop", ...) of TP GEMMs and their
+                          adjacent SP collectives; NULL otherwise */
+  uint8_t phase;       /* PnPhase: FWD, BWD, RECOMPUTE, OPTIM */
+  uint8_t role;        /* PnGemmRole; PN_GEMM_NONE for non-GEMMs */
+  PnDtype dtype;       /* GEMM input dtype (fp8 when training.precision == fp8); COMM: element
+                          dtype moved; bf16 otherwise */
+  int64_t m, n, k;     /* GEMM, per GPU: C[m,n] = A[m,k] B[k,n] */
+  int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU */
+  bool causal;
+  bool backward;      /* ATTN: backward kernel */
+  double bytes;       /* MEM: bytes read + written; COMM: S in nccl-tests convention
+                         (SEND_RECV: bytes each GPU sends) */
+  PnCollKind coll;    /* COMM */
+  PnGroup group;      /* COMM */
+  double flops;       /* executed on this GPU */
+  double saved_bytes; /* FWD/RECOMPUTE ops: activation bytes kept for the backward */
+} PnOp;
+
+/* Ops of one layer for one micro-batch, in issue order. phase: PN_PHASE_FWD or PN_PHASE_BWD (the
+ * BWD list includes the recomputation the scenario's recompute_granularity asks for). */
+void pn_workload_layer_ops(const PnScenario *sc, PnPhase phase, GArray *out /* of PnOp */);
+/* Same, with the recompute granularity given explicitly (for layers the block method does not
+ * recompute, and for memory accounting). */
+void pn_workload_layer_ops_with(const PnScenario *sc, PnPhase phase, PnRecomputeGranularity granularity, GArray *out);
+/* Whether layer `layer_in_chunk` (0-based within its virtual pipeline chunk, or within the stage
+ * when not interleaved) is recomputed: selective and full-uniform: every layer; full-block: the
+ * first recompute_num_layers (0 = all). */
+bool pn_workload_layer_is_recomputed(const PnScenario *sc, int64_t layer_in_chunk);
+
+/* First pipeline stage: word (+ learned position) embedding lookup, the TP reduction of its
+ * output (RS with SP, AR without), dropout; backward: the TP gather of the gradient (SP) and the
+ * embedding weight-gradient accumulation. */
+void pn_workload_embedding_ops(const PnScenario *sc, PnPhase phase, GArray *out);
+/* Last pipeline stage: final norm, AG (SP), logits GEMM (m=T, n=padded_vocab/tp, k=h, bf16: the
+ * output layer is outside TE's fp8 autocast), vocab-parallel cross entropy (+ one AR of T*4*3
+ * bytes standing for its three small all-reduces); backward: cross-entropy backward, AG of the
+ * saved input (SP), dgrad, RS/AR of dX, wgrad, final norm backward. */
+void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out);
+/* Optimizer step over `params_on_gpu` parameters (already sharded by the caller when the
+ * distributed optimizer is on): grad-norm read (4 B/param of fp32 grads) and the fused Adam step
+ * (fp32 param, grad, m, v read, param, m, v written, bf16 param copy written:
+ * (4 + 3) * 4 + 2 = 30 B/param). Phase PN_PHASE_OPTIM. */
+void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out);
+
+/* Parameters per GPU. Layer: qkv, proj, fc1, fc2 weights split by TP, their biases (column
+ * biases split, row biases replicated), both norms replicated. */
+double pn_workload_layer_params(const PnScenario *sc);
+/* Of which weight matrices (the fp8-cast ones). */
+double pn_workload_layer_linear_params(const PnScenario *sc);
+/* Word embedding (padded_vocab/tp rows) + learned position embedding (replicated). */
+double pn_workload_embedding_params(const PnScenario *sc);
+/* Last stage: final norm + output layer (padded_vocab/tp * h) when untied, or when tied with
+ * pp > 1 (the last stage keeps its own copy of the shared weight). */
+double pn_workload_head_params(const PnScenario *sc);
+/* Megatron's padded vocabulary: vocab_size rounded up to make_vocab_size_divisible_by * tp
+ * (divisible_by <= 0 means Megatron's default 128). */
+int64_t pn_workload_padded_vocab(const PnScenario *sc);
+
+#endif

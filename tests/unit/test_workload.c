@@ -1,0 +1,781 @@
+/* test_workload.c — workload/: op lists, model FLOPs, memory estimate, model parameters.
+ *
+ * Expected numbers are computed by hand in the comments from the shapes in ops.h / flops.h /
+ * memory.h. Scenarios are built directly (no io/). */
+#include <check.h>
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "workload/flops.h"
+#include "workload/memory.h"
+#include "workload/ops.h"
+
+/* ---- scenarios ---- */
+
+static void model_llama3_8b(PnModelConfig *m)
+{
+  memset(m, 0, sizeof *m);
+  g_strlcpy(m->name, "llama3-8b", sizeof m->name);
+  m->num_layers                          = 32;
+  m->hidden_size                         = 4096;
+  m->ffn_hidden_size                     = 14336;
+  m->num_attention_heads                 = 32;
+  m->num_query_groups                    = 8;
+  m->kv_channels                         = 128;
+  m->gated_linear_unit                   = true;
+  m->activation                          = PN_ACT_SWIGLU;
+  m->normalization                       = PN_NORM_RMSNORM;
+  m->vocab_size                          = 128256;
+  m->make_vocab_size_divisible_by        = 128;
+  m->untie_embeddings_and_output_weights = true;
+  m->max_position_embeddings             = 8192;
+  g_strlcpy(m->position_embedding_type, "rope", sizeof m->position_embedding_type);
+}
+
+static void model_llama3_70b(PnModelConfig *m)
+{
+  model_llama3_8b(m);
+  g_strlcpy(m->name, "llama3-70b", sizeof m->name);
+  m->num_layers          = 80;
+  m->hidden_size         = 8192;
+  m->ffn_hidden_size     = 28672;
+  m->num_attention_heads = 64;
+}
+
+static void model_llama31_405b(PnModelConfig *m)
+{
+  model_llama3_8b(m);
+  g_strlcpy(m->name, "llama3.1-405b", sizeof m->name);
+  m->num_layers          = 126;
+  m->hidden_size         = 16384;
+  m->ffn_hidden_size     = 53248;
+  m->num_attention_heads = 128;
+}
+
+/* Llama3-8B, seq 8192, mbs 1, gbs 128 on `gpus` GPUs with the given layout. */
+static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t pp, int64_t vp, int64_t cp)
+{
+  memset(sc, 0, sizeof *sc);
+  model_llama3_8b(&sc->model);
+  sc->hardware.num_gpus                             = gpus;
+  sc->training.seq_length                           = 8192;
+  sc->training.micro_batch_size                     = 1;
+  sc->training.global_batch_size                    = 128;
+  sc->training.precision                            = PN_PREC_BF16;
+  sc->training.iterations                           = 1;
+  sc->parallel.tensor_model_parallel_size           = tp;
+  sc->parallel.pipeline_model_parallel_size         = pp;
+  sc->parallel.virtual_pipeline_model_parallel_size = vp;
+  sc->parallel.context_parallel_size                = cp;
+  sc->parallel.expert_model_parallel_size           = 1;
+  sc->parallel.sequence_parallel                    = sp;
+  sc->parallel.data_parallel_size                   = gpus / (tp * pp * cp);
+  sc->parallel.num_microbatches                     = 128 / sc->parallel.data_parallel_size;
+  sc->ddp.use_distributed_optimizer                 = true;
+  sc->ddp.grad_reduce_in_fp32                       = true;
+  sc->ddp.num_distributed_optimizer_instances       = 1;
+  sc->comm_overlap.tp_comm_overlap                  = PN_TRI_UNSET;
+  sc->comm_overlap.cp_comm_type                     = PN_CP_P2P;
+  sc->recompute.recompute_granularity               = PN_RECOMPUTE_NONE;
+  sc->env.cuda_device_max_connections               = 8;
+}
+
+static GArray *ops_new(void) { return g_array_new(FALSE, FALSE, sizeof(PnOp)); }
+
+static GArray *layer(const PnScenario *sc, PnPhase phase)
+{
+  GArray *a = ops_new();
+  pn_workload_layer_ops(sc, phase, a);
+  return a;
+}
+
+static const PnOp *find(const GArray *ops, const char *name)
+{
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *o = &g_array_index(ops, PnOp, i);
+    if (strcmp(o->name, name) == 0)
+      return o;
+  }
+  return NULL;
+}
+
+static int index_of(const GArray *ops, const char *name)
+{
+  for (guint i = 0; i < ops->len; i++)
+    if (strcmp(g_array_index(ops, PnOp, i).name, name) == 0)
+      return (int)i;
+  return -1;
+}
+
+static double sum_flops(const GArray *ops, int kind, int phase)
+{
+  double s = 0.0;
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *o = &g_array_index(ops, PnOp, i);
+    if ((kind < 0 || (int)o->kind == kind) && (phase < 0 || o->phase == phase))
+      s += o->flops;
+  }
+  return s;
+}
+
+static int count(const GArray *ops, int kind, int phase)
+{
+  int n = 0;
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *o = &g_array_index(ops, PnOp, i);
+    if ((kind < 0 || (int)o->kind == kind) && (phase < 0 || o->phase == phase))
+      n++;
+  }
+  return n;
+}
+
+#define ck_assert_rel(x, y, tol)                                                                                       \
+  ck_assert_msg(fabs((double)(x) - (double)(y)) <= (tol)*fabs((double)(y)), "%s = %.6g, expected %.6g (rel %g)", #x,   \
+                (double)(x), (double)(y), (double)(tol))
+
+/* ---- ops: shapes ---- */
+
+/* TP=1, T = 8192: qkv n = (heads + 2*groups) * kv_channels = (32 + 16) * 128 = 6144. */
+START_TEST(test_qkv_dims_tp1)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  const PnOp *qkv     = find(f, "qkv");
+  ck_assert_ptr_nonnull(qkv);
+  ck_assert_int_eq(qkv->kind, PN_OP_GEMM);
+  ck_assert_int_eq(qkv->role, PN_GEMM_FPROP);
+  ck_assert_int_eq(qkv->m, 8192);
+  ck_assert_int_eq(qkv->n, 6144);
+  ck_assert_int_eq(qkv->k, 4096);
+  ck_assert_int_eq(qkv->dtype, PN_DT_BF16);
+  ck_assert_double_eq(qkv->flops, 2.0 * 8192 * 6144 * 4096);
+  /* fc1 gated: n = 2 * 14336; fc2 k = 14336; proj k = 32 * 128. */
+  ck_assert_int_eq(find(f, "fc1")->n, 28672);
+  ck_assert_int_eq(find(f, "fc2")->k, 14336);
+  ck_assert_int_eq(find(f, "proj")->k, 4096);
+  ck_assert_int_eq(find(f, "proj")->n, 4096);
+  /* No TP: no communication at all. */
+  ck_assert_int_eq(count(f, PN_OP_COMM, -1), 0);
+  /* ln1: read x + write y at 2 B/elem over all 8192 tokens. */
+  ck_assert_double_eq(find(f, "ln1")->bytes, 8192.0 * 4096 * 4);
+}
+END_TEST
+
+/* TP=4 with SP: norms on T/tp = 2048 tokens; AG of ln out S = T*h*2 = 8192*4096*2 = 64 MiB. */
+START_TEST(test_tp4_sp_comm)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  const PnOp *ln1     = find(f, "ln1");
+  ck_assert_double_eq(ln1->bytes, 2048.0 * 4096 * 4);
+  const PnOp *ag = find(f, "qkv_ag");
+  ck_assert_ptr_nonnull(ag);
+  ck_assert_int_eq(ag->kind, PN_OP_COMM);
+  ck_assert_int_eq(ag->coll, PN_COLL_ALL_GATHER);
+  ck_assert_int_eq(ag->group, PN_GROUP_TP);
+  ck_assert_double_eq(ag->bytes, 67108864.0);
+  ck_assert_str_eq(ag->ub_slot, "qkv_fprop");
+  const PnOp *qkv = find(f, "qkv");
+  ck_assert_int_eq(qkv->m, 8192);
+  ck_assert_int_eq(qkv->n, 1536);
+  ck_assert_str_eq(qkv->ub_slot, "qkv_fprop");
+  const PnOp *rs = find(f, "proj_rs");
+  ck_assert_int_eq(rs->coll, PN_COLL_REDUCE_SCATTER);
+  ck_assert_double_eq(rs->bytes, 67108864.0);
+  ck_assert_str_eq(rs->ub_slot, "proj_fprop");
+  ck_assert_str_eq(find(f, "fc2_rs")->ub_slot, "fc2_fprop");
+  ck_assert_str_eq(find(f, "fc1_ag")->ub_slot, "fc1_fprop");
+  /* Issue order: ln1 < qkv_ag < qkv < rope < core_attn < proj < proj_rs < dropout_add < ln2 <
+   * fc1_ag < fc1 < act < fc2 < fc2_rs < dropout_add2. */
+  const char *order[] = {"ln1", "qkv_ag", "qkv", "rope", "core_attn", "proj",   "proj_rs",     "dropout_add",
+                         "ln2", "fc1_ag", "fc1", "act",  "fc2",       "fc2_rs", "dropout_add2"};
+  ck_assert_int_eq(f->len, G_N_ELEMENTS(order));
+  for (guint i = 0; i < G_N_ELEMENTS(order); i++)
+    ck_assert_str_eq(g_array_index(f, PnOp, i).name, order[i]);
+  ck_assert_int_eq(count(f, PN_OP_COMM, -1), 4);
+}
+END_TEST
+
+/* FP8 with SP: TE gathers the fp8 ln output (1 B/elem), the norm writes fp8, row-parallel inputs
+ * get a cast_transpose; RS stays bf16. */
+START_TEST(test_tp4_sp_fp8)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  sc.training.precision = PN_PREC_FP8;
+  g_autoptr(GArray) f   = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(f, "qkv_ag")->bytes, 33554432.0);
+  ck_assert_double_eq(find(f, "ln1")->bytes, 2048.0 * 4096 * 3);
+  ck_assert_int_eq(find(f, "qkv")->dtype, PN_DT_FP8);
+  ck_assert_double_eq(find(f, "proj_rs")->bytes, 67108864.0);
+  /* cast_transpose of the attention output: T * q/tp * (2 + 1 + 1) = 8192 * 1024 * 4 */
+  ck_assert_double_eq(find(f, "proj_in_cast")->bytes, 8192.0 * 1024 * 4);
+  ck_assert_int_lt(index_of(f, "proj_in_cast"), index_of(f, "proj"));
+  ck_assert_ptr_nonnull(find(f, "fc2_in_cast"));
+  /* FP8 changes no FLOPs. */
+  PnScenario bf;
+  scenario(&bf, 8, 4, true, 1, 1, 1);
+  g_autoptr(GArray) fb = layer(&bf, PN_PHASE_FWD);
+  ck_assert_double_eq(sum_flops(f, -1, -1), sum_flops(fb, -1, -1));
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(b, "proj_dgrad_ag")->bytes, 33554432.0);
+  ck_assert_double_eq(find(b, "qkv_wgrad_rs")->bytes, 67108864.0);
+}
+END_TEST
+
+/* TP=4 without SP: all-reduces after proj and fc2 (S = T*h*2), norms on all T tokens, no AG. */
+START_TEST(test_tp4_no_sp)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, false, 1, 1, 1);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(f, "qkv_ag"));
+  const PnOp *ar = find(f, "proj_rs");
+  ck_assert_int_eq(ar->coll, PN_COLL_ALL_REDUCE);
+  ck_assert_double_eq(ar->bytes, 67108864.0);
+  ck_assert_ptr_null(ar->ub_slot);
+  ck_assert_int_eq(find(f, "fc2_rs")->coll, PN_COLL_ALL_REDUCE);
+  ck_assert_double_eq(find(f, "ln1")->bytes, 8192.0 * 4096 * 4);
+  ck_assert_int_eq(count(f, PN_OP_COMM, -1), 2);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  /* backward: AR of dX after the qkv and fc1 dgrads only */
+  ck_assert_int_eq(count(b, PN_OP_COMM, -1), 2);
+  ck_assert_int_eq(find(b, "qkv_wgrad_rs")->coll, PN_COLL_ALL_REDUCE);
+  ck_assert_int_eq(find(b, "fc1_wgrad_rs")->coll, PN_COLL_ALL_REDUCE);
+}
+END_TEST
+
+/* Backward with SP: order and userbuffers slots per reference §2.1. */
+START_TEST(test_bwd_order_and_slots)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  struct {
+    const char *name, *slot;
+  } exp[] = {
+      {"fc2_dgrad_ag", "fc2_dgrad"},
+      {"fc2_dgrad", "fc2_dgrad"},
+      {"fc2_wgrad", "fc2_wgrad"},
+      {"act_bwd", NULL},
+      {"fc1_dgrad_ag", "fc1_dgrad"},
+      {"fc1_dgrad", "fc1_dgrad"},
+      {"fc1_wgrad_rs", "fc1_wgrad"},
+      {"fc1_wgrad", "fc1_wgrad"},
+      {"ln2_bwd", NULL},
+      {"residual_grad_add2", NULL},
+      {"proj_dgrad_ag", "proj_dgrad"},
+      {"proj_dgrad", "proj_dgrad"},
+      {"proj_wgrad", "proj_wgrad"},
+      {"core_attn_bwd", NULL},
+      {"rope_bwd", NULL},
+      {"qkv_dgrad_ag", "qkv_dgrad"},
+      {"qkv_dgrad", "qkv_dgrad"},
+      {"qkv_wgrad_rs", "qkv_wgrad"},
+      {"qkv_wgrad", "qkv_wgrad"},
+      {"ln1_bwd", NULL},
+      {"residual_grad_add", NULL},
+  };
+  ck_assert_int_eq(b->len, G_N_ELEMENTS(exp));
+  for (guint i = 0; i < G_N_ELEMENTS(exp); i++) {
+    const PnOp *o = &g_array_index(b, PnOp, i);
+    ck_assert_str_eq(o->name, exp[i].name);
+    if (exp[i].slot)
+      ck_assert_str_eq(o->ub_slot, exp[i].slot);
+    else
+      ck_assert_ptr_null(o->ub_slot);
+    ck_assert_int_eq(o->phase, PN_PHASE_BWD);
+  }
+  /* proj dgrad: m=T, n=k_fwd=q/tp=1024, k=n_fwd=h; wgrad: m=n_fwd=h, n=k_fwd=1024, k=T. */
+  const PnOp *dg = find(b, "proj_dgrad"), *wg = find(b, "proj_wgrad");
+  ck_assert_int_eq(dg->role, PN_GEMM_DGRAD);
+  ck_assert_int_eq(dg->m, 8192);
+  ck_assert_int_eq(dg->n, 1024);
+  ck_assert_int_eq(dg->k, 4096);
+  ck_assert_int_eq(wg->role, PN_GEMM_WGRAD);
+  ck_assert_int_eq(wg->m, 4096);
+  ck_assert_int_eq(wg->n, 1024);
+  ck_assert_int_eq(wg->k, 8192);
+  /* qkv dgrad: m=T, n=h, k=1536 */
+  const PnOp *qd = find(b, "qkv_dgrad");
+  ck_assert_int_eq(qd->n, 4096);
+  ck_assert_int_eq(qd->k, 1536);
+  ck_assert_int_eq(find(b, "qkv_wgrad_rs")->coll, PN_COLL_REDUCE_SCATTER);
+  ck_assert_double_eq(find(b, "qkv_dgrad_ag")->bytes, 67108864.0);
+  ck_assert_double_eq(find(b, "proj_dgrad_ag")->bytes, 67108864.0);
+}
+END_TEST
+
+/* ---- ops: FLOPs ---- */
+
+/* Forward GEMMs of one layer: 2*T*(h*(q+2kv) + q*h + h*ffn*3)/tp with q = 4096, kv = 1024:
+ * 2*8192*(4096*6144 + 4096*4096 + 4096*14336*3)/tp. */
+START_TEST(test_layer_gemm_flops)
+{
+  const double T = 8192, h = 4096, q = 4096, kv = 1024, ffn = 14336;
+  const int64_t tps[] = {1, 2, 4, 8};
+  for (guint i = 0; i < G_N_ELEMENTS(tps); i++) {
+    PnScenario sc;
+    scenario(&sc, 8, tps[i], true, 1, 1, 1);
+    g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+    g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+    double expect       = 2.0 * T * (h * (q + 2 * kv) + q * h + h * ffn * 3) / (double)tps[i];
+    ck_assert_rel(sum_flops(f, PN_OP_GEMM, -1), expect, 1e-12);
+    /* backward GEMMs (dgrad + wgrad) = 2x forward */
+    ck_assert_rel(sum_flops(b, PN_OP_GEMM, -1), 2.0 * expect, 1e-12);
+    ck_assert_int_eq(count(b, PN_OP_GEMM, -1), 2 * count(f, PN_OP_GEMM, -1));
+  }
+}
+END_TEST
+
+/* Causal attention forward per GPU: 4*b*s*s*heads*d/2 / tp = 2*8192^2*32*128 / tp; backward 2.5x. */
+START_TEST(test_attention_flops)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 2, true, 1, 1, 1);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  const PnOp *a       = find(f, "core_attn");
+  double expect       = 2.0 * 8192.0 * 8192.0 * 32 * 128 / 2;
+  ck_assert_double_eq(a->flops, expect);
+  ck_assert_int_eq(a->heads, 16);
+  ck_assert_int_eq(a->kv_heads, 4);
+  ck_assert_int_eq(a->head_dim, 128);
+  ck_assert(a->causal && !a->backward);
+  const PnOp *ab = find(b, "core_attn_bwd");
+  ck_assert(ab->backward);
+  ck_assert_double_eq(ab->flops, 2.5 * expect);
+}
+END_TEST
+
+/* Full recompute: the BWD list starts with the whole forward (phase RECOMPUTE, TP comms too), so
+ * backward FLOPs grow by exactly the forward FLOPs. */
+START_TEST(test_full_recompute)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  g_autoptr(GArray) f                = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b0               = layer(&sc, PN_PHASE_BWD);
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_FULL;
+  g_autoptr(GArray) b                = layer(&sc, PN_PHASE_BWD);
+  ck_assert_rel(sum_flops(b, -1, -1), sum_flops(b0, -1, -1) + sum_flops(f, -1, -1), 1e-12);
+  ck_assert_rel(sum_flops(b, -1, PN_PHASE_RECOMPUTE), sum_flops(f, -1, -1), 1e-12);
+  ck_assert_int_eq(b->len, b0->len + f->len);
+  for (guint i = 0; i < f->len; i++) {
+    const PnOp *r = &g_array_index(b, PnOp, i), *o = &g_array_index(f, PnOp, i);
+    ck_assert_int_eq(r->phase, PN_PHASE_RECOMPUTE);
+    ck_assert_str_eq(r->name, o->name);
+    ck_assert_double_eq(r->bytes, o->bytes);
+  }
+  ck_assert_int_eq(count(b, PN_OP_COMM, PN_PHASE_RECOMPUTE), 4);
+  /* The forward list itself does not change with recompute (only what it saves). */
+  g_autoptr(GArray) f2 = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(sum_flops(f2, -1, -1), sum_flops(f, -1, -1));
+}
+END_TEST
+
+/* Selective recompute: only the core attention forward is re-run, right before its backward. */
+START_TEST(test_selective_recompute)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  g_autoptr(GArray) f                = layer(&sc, PN_PHASE_FWD);
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+  g_autoptr(GArray) b                = layer(&sc, PN_PHASE_BWD);
+  ck_assert_int_eq(count(b, -1, PN_PHASE_RECOMPUTE), 1);
+  ck_assert_double_eq(sum_flops(b, -1, PN_PHASE_RECOMPUTE), find(f, "core_attn")->flops);
+  int r = -1;
+  for (guint i = 0; i < b->len; i++)
+    if (g_array_index(b, PnOp, i).phase == PN_PHASE_RECOMPUTE)
+      r = (int)i;
+  ck_assert_int_eq(r + 1, index_of(b, "core_attn_bwd"));
+}
+END_TEST
+
+/* CP = 2, p2p: q holds s/cp = 4096 tokens against kv = 8192; FLOPs = full causal / cp. KV
+ * exchange (cp-1)*2*(s/cp)*b*(g/tp)*d*2 = 1*2*4096*8*128*2 = 16 MiB; backward twice that. */
+START_TEST(test_cp_p2p)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 2);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  const PnOp *a       = find(f, "core_attn");
+  ck_assert_int_eq(a->seq_q, 4096);
+  ck_assert_int_eq(a->seq_kv, 8192);
+  ck_assert_double_eq(a->flops, 2.0 * 8192.0 * 8192.0 * 32 * 128 / 2);
+  ck_assert_int_eq(find(f, "qkv")->m, 4096);
+  const PnOp *kv = find(f, "cp_kv_p2p");
+  ck_assert_int_eq(kv->group, PN_GROUP_CP);
+  ck_assert_int_eq(kv->coll, PN_COLL_SEND_RECV);
+  ck_assert_double_eq(kv->bytes, 16777216.0);
+  ck_assert_int_eq(index_of(f, "cp_kv_p2p") + 1, index_of(f, "core_attn"));
+  const PnOp *kvb = find(b, "cp_kv_dkv_p2p");
+  ck_assert_double_eq(kvb->bytes, 2.0 * 16777216.0);
+  ck_assert_int_eq(index_of(b, "cp_kv_dkv_p2p") + 1, index_of(b, "core_attn_bwd"));
+  /* cp_comm_type all_gather: S = s*b*(g/tp)*d*2*2 = 8192*8*128*4 = 32 MiB */
+  sc.comm_overlap.cp_comm_type = PN_CP_ALL_GATHER;
+  g_autoptr(GArray) f2         = layer(&sc, PN_PHASE_FWD);
+  const PnOp *ag               = find(f2, "cp_kv_ag");
+  ck_assert_int_eq(ag->coll, PN_COLL_ALL_GATHER);
+  ck_assert_double_eq(ag->bytes, 33554432.0);
+  /* a2a: attention on all s tokens and heads/cp, same FLOPs */
+  sc.comm_overlap.cp_comm_type = PN_CP_A2A;
+  g_autoptr(GArray) f3         = layer(&sc, PN_PHASE_FWD);
+  const PnOp *a3               = find(f3, "core_attn");
+  ck_assert_int_eq(a3->seq_q, 8192);
+  ck_assert_int_eq(a3->heads, 16);
+  ck_assert_double_eq(a3->flops, a->flops);
+  ck_assert_ptr_nonnull(find(f3, "cp_qkv_a2a"));
+  ck_assert_ptr_nonnull(find(f3, "cp_out_a2a"));
+}
+END_TEST
+
+/* ---- embedding, head, optimizer, parameters ---- */
+
+/* 128256 is a multiple of 128 (= 1002 * 128); with tp 4 the multiple is 512: 251 * 512 = 128512;
+ * with tp 8, 1024: 126 * 1024 = 129024. */
+START_TEST(test_padded_vocab)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  ck_assert_int_eq(pn_workload_padded_vocab(&sc), 128256);
+  sc.parallel.tensor_model_parallel_size = 4;
+  ck_assert_int_eq(pn_workload_padded_vocab(&sc), 128512);
+  sc.parallel.tensor_model_parallel_size = 8;
+  ck_assert_int_eq(pn_workload_padded_vocab(&sc), 129024);
+  sc.model.vocab_size = 50257; /* GPT-2 BPE at tp 8 -> 51200 */
+  ck_assert_int_eq(pn_workload_padded_vocab(&sc), 51200);
+}
+END_TEST
+
+/* Llama3-8B: layer = 4096*6144 + 4096*4096 + 4096*28672 + 14336*4096 + 2*4096 = 218,112,000;
+ * model = 32 layers + embedding 128256*4096 + output 128256*4096 + final norm 4096
+ *       = 8,030,261,248 (the published 8.03B). */
+START_TEST(test_params)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  ck_assert_double_eq(pn_workload_layer_params(&sc), 218112000.0);
+  double total = 32 * pn_workload_layer_params(&sc) + pn_workload_embedding_params(&sc) + pn_workload_head_params(&sc);
+  ck_assert_double_eq(total, 8030261248.0);
+  sc.parallel.tensor_model_parallel_size = 4;
+  ck_assert_double_eq(pn_workload_layer_params(&sc), (218112000.0 - 8192) / 4 + 8192);
+  ck_assert_double_eq(pn_workload_embedding_params(&sc), 128512.0 / 4 * 4096);
+}
+END_TEST
+
+START_TEST(test_head_and_embedding)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 8, true, 1, 1, 1);
+  g_autoptr(GArray) hf = ops_new();
+  pn_workload_head_ops(&sc, PN_PHASE_FWD, hf);
+  const PnOp *lg = find(hf, "logits");
+  ck_assert_int_eq(lg->m, 8192);
+  ck_assert_int_eq(lg->n, 129024 / 8);
+  ck_assert_int_eq(lg->k, 4096);
+  ck_assert_int_eq(lg->dtype, PN_DT_BF16);
+  ck_assert_double_eq(find(hf, "output_ag")->bytes, 67108864.0);
+  ck_assert_double_eq(find(hf, "cross_entropy_ar")->bytes, 8192.0 * 12);
+  g_autoptr(GArray) hb = ops_new();
+  pn_workload_head_ops(&sc, PN_PHASE_BWD, hb);
+  ck_assert_rel(sum_flops(hb, PN_OP_GEMM, -1), 2.0 * lg->flops, 1e-12);
+  ck_assert_int_eq(find(hb, "output_rs")->coll, PN_COLL_REDUCE_SCATTER);
+  g_autoptr(GArray) ef = ops_new();
+  pn_workload_embedding_ops(&sc, PN_PHASE_FWD, ef);
+  ck_assert_int_eq(find(ef, "embedding_rs")->coll, PN_COLL_REDUCE_SCATTER);
+  g_autoptr(GArray) eb = ops_new();
+  pn_workload_embedding_ops(&sc, PN_PHASE_BWD, eb);
+  ck_assert_ptr_nonnull(find(eb, "embedding_grad_ag"));
+  ck_assert_ptr_nonnull(find(eb, "embedding_wgrad"));
+  sc.parallel.sequence_parallel = false;
+  g_autoptr(GArray) ef2         = ops_new();
+  pn_workload_embedding_ops(&sc, PN_PHASE_FWD, ef2);
+  ck_assert_int_eq(find(ef2, "embedding_ar")->coll, PN_COLL_ALL_REDUCE);
+}
+END_TEST
+
+/* Adam: (4 reads + 3 writes) * 4 B + 2 B bf16 copy = 30 B per param; grad norm 4 B per param. */
+START_TEST(test_optimizer_ops)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  g_autoptr(GArray) o = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, o);
+  ck_assert_double_eq(find(o, "adam_step")->bytes, 30e9);
+  ck_assert_double_eq(find(o, "grad_norm")->bytes, 4e9);
+  ck_assert_int_eq(find(o, "adam_step")->phase, PN_PHASE_OPTIM);
+}
+END_TEST
+
+/* Every op is well formed: non-negative numbers, GEMMs have a role, the BWD list's GEMMs are
+ * dgrad/wgrad (or recomputed fprop), comm ops have bytes. Over several layouts. */
+START_TEST(test_ops_well_formed)
+{
+  const int64_t tps[] = {1, 2, 8};
+  for (guint t = 0; t < G_N_ELEMENTS(tps); t++)
+    for (int sp = 0; sp <= 1; sp++)
+      for (int rc = PN_RECOMPUTE_NONE; rc <= PN_RECOMPUTE_FULL; rc++)
+        for (int fp8 = 0; fp8 <= 1; fp8++) {
+          PnScenario sc;
+          scenario(&sc, 16, tps[t], sp, 1, 1, 2);
+          sc.recompute.recompute_granularity = (PnRecomputeGranularity)rc;
+          sc.training.precision              = fp8 ? PN_PREC_FP8 : PN_PREC_BF16;
+          for (int ph = PN_PHASE_FWD; ph <= PN_PHASE_BWD; ph++) {
+            g_autoptr(GArray) a = layer(&sc, (PnPhase)ph);
+            for (guint i = 0; i < a->len; i++) {
+              const PnOp *o = &g_array_index(a, PnOp, i);
+              ck_assert(o->flops >= 0 && o->bytes >= 0 && o->saved_bytes >= 0);
+              ck_assert(isfinite(o->flops) && isfinite(o->bytes));
+              if (o->kind == PN_OP_GEMM) {
+                ck_assert(o->m > 0 && o->n > 0 && o->k > 0);
+                ck_assert_int_ne(o->role, PN_GEMM_NONE);
+                if (o->phase == PN_PHASE_BWD)
+                  ck_assert_int_ne(o->role, PN_GEMM_FPROP);
+              } else {
+                ck_assert_int_eq(o->role, PN_GEMM_NONE);
+              }
+              if (o->kind == PN_OP_COMM)
+                ck_assert(o->bytes > 0);
+              if (o->kind == PN_OP_MEM)
+                ck_assert(o->bytes > 0);
+            }
+          }
+        }
+}
+END_TEST
+
+/* ---- model FLOPs ---- */
+
+/* Implied GFLOP/token (flops / (gbs * seq)) from validation/README.md. Bridge convention within
+ * 0.5 %: 8B 51.5, 70B 449.0, 405B 2521.9. Full-s^2 convention within 1 %: 8B 57.9, 70B 481.5.
+ * Padded vocab of the published layouts: 8B tp 1 -> 128256, 70B tp 4 -> 128512, 405B tp 8 ->
+ * 129024 (the padding moves these ratios by < 0.01 %). */
+START_TEST(test_model_flops_per_token)
+{
+  struct {
+    void (*model)(PnModelConfig *);
+    int64_t vocab;
+    double bridge, full;
+  } rows[] = {
+      {model_llama3_8b, 128256, 51.5, 57.9},
+      {model_llama3_70b, 128512, 449.0, 481.5},
+      {model_llama31_405b, 129024, 2521.9, 0.0},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(rows); i++) {
+    PnModelConfig m;
+    rows[i].model(&m);
+    double per_tok = pn_workload_model_flops(&m, 8192, 128, rows[i].vocab) / (128.0 * 8192) / 1e9;
+    ck_assert_rel(per_tok, rows[i].bridge, 0.005);
+    if (rows[i].full > 0) {
+      double full = pn_workload_model_flops_full_attention(&m, 8192, 128, rows[i].vocab) / (128.0 * 8192) / 1e9;
+      ck_assert_rel(full, rows[i].full, 0.01);
+    }
+  }
+}
+END_TEST
+
+/* Llama3.1-405B, full s^2: the formula with the model's 8 query groups gives
+ * 126*16384^2*(12 + 12*8/128 + 18*53248/16384 + 12*8192/16384) + 6*128256*16384
+ *   = 2625.42 GFLOP/token, 1.0 % under the README's 2652.8 (NeMo 24.07, n = 1) and 2648.9
+ * (dgxc). dgxc's README computes it with 16 query groups (its notes: "1 + 16/128"), which gives
+ * 2650.79: that is the whole difference. */
+START_TEST(test_model_flops_405b_full_attention)
+{
+  PnModelConfig m;
+  model_llama31_405b(&m);
+  double full = pn_workload_model_flops_full_attention(&m, 8192, 1, 128256) / 8192 / 1e9;
+  ck_assert_rel(full, 2625.42, 1e-5);
+  m.num_query_groups = 16;
+  double dgxc        = pn_workload_model_flops_full_attention(&m, 8192, 1, 128256) / 8192 / 1e9;
+  ck_assert_rel(dgxc, 2650.79, 1e-5);
+  ck_assert_rel(dgxc, 2652.8, 0.005);
+  ck_assert_rel(dgxc, 2648.9, 0.005);
+}
+END_TEST
+
+/* Exact terms for a small model: h=64, heads=4, groups=2, d=16 (q=64, kv=32), ffn=128, gated,
+ * L=2, seq=32, gbs=2, V=100: T=64, S2=2048.
+ *   attn = 6*64*(64*(64+64) + 64*64) = 4718592; core = 6*64*2048 = 786432;
+ *   mlp = 6*64*64*128*3 = 9437184; logits = 6*64*64*100 = 2457600.
+ *   total = 2*(4718592 + 786432 + 9437184) + 2457600 = 32342016; full attention adds 2*786432. */
+START_TEST(test_model_flops_exact)
+{
+  PnModelConfig m;
+  memset(&m, 0, sizeof m);
+  m.num_layers          = 2;
+  m.hidden_size         = 64;
+  m.num_attention_heads = 4;
+  m.num_query_groups    = 2;
+  m.kv_channels         = 16;
+  m.ffn_hidden_size     = 128;
+  m.gated_linear_unit   = true;
+  ck_assert_double_eq(pn_workload_model_flops(&m, 32, 2, 100), 32342016.0);
+  ck_assert_double_eq(pn_workload_model_flops_full_attention(&m, 32, 2, 100), 32342016.0 + 2 * 786432.0);
+}
+END_TEST
+
+/* ---- memory ---- */
+
+/* One layer's saved bytes, Llama3-8B, TP 1, bf16, T = 8192 (h = 4096, q = 4096, kv = 1024):
+ *   ln1: x 8192*4096*2 + rsigma 8192*4 = 67108864 + 32768;  qkv input 67108864
+ *   attention: q,k,v 8192*6144*2 = 100663296; o 67108864; LSE 8192*32*4 = 1048576
+ *   ln2: 67108864 + 32768; fc1 input 67108864; act input 8192*28672*2 = 469762048;
+ *   fc2 input 8192*14336*2 = 234881024
+ *   total 1141964800. Full recompute keeps the input only: 67108864. */
+START_TEST(test_layer_activation_bytes)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  ck_assert_double_eq(pn_workload_layer_activation_bytes(&sc, PN_RECOMPUTE_NONE), 1141964800.0);
+  ck_assert_double_eq(pn_workload_layer_activation_bytes(&sc, PN_RECOMPUTE_FULL), 67108864.0);
+  /* selective drops only the LSE here (o stays, as proj's input) */
+  ck_assert_double_eq(pn_workload_layer_activation_bytes(&sc, PN_RECOMPUTE_SELECTIVE), 1141964800.0 - 1048576.0);
+}
+END_TEST
+
+START_TEST(test_activation_sp_and_recompute)
+{
+  PnScenario sp, nosp;
+  scenario(&sp, 8, 4, true, 1, 1, 1);
+  scenario(&nosp, 8, 4, false, 1, 1, 1);
+  double a_sp   = pn_workload_layer_activation_bytes(&sp, PN_RECOMPUTE_NONE);
+  double a_nosp = pn_workload_layer_activation_bytes(&nosp, PN_RECOMPUTE_NONE);
+  ck_assert(a_sp < a_nosp);
+  /* With SP everything on the layer is divided by tp (the norms/dropout ones now too), except
+   * the norm statistics: a_sp ~ a(tp=1) / 4. */
+  PnScenario one;
+  scenario(&one, 8, 1, false, 1, 1, 1);
+  ck_assert_rel(a_sp, pn_workload_layer_activation_bytes(&one, PN_RECOMPUTE_NONE) / 4, 1e-3);
+
+  PnWorkloadMemory m_sp, m_nosp, m_full, m_sel;
+  pn_workload_memory(&sp, &m_sp);
+  pn_workload_memory(&nosp, &m_nosp);
+  ck_assert(m_sp.activations_bytes < m_nosp.activations_bytes);
+  sp.recompute.recompute_granularity = PN_RECOMPUTE_FULL;
+  sp.recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
+  sp.recompute.recompute_num_layers  = 1;
+  pn_workload_memory(&sp, &m_full);
+  ck_assert(m_full.activations_bytes < m_sp.activations_bytes / 4);
+  /* Selective (core attention) recompute with flash attention saves little: in bf16 only the
+   * LSE (o stays alive as proj's input) and the recomputation briefly needs a new o; in fp8 proj
+   * keeps its own fp8 copy, so o and LSE both go. */
+  sp.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+  pn_workload_memory(&sp, &m_sel);
+  ck_assert(m_sel.activations_bytes > m_full.activations_bytes);
+  ck_assert_rel(m_sel.activations_bytes, m_sp.activations_bytes, 0.01);
+  sp.training.precision = PN_PREC_FP8;
+  PnWorkloadMemory m_fp8, m_fp8_sel;
+  pn_workload_memory(&sp, &m_fp8_sel);
+  sp.recompute.recompute_granularity = PN_RECOMPUTE_NONE;
+  pn_workload_memory(&sp, &m_fp8);
+  ck_assert(m_fp8_sel.activations_bytes < m_fp8.activations_bytes);
+  ck_assert(m_fp8.activations_bytes < m_sp.activations_bytes); /* fp8 GEMM inputs: 1 B/elem */
+  /* weights, grads and optimizer do not depend on activations choices */
+  ck_assert_double_eq(m_full.weights_bytes, m_sp.weights_bytes);
+}
+END_TEST
+
+/* Distributed optimizer: 12 B/param sharded over dp*cp. Llama3-8B TP 1 on 8 GPUs (dp 8):
+ * 8,030,261,248 params -> 96.36 GB unsharded, / 8 sharded. Weights 2 B, grads 4 B. */
+START_TEST(test_memory_dist_opt)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  PnWorkloadMemory a, b;
+  pn_workload_memory(&sc, &a);
+  sc.ddp.use_distributed_optimizer = false;
+  pn_workload_memory(&sc, &b);
+  ck_assert_double_eq(b.optimizer_bytes, 8030261248.0 * 12);
+  ck_assert_double_eq(a.optimizer_bytes, b.optimizer_bytes / 8);
+  ck_assert_double_eq(a.weights_bytes, 8030261248.0 * 2);
+  ck_assert_double_eq(a.gradients_bytes, 8030261248.0 * 4);
+  ck_assert_double_eq(a.activations_bytes, b.activations_bytes);
+  ck_assert_double_eq(a.total_bytes,
+                      a.weights_bytes + a.gradients_bytes + a.optimizer_bytes + a.activations_bytes + a.other_bytes);
+  /* CP widens the shard group: 16 GPUs as dp 8 x cp 2 shards over 16 */
+  PnScenario c;
+  scenario(&c, 16, 1, false, 1, 1, 2);
+  PnWorkloadMemory mc;
+  pn_workload_memory(&c, &mc);
+  ck_assert_double_eq(mc.optimizer_bytes, 8030261248.0 * 12 / 16);
+}
+END_TEST
+
+/* In-flight micro-batches: 1F1B pp 4, m 8: stage 0 holds 4, stage 3 holds 1. Interleaved vp 2,
+ * group pp = 4: stage 0 warm-up (4-0-1)*2 + (2-1)*4 = 10, +1 = 11; stage 3: 0 + 4 + 1 = 5; with
+ * m = 2 the cap m*vp = 4 applies. */
+START_TEST(test_inflight)
+{
+  PnScenario sc;
+  scenario(&sc, 32, 1, false, 4, 1, 1); /* dp 8, m = 16 */
+  sc.parallel.num_microbatches = 8;
+  ck_assert_int_eq(pn_workload_inflight_microbatches(&sc, 0), 4);
+  ck_assert_int_eq(pn_workload_inflight_microbatches(&sc, 3), 1);
+  sc.parallel.virtual_pipeline_model_parallel_size = 2;
+  ck_assert_int_eq(pn_workload_inflight_microbatches(&sc, 0), 11);
+  ck_assert_int_eq(pn_workload_inflight_microbatches(&sc, 3), 5);
+  sc.parallel.num_microbatches = 2;
+  ck_assert_int_eq(pn_workload_inflight_microbatches(&sc, 0), 4);
+  /* the worst stage of a pipeline with 4 micro-batches in flight on stage 0 is stage 0 here */
+  sc.parallel.num_microbatches                     = 8;
+  sc.parallel.virtual_pipeline_model_parallel_size = 1;
+  PnWorkloadMemory m;
+  pn_workload_memory(&sc, &m);
+  ck_assert_int_eq(m.stage, 0);
+  PnWorkloadMemory last;
+  pn_workload_memory_stage(&sc, 3, &last);
+  ck_assert(last.activations_bytes < m.activations_bytes);
+}
+END_TEST
+
+static Suite *workload_suite(void)
+{
+  Suite *s = suite_create("workload");
+  struct {
+    const char *name;
+    const TTest *test;
+  } cases[] = {
+      {"qkv_dims_tp1", test_qkv_dims_tp1},
+      {"tp4_sp_comm", test_tp4_sp_comm},
+      {"tp4_sp_fp8", test_tp4_sp_fp8},
+      {"tp4_no_sp", test_tp4_no_sp},
+      {"bwd_order_and_slots", test_bwd_order_and_slots},
+      {"layer_gemm_flops", test_layer_gemm_flops},
+      {"attention_flops", test_attention_flops},
+      {"full_recompute", test_full_recompute},
+      {"selective_recompute", test_selective_recompute},
+      {"cp_p2p", test_cp_p2p},
+      {"padded_vocab", test_padded_vocab},
+      {"params", test_params},
+      {"head_and_embedding", test_head_and_embedding},
+      {"optimizer_ops", test_optimizer_ops},
+      {"ops_well_formed", test_ops_well_formed},
+      {"model_flops_per_token", test_model_flops_per_token},
+      {"model_flops_405b_full_attention", test_model_flops_405b_full_attention},
+      {"model_flops_exact", test_model_flops_exact},
+      {"layer_activation_bytes", test_layer_activation_bytes},
+      {"activation_sp_and_recompute", test_activation_sp_and_recompute},
+      {"memory_dist_opt", test_memory_dist_opt},
+      {"inflight", test_inflight},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    TCase *tc = tcase_create(cases[i].name);
+    tcase_add_test(tc, cases[i].test);
+    suite_add_tcase(s, tc);
+  }
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(workload_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? 0 : 1;
+}
