@@ -16,6 +16,7 @@
 #ifndef PN_HW_COLL_H
 #define PN_HW_COLL_H
 
+#include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -20,8 +20,9 @@
  *  - P2P: one side of a send/recv pair. `peer` is the task on the other GPU. The transfer of
  *    `bytes` starts once both sides have started (NCCL's rendezvous), uses the sender's
  *    transmit and the receiver's receive link (`over_nic` picks NIC or NVLink), and both tasks
- *    end together. A task may carry up to two P2P legs (batch_isend_irecv: all legs progress
- *    together and the task ends when all have ended).
+ *    end together. A task may carry up to PN_TASK_MAX_LEGS P2P legs (batch_isend_irecv: all legs
+ *    progress together and the task ends when all have ended; Megatron's interleaved schedule
+ *    posts up to four transfers in one call).
  *  - DELAY: occupies its stream for `work_ns` without SMs (host stalls, launch gaps).
  *
  * Ownership: the graph owns its task array and strings are static (labels are literals).
@@ -55,6 +56,8 @@ typedef enum {
   PN_STREAM_N
 } PnStream;
 
+#define PN_TASK_MAX_LEGS 4
+
 typedef uint32_t PnTaskId;
 #define PN_TASK_NONE UINT32_MAX
 
@@ -72,14 +75,14 @@ typedef struct {
   int8_t cls;          /* PnCommClass; PN_CLASS_NONE for compute */
   uint8_t scaling;     /* PnSmScaling (compute) */
   int16_t sms;         /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
-  uint8_t n_legs;      /* P2P: 1 or 2 */
+  uint8_t n_legs;      /* P2P: 1..PN_TASK_MAX_LEGS */
   double work_ns;      /* COMPUTE, DELAY */
   double flops;        /* COMPUTE: for reports */
   double latency_ns;   /* COMM, P2P */
   double nvlink_bytes; /* COMM */
   double nic_bytes;    /* COMM */
   double max_bytes_per_ns; /* COMM, P2P: 0 = unbounded */
-  PnP2pLeg legs[2];
+  PnP2pLeg legs[PN_TASK_MAX_LEGS];
   uint32_t dep_first;  /* into PnGraph.deps */
   uint32_t dep_count;
   const char *label;   /* static string */

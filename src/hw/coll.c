@@ -1,0 +1,117 @@
+/* coll.c — collective cost on the span of its group (see coll.h for the model). */
+#include "hw/coll.h"
+
+#include <math.h>
+
+const char *pn_coll_kind_name(PnCollKind k)
+{
+  static const char *const names[] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"};
+  return (unsigned)k < G_N_ELEMENTS(names) ? names[k] : "?";
+}
+
+static int clamp_ctas(int dflt, int min_ctas, int max_ctas)
+{
+  int c = dflt;
+  if (min_ctas > 0 && c < min_ctas)
+    c = min_ctas;
+  if (max_ctas > 0 && c > max_ctas)
+    c = max_ctas;
+  return c < 1 ? 1 : c;
+}
+
+void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
+{
+  *out           = (PnCollCost){0};
+  double n       = (double)(s->ranks < 1 ? 1 : s->ranks);
+  double k       = (double)(s->ranks_per_node < 1 ? 1 : s->ranks_per_node);
+  if (k > n)
+    k = n;
+  double nodes   = ceil(n / k);
+  bool multinode = nodes > 1.0;
+  int dflt_ctas  = multinode ? hw->nccl_ctas_net : hw->nccl_ctas_nvlink;
+  if (s->kind == PN_COLL_SEND_RECV)
+    dflt_ctas = hw->nccl_p2p_ctas;
+  out->sms = clamp_ctas(dflt_ctas, s->min_ctas, s->max_ctas);
+  if (n <= 1.0 && s->kind != PN_COLL_SEND_RECV) {
+    out->sms = 0; /* NCCL short-circuits a group of one */
+    return;
+  }
+
+  double ring_bytes = 0.0; /* per GPU per direction */
+  double hops       = 0.0; /* ring steps */
+  switch (s->kind) {
+  case PN_COLL_ALL_GATHER:
+  case PN_COLL_REDUCE_SCATTER:
+    ring_bytes = s->bytes * (n - 1.0) / n;
+    hops       = n - 1.0;
+    break;
+  case PN_COLL_ALL_REDUCE:
+    ring_bytes = 2.0 * s->bytes * (n - 1.0) / n;
+    hops       = 2.0 * (n - 1.0);
+    break;
+  case PN_COLL_ALL_TO_ALL:
+    out->nvlink_bytes = s->bytes * (k - 1.0) / n;
+    out->nic_bytes    = s->bytes * (n - k) / n;
+    hops              = 1.0;
+    break;
+  case PN_COLL_SEND_RECV:
+    if (multinode)
+      out->nic_bytes = s->bytes;
+    else
+      out->nvlink_bytes = s->bytes;
+    hops = 1.0;
+    break;
+  }
+  if (s->kind != PN_COLL_ALL_TO_ALL && s->kind != PN_COLL_SEND_RECV) {
+    if (multinode) {
+      out->nvlink_bytes = ring_bytes * (k - 1.0) / k;
+      out->nic_bytes    = ring_bytes / k;
+    } else {
+      out->nvlink_bytes = ring_bytes;
+    }
+  }
+
+  /* Latency: ring hops, intra-node ones over NVLink and one network crossing per node; or a
+   * tree/PAT over the nodes (2 log2(nodes) network hops plus the intra-node ring), whichever
+   * NCCL's tuner would find shorter. */
+  double per_pass = s->kind == PN_COLL_ALL_REDUCE ? 2.0 : 1.0;
+  double ring_lat;
+  if (!multinode) {
+    ring_lat = hops * hw->nccl_nvlink_hop_ns;
+  } else if (s->kind == PN_COLL_ALL_TO_ALL || s->kind == PN_COLL_SEND_RECV) {
+    ring_lat = hw->nccl_net_hop_ns;
+  } else {
+    double net_hops = per_pass * nodes, nvl_hops = hops - net_hops;
+    ring_lat        = net_hops * hw->nccl_net_hop_ns + fmax(0.0, nvl_hops) * hw->nccl_nvlink_hop_ns;
+    double tree_lat = per_pass * (2.0 * ceil(log2(nodes)) * hw->nccl_net_hop_ns + (k - 1.0) * hw->nccl_nvlink_hop_ns);
+    ring_lat        = fmin(ring_lat, tree_lat);
+  }
+  out->latency_ns = hw->nccl_base_latency_ns + ring_lat;
+
+  /* Channel-limited bandwidth and small-message protocol efficiency, on the dominant resource. */
+  double dominant = fmax(out->nvlink_bytes, out->nic_bytes);
+  double cap      = out->sms * hw->nccl_cta_bytes_per_ns;
+  double per_rank = s->bytes / n;
+  double eff      = pn_curve_eval(&hw->coll_size_efficiency, per_rank, 1.0);
+  double link     = out->nic_bytes >= out->nvlink_bytes && out->nic_bytes > 0.0 ? hw->nic_bytes_per_ns
+                                                                                 : hw->nvlink_bytes_per_ns;
+  if (out->nic_bytes > 0.0 && out->nvlink_bytes > 0.0) {
+    /* bottleneck-equivalent link rate for the dominant byte count */
+    double t_nvl = out->nvlink_bytes / hw->nvlink_bytes_per_ns, t_nic = out->nic_bytes / hw->nic_bytes_per_ns;
+    link         = dominant / fmax(t_nvl, t_nic);
+  }
+  double bound = fmin(cap, link) * eff;
+  if (dominant > 0.0)
+    out->max_bytes_per_ns = bound > 0.0 ? bound : 0.0;
+}
+
+double pn_coll_time_alone_ns(const PnHwProfile *hw, const PnCollCost *c)
+{
+  double t_nvl = c->nvlink_bytes / hw->nvlink_bytes_per_ns;
+  double t_nic = c->nic_bytes / hw->nic_bytes_per_ns;
+  double dominant = fmax(c->nvlink_bytes, c->nic_bytes);
+  double t = fmax(t_nvl, t_nic);
+  if (c->max_bytes_per_ns > 0.0)
+    t = fmax(t, dominant / c->max_bytes_per_ns);
+  return c->latency_ns + t;
+}

@@ -1,0 +1,157 @@
+/* cost.c — kernel durations from calibration tables, with a roofline fallback (see cost.h). */
+#include "hw/cost.h"
+
+#include <math.h>
+
+/* A measured point farther than this (in log2 units over the shape's dimensions) from the
+ * query is not used: the roofline is no worse than extrapolating that far. */
+#define PN_COST_MAX_LOG_DISTANCE 2.0
+#define PN_COST_NEIGHBOURS 4
+
+double pn_dtype_bytes(PnDtype dt)
+{
+  switch (dt) {
+  case PN_DT_FP8:
+    return 1.0;
+  case PN_DT_FP32:
+    return 4.0;
+  case PN_DT_BF16:
+  default:
+    return 2.0;
+  }
+}
+
+static double log2_ratio(double a, double b) { return log2(a / b); }
+
+/* Inverse-distance weighting of achieved throughput (FLOPs per ns) over the nearest points,
+ * in log space: throughput varies smoothly with shape, durations do not. Returns 0 when no
+ * point is near enough. `exact` is set when a point matches the query exactly. */
+typedef struct {
+  double dist;
+  double flops_per_ns;
+} PnNeighbour;
+
+static void keep_nearest(PnNeighbour *best, int *n_best, double dist, double rate)
+{
+  int n = *n_best;
+  if (n < PN_COST_NEIGHBOURS) {
+    best[n] = (PnNeighbour){dist, rate};
+    *n_best = n + 1;
+  } else if (dist < best[n - 1].dist) {
+    best[n - 1] = (PnNeighbour){dist, rate};
+  } else {
+    return;
+  }
+  for (int i = *n_best - 1; i > 0 && best[i].dist < best[i - 1].dist; i--) {
+    PnNeighbour t = best[i];
+    best[i]       = best[i - 1];
+    best[i - 1]   = t;
+  }
+}
+
+static double blend(const PnNeighbour *best, int n_best, bool *exact)
+{
+  *exact = false;
+  if (n_best == 0 || best[0].dist > PN_COST_MAX_LOG_DISTANCE)
+    return 0.0;
+  if (best[0].dist < 1e-9) {
+    *exact = true;
+    return best[0].flops_per_ns;
+  }
+  double wsum = 0.0, lsum = 0.0;
+  for (int i = 0; i < n_best; i++) {
+    if (best[i].dist > PN_COST_MAX_LOG_DISTANCE)
+      break;
+    double w = 1.0 / (best[i].dist * best[i].dist);
+    wsum += w;
+    lsum += w * log(best[i].flops_per_ns);
+  }
+  return exp(lsum / wsum);
+}
+
+static double gemm_table_rate(const PnGemmTable *t, int64_t m, int64_t n, int64_t k, bool *exact)
+{
+  PnNeighbour best[PN_COST_NEIGHBOURS];
+  int n_best = 0;
+  for (int i = 0; i < t->n; i++) {
+    const PnGemmPoint *p = &t->pts[i];
+    double dm = log2_ratio((double)m, (double)p->m), dn = log2_ratio((double)n, (double)p->n);
+    double dk = log2_ratio((double)k, (double)p->k);
+    double dist = sqrt(dm * dm + dn * dn + dk * dk);
+    keep_nearest(best, &n_best, dist, 2.0 * (double)p->m * (double)p->n * (double)p->k / p->ns);
+  }
+  return blend(best, n_best, exact);
+}
+
+double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, PnDtype dt, PnCostSource *src)
+{
+  double flops             = 2.0 * (double)m * (double)n * (double)k;
+  const PnGemmTable *table = dt == PN_DT_FP8 ? &hw->gemm_fp8 : &hw->gemm_bf16;
+  bool exact               = false;
+  double rate              = table->n > 0 ? gemm_table_rate(table, m, n, k, &exact) : 0.0;
+  if (rate > 0.0) {
+    if (src)
+      *src = exact ? PN_COST_TABLE : PN_COST_INTERPOLATED;
+    return flops / rate;
+  }
+  /* Roofline: tiles in waves over the SMs, at the efficiency large GEMMs reach. */
+  double peak   = dt == PN_DT_FP8 ? hw->peak_fp8_flops_per_ns : hw->peak_bf16_flops_per_ns;
+  double tiles  = ceil((double)m / hw->gemm_tile_m) * ceil((double)n / hw->gemm_tile_n);
+  double waves  = ceil(tiles / hw->sm_count);
+  double wave_f = tiles / (waves * hw->sm_count);
+  double t_math = flops / (peak * hw->gemm_efficiency * wave_f);
+  double bytes  = ((double)m * (double)k + (double)k * (double)n) * pn_dtype_bytes(dt) + (double)m * (double)n * 2.0;
+  double t_mem  = bytes / hw->hbm_bytes_per_ns;
+  if (src)
+    *src = PN_COST_ROOFLINE;
+  return fmax(t_math, t_mem);
+}
+
+static double attention_flops(int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads, int64_t head_dim,
+                              bool causal, bool backward)
+{
+  /* QK^T and PV: 2 matmuls of 2*b*h*sq*skv*d each; causal masks half; the backward runs 5
+   * (recomputed QK^T, dV, dP, dQ, dK): 2.5x the forward. */
+  double f = 4.0 * (double)batch * (double)heads * (double)seq_q * (double)seq_kv * (double)head_dim;
+  if (causal)
+    f *= 0.5;
+  return backward ? 2.5 * f : f;
+}
+
+double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src)
+{
+  double flops = attention_flops(batch, seq_q, seq_kv, heads, head_dim, causal, backward);
+  const PnAttnTable *t = &hw->attn_bf16;
+  if (t->n > 0) {
+    PnNeighbour best[PN_COST_NEIGHBOURS];
+    int n_best = 0;
+    for (int i = 0; i < t->n; i++) {
+      const PnAttnPoint *p = &t->pts[i];
+      if (p->head_dim != head_dim)
+        continue;
+      double ds = log2_ratio((double)seq_q, (double)p->seq), dh = log2_ratio((double)heads, (double)p->heads);
+      double dg = log2_ratio((double)kv_heads, (double)p->kv_heads), db = log2_ratio((double)batch, (double)p->batch);
+      double dist = sqrt(ds * ds + dh * dh + 0.25 * dg * dg + db * db);
+      double pf   = attention_flops(p->batch, p->seq, p->seq, p->heads, p->head_dim, true, backward);
+      keep_nearest(best, &n_best, dist, pf / (backward ? p->bwd_ns : p->fwd_ns));
+    }
+    bool exact  = false;
+    double rate = blend(best, n_best, &exact);
+    if (rate > 0.0 && seq_q == seq_kv) {
+      if (src)
+        *src = exact ? PN_COST_TABLE : PN_COST_INTERPOLATED;
+      return flops / rate;
+    }
+    if (rate > 0.0) { /* context parallel: local queries against the whole sequence, same kernel rate */
+      if (src)
+        *src = PN_COST_INTERPOLATED;
+      return flops / rate;
+    }
+  }
+  if (src)
+    *src = PN_COST_ROOFLINE;
+  return flops / (hw->peak_bf16_flops_per_ns * hw->attn_efficiency);
+}
+
+double pn_cost_memory_ns(const PnHwProfile *hw, double bytes) { return bytes / hw->hbm_bytes_per_ns; }

@@ -1,0 +1,81 @@
+/* ub.c — userbuffers defaults and presets (see ub.h). One table row per preset. */
+#include "overlap/ub.h"
+
+#include <string.h>
+
+const char *pn_ub_method_name(PnUbMethod m)
+{
+  static const char *const names[] = {"none", "bulk", "pipeline", "ring_exchange"};
+  return (unsigned)m < G_N_ELEMENTS(names) ? names[m] : "?";
+}
+
+/* Shorthands of the reference's table: B(n,c,m), P(n,c,s,m), R, R(1,m=T). */
+#define B(n, c, m) {PN_UB_BULK, n, c, 0, m, false, false, false}
+#define P(n, c, s, m) {PN_UB_PIPELINE, n, c, s, m, false, false, false}
+#define P8(n, c, s, m) {PN_UB_PIPELINE, n, c, s, m, false, false, true}
+#define R {PN_UB_RING_EXCHANGE, 1, 1, 0, false, false, false, false}
+#define RM {PN_UB_RING_EXCHANGE, 1, 1, 0, true, false, false, false}
+#define OFF {PN_UB_NONE, 0, 0, 0, false, false, false, false}
+
+typedef struct {
+  const char *name;
+  PnUbCfg bulk[4]; /* qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad */
+  PnUbCfg proj_fprop, fc2_fprop;
+} PnUbPreset;
+
+static const PnUbPreset presets[] = {
+  {"userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192", {B(4, 2, false), B(24, 2, false), B(2, 2, false), B(4, 2, false)},
+   P(24, 2, 4, true), P(16, 2, 4, true)},
+  {"userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192", {B(4, 2, false), B(24, 2, false), B(2, 2, false), B(4, 2, false)},
+   RM, RM},
+  {"userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192",
+   {B(2, 2, false), B(24, 2, false), B(2, 2, false), B(2, 2, false)}, P(24, 2, 4, true), P(8, 2, 4, true)},
+  {"userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192",
+   {B(2, 2, false), B(24, 2, false), B(2, 2, false), B(2, 2, false)}, RM, RM},
+  {"userbuffers_bf16_h100_h6144_tp2_mbs2_seqlen2048", {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
+   P(16, 2, 4, true), P(24, 2, 4, true)},
+  {"userbuffers_fp8_h100_h6144_tp2_mbs2_seqlen2048", {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
+   P8(16, 2, 4, true), P8(24, 2, 4, true)},
+  {"userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048", {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
+   P(24, 2, 4, true), RM},
+  {"userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048", {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
+   RM, RM},
+};
+
+void pn_ub_defaults(PnUbCfg cfg[PN_UB_N])
+{
+  /* TE initialize_ub get_default_config: ring_exchange (num_sm 1, cga 1, no margin, tp steps)
+   * for the AG slots; pipeline (num_sm 16, cga 2, 4 splits, margin) for the RS fprop slots;
+   * bulk (num_sm 16, cga 2, margin) for the dgrad/wgrad bulk slots; proj/fc2 wgrad are
+   * "external" (no comm of their own). */
+  static const PnUbCfg ring = R, pipe = P(16, 2, 4, true), bulk = B(16, 2, true), off = OFF;
+  for (int i = 0; i < PN_UB_N; i++)
+    cfg[i] = off;
+  cfg[PN_UB_QKV_FPROP] = cfg[PN_UB_FC1_FPROP] = cfg[PN_UB_PROJ_DGRAD] = cfg[PN_UB_FC2_DGRAD] = ring;
+  cfg[PN_UB_PROJ_FPROP] = cfg[PN_UB_FC2_FPROP] = pipe;
+  cfg[PN_UB_QKV_DGRAD] = cfg[PN_UB_QKV_WGRAD] = cfg[PN_UB_FC1_DGRAD] = cfg[PN_UB_FC1_WGRAD] = bulk;
+}
+
+bool pn_ub_preset(const char *name, PnUbCfg cfg[PN_UB_N])
+{
+  for (size_t i = 0; i < G_N_ELEMENTS(presets); i++) {
+    const PnUbPreset *p = &presets[i];
+    if (strcmp(name, p->name) != 0)
+      continue;
+    pn_ub_defaults(cfg); /* ring_exchange AG slots are the same in every preset */
+    cfg[PN_UB_QKV_DGRAD]  = p->bulk[0];
+    cfg[PN_UB_QKV_WGRAD]  = p->bulk[1];
+    cfg[PN_UB_FC1_DGRAD]  = p->bulk[2];
+    cfg[PN_UB_FC1_WGRAD]  = p->bulk[3];
+    cfg[PN_UB_PROJ_FPROP] = p->proj_fprop;
+    cfg[PN_UB_FC2_FPROP]  = p->fc2_fprop;
+    return true;
+  }
+  return false;
+}
+
+void pn_ub_preset_names(GString *out)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS(presets); i++)
+    g_string_append_printf(out, "%s%s", i ? ", " : "", presets[i].name);
+}

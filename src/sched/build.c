@@ -1,0 +1,968 @@
+/* build.c — Megatron's iteration as a task graph (see build.h).
+ *
+ * Structure. The per-layer op lists of workload/ops.h are turned once into templates: arrays of
+ * priced tasks with their stream and their dependencies inside the template (a userbuffers
+ * GEMM split into chunks waiting on ring-exchange steps, a collective running beside a GEMM).
+ * Emitting a template appends its tasks for one (micro-batch, chunk, layer). Two per-GPU
+ * registers carry dependencies across templates: `last_compute` (the latest task on the
+ * compute stream: what a side-stream task launched "now" must wait for) and `pending` (side
+ * stream tasks the next compute-stream task must wait for: a join, a handle.wait()).
+ */
+#include "sched/build.h"
+
+#include <math.h>
+
+#include "hw/coll.h"
+#include "hw/cost.h"
+#include "sched/order.h"
+#include "workload/ops.h"
+
+G_DEFINE_QUARK(pn-build-error-quark, pn_build_error)
+
+/* TE userbuffers: the last pipeline RS chunk runs with UB_MAX_SM CTAs (comm_gemm_overlap.cpp). */
+#define PN_UB_MAX_SM 32
+
+typedef struct {
+  PnTask task;
+  int16_t dep[2];     /* template-relative dependencies, -1 = none */
+  bool after_compute; /* waits for the last compute-stream task issued before it */
+  bool join;          /* the next compute-stream task waits for it */
+} PnTplEntry;
+
+typedef struct {
+  GArray *layer_fwd, *layer_bwd, *layer_bwd_plain; /* of PnTplEntry; plain: not recomputed */
+  GArray *emb_fwd, *emb_bwd;
+  GArray *head_fwd, *head_bwd;
+} PnTemplates;
+
+/* A unit of a model chunk for DP bucketing: the embedding, one layer, or the output head. */
+typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
+typedef struct {
+  PnUnitKind kind;
+  int64_t layer;   /* global layer index (PN_UNIT_LAYER) */
+  double params;   /* parameters on this GPU */
+  int16_t bucket;  /* DP bucket, numbered in backprop order */
+} PnUnit;
+
+typedef struct {
+  const PnScenario *sc;
+  const PnPlan *plan;
+  PnGraph *g;
+  PnBuildInfo *info;
+  PnTemplates tpl;
+  int64_t pp, vpp, tp, cp, dp, m;
+  int64_t layers_per_vstage;
+  double p2p_bytes;
+  GHashTable *p2p_open;   /* pairing key -> (task id + 1) of the side seen first */
+  GHashTable *recv_task;  /* consumer key -> task id + 1 of an async receive (overlap_p2p_comm) */
+  GArray *actions;        /* scratch, of PnSchedAction */
+  GArray *action_task;    /* scratch: per action index, per xfer, the P2P task that carries it */
+  GArray *last_on_gpu;    /* of PnTaskId: latest task per GPU */
+  GArray *last_on_stream; /* of PnTaskId: latest task per GPU * PN_STREAM_N (PN_TASK_NONE) */
+  GArray *last_compute;   /* of PnTaskId: latest compute-stream task per GPU (PN_TASK_NONE) */
+  GPtrArray *pending;     /* per GPU: GArray of PnTaskId the next compute-stream task waits for */
+  GPtrArray *dp_wait;     /* per GPU: GArray of PnTaskId finish_grad_sync waits for */
+  GPtrArray *units;       /* per GPU * vpp: GArray of PnUnit, forward order */
+  GPtrArray *chunk_ag;    /* per GPU * vpp: GArray of PnTaskId, param AG per bucket (forward order) */
+  int iteration;
+  bool first_iteration;   /* Megatron's first iteration: no DP overlap yet (golden counts recorded) */
+  GArray *scratch_deps;
+} PnBuilder;
+
+int64_t pn_sched_ranks_per_node(const PnScenario *sc, int64_t stride, int64_t size)
+{
+  int64_t gpn = sc->hw->gpus_per_node;
+  if (stride >= gpn)
+    return 1;
+  int64_t k = gpn / stride;
+  return k < size ? k : size;
+}
+
+static PnCommClass group_class(PnGroup grp)
+{
+  switch (grp) {
+  case PN_GROUP_TP:
+    return PN_CLASS_TP;
+  case PN_GROUP_CP:
+    return PN_CLASS_CP;
+  case PN_GROUP_DP:
+    return PN_CLASS_DP;
+  case PN_GROUP_EP:
+    return PN_CLASS_EP;
+  case PN_GROUP_PP:
+  default:
+    return PN_CLASS_PP;
+  }
+}
+
+/* Group size and ranks per node, with Megatron's rank order tp-cp-(ep)-dp-pp. */
+static void group_span(const PnBuilder *b, PnGroup grp, int64_t *ranks, int64_t *per_node)
+{
+  switch (grp) {
+  case PN_GROUP_TP:
+    *ranks    = b->tp;
+    *per_node = pn_sched_ranks_per_node(b->sc, 1, b->tp);
+    break;
+  case PN_GROUP_CP:
+    *ranks    = b->cp;
+    *per_node = pn_sched_ranks_per_node(b->sc, b->tp, b->cp);
+    break;
+  case PN_GROUP_DP: /* gradients reduce over the dp x cp group */
+    *ranks    = b->dp * b->cp;
+    *per_node = pn_sched_ranks_per_node(b->sc, b->tp, b->dp * b->cp);
+    break;
+  case PN_GROUP_EP:
+  case PN_GROUP_PP:
+  default:
+    *ranks    = 2;
+    *per_node = 1;
+    break;
+  }
+}
+
+static void task_init(PnTask *t, PnTaskKind kind, PnStream stream, const char *label, uint8_t phase)
+{
+  *t            = (PnTask){0};
+  t->kind       = (uint8_t)kind;
+  t->stream     = (uint8_t)stream;
+  t->cls        = PN_CLASS_NONE;
+  t->label      = label;
+  t->phase      = phase;
+  t->microbatch = -1;
+  t->chunk      = -1;
+  t->layer      = -1;
+}
+
+/* An NCCL collective of `grp` on stream `stream`. */
+static void nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup grp, PnTask *t)
+{
+  int64_t ranks, per_node;
+  group_span(b, grp, &ranks, &per_node);
+  PnCollSpec spec = {.kind           = kind,
+                     .bytes          = bytes,
+                     .ranks          = ranks,
+                     .ranks_per_node = per_node,
+                     .min_ctas       = b->plan->nccl_min_ctas,
+                     .max_ctas       = b->plan->nccl_max_ctas};
+  PnCollCost c;
+  pn_coll_cost(b->sc->hw, &spec, &c);
+  t->kind             = PN_TASK_COMM;
+  t->cls              = (int8_t)group_class(grp);
+  t->sms              = (int16_t)c.sms;
+  t->latency_ns       = c.latency_ns;
+  t->nvlink_bytes     = c.nvlink_bytes;
+  t->nic_bytes        = c.nic_bytes;
+  t->max_bytes_per_ns = c.max_bytes_per_ns;
+}
+
+/* A userbuffers comm kernel inside the TP group (NVLink): `sms` CTAs push the data; sms == 0 is
+ * a copy-engine transfer (ring_exchange with use_ce), which holds no SM. `bytes` per GPU. */
+static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask *t)
+{
+  const PnHwProfile *hw = b->sc->hw;
+  t->kind               = PN_TASK_COMM;
+  t->cls                = PN_CLASS_TP;
+  t->sms                = (int16_t)sms;
+  t->latency_ns         = steps * hw->nccl_nvlink_hop_ns;
+  t->nvlink_bytes       = bytes;
+  t->max_bytes_per_ns   = sms > 0 ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns)
+                                  : hw->nvlink_ce_bytes_per_ns;
+}
+
+static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
+{
+  const PnHwProfile *hw = b->sc->hw;
+  PnCostSource src      = PN_COST_TABLE;
+  task_init(t, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, op->name, op->phase);
+  t->scaling = PN_SCALE_GEMM;
+  t->flops   = op->flops;
+  switch (op->kind) {
+  case PN_OP_GEMM:
+    t->work_ns = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src);
+    break;
+  case PN_OP_ATTN:
+    t->work_ns = pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads, op->head_dim,
+                                      op->causal, op->backward, &src);
+    break;
+  case PN_OP_MEM:
+    t->work_ns = pn_cost_memory_ns(hw, op->bytes);
+    t->scaling = PN_SCALE_MEMORY;
+    /* TE's persistent norm kernels run on sm_count - margin SMs (NVTE_*_LAYERNORM_SM_MARGIN). */
+    if (g_str_has_prefix(op->name, "ln") || g_str_has_prefix(op->name, "final_norm")) {
+      int margin = op->phase == PN_PHASE_BWD ? b->plan->bwd_ln_sm_margin : b->plan->fwd_ln_sm_margin;
+      if (margin > 0 && margin < hw->sm_count)
+        t->sms = (int16_t)(hw->sm_count - margin);
+    }
+    break;
+  case PN_OP_COMM:
+    nccl_task(b, op->coll, op->bytes, op->group, t);
+    break;
+  }
+  if (op->kind == PN_OP_GEMM || op->kind == PN_OP_ATTN) {
+    b->info->cost_templates++;
+    if (src == PN_COST_ROOFLINE)
+      b->info->cost_fallbacks++;
+  }
+}
+
+/* ---- templates --------------------------------------------------------------------------- */
+
+static int16_t tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join)
+{
+  PnTplEntry e = {.task = *t, .dep = {dep0, dep1}, .after_compute = after_compute, .join = join};
+  g_array_append_val(tpl, e);
+  return (int16_t)(tpl->len - 1);
+}
+
+/* A GEMM op priced for `parts` equal chunks along M. */
+static void gemm_chunk(PnBuilder *b, const PnOp *gemm, int parts, int sm_limit, PnTask *t)
+{
+  PnOp part  = *gemm;
+  part.m     = (gemm->m + parts - 1) / parts;
+  part.flops = gemm->flops / parts;
+  price_op(b, &part, t);
+  t->sms = (int16_t)sm_limit;
+}
+
+static int ub_gemm_sm_limit(const PnBuilder *b, const PnUbCfg *cfg)
+{
+  return cfg->set_sm_margin ? b->sc->hw->sm_count - cfg->num_sm : 0;
+}
+
+/* Userbuffers or TE-async overlap of one GEMM with its TP collective. `comm` and `gemm` are the
+ * two ops of a slot; `comm_first` says which comes first in issue order. */
+static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp *gemm, bool comm_first,
+                         const PnUbCfg *cfg)
+{
+  PnTask t;
+  double n     = (double)b->tp;
+  double S     = comm->bytes;
+  int sm_limit = ub_gemm_sm_limit(b, cfg);
+  switch (cfg->method) {
+  case PN_UB_BULK: {
+    /* One comm kernel beside one GEMM; the stream after them waits for both. */
+    task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+    ub_task(b, S * (n - 1.0) / n, cfg->num_sm, (int)(n - 1), &t);
+    PnTask gt;
+    price_op(b, gemm, &gt);
+    gt.sms = (int16_t)sm_limit;
+    if (comm_first) {
+      tpl_add(tpl, &t, -1, -1, true, true);
+      tpl_add(tpl, &gt, -1, -1, false, false);
+    } else { /* the comm consumes the GEMM's output: no overlap possible with it */
+      tpl_add(tpl, &gt, -1, -1, false, false);
+      tpl_add(tpl, &t, -1, -1, true, true);
+    }
+    break;
+  }
+  case PN_UB_PIPELINE: {
+    /* GEMM in num_splits chunks along M; chunk i's reduce-scatter runs beside GEMM i+1; the
+     * last RS chunk (UB_MAX_SM CTAs) is exposed. Only valid for RS (GEMM first). */
+    int splits = cfg->num_splits > 0 ? cfg->num_splits : 4;
+    for (int i = 0; i < splits; i++) {
+      PnTask gt;
+      gemm_chunk(b, gemm, splits, sm_limit, &gt);
+      tpl_add(tpl, &gt, -1, -1, false, false);
+      task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+      ub_task(b, S / splits * (n - 1.0) / n, i == splits - 1 ? PN_UB_MAX_SM : cfg->num_sm, (int)(n - 1), &t);
+      tpl_add(tpl, &t, -1, -1, true, i == splits - 1);
+    }
+    break;
+  }
+  case PN_UB_RING_EXCHANGE:
+  default: {
+    int steps = cfg->aggregate ? (int)(n / 2) : (int)n;
+    if (steps < 1)
+      steps = 1;
+    if (comm_first) {
+      /* AG: step 0 multiplies the local chunk; each later step waits for the chunk received by
+       * the previous copy-engine transfer to the ring neighbour. */
+      int16_t prev_comm = -1;
+      for (int i = 0; i < steps; i++) {
+        int16_t comm_i = -1;
+        if (i < steps - 1) {
+          task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+          ub_task(b, S / steps, 0, 1, &t);
+          comm_i = tpl_add(tpl, &t, -1, -1, i == 0, false);
+        }
+        PnTask gt;
+        gemm_chunk(b, gemm, steps, sm_limit, &gt);
+        tpl_add(tpl, &gt, prev_comm, -1, false, false);
+        prev_comm = comm_i;
+      }
+    } else {
+      /* RS: each step's partial output goes to its owner while the next partial GEMM runs; a
+       * reduce kernel on the main stream sums the received partials after the last transfer. */
+      int16_t last = -1;
+      for (int i = 0; i < steps; i++) {
+        PnTask gt;
+        gemm_chunk(b, gemm, steps, sm_limit, &gt);
+        tpl_add(tpl, &gt, -1, -1, false, false);
+        if (i < steps - 1) {
+          task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+          ub_task(b, S / steps, 0, 1, &t);
+          last = tpl_add(tpl, &t, -1, -1, true, false);
+        }
+      }
+      PnTask red;
+      task_init(&red, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, "ub_reduce", comm->phase);
+      red.scaling = PN_SCALE_MEMORY;
+      red.work_ns = pn_cost_memory_ns(b->sc->hw, S / n * 2.0 * (n + 1.0) / 2.0);
+      tpl_add(tpl, &red, last, -1, false, false);
+    }
+    break;
+  }
+  }
+}
+
+/* Context-parallel ring attention (TE AttnFuncWithCPAndKVP2P): cp steps; step i computes on the
+ * KV received in step i-1 while the next exchange is in flight; step 0 uses the local KV. */
+static void tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp *attn)
+{
+  int steps = (int)b->cp;
+  PnTask at;
+  price_op(b, attn, &at);
+  at.work_ns /= steps;
+  at.flops /= steps;
+  int16_t prev_comm = -1;
+  for (int i = 0; i < steps; i++) {
+    int16_t comm_i = -1;
+    if (i < steps - 1) {
+      PnTask t;
+      task_init(&t, PN_TASK_COMM, PN_STREAM_CP_COMM, comm->name, comm->phase);
+      nccl_task(b, PN_COLL_SEND_RECV, comm->bytes / (steps - 1), PN_GROUP_CP, &t);
+      comm_i = tpl_add(tpl, &t, -1, -1, i == 0, false);
+    }
+    tpl_add(tpl, &at, prev_comm, -1, false, false);
+    prev_comm = comm_i;
+  }
+}
+
+/* TE without userbuffers still overlaps two backward collectives of a column-parallel linear
+ * with sequence parallel: the async all-gather of the saved ln output runs beside the dgrad
+ * GEMM, and the async reduce-scatter of dX beside the wgrad GEMM (layernorm_linear.py). */
+static bool slot_is_te_async(const char *slot)
+{
+  return slot && (g_str_equal(slot, "qkv_dgrad") || g_str_equal(slot, "fc1_dgrad") ||
+                  g_str_equal(slot, "qkv_wgrad") || g_str_equal(slot, "fc1_wgrad"));
+}
+
+static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
+{
+  GArray *tpl = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *op   = &g_array_index(ops, PnOp, i);
+    const PnOp *next = i + 1 < ops->len ? &g_array_index(ops, PnOp, i + 1) : NULL;
+    /* A TP slot group: one COMM and one GEMM sharing a ub_slot, adjacent. */
+    if (op->ub_slot && next && next->ub_slot && g_str_equal(op->ub_slot, next->ub_slot) &&
+        ((op->kind == PN_OP_COMM) != (next->kind == PN_OP_COMM)) &&
+        (op->kind == PN_OP_GEMM || next->kind == PN_OP_GEMM)) {
+      const PnOp *comm = op->kind == PN_OP_COMM ? op : next;
+      const PnOp *gemm = op->kind == PN_OP_COMM ? next : op;
+      int slot         = pn_ub_slot_from_name(op->ub_slot);
+      if (b->plan->tp_comm_overlap && slot >= 0 && b->plan->ub[slot].method != PN_UB_NONE) {
+        tpl_ub_group(b, tpl, comm, gemm, op == comm, &b->plan->ub[slot]);
+        i++;
+        continue;
+      }
+      if (slot_is_te_async(op->ub_slot)) {
+        PnTask t, gt;
+        price_op(b, comm, &t);
+        t.stream = PN_STREAM_TP_COMM;
+        price_op(b, gemm, &gt);
+        if (op == comm) {
+          tpl_add(tpl, &t, -1, -1, true, true);
+          tpl_add(tpl, &gt, -1, -1, false, false);
+        } else {
+          tpl_add(tpl, &gt, -1, -1, false, false);
+          tpl_add(tpl, &t, -1, -1, true, true);
+        }
+        i++;
+        continue;
+      }
+    }
+    /* Context-parallel P2P ring: the KV exchange op followed by its attention op. */
+    if (op->kind == PN_OP_COMM && op->group == PN_GROUP_CP && op->coll == PN_COLL_SEND_RECV && next &&
+        next->kind == PN_OP_ATTN && b->cp > 1) {
+      tpl_cp_ring(b, tpl, op, next);
+      i++;
+      continue;
+    }
+    PnTask t;
+    price_op(b, op, &t);
+    tpl_add(tpl, &t, -1, -1, false, false);
+  }
+  return tpl;
+}
+
+typedef void (*PnOpsFn)(const PnScenario *sc, PnPhase phase, GArray *out);
+
+static GArray *template_of(PnBuilder *b, PnOpsFn fn, PnPhase phase)
+{
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  fn(b->sc, phase, ops);
+  return tpl_from_ops(b, ops);
+}
+
+static void templates_build(PnBuilder *b)
+{
+  b->tpl.layer_fwd = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
+  b->tpl.layer_bwd = template_of(b, pn_workload_layer_ops, PN_PHASE_BWD);
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  pn_workload_layer_ops_with(b->sc, PN_PHASE_BWD, PN_RECOMPUTE_NONE, ops);
+  b->tpl.layer_bwd_plain = tpl_from_ops(b, ops);
+  b->tpl.emb_fwd         = template_of(b, pn_workload_embedding_ops, PN_PHASE_FWD);
+  b->tpl.emb_bwd         = template_of(b, pn_workload_embedding_ops, PN_PHASE_BWD);
+  b->tpl.head_fwd        = template_of(b, pn_workload_head_ops, PN_PHASE_FWD);
+  b->tpl.head_bwd        = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
+}
+
+static void templates_free(PnTemplates *t)
+{
+  GArray **all[] = {&t->layer_fwd, &t->layer_bwd, &t->layer_bwd_plain, &t->emb_fwd,
+                    &t->emb_bwd,   &t->head_fwd,  &t->head_bwd};
+  for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_array_unref);
+}
+
+/* ---- emission ---------------------------------------------------------------------------- */
+
+static GArray *pending_of(PnBuilder *b, uint32_t gpu) { return g_ptr_array_index(b->pending, gpu); }
+
+/* Adds a task on `gpu` with `deps`; a compute-stream task also takes the pending joins. */
+static PnTaskId add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *deps, uint32_t n_deps)
+{
+  t->gpu       = gpu;
+  GArray *all  = b->scratch_deps;
+  g_array_set_size(all, 0);
+  g_array_append_vals(all, deps, n_deps);
+  bool compute = t->stream == PN_STREAM_COMPUTE;
+  if (compute) {
+    GArray *pend = pending_of(b, gpu);
+    g_array_append_vals(all, pend->data, pend->len);
+    g_array_set_size(pend, 0);
+  }
+  PnTaskId id = pn_graph_add(b->g, t, (const PnTaskId *)all->data, all->len);
+  g_array_index(b->last_on_gpu, PnTaskId, gpu) = id;
+  g_array_index(b->last_on_stream, PnTaskId, gpu * PN_STREAM_N + t->stream) = id;
+  if (compute)
+    g_array_index(b->last_compute, PnTaskId, gpu) = id;
+  return id;
+}
+
+/* Adds a side-stream task launched now: it waits for the latest compute-stream task. */
+static PnTaskId add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t)
+{
+  PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
+  return add_task(b, gpu, t, &lc, lc == PN_TASK_NONE ? 0 : 1);
+}
+
+static void push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id) { g_array_append_val(pending_of(b, gpu), id); }
+
+static void emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
+{
+  PnTaskId ids[tpl->len > 0 ? tpl->len : 1];
+  for (guint i = 0; i < tpl->len; i++) {
+    const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
+    PnTask t            = e->task;
+    t.microbatch        = mb;
+    t.chunk             = chunk;
+    t.layer             = layer;
+    PnTaskId deps[3];
+    uint32_t n = 0;
+    for (int k = 0; k < 2; k++)
+      if (e->dep[k] >= 0)
+        deps[n++] = ids[e->dep[k]];
+    PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
+    if (e->after_compute && lc != PN_TASK_NONE)
+      deps[n++] = lc;
+    ids[i] = add_task(b, gpu, &t, deps, n);
+    if (e->join)
+      push_pending(b, gpu, ids[i]);
+  }
+}
+
+static int64_t vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
+
+static GArray *units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
+{
+  return g_ptr_array_index(b->units, rank * b->vpp + chunk);
+}
+
+/* The chunk's units in forward order, with DP buckets formed as Megatron does: walking the
+ * parameters in backprop order, a bucket closes once it holds bucket_size elements; only PP
+ * rank 0's chunk 0 is split into several buckets (training.py / distributed_data_parallel.py). */
+static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
+{
+  GArray *u    = units_of(b, rank, chunk);
+  int64_t vs   = vstage_of(b, rank, chunk);
+  int64_t last = b->pp * b->vpp - 1;
+  if (vs == 0) {
+    PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0};
+    g_array_append_val(u, e);
+  }
+  for (int64_t l = 0; l < b->layers_per_vstage; l++) {
+    PnUnit e = {PN_UNIT_LAYER, vs * b->layers_per_vstage + l, pn_workload_layer_params(b->sc), 0};
+    g_array_append_val(u, e);
+  }
+  if (vs == last) {
+    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0};
+    g_array_append_val(u, e);
+  }
+  bool multi    = b->plan->bucket_size > 0 && rank == 0 && chunk == 0;
+  int16_t bucket = 0;
+  double fill    = 0.0;
+  for (gint i = (gint)u->len - 1; i >= 0; i--) {
+    PnUnit *e  = &g_array_index(u, PnUnit, i);
+    e->bucket  = bucket;
+    fill      += e->params;
+    if (multi && fill >= (double)b->plan->bucket_size && i > 0) {
+      bucket++;
+      fill = 0.0;
+    }
+  }
+}
+
+static int n_buckets(GArray *units) { return units->len ? g_array_index(units, PnUnit, 0).bucket + 1 : 0; }
+
+static double bucket_params(GArray *units, int bucket)
+{
+  double p = 0.0;
+  for (guint i = 0; i < units->len; i++)
+    if (g_array_index(units, PnUnit, i).bucket == bucket)
+      p += g_array_index(units, PnUnit, i).params;
+  return p;
+}
+
+static bool dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
+
+static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, const char *label,
+                                   int16_t chunk, bool side)
+{
+  PnTask t;
+  task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
+  nccl_task(b, kind, bytes, PN_GROUP_DP, &t);
+  t.chunk = chunk;
+  return side ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
+}
+
+static PnCollKind grad_coll(const PnBuilder *b)
+{
+  return b->plan->use_distributed_optimizer ? PN_COLL_REDUCE_SCATTER : PN_COLL_ALL_REDUCE;
+}
+
+static const char *grad_label(const PnBuilder *b)
+{
+  return b->plan->use_distributed_optimizer ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
+}
+
+static bool grad_overlap_now(const PnBuilder *b) { return b->plan->overlap_grad_reduce && !b->first_iteration && dp_active(b); }
+static bool param_overlap_now(const PnBuilder *b)
+{
+  return b->plan->overlap_param_gather && !b->first_iteration && dp_active(b) && b->plan->use_distributed_optimizer;
+}
+
+/* Param all-gather of one bucket on the DP stream, launched now (overlap_param_gather). */
+static PnTaskId emit_param_ag(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
+{
+  GArray *units = units_of(b, rank, chunk);
+  return emit_dp_collective(b, rank, PN_COLL_ALL_GATHER, bucket_params(units, bucket) * b->plan->param_bytes_per_elem,
+                            "dp_param_all_gather", (int16_t)chunk, true);
+}
+
+static GArray *chunk_ag_of(PnBuilder *b, uint32_t rank, int64_t chunk)
+{
+  return g_ptr_array_index(b->chunk_ag, rank * b->vpp + chunk);
+}
+
+/* Aligned param gather (VPP): all buckets of a chunk at once. */
+static void dispatch_chunk_ag(PnBuilder *b, uint32_t rank, int64_t chunk)
+{
+  if (chunk >= b->vpp)
+    return;
+  GArray *ags = chunk_ag_of(b, rank, chunk);
+  if (ags->len)
+    return;
+  GArray *units = units_of(b, rank, chunk);
+  for (int k = n_buckets(units) - 1; k >= 0; k--) {
+    PnTaskId id = emit_param_ag(b, rank, chunk, k);
+    g_array_append_val(ags, id);
+  }
+}
+
+static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk)
+{
+  int64_t l0 = vstage_of(b, rank, chunk) * b->layers_per_vstage;
+  switch (u->kind) {
+  case PN_UNIT_EMB:
+    emit_template(b, rank, fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd, mb, chunk, -1);
+    break;
+  case PN_UNIT_HEAD:
+    emit_template(b, rank, fwd ? b->tpl.head_fwd : b->tpl.head_bwd, mb, chunk, -1);
+    break;
+  case PN_UNIT_LAYER: {
+    const GArray *tpl = b->tpl.layer_fwd;
+    if (!fwd)
+      tpl = pn_workload_layer_is_recomputed(b->sc, u->layer - l0) ? b->tpl.layer_bwd : b->tpl.layer_bwd_plain;
+    emit_template(b, rank, tpl, mb, chunk, (int16_t)u->layer);
+    break;
+  }
+  }
+}
+
+static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
+{
+  GArray *units = units_of(b, rank, a->chunk);
+  bool gather   = a->first_forward_of_chunk && param_overlap_now(b);
+  if (gather && b->plan->align_param_gather) {
+    /* chunks 0 and 1 at schedule start; chunk k+1 when chunk k's first forward starts */
+    dispatch_chunk_ag(b, rank, a->chunk);
+    dispatch_chunk_ag(b, rank, a->chunk + 1);
+    GArray *ags = chunk_ag_of(b, rank, a->chunk);
+    for (guint i = 0; i < ags->len; i++)
+      push_pending(b, rank, g_array_index(ags, PnTaskId, i));
+  }
+  int cur_bucket = -1;
+  for (guint i = 0; i < units->len; i++) {
+    const PnUnit *u = &g_array_index(units, PnUnit, i);
+    if (gather && !b->plan->align_param_gather && u->bucket != cur_bucket) {
+      /* forward pre-hook: the first bucket is dispatched and waited at once, each wait then
+       * dispatches the next bucket (one ahead). Buckets run backwards in forward order. */
+      GArray *ags = chunk_ag_of(b, rank, a->chunk);
+      if (ags->len == 0) {
+        PnTaskId id = emit_param_ag(b, rank, a->chunk, u->bucket);
+        g_array_append_val(ags, id);
+      }
+      push_pending(b, rank, g_array_index(ags, PnTaskId, ags->len - 1));
+      if (u->bucket > 0) {
+        PnTaskId id = emit_param_ag(b, rank, a->chunk, u->bucket - 1);
+        g_array_append_val(ags, id);
+      }
+      cur_bucket = u->bucket;
+    }
+    emit_unit(b, rank, u, true, a->microbatch, a->chunk);
+  }
+}
+
+static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
+{
+  GArray *units = units_of(b, rank, a->chunk);
+  bool reduce   = a->last_backward_of_chunk && grad_overlap_now(b);
+  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
+  for (gint i = (gint)units->len - 1; i >= 0; i--) {
+    const PnUnit *u = &g_array_index(units, PnUnit, i);
+    emit_unit(b, rank, u, false, a->microbatch, a->chunk);
+    bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
+    if (reduce && bucket_done) {
+      double bytes = bucket_params(units, u->bucket) * b->plan->grad_bytes_per_elem;
+      PnTaskId id  = emit_dp_collective(b, rank, grad_coll(b), bytes, grad_label(b), a->chunk, true);
+      g_array_append_val(waits, id);
+    }
+  }
+}
+
+/* Pairing key of a transfer: which tensor (activation or gradient) of which micro-batch, for
+ * which consuming virtual stage. Both sides compute the same key. */
+static gint64 xfer_key(const PnBuilder *b, uint32_t rank, const PnXfer *x)
+{
+  int64_t vs = vstage_of(b, rank, x->chunk), consumer;
+  if (x->activation)
+    consumer = x->send ? vs + 1 : vs;
+  else
+    consumer = x->send ? vs - 1 : vs;
+  return ((gint64)b->iteration << 48) | ((gint64)(x->activation ? 1 : 0) << 47) | ((gint64)x->microbatch << 20) |
+         (gint64)consumer;
+}
+
+static bool stages_cross_nodes(const PnBuilder *b, int64_t r1, int64_t r2)
+{
+  int64_t stride = b->tp * b->cp * b->dp, gpn = b->sc->hw->gpus_per_node;
+  return (r1 * stride) / gpn != (r2 * stride) / gpn;
+}
+
+static void pair_xfer(PnBuilder *b, uint32_t rank, PnTaskId id, const PnXfer *x)
+{
+  gint64 key     = xfer_key(b, rank, x);
+  gpointer other = g_hash_table_lookup(b->p2p_open, &key);
+  if (!other) {
+    gint64 *k = g_new(gint64, 1);
+    *k        = key;
+    g_hash_table_insert(b->p2p_open, k, GUINT_TO_POINTER(id + 1));
+    return;
+  }
+  PnTaskId peer = GPOINTER_TO_UINT(other) - 1;
+  g_hash_table_remove(b->p2p_open, &key);
+  bool cross = stages_cross_nodes(b, rank, x->peer);
+  if (x->send)
+    pn_graph_pair_p2p(b->g, id, peer, b->p2p_bytes, cross);
+  else
+    pn_graph_pair_p2p(b->g, peer, id, b->p2p_bytes, cross);
+}
+
+/* Which PP stream carries a transfer: torch keeps one NCCL communicator (and stream) per pair
+ * of ranks for P2P, so traffic with the next and with the previous rank flow independently;
+ * with pp == 2 both are the same rank and Megatron sends one direction over another group. */
+static PnStream xfer_stream(const PnBuilder *b, uint32_t rank, const PnXfer *x)
+{
+  if (b->pp == 2)
+    return x->activation ? PN_STREAM_PP_SEND : PN_STREAM_PP_RECV;
+  return x->peer == (int32_t)((rank + 1) % b->pp) ? PN_STREAM_PP_SEND : PN_STREAM_PP_RECV;
+}
+
+/* One p2p call. Batched (batch_isend_irecv) calls are one kernel with every transfer; otherwise
+ * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait. */
+static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index)
+{
+  const PnHwProfile *hw = b->sc->hw;
+  bool batched          = b->plan->batch_p2p_comm && !a->async;
+  PnTaskId *slots       = &g_array_index(b->action_task, PnTaskId, action_index * PN_SCHED_MAX_XFERS);
+  bool done[PN_SCHED_MAX_XFERS] = {false};
+  for (int i = 0; i < a->n_xfers; i++) {
+    if (done[i])
+      continue;
+    PnStream stream = batched ? PN_STREAM_PP_SEND : xfer_stream(b, rank, &a->xfer[i]);
+    PnTask t;
+    task_init(&t, PN_TASK_P2P, stream, a->xfer[i].send ? "pp_send" : "pp_recv",
+              a->xfer[i].activation ? PN_PHASE_FWD : PN_PHASE_BWD);
+    t.cls        = PN_CLASS_PP;
+    t.sms        = (int16_t)hw->nccl_p2p_ctas;
+    t.microbatch = a->xfer[i].microbatch;
+    t.chunk      = a->xfer[i].chunk;
+    bool over_nic = stages_cross_nodes(b, rank, a->xfer[i].peer);
+    t.latency_ns       = hw->nccl_base_latency_ns + (over_nic ? hw->nccl_net_hop_ns : hw->nccl_nvlink_hop_ns);
+    t.max_bytes_per_ns = t.sms * hw->nccl_cta_bytes_per_ns;
+    /* a send waits for the compute that produced its tensor; a receive can be posted early */
+    bool has_send = false;
+    for (int j = i; j < a->n_xfers; j++)
+      if (!done[j] && (batched || xfer_stream(b, rank, &a->xfer[j]) == stream))
+        has_send = has_send || a->xfer[j].send;
+    if (a->n_xfers > 1)
+      t.label = "pp_p2p";
+    PnTaskId id = has_send ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
+    for (int j = i; j < a->n_xfers; j++) {
+      if (done[j] || !(batched || xfer_stream(b, rank, &a->xfer[j]) == stream))
+        continue;
+      done[j]  = true;
+      slots[j] = id;
+      pair_xfer(b, rank, id, &a->xfer[j]);
+    }
+    if (!a->async)
+      push_pending(b, rank, id);
+  }
+}
+
+static void emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
+{
+  if (a->wait_action < 0)
+    return;
+  PnTaskId id = g_array_index(b->action_task, PnTaskId, (guint)a->wait_action * PN_SCHED_MAX_XFERS + a->wait_xfer);
+  if (id != PN_TASK_NONE)
+    push_pending(b, rank, id);
+}
+
+/* finalize_model_grads: without overlap (or in the first iteration) one synchronous
+ * reduce-scatter (distributed optimizer) or all-reduce per model chunk on the compute stream;
+ * with overlap, the compute stream waits for the buckets launched during the backward. */
+static void emit_grad_sync(PnBuilder *b, uint32_t rank)
+{
+  if (!dp_active(b))
+    return;
+  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
+  if (grad_overlap_now(b)) {
+    for (guint i = 0; i < waits->len; i++)
+      push_pending(b, rank, g_array_index(waits, PnTaskId, i));
+    g_array_set_size(waits, 0);
+    return;
+  }
+  for (int64_t c = b->vpp - 1; c >= 0; c--) {
+    GArray *units = units_of(b, rank, c);
+    double params = 0.0;
+    for (guint i = 0; i < units->len; i++)
+      params += g_array_index(units, PnUnit, i).params;
+    emit_dp_collective(b, rank, grad_coll(b), params * b->plan->grad_bytes_per_elem, grad_label(b), (int16_t)c, false);
+  }
+}
+
+/* The gradient-norm all-reduce of clip_grad_norm spans every rank: no stage starts its
+ * optimizer step before all stages have reduced their gradients. */
+static void emit_barrier(PnBuilder *b)
+{
+  g_autoptr(GArray) deps = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  for (guint i = 0; i < b->last_on_stream->len; i++) {
+    PnTaskId id = g_array_index(b->last_on_stream, PnTaskId, i);
+    if (id != PN_TASK_NONE)
+      g_array_append_val(deps, id);
+  }
+  int64_t world   = b->sc->hardware.num_gpus;
+  int64_t gpn     = b->sc->hw->gpus_per_node;
+  PnCollSpec spec = {.kind = PN_COLL_ALL_REDUCE, .bytes = 8.0, .ranks = world, .ranks_per_node = world < gpn ? world : gpn};
+  PnCollCost c;
+  pn_coll_cost(b->sc->hw, &spec, &c);
+  for (uint32_t r = 0; r < b->pp; r++) {
+    PnTask t;
+    task_init(&t, PN_TASK_COMM, PN_STREAM_COMPUTE, "grad_norm_all_reduce", PN_PHASE_OPTIM);
+    t.cls        = PN_CLASS_DP;
+    t.sms        = (int16_t)c.sms;
+    t.latency_ns = c.latency_ns;
+    add_task(b, r, &t, (const PnTaskId *)deps->data, deps->len);
+  }
+}
+
+static void emit_optimizer(PnBuilder *b, uint32_t rank)
+{
+  double params = 0.0;
+  for (int64_t c = 0; c < b->vpp; c++) {
+    GArray *units = units_of(b, rank, c);
+    for (guint i = 0; i < units->len; i++)
+      params += g_array_index(units, PnUnit, i).params;
+  }
+  double local = b->plan->use_distributed_optimizer ? params / (double)(b->dp * b->cp) : params;
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  pn_workload_optimizer_ops(b->sc, local, ops);
+  g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
+  emit_template(b, rank, tpl, -1, -1, -1);
+  /* Without overlap_param_gather the updated parameters are gathered right after the step;
+   * with it, in the next iteration's forward (and in the first iteration not at all). */
+  if (b->plan->use_distributed_optimizer && dp_active(b) && !b->plan->overlap_param_gather)
+    for (int64_t c = 0; c < b->vpp; c++) {
+      GArray *units = units_of(b, rank, c);
+      double p      = 0.0;
+      for (guint i = 0; i < units->len; i++)
+        p += g_array_index(units, PnUnit, i).params;
+      emit_dp_collective(b, rank, PN_COLL_ALL_GATHER, p * b->plan->param_bytes_per_elem, "dp_param_all_gather",
+                         (int16_t)c, false);
+    }
+}
+
+static gboolean emit_iteration(PnBuilder *b, GError **error)
+{
+  PnSchedParams sp = {.pp                            = b->pp,
+                      .vpp                           = b->vpp,
+                      .num_microbatches              = b->m,
+                      .group_size                    = b->sc->parallel.microbatch_group_size_per_vp_stage,
+                      .overlap_p2p_comm              = b->plan->overlap_p2p_comm,
+                      .overlap_p2p_comm_warmup_flush = b->plan->overlap_p2p_comm_warmup_flush,
+                      .deallocate_pipeline_outputs   = true};
+  for (guint i = 0; i < b->chunk_ag->len; i++)
+    g_array_set_size(g_ptr_array_index(b->chunk_ag, i), 0);
+  for (uint32_t r = 0; r < b->pp; r++) {
+    if (!pn_sched_actions(&sp, r, b->actions, error))
+      return FALSE;
+    g_array_set_size(b->action_task, b->actions->len * PN_SCHED_MAX_XFERS);
+    for (guint i = 0; i < b->action_task->len; i++)
+      g_array_index(b->action_task, PnTaskId, i) = PN_TASK_NONE;
+    for (guint i = 0; i < b->actions->len; i++) {
+      const PnSchedAction *a = &g_array_index(b->actions, PnSchedAction, i);
+      switch (a->kind) {
+      case PN_ACT_FWD:
+        emit_forward(b, r, a);
+        break;
+      case PN_ACT_BWD:
+        emit_backward(b, r, a);
+        break;
+      case PN_ACT_COMM:
+        emit_p2p(b, r, a, i);
+        break;
+      case PN_ACT_WAIT:
+        emit_wait(b, r, a);
+        break;
+      }
+    }
+    emit_grad_sync(b, r);
+  }
+  if (g_hash_table_size(b->p2p_open) != 0) {
+    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
+                "pipeline schedule left %u P2P transfers without a matching peer (internal error)",
+                g_hash_table_size(b->p2p_open));
+    return FALSE;
+  }
+  emit_barrier(b);
+  for (uint32_t r = 0; r < b->pp; r++)
+    emit_optimizer(b, r);
+  for (uint32_t r = 0; r < b->pp; r++)
+    g_array_append_val(b->info->iteration_end, g_array_index(b->last_on_gpu, PnTaskId, r));
+  return TRUE;
+}
+
+static GPtrArray *arrays_new(guint n, guint elem)
+{
+  GPtrArray *a = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  for (guint i = 0; i < n; i++)
+    g_ptr_array_add(a, g_array_new(FALSE, FALSE, elem));
+  return a;
+}
+
+gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, PnBuildInfo *info, GError **error)
+{
+  const PnParallelConfig *par = &sc->parallel;
+  PnBuilder b                 = {.sc = sc, .plan = plan, .g = g, .info = info};
+  b.pp                        = par->pipeline_model_parallel_size;
+  b.vpp = par->virtual_pipeline_model_parallel_size > 0 ? par->virtual_pipeline_model_parallel_size : 1;
+  b.tp  = par->tensor_model_parallel_size;
+  b.cp  = par->context_parallel_size;
+  b.dp  = par->data_parallel_size;
+  b.m   = par->num_microbatches;
+  g_return_val_if_fail(g->n_gpus == (uint32_t)b.pp, FALSE);
+  if (sc->model.num_layers % (b.pp * b.vpp) != 0) {
+    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
+                "num_layers %" G_GINT64_FORMAT " is not divisible by pipeline * virtual pipeline size %" G_GINT64_FORMAT,
+                sc->model.num_layers, b.pp * b.vpp);
+    return FALSE;
+  }
+  b.layers_per_vstage = sc->model.num_layers / (b.pp * b.vpp);
+  double tokens       = (double)(sc->training.seq_length / b.cp) * (double)sc->training.micro_batch_size;
+  if (par->sequence_parallel && b.tp > 1)
+    tokens /= (double)b.tp;
+  b.p2p_bytes    = tokens * (double)sc->model.hidden_size * 2.0;
+  *info          = (PnBuildInfo){.iteration_end = g_array_new(FALSE, FALSE, sizeof(PnTaskId))};
+  b.p2p_open     = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  b.actions      = g_array_new(FALSE, FALSE, sizeof(PnSchedAction));
+  b.action_task  = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  b.last_on_gpu  = g_array_new(FALSE, TRUE, sizeof(PnTaskId));
+  b.last_compute = g_array_new(FALSE, TRUE, sizeof(PnTaskId));
+  b.scratch_deps = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  b.last_on_stream = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  g_array_set_size(b.last_on_stream, (guint)(b.pp * PN_STREAM_N));
+  for (guint i = 0; i < b.last_on_stream->len; i++)
+    g_array_index(b.last_on_stream, PnTaskId, i) = PN_TASK_NONE;
+  g_array_set_size(b.last_on_gpu, (guint)b.pp);
+  g_array_set_size(b.last_compute, (guint)b.pp);
+  for (guint i = 0; i < (guint)b.pp; i++)
+    g_array_index(b.last_compute, PnTaskId, i) = PN_TASK_NONE;
+  b.pending  = arrays_new((guint)b.pp, sizeof(PnTaskId));
+  b.dp_wait  = arrays_new((guint)b.pp, sizeof(PnTaskId));
+  b.units    = arrays_new((guint)(b.pp * b.vpp), sizeof(PnUnit));
+  b.chunk_ag = arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
+  for (uint32_t r = 0; r < b.pp; r++)
+    for (int64_t c = 0; c < b.vpp; c++)
+      units_build(&b, r, c);
+  templates_build(&b);
+  gboolean ok = TRUE;
+  int iters   = sc->training.iterations > 0 ? sc->training.iterations : 1;
+  for (b.iteration = 0; ok && b.iteration < iters; b.iteration++) {
+    /* One simulated iteration stands for the steady state; with several, the first is the
+     * run's first (DP overlap starts from the second, as Megatron records bucket readiness). */
+    b.first_iteration = iters > 1 && b.iteration == 0;
+    ok                = emit_iteration(&b, error);
+  }
+  templates_free(&b.tpl);
+  g_hash_table_unref(b.p2p_open);
+  g_array_unref(b.actions);
+  g_array_unref(b.action_task);
+  g_array_unref(b.last_on_gpu);
+  g_array_unref(b.last_compute);
+  g_array_unref(b.scratch_deps);
+  g_array_unref(b.last_on_stream);
+  g_ptr_array_unref(b.pending);
+  g_ptr_array_unref(b.dp_wait);
+  g_ptr_array_unref(b.units);
+  g_ptr_array_unref(b.chunk_ag);
+  return ok;
+}
+
+void pn_build_info_clear(PnBuildInfo *info)
+{
+  if (info->iteration_end)
+    g_array_unref(info->iteration_end);
+  info->iteration_end = NULL;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Bad input: exit status 2 and exactly one line on stderr naming the file, the JSON path and
+# what was expected; nothing on stdout; never a crash (status > 128) or a hang.
+set -uo pipefail
+bin=$1 src=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+good="$src/scenarios/llama3-8b-h100-8gpu.json"
+fail=0 n=0
+# expect NAME PATTERN -- ARGS...: status 2, one stderr line matching PATTERN
+expect() {
+  local name=$1 pattern=$2; shift 3
+  n=$((n + 1))
+  timeout 20 "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; local st=$?
+  local lines; lines=$(wc -l <"$tmp/err")
+  if [ "$st" -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -qE -- "$pattern" "$tmp/err" || [ -s "$tmp/out" ]; then
+    echo "FAIL: $name: status $st, $lines stderr lines, stdout $(wc -c <"$tmp/out") bytes:"; cat "$tmp/err"; fail=1
+  fi
+}
+mk() { printf '%s' "$2" >"$tmp/$1"; }
+mk empty.json ''
+mk trunc.json '{"schema_version": 1, "model": "llama3-8b", "hardware": {"profile": "h100-sxm"'
+mk notobj.json '[1, 2, 3]'
+head -c 4096 /dev/urandom >"$tmp/binary.json" 2>/dev/null || true
+expect missing-file 'nonexistent\.json' -- run "$tmp/nonexistent.json"
+expect empty 'empty\.json' -- run "$tmp/empty.json"
+expect truncated 'trunc\.json' -- run "$tmp/trunc.json"
+expect not-object 'notobj\.json' -- run "$tmp/notobj.json"
+expect binary 'binary\.json' -- run "$tmp/binary.json"
+expect unknown-set-key 'did you mean' -- run "$good" --set parallel.tensor_model_paralel_size=2
+expect tp-not-dividing-heads '/parallel/tensor_model_parallel_size' -- run "$good" --set parallel.tensor_model_parallel_size=3
+expect gpus-not-divisible '/hardware/num_gpus' -- run "$good" --set hardware.num_gpus=12 --set parallel.tensor_model_parallel_size=8
+expect layers-not-divisible 'num_layers' -- run "$good" --set parallel.pipeline_model_parallel_size=3 --set hardware.num_gpus=24 --set training.global_batch_size=120
+expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set training.global_batch_size=100
+expect negative-size '/training/seq_length' -- run "$good" --set training.seq_length=-5
+expect wrong-type '/training/micro_batch_size' -- run "$good" --set 'training.micro_batch_size="two"'
+expect bad-format 'format' -- run "$good" --format yaml
+expect unknown-command 'unknown command' -- frobnicate
+[ "$fail" = 0 ] && echo "bad input: $n cases rejected cleanly"
+exit $fail
