@@ -9,7 +9,12 @@
 #include "hw/exec.h"
 #include "io/report.h"
 #include "io/scenario.h"
+#include "io/validate.h"
 #include "sim/sim.h"
+
+#ifndef PN_DATA_DIR
+#define PN_DATA_DIR "."
+#endif
 
 #ifndef PN_VERSION
 #define PN_VERSION "dev"
@@ -85,8 +90,59 @@ static int cmd_run(int argc, char **argv)
   return 0;
 }
 
+static int cmd_validate(int argc, char **argv)
+{
+  g_autofree char *format  = NULL;
+  g_autofree char *profile = NULL;
+  g_autofree char *output  = NULL;
+  double max_mape          = 0.0;
+  GOptionEntry entries[]   = {
+    {"profile", 'p', 0, G_OPTION_ARG_STRING, &profile, "Hardware profile for H100 records (default h100-sxm)", "NAME"},
+    {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically)", "FILE"},
+    {"max-mape", 0, 0, G_OPTION_ARG_DOUBLE, &max_mape, "Exit 3 when the mean absolute error exceeds PCT", "PCT"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL}};
+  g_autoptr(GOptionContext) ctx =
+    g_option_context_new("[RECORDS.json] - predict published measured runs and report the step-time error");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    fprintf(stderr, "penumbra validate: %s\n", error->message);
+    return 2;
+  }
+  if (argc > 2) {
+    fprintf(stderr, "penumbra validate: expected at most one RECORDS.json\n");
+    return 2;
+  }
+  bool json = format && strcmp(format, "json") == 0;
+  if (format && !json && strcmp(format, "text") != 0) {
+    fprintf(stderr, "penumbra validate: --format: expected \"text\" or \"json\", got \"%s\"\n", format);
+    return 2;
+  }
+  g_autofree char *dflt = g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
+  const char *records   = argc == 2 ? argv[1] : dflt;
+  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
+  if (!pn_validate_file(records, profile ? profile : "h100-sxm", rows, &error))
+    return fail(error);
+  g_autofree char *report = json ? pn_validate_report_json(rows) : pn_validate_report_text(rows);
+  if (output) {
+    if (!pn_io_write_file_atomic(output, report, strlen(report), &error))
+      return fail(error);
+  } else {
+    fputs(report, stdout);
+  }
+  int n;
+  double mape = pn_validate_mape(rows, &n);
+  if (n == 0) {
+    fprintf(stderr, "penumbra validate: %s: no record could be predicted\n", records);
+    return 1;
+  }
+  return (max_mape > 0 && mape > max_mape) ? 3 : 0;
+}
+
 static const PnCommand commands[] = {
   {"run", cmd_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
+  {"validate", cmd_validate, "predict published measured runs and report the step-time error"},
 };
 
 static void usage(FILE *to)

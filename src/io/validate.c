@@ -1,0 +1,376 @@
+/* validate.c — published records → scenarios → predictions → error table (see validate.h). */
+#include "io/validate.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "io/io-private.h"
+#include "io/scenario.h"
+#include "overlap/ub.h"
+#include "sim/sim.h"
+
+void pn_validation_row_free(PnValidationRow *row)
+{
+  if (!row)
+    return;
+  g_free(row->id);
+  g_free(row->source_family);
+  g_free(row->model);
+  g_free(row->precision);
+  g_free(row->layout);
+  g_free(row->reason);
+  g_free(row);
+}
+
+static const cJSON *obj_get(const cJSON *o, const char *key) { return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL; }
+
+static double num_or(const cJSON *o, const char *key, double dflt)
+{
+  const cJSON *v = obj_get(o, key);
+  return cJSON_IsNumber(v) ? v->valuedouble : dflt;
+}
+
+static const char *str_or(const cJSON *o, const char *key, const char *dflt)
+{
+  const cJSON *v = obj_get(o, key);
+  return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+/* Published model names that have a file in models/. */
+static const char *model_file(const char *name)
+{
+  static const char *const map[][2] = {
+    {"LLAMA3-8B", "llama3-8b"},   {"LLAMA3-70B", "llama3-70b"}, {"LLAMA3.1-405B", "llama3.1-405b"},
+    {"LLAMA2-7B", "llama2-7b"},   {"LLAMA2-13B", "llama2-13b"}, {"LLAMA2-70B", "llama2-70b"},
+    {"GPT3-175B", "gpt3-175b"},   {"Nemotron4-340B", "nemotron4-340b"}, {"Nemotron4-15B", "nemotron4-15b"},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(map); i++)
+    if (strcmp(name, map[i][0]) == 0)
+      return map[i][1];
+  return NULL;
+}
+
+/* An inline model from the record's architecture block, with the family's conventions. */
+static cJSON *inline_model(const char *name, const cJSON *arch, GString *notes)
+{
+  cJSON *m      = cJSON_CreateObject();
+  double hidden = num_or(arch, "hidden", 0);
+  double heads  = num_or(arch, "heads", 0);
+  double ffn    = num_or(arch, "ffn_hidden", 0);
+  double kv     = num_or(arch, "kv_heads", heads);
+  double vocab  = num_or(arch, "vocab", 0);
+  bool gated    = cJSON_IsTrue(obj_get(arch, "gated_linear_unit"));
+  const char *act = str_or(arch, "activation", "");
+  bool nemotron = g_str_has_prefix(name, "Nemotron");
+  bool llama    = g_str_has_prefix(name, "LLAMA");
+  if (ffn <= 0) {
+    ffn = 4 * hidden;
+    g_string_append(notes, "ffn_hidden not stated: 4*hidden assumed; ");
+  }
+  if (vocab <= 0) {
+    vocab = llama ? 32000 : nemotron ? 256000 : 50257;
+    g_string_append_printf(notes, "vocab from the tokenizer (%.0f); ", vocab);
+  }
+  cJSON_AddStringToObject(m, "name", name);
+  cJSON_AddNumberToObject(m, "num_layers", num_or(arch, "layers", 0));
+  cJSON_AddNumberToObject(m, "hidden_size", hidden);
+  cJSON_AddNumberToObject(m, "ffn_hidden_size", ffn);
+  cJSON_AddNumberToObject(m, "num_attention_heads", heads);
+  cJSON_AddNumberToObject(m, "num_query_groups", kv);
+  cJSON_AddNumberToObject(m, "vocab_size", vocab);
+  cJSON_AddBoolToObject(m, "gated_linear_unit", gated);
+  if (gated)
+    cJSON_AddStringToObject(m, "activation", "swiglu");
+  else if (strstr(act, "squared_relu"))
+    cJSON_AddStringToObject(m, "activation", "squared_relu");
+  else
+    cJSON_AddStringToObject(m, "activation", "gelu");
+  cJSON_AddStringToObject(m, "normalization", llama ? "RMSNorm" : "LayerNorm");
+  cJSON_AddStringToObject(m, "position_embedding_type", (llama || nemotron) ? "rope" : "learned_absolute");
+  cJSON_AddBoolToObject(m, "untie_embeddings_and_output_weights", llama || nemotron);
+  cJSON_AddBoolToObject(m, "add_bias_linear", !(llama || nemotron));
+  cJSON_AddNumberToObject(m, "max_position_embeddings", num_or(arch, "seq_len", 4096));
+  return m;
+}
+
+/* The userbuffers preset a NeMo / Bridge recipe would name for this layout, if it exists. */
+static const char *ub_preset_for(char *buf, size_t len, bool fp8, long hidden, long tp, long cp, long mbs, long seq)
+{
+  PnUbCfg cfg[PN_UB_N];
+  for (int with_cp = 1; with_cp >= 0; with_cp--) {
+    if (with_cp && cp <= 1)
+      continue;
+    char cp_part[32] = "";
+    if (with_cp)
+      g_snprintf(cp_part, sizeof cp_part, "_cp%ld", cp);
+    g_snprintf(buf, len, "userbuffers_%s_h100_h%ld_tp%ld%s_mbs%ld_seqlen%ld", fp8 ? "fp8" : "bf16", hidden, tp,
+               cp_part, mbs, seq);
+    if (pn_ub_preset(buf, cfg))
+      return buf;
+  }
+  return NULL;
+}
+
+static PnValidationRow *skip(PnValidationRow *row, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static PnValidationRow *skip(PnValidationRow *row, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  row->skipped = true;
+  g_free(row->reason);
+  row->reason = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  return row;
+}
+
+static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
+{
+  PnValidationRow *row = g_new0(PnValidationRow, 1);
+  const cJSON *model   = obj_get(rec, "model");
+  const cJSON *hw      = obj_get(rec, "hardware");
+  const cJSON *par     = obj_get(rec, "parallelism");
+  const cJSON *arch    = obj_get(model, "architecture");
+  const cJSON *summary = obj_get(rec, "summary");
+  row->id              = g_strdup(str_or(rec, "id", "?"));
+  row->source_family   = g_strdup(str_or(rec, "source_family", "?"));
+  row->model           = g_strdup(str_or(model, "name", "?"));
+  row->gpus            = (long)num_or(hw, "gpus_total", 0);
+  row->precision       = g_strdup(str_or(rec, "precision", "?"));
+  row->published_step_s = num_or(obj_get(summary, "step_time_s"), "value", (double)NAN);
+  const char *gpu      = str_or(hw, "gpu", "");
+  if (!strstr(gpu, "H100"))
+    return skip(row, "not an H100 record (%s)", gpu);
+  if (!cJSON_IsTrue(obj_get(rec, "config_complete")))
+    return skip(row, "configuration incomplete in the source");
+  if (strcmp(str_or(rec, "task", "pretrain"), "pretrain") != 0)
+    return skip(row, "not pretraining");
+  if (!cJSON_IsObject(arch))
+    return skip(row, "architecture not stated");
+  if (obj_get(arch, "moe") || obj_get(arch, "mla"))
+    return skip(row, "MoE / MLA models are not simulated yet");
+  if (num_or(par, "fsdp", 0) > 0)
+    return skip(row, "Megatron-FSDP is not simulated yet");
+  if (!isfinite(row->published_step_s) || row->published_step_s <= 0)
+    return skip(row, "no step time or throughput");
+
+  long tp = (long)num_or(par, "tp", 1), pp = (long)num_or(par, "pp", 1), cp = (long)num_or(par, "cp", 1);
+  long vp = (long)num_or(par, "vp", 1), gbs = (long)num_or(par, "gbs", 0);
+  long mbs = (long)num_or(par, "mbs", 0);
+  long seq = (long)num_or(model, "seq_len_used", num_or(arch, "seq_len", 0));
+  g_autoptr(GString) notes = g_string_new(NULL);
+  if (mbs <= 0) {
+    mbs = 1;
+    g_string_append(notes, "micro-batch size not stated: 1 assumed; ");
+  }
+  bool fp8      = g_str_has_prefix(row->precision, "FP8");
+  bool mlm      = g_str_has_prefix(row->source_family, "megatron-lm");
+  const char *f = model_file(row->model);
+
+  cJSON *sc = cJSON_CreateObject();
+  cJSON_AddNumberToObject(sc, "schema_version", 1);
+  cJSON_AddStringToObject(sc, "name", row->id);
+  if (f)
+    cJSON_AddStringToObject(sc, "model", f);
+  else
+    cJSON_AddItemToObject(sc, "model", inline_model(row->model, arch, notes));
+  cJSON *h = cJSON_AddObjectToObject(sc, "hardware");
+  cJSON_AddStringToObject(h, "profile", profile);
+  cJSON_AddNumberToObject(h, "num_gpus", (double)row->gpus);
+  cJSON *tr = cJSON_AddObjectToObject(sc, "training");
+  cJSON_AddNumberToObject(tr, "seq_length", (double)seq);
+  cJSON_AddNumberToObject(tr, "micro_batch_size", (double)mbs);
+  cJSON_AddNumberToObject(tr, "global_batch_size", (double)gbs);
+  cJSON_AddStringToObject(tr, "precision", fp8 ? "fp8" : "bf16");
+  cJSON *p = cJSON_AddObjectToObject(sc, "parallel");
+  cJSON_AddNumberToObject(p, "tensor_model_parallel_size", (double)tp);
+  cJSON_AddNumberToObject(p, "pipeline_model_parallel_size", (double)pp);
+  if (vp > 1)
+    cJSON_AddNumberToObject(p, "virtual_pipeline_model_parallel_size", (double)vp);
+  cJSON_AddNumberToObject(p, "context_parallel_size", (double)cp);
+  cJSON_AddBoolToObject(p, "sequence_parallel", tp > 1);
+  cJSON *d = cJSON_AddObjectToObject(sc, "ddp");
+  cJSON_AddBoolToObject(d, "use_distributed_optimizer", true);
+  cJSON_AddBoolToObject(d, "grad_reduce_in_fp32", false);
+  if (mlm) {
+    cJSON_AddBoolToObject(d, "overlap_grad_reduce", true);
+    cJSON_AddBoolToObject(d, "overlap_param_gather", true);
+  }
+  cJSON *co = cJSON_AddObjectToObject(sc, "comm_overlap");
+  cJSON_AddBoolToObject(co, "tp_comm_overlap", tp > 1);
+  char preset[128];
+  long hidden = (long)num_or(arch, "hidden", 0);
+  if (tp > 1 && ub_preset_for(preset, sizeof preset, fp8, hidden, tp, cp, mbs, seq))
+    cJSON_AddStringToObject(co, "tp_comm_overlap_cfg", preset);
+  cJSON *env = cJSON_AddObjectToObject(sc, "env");
+  cJSON_AddNumberToObject(env, "CUDA_DEVICE_MAX_CONNECTIONS", (tp > 1 || cp > 1) ? 1 : 8);
+
+  row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld", tp, pp, vp, cp, mbs, gbs);
+  g_autofree char *text = cJSON_PrintUnformatted(sc);
+  cJSON_Delete(sc);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *display = g_strdup_printf("%s.json", row->id);
+  g_autoptr(PnScenario) s  = pn_scenario_load_string(text, display, NULL, 0, NULL, &error);
+  if (!s)
+    return skip(row, "%s%s", notes->str, error->message);
+  g_autoptr(PnResult) r = pn_sim_run(s, NULL, &error);
+  if (!r)
+    return skip(row, "%s%s", notes->str, error->message);
+  row->predicted_step_s = r->iteration_time_s;
+  row->error_pct        = (row->predicted_step_s - row->published_step_s) / row->published_step_s * 100.0;
+  for (int c = 0; c < PN_CLASS_N; c++)
+    row->exposed_comm_s += r->exposed_comm_s[c];
+  row->bubble_s = r->bubble_s;
+  if (notes->len >= 2)
+    g_string_truncate(notes, notes->len - 2);
+  row->reason = g_strdup(notes->str);
+  return row;
+}
+
+gboolean pn_validate_file(const char *records_path, const char *profile, GPtrArray *rows, GError **error)
+{
+  cJSON *root = NULL;
+  if (!pn__io_read_json(records_path, records_path, &root, error))
+    return FALSE;
+  if (!cJSON_IsArray(root)) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA, "%s: /: expected an array of records", records_path);
+    cJSON_Delete(root);
+    return FALSE;
+  }
+  const cJSON *rec;
+  cJSON_ArrayForEach(rec, root)
+  {
+    if (!cJSON_IsObject(rec))
+      continue;
+    g_ptr_array_add(rows, validate_record(rec, profile));
+  }
+  cJSON_Delete(root);
+  return TRUE;
+}
+
+double pn_validate_mape(const GPtrArray *rows, int *n_out)
+{
+  double sum = 0.0;
+  int n      = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    if (r->skipped)
+      continue;
+    sum += fabs(r->error_pct);
+    n++;
+  }
+  if (n_out)
+    *n_out = n;
+  return n ? sum / n : (double)NAN;
+}
+
+/* MAPE of the rows whose `key` (source family or model) equals `value`. */
+static double group_mape(const GPtrArray *rows, bool by_model, const char *value, int *n)
+{
+  double sum = 0.0;
+  *n         = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    if (r->skipped || strcmp(by_model ? r->model : r->source_family, value) != 0)
+      continue;
+    sum += fabs(r->error_pct);
+    (*n)++;
+  }
+  return *n ? sum / *n : (double)NAN;
+}
+
+static void append_groups(GString *s, const GPtrArray *rows, bool by_model)
+{
+  g_autoptr(GPtrArray) seen = g_ptr_array_new();
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    const char *key          = by_model ? r->model : r->source_family;
+    bool dup                 = r->skipped;
+    for (guint j = 0; j < seen->len && !dup; j++)
+      dup = strcmp(g_ptr_array_index(seen, j), key) == 0;
+    if (dup)
+      continue;
+    g_ptr_array_add(seen, (gpointer)key);
+    int n;
+    double m = group_mape(rows, by_model, key, &n);
+    g_string_append_printf(s, "  %-44s %3d  %6.1f%%\n", key, n, m);
+  }
+}
+
+static gint by_abs_error(gconstpointer a, gconstpointer b)
+{
+  const PnValidationRow *x = *(PnValidationRow *const *)a, *y = *(PnValidationRow *const *)b;
+  double ex = fabs(x->error_pct), ey = fabs(y->error_pct);
+  return ex < ey ? 1 : ex > ey ? -1 : strcmp(x->id, y->id);
+}
+
+char *pn_validate_report_text(const GPtrArray *rows)
+{
+  GString *s = g_string_new(NULL);
+  g_string_append_printf(s, "%-58s %-30s %10s %10s %8s\n", "record", "layout", "published", "predicted", "error");
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    if (r->skipped)
+      continue;
+    bool note = r->reason && r->reason[0];
+    g_string_append_printf(s, "%-58s %-30s %9.3fs %9.3fs %+7.1f%%%s%s%s\n", r->id, r->layout, r->published_step_s,
+                           r->predicted_step_s, r->error_pct, note ? "  (" : "", note ? r->reason : "", note ? ")" : "");
+  }
+  int n;
+  double mape = pn_validate_mape(rows, &n);
+  g_string_append_printf(s, "\nMAPE on step time: %.1f%% over %d records\n", mape, n);
+  g_string_append(s, "\nby source family:                              n    MAPE\n");
+  append_groups(s, rows, false);
+  g_string_append(s, "by model:\n");
+  append_groups(s, rows, true);
+  g_autoptr(GPtrArray) sorted = g_ptr_array_new();
+  for (guint i = 0; i < rows->len; i++)
+    if (!((PnValidationRow *)g_ptr_array_index(rows, i))->skipped)
+      g_ptr_array_add(sorted, g_ptr_array_index(rows, i));
+  g_ptr_array_sort(sorted, by_abs_error);
+  g_string_append(s, "worst five:\n");
+  for (guint i = 0; i < sorted->len && i < 5; i++) {
+    const PnValidationRow *r = g_ptr_array_index(sorted, i);
+    g_string_append_printf(s, "  %-58s %+7.1f%%\n", r->id, r->error_pct);
+  }
+  g_string_append(s, "skipped:\n");
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    if (r->skipped)
+      g_string_append_printf(s, "  %-58s %s\n", r->id, r->reason);
+  }
+  return g_string_free(s, FALSE);
+}
+
+char *pn_validate_report_json(const GPtrArray *rows)
+{
+  cJSON *root = cJSON_CreateObject();
+  int n;
+  double mape = pn_validate_mape(rows, &n);
+  cJSON_AddNumberToObject(root, "mape_pct", isfinite(mape) ? mape : 0.0);
+  cJSON_AddNumberToObject(root, "n", n);
+  cJSON *arr = cJSON_AddArrayToObject(root, "records");
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    cJSON *o                 = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", r->id);
+    cJSON_AddStringToObject(o, "source_family", r->source_family);
+    cJSON_AddStringToObject(o, "model", r->model);
+    cJSON_AddBoolToObject(o, "skipped", r->skipped);
+    cJSON_AddStringToObject(o, "note", r->reason ? r->reason : "");
+    if (!r->skipped) {
+      cJSON_AddStringToObject(o, "layout", r->layout);
+      cJSON_AddNumberToObject(o, "published_step_s", r->published_step_s);
+      cJSON_AddNumberToObject(o, "predicted_step_s", r->predicted_step_s);
+      cJSON_AddNumberToObject(o, "error_pct", r->error_pct);
+      cJSON_AddNumberToObject(o, "exposed_comm_s", r->exposed_comm_s);
+      cJSON_AddNumberToObject(o, "bubble_s", r->bubble_s);
+    }
+    cJSON_AddItemToArray(arr, o);
+  }
+  char *out = cJSON_Print(root);
+  cJSON_Delete(root);
+  char *res = g_strconcat(out, "\n", NULL);
+  free(out);
+  return res;
+}

@@ -1,0 +1,57 @@
+/* validate.h — predictions against published measured runs.
+ *
+ * What it does: reads a file of published training-throughput records (the layout of
+ * shared/validation/published-visible.json; a copy is in tests/data/validation/), turns every
+ * complete H100 record of a dense model into a scenario, simulates it and compares the
+ * predicted step time with the published one (measured, or derived by the source's own
+ * tokens/s/GPU: the step time does not depend on a FLOP convention).
+ *
+ * The mapping from a record to a scenario uses only what the record states plus the documented
+ * defaults of the framework that produced it (never a per-row or per-model correction):
+ *   - NeMo 24.07 and Megatron-Bridge performance recipes: sequence parallel and TE userbuffers
+ *     TP overlap when TP > 1 (the preset named for the model's hidden size / TP / seq when one
+ *     exists, TE defaults otherwise), distributed optimizer, Bridge's DP and PP overlap gating,
+ *     grad_reduce_in_fp32 = false, CUDA_DEVICE_MAX_CONNECTIONS = 1 when TP or CP > 1.
+ *   - Megatron-LM README (2024 weak scaling): the flags it lists (overlap_grad_reduce,
+ *     overlap_param_gather, tp_comm_overlap), sequence parallel with TP > 1, BF16,
+ *     micro-batch 1 (not stated: an assumption reported with the row).
+ *   - A vocabulary the record leaves null comes from the model's tokenizer (Llama 2: 32000,
+ *     GPT-3 (GPT-2 BPE): 50257 padded by Megatron, Nemotron: 256000).
+ * Records are skipped, with the reason, when: not H100, configuration incomplete, MoE or MLA,
+ * Megatron-FSDP, not pretraining, no step time or throughput, or the scenario does not load.
+ */
+#ifndef PN_IO_VALIDATE_H
+#define PN_IO_VALIDATE_H
+
+#include <glib.h>
+#include <stdbool.h>
+
+typedef struct {
+  char *id;
+  char *source_family;
+  char *model;
+  long gpus;
+  char *precision;
+  char *layout;       /* "TP4 PP8 VP5 CP1 DP2 MBS1 GBS128" */
+  bool skipped;
+  char *reason;       /* skip reason, or the assumptions made */
+  double published_step_s;
+  double predicted_step_s;
+  double error_pct;   /* (predicted - published) / published * 100 */
+  double exposed_comm_s;
+  double bubble_s;
+} PnValidationRow;
+
+void pn_validation_row_free(PnValidationRow *row);
+
+/* Fills `rows` (a GPtrArray with free func pn_validation_row_free) with one row per record. */
+gboolean pn_validate_file(const char *records_path, const char *profile, GPtrArray *rows, GError **error);
+
+/* Per-record table, then mean absolute percentage error by source family, by model and overall,
+ * and the worst five records. */
+char *pn_validate_report_text(const GPtrArray *rows);
+char *pn_validate_report_json(const GPtrArray *rows);
+/* Mean absolute percentage error over the rows that were not skipped (NAN when none). */
+double pn_validate_mape(const GPtrArray *rows, int *n_out);
+
+#endif
