@@ -9,7 +9,9 @@
 #include "hw/exec.h"
 #include "io/report.h"
 #include "io/scenario.h"
+#include "io/trace.h"
 #include "io/validate.h"
+#include "overlap/gating.h"
 #include "sim/sim.h"
 
 #ifndef PN_DATA_DIR
@@ -34,13 +36,110 @@ static int fail(const GError *error)
   return error->domain == PN_EXEC_ERROR ? 1 : 2;
 }
 
+/* One knob of the what-if table: a --set that flips an overlap mechanism the plan resolved. */
+typedef struct {
+  const char *name;
+  const char *set_on, *set_off;
+  bool (*applies)(const PnScenario *sc);
+  bool (*is_on)(const PnPlan *plan, const PnScenario *sc);
+} PnKnob;
+
+static bool applies_dp(const PnScenario *sc) { return sc->parallel.data_parallel_size * sc->parallel.context_parallel_size > 1; }
+static bool applies_dist_opt(const PnScenario *sc) { return applies_dp(sc) && sc->ddp.use_distributed_optimizer; }
+static bool applies_tp(const PnScenario *sc) { return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel; }
+static bool applies_vpp(const PnScenario *sc) { return sc->parallel.virtual_pipeline_model_parallel_size > 1; }
+static bool applies_cp(const PnScenario *sc) { return sc->parallel.context_parallel_size > 1; }
+static bool applies_conn(const PnScenario *sc) { return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc); }
+static bool on_grad(const PnPlan *p, const PnScenario *sc) { return p->overlap_grad_reduce; }
+static bool on_param(const PnPlan *p, const PnScenario *sc) { return p->overlap_param_gather; }
+static bool on_tp(const PnPlan *p, const PnScenario *sc) { return p->tp_comm_overlap; }
+static bool on_p2p(const PnPlan *p, const PnScenario *sc) { return p->overlap_p2p_comm; }
+static bool on_cp(const PnPlan *p, const PnScenario *sc) { return p->cp_comm_type == PN_CP_P2P; }
+static bool on_conn(const PnPlan *p, const PnScenario *sc) { return p->max_connections == 1; }
+
+static const PnKnob knobs[] = {
+  {"ddp.overlap_grad_reduce", "ddp.overlap_grad_reduce=true", "ddp.overlap_grad_reduce=false", applies_dp, on_grad},
+  {"ddp.overlap_param_gather", "ddp.overlap_param_gather=true", "ddp.overlap_param_gather=false", applies_dist_opt,
+   on_param},
+  {"comm_overlap.tp_comm_overlap", "comm_overlap.tp_comm_overlap=true", "comm_overlap.tp_comm_overlap=false", applies_tp,
+   on_tp},
+  {"comm_overlap.overlap_p2p_comm", "comm_overlap.overlap_p2p_comm=true", "comm_overlap.overlap_p2p_comm=false",
+   applies_vpp, on_p2p},
+  {"comm_overlap.cp_comm_type (p2p ring vs all_gather)", "comm_overlap.cp_comm_type=\"p2p\"",
+   "comm_overlap.cp_comm_type=\"all_gather\"", applies_cp, on_cp},
+  {"env.CUDA_DEVICE_MAX_CONNECTIONS (1 vs 8)", "env.CUDA_DEVICE_MAX_CONNECTIONS=1", "env.CUDA_DEVICE_MAX_CONNECTIONS=8",
+   applies_conn, on_conn},
+};
+
+static double total_exposed(const PnResult *r)
+{
+  double e = 0.0;
+  for (int c = 0; c < PN_CLASS_N; c++)
+    e += r->exposed_comm_s[c];
+  return e;
+}
+
+/* Each applicable overlap knob switched off and on, from the scenario as given. */
+static int what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r, bool json)
+{
+  PnPlan plan;
+  g_autoptr(GError) error = NULL;
+  if (!pn_overlap_resolve(base, &plan, NULL, &error))
+    return fail(error);
+  g_autoptr(GString) out = g_string_new(NULL);
+  if (json)
+    g_string_append(out, "[\n");
+  else
+    g_string_append_printf(out, "what-if for %s (baseline %.4f s, exposed comm %.4f s)\n%-48s %-5s %12s %12s %12s %12s\n",
+                           path, base_r->iteration_time_s, total_exposed(base_r), "knob", "now", "off (s)", "on (s)",
+                           "on-off (s)", "exposed on-off");
+  bool first = true;
+  for (size_t k = 0; k < G_N_ELEMENTS(knobs); k++) {
+    if (!knobs[k].applies(base))
+      continue;
+    double t[2], e[2];
+    for (int v = 0; v < 2; v++) {
+      g_autoptr(GPtrArray) all = g_ptr_array_new();
+      for (int i = 0; i < n_sets; i++)
+        g_ptr_array_add(all, sets[i]);
+      g_ptr_array_add(all, (gpointer)(v ? knobs[k].set_on : knobs[k].set_off));
+      g_autoptr(PnScenario) sc = pn_scenario_load(path, (const char *const *)all->pdata, (int)all->len, NULL, &error);
+      if (!sc)
+        return fail(error);
+      sc->training.iterations = base->training.iterations;
+      g_autoptr(PnResult) r   = pn_sim_run(sc, NULL, &error);
+      if (!r)
+        return fail(error);
+      t[v] = r->iteration_time_s;
+      e[v] = total_exposed(r);
+    }
+    bool now = knobs[k].is_on(&plan, base);
+    if (json)
+      g_string_append_printf(out, "%s  {\"knob\": \"%s\", \"now\": %s, \"off_s\": %.9g, \"on_s\": %.9g, "
+                             "\"exposed_off_s\": %.9g, \"exposed_on_s\": %.9g}",
+                             first ? "" : ",\n", knobs[k].name, now ? "true" : "false", t[0], t[1], e[0], e[1]);
+    else
+      g_string_append_printf(out, "%-48s %-5s %12.4f %12.4f %+12.4f %+12.4f\n", knobs[k].name, now ? "on" : "off", t[0],
+                             t[1], t[1] - t[0], e[1] - e[0]);
+    first = false;
+  }
+  if (json)
+    g_string_append(out, "\n]\n");
+  fputs(out->str, stdout);
+  return 0;
+}
+
 static int cmd_run(int argc, char **argv)
 {
   g_auto(GStrv) sets       = NULL;
   g_autofree char *format  = NULL;
   g_autofree char *output  = NULL;
   int iterations           = 0;
+  gboolean whatif          = FALSE;
+  g_autofree char *trace   = NULL;
   GOptionEntry entries[]   = {
+    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "Write the timeline as a Chrome/Perfetto trace to FILE", "FILE"},
+    {"what-if", 0, 0, G_OPTION_ARG_NONE, &whatif, "Also simulate each applicable overlap knob off and on", NULL},
     {"set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario value (repeatable)", "dotted.key=value"},
     {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
     {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations, "Simulate N iterations (overrides training.iterations)", "N"},
@@ -75,11 +174,20 @@ static int cmd_run(int argc, char **argv)
     return fail(error);
   if (iterations > 0)
     sc->training.iterations = iterations;
-  g_autoptr(PnResult) r = pn_sim_run(sc, warnings, &error);
-  if (!r) {
+  PnSimOptions so = {.keep_graph = trace != NULL};
+  PnSimRun run;
+  if (!pn_sim_run_full(sc, warnings, &so, &run, &error)) {
     g_prefix_error(&error, "%s: ", argv[1]);
     return fail(error);
   }
+  g_autoptr(PnResult) r = g_steal_pointer(&run.result);
+  if (trace && !pn_trace_write(trace, run.graph, &run.exec, &error)) {
+    pn_sim_run_clear(&run);
+    return fail(error);
+  }
+  pn_sim_run_clear(&run);
+  if (whatif)
+    return what_if(argv[1], sets, n_sets, sc, r, json);
   g_autofree char *report = json ? pn_report_json(sc, r) : pn_report_text(sc, r);
   if (output) {
     if (!pn_io_write_file_atomic(output, report, strlen(report), &error))

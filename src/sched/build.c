@@ -51,7 +51,8 @@ typedef struct {
   PnBuildInfo *info;
   PnTemplates tpl;
   int64_t pp, vpp, tp, cp, dp, m;
-  int64_t layers_per_vstage;
+  GArray *vs_first_layer; /* of int64_t: first global layer of each virtual stage */
+  GArray *vs_layers;      /* of int64_t: transformer layers in each virtual stage */
   double p2p_bytes;
   GHashTable *p2p_open;   /* pairing key -> (task id + 1) of the side seen first */
   GHashTable *recv_task;  /* consumer key -> task id + 1 of an async receive (overlap_p2p_comm) */
@@ -501,8 +502,9 @@ static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
     PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0};
     g_array_append_val(u, e);
   }
-  for (int64_t l = 0; l < b->layers_per_vstage; l++) {
-    PnUnit e = {PN_UNIT_LAYER, vs * b->layers_per_vstage + l, pn_workload_layer_params(b->sc), 0};
+  int64_t first = g_array_index(b->vs_first_layer, int64_t, vs);
+  for (int64_t l = 0; l < g_array_index(b->vs_layers, int64_t, vs); l++) {
+    PnUnit e = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc), 0};
     g_array_append_val(u, e);
   }
   if (vs == last) {
@@ -592,7 +594,7 @@ static void dispatch_chunk_ag(PnBuilder *b, uint32_t rank, int64_t chunk)
 
 static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk)
 {
-  int64_t l0 = vstage_of(b, rank, chunk) * b->layers_per_vstage;
+  int64_t l0 = g_array_index(b->vs_first_layer, int64_t, vstage_of(b, rank, chunk));
   switch (u->kind) {
   case PN_UNIT_EMB:
     emit_template(b, rank, fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd, mb, chunk, -1);
@@ -903,13 +905,28 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   b.dp  = par->data_parallel_size;
   b.m   = par->num_microbatches;
   g_return_val_if_fail(g->n_gpus == (uint32_t)b.pp, FALSE);
-  if (sc->model.num_layers % (b.pp * b.vpp) != 0) {
+  /* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
+   * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
+   * loss take a layer's place in the first and last virtual stage. */
+  int64_t n_vs   = b.pp * b.vpp;
+  bool acc_emb   = par->account_for_embedding_in_pipeline_split;
+  bool acc_loss  = par->account_for_loss_in_pipeline_split;
+  int64_t slots  = sc->model.num_layers + (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0);
+  if (slots % n_vs != 0 || slots / n_vs < 1 + ((acc_emb && n_vs == 1) ? 1 : 0)) {
     g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
-                "num_layers %" G_GINT64_FORMAT " is not divisible by pipeline * virtual pipeline size %" G_GINT64_FORMAT,
-                sc->model.num_layers, b.pp * b.vpp);
+                "num_layers %" G_GINT64_FORMAT " (+%d accounted embedding/loss) is not divisible by pipeline * "
+                "virtual pipeline size %" G_GINT64_FORMAT,
+                sc->model.num_layers, (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0), n_vs);
     return FALSE;
   }
-  b.layers_per_vstage = sc->model.num_layers / (b.pp * b.vpp);
+  b.vs_first_layer = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  b.vs_layers      = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  for (int64_t vs = 0, first = 0; vs < n_vs; vs++) {
+    int64_t n = slots / n_vs - ((acc_emb && vs == 0) ? 1 : 0) - ((acc_loss && vs == n_vs - 1) ? 1 : 0);
+    g_array_append_val(b.vs_first_layer, first);
+    g_array_append_val(b.vs_layers, n);
+    first += n;
+  }
   double tokens       = (double)(sc->training.seq_length / b.cp) * (double)sc->training.micro_batch_size;
   if (par->sequence_parallel && b.tp > 1)
     tokens /= (double)b.tp;
@@ -957,6 +974,8 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   g_ptr_array_unref(b.dp_wait);
   g_ptr_array_unref(b.units);
   g_ptr_array_unref(b.chunk_ag);
+  g_array_unref(b.vs_first_layer);
+  g_array_unref(b.vs_layers);
   return ok;
 }
 

@@ -8,7 +8,7 @@
  *
  * Units: sizes in elements or tokens unless the name says `_bytes`; booleans are `bool`.
  * Invariants after pn_scenario validation (io/): every size > 0; tp*pp*cp divides num_gpus;
- * num_layers % (pp*vpp) == 0; global_batch % (micro_batch * dp) == 0.
+ * num_layers (+1 for each account_for_*_in_pipeline_split) % (pp*vpp) == 0; global_batch % (micro_batch * dp) == 0.
  * Tri-state options (`PnTri`) distinguish "user left unset" from an explicit value, because the
  * frameworks' gating (Megatron-Bridge CommOverlapConfig) lets explicit user values win.
  */
@@ -74,6 +74,8 @@ typedef struct {
   int64_t expert_model_parallel_size;
   bool sequence_parallel;
   int64_t microbatch_group_size_per_vp_stage; /* 0 = default (pp) */
+  bool account_for_embedding_in_pipeline_split; /* the embedding counts as one layer of the first stage */
+  bool account_for_loss_in_pipeline_split;      /* the output layer + loss count as one layer of the last */
   int64_t data_parallel_size;                 /* derived: gpus / (tp*pp*cp) */
   int64_t num_microbatches;                   /* derived: gbs / (mbs*dp) */
 } PnParallelConfig;
