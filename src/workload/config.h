@@ -50,7 +50,7 @@ typedef struct {
   double hidden_dropout; /* > 0 adds dropout kernels */
   double attention_dropout;
   int64_t max_position_embeddings;
-  char position_embedding_type[16]; /* "rope" | "learned_absolute" | "none" */
+  char position_embedding_type[24]; /* "rope" | "learned_absolute" | "none" */
   /* mixture of experts (not simulated yet; validated and carried) */
   int64_t num_moe_experts;
   int64_t moe_router_topk;

@@ -1,0 +1,510 @@
+/* hwprofile.c — hardware profile JSON files into PnHwProfile (format in hwprofile.h). */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "io/hwprofile.h"
+#include "io/io-private.h"
+
+#define HW_SCHEMA_VERSION 1
+#define HW_MAX_POINTS 1000000
+
+/* One sourced scalar: {"value": v, "source": "..."}. Integers go to `int` fields. Doubles must
+ * lie in (lo, hi] (or [lo, hi] with lo_inclusive). */
+typedef struct {
+  const char *key;
+  bool is_int;
+  size_t offset;
+  double lo, hi;
+  bool lo_inclusive;
+} HwScalar;
+
+#define HW_INT(k, field, lo, hi)                                                                                       \
+  {                                                                                                                    \
+    k, true, offsetof(PnHwProfile, field), lo, hi, true                                                                \
+  }
+#define HW_POS(k, field, hi)                                                                                           \
+  {                                                                                                                    \
+    k, false, offsetof(PnHwProfile, field), 0.0, hi, false                                                             \
+  }
+#define HW_NONNEG(k, field, hi)                                                                                        \
+  {                                                                                                                    \
+    k, false, offsetof(PnHwProfile, field), 0.0, hi, true                                                              \
+  }
+
+static const HwScalar compute_scalars[] = {
+    HW_INT("sm_count", sm_count, 1, 100000),
+    HW_POS("hbm_bytes", hbm_bytes, 1e15),
+    HW_POS("hbm_bytes_per_ns", hbm_bytes_per_ns, 1e6),
+    HW_POS("peak_bf16_flops_per_ns", peak_bf16_flops_per_ns, 1e9),
+    HW_POS("peak_fp8_flops_per_ns", peak_fp8_flops_per_ns, 1e9),
+    HW_POS("gemm_efficiency", gemm_efficiency, 1.0),
+    HW_POS("attn_efficiency", attn_efficiency, 1.0),
+    HW_INT("gemm_tile_m", gemm_tile_m, 1, 65536),
+    HW_INT("gemm_tile_n", gemm_tile_n, 1, 65536),
+    HW_NONNEG("kernel_launch_ns", kernel_launch_ns, 1e9),
+};
+static const HwScalar network_scalars[] = {
+    HW_INT("gpus_per_node", gpus_per_node, 1, 100000),
+    HW_POS("nvlink_bytes_per_ns", nvlink_bytes_per_ns, 1e6),
+    HW_POS("nvlink_ce_bytes_per_ns", nvlink_ce_bytes_per_ns, 1e6),
+    HW_INT("nics_per_node", nics_per_node, 1, 100000),
+    HW_POS("nic_bytes_per_ns", nic_bytes_per_ns, 1e6),
+};
+static const HwScalar nccl_scalars[] = {
+    HW_NONNEG("base_latency_ns", nccl_base_latency_ns, 1e12),
+    HW_NONNEG("nvlink_hop_ns", nccl_nvlink_hop_ns, 1e12),
+    HW_NONNEG("net_hop_ns", nccl_net_hop_ns, 1e12),
+    HW_INT("ctas_nvlink", nccl_ctas_nvlink, 1, 4096),
+    HW_INT("ctas_net", nccl_ctas_net, 1, 4096),
+    HW_INT("p2p_ctas", nccl_p2p_ctas, 1, 4096),
+    HW_POS("cta_bytes_per_ns", nccl_cta_bytes_per_ns, 1e6),
+};
+
+#define KEY(k)                                                                                                         \
+  {                                                                                                                    \
+    .key = k, .kind = PN_FIELD_CUSTOM                                                                                  \
+  }
+static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),        KEY("gpu"),
+                                           KEY("description"),    KEY("compute"),     KEY("network"),
+                                           KEY("nccl"),           KEY("calibration"), {.key = NULL}};
+static const PnField scalar_keys[]      = {KEY("value"), KEY("source"), KEY("unit"), KEY("note"), {.key = NULL}};
+static const PnField curve_keys[]       = {KEY("x"), KEY("y"), KEY("log_x"), KEY("source"), KEY("note"), {.key = NULL}};
+static const PnField table_keys[]       = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
+static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"), KEY("mem_sm_scaling"), KEY("coll_size_efficiency"),
+                                           KEY("gemm_bf16"),       KEY("gemm_fp8"),       KEY("attn_bf16"),
+                                           {.key = NULL}};
+
+static const char *const gemm_columns[] = {"m", "n", "k", "ns"};
+static const char *const attn_columns[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
+
+static char *join(const char *const *names, int n)
+{
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < n; i++)
+    g_string_append_printf(s, "%s%s", i ? ", " : "", names[i]);
+  return g_string_free(s, FALSE);
+}
+
+/* The table of keys of a scalar section, for pn__io_check_keys. */
+static PnField *scalar_section_keys(const HwScalar *sc, gsize n)
+{
+  PnField *f = g_new0(PnField, n + 1);
+  for (gsize i = 0; i < n; i++) {
+    f[i].key  = sc[i].key;
+    f[i].kind = PN_FIELD_CUSTOM;
+  }
+  return f;
+}
+
+static gboolean check_source(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, GError **error)
+{
+  const cJSON *src      = cJSON_GetObjectItemCaseSensitive(obj, "source");
+  g_autofree char *sptr = pn__io_ptr_child(ptr, "source");
+  if (src == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, sptr, "required key missing: every number must carry its source");
+    return FALSE;
+  }
+  if (!cJSON_IsString(src) || src->valuestring[0] == '\0') {
+    g_autofree char *got = pn__io_describe(src);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, sptr,
+                "expected a non-empty string saying where the number comes from, got %s", got);
+    return FALSE;
+  }
+  for (const char *k = "unit"; k != NULL; k = strcmp(k, "unit") == 0 ? "note" : NULL) {
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(obj, k);
+    if (s != NULL && !cJSON_IsString(s)) {
+      g_autofree char *kptr = pn__io_ptr_child(ptr, k);
+      g_autofree char *got  = pn__io_describe(s);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, kptr, "expected a string, got %s", got);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean check_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr, double lo, double hi,
+                             bool lo_inclusive, double *out, GError **error)
+{
+  g_autofree char *got = pn__io_describe(v);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a finite number, got %s", got);
+    return FALSE;
+  }
+  double d = v->valuedouble;
+  if (d < lo || (!lo_inclusive && d == lo) || d > hi) {
+    char blo[G_ASCII_DTOSTR_BUF_SIZE], bhi[G_ASCII_DTOSTR_BUF_SIZE];
+    g_ascii_formatd(blo, sizeof blo, "%g", lo);
+    g_ascii_formatd(bhi, sizeof bhi, "%g", hi);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a number in %c%s, %s], got %s", lo_inclusive ? '[' : '(',
+                blo, bhi, got);
+    return FALSE;
+  }
+  *out = d;
+  return TRUE;
+}
+
+static gboolean read_scalars(const PnIoCtx *ctx, const cJSON *root, const char *section, const HwScalar *sc, gsize n,
+                             PnHwProfile *p, GError **error)
+{
+  g_autofree char *sptr = pn__io_ptr_child("", section);
+  const cJSON *obj      = cJSON_GetObjectItemCaseSensitive(root, section);
+  if (obj == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, sptr, "required section missing");
+    return FALSE;
+  }
+  g_autofree PnField *keys = scalar_section_keys(sc, n);
+  if (!pn__io_check_keys(ctx, obj, sptr, keys, error))
+    return FALSE;
+  for (gsize i = 0; i < n; i++) {
+    g_autofree char *ptr = pn__io_ptr_child(sptr, sc[i].key);
+    const cJSON *item    = cJSON_GetObjectItemCaseSensitive(obj, sc[i].key);
+    if (item == NULL) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "required key missing");
+      return FALSE;
+    }
+    if (cJSON_IsNumber(item)) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr,
+                  "expected {\"value\": <number>, \"source\": \"...\"}, got a bare number: every number must carry "
+                  "its source");
+      return FALSE;
+    }
+    if (!pn__io_check_keys(ctx, item, ptr, scalar_keys, error) || !check_source(ctx, item, ptr, error))
+      return FALSE;
+    const cJSON *v        = cJSON_GetObjectItemCaseSensitive(item, "value");
+    g_autofree char *vptr = pn__io_ptr_child(ptr, "value");
+    if (v == NULL) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, vptr, "required key missing");
+      return FALSE;
+    }
+    char *dst = (char *)p + sc[i].offset;
+    if (sc[i].is_int) {
+      int64_t iv;
+      if (!pn__io_get_int(ctx, v, vptr, (int64_t)sc[i].lo, (int64_t)sc[i].hi, false, &iv, error))
+        return FALSE;
+      int x = (int)iv;
+      memcpy(dst, &x, sizeof x);
+    } else {
+      double d;
+      if (!check_double(ctx, v, vptr, sc[i].lo, sc[i].hi, sc[i].lo_inclusive, &d, error))
+        return FALSE;
+      memcpy(dst, &d, sizeof d);
+    }
+  }
+  return TRUE;
+}
+
+/* Reads a finite number array of at most HW_MAX_POINTS values. *out is g_new'd (NULL when empty). */
+static gboolean read_numbers(const PnIoCtx *ctx, const cJSON *arr, const char *ptr, double **out, int *n_out,
+                             GError **error)
+{
+  if (!cJSON_IsArray(arr)) {
+    g_autofree char *got = pn__io_describe(arr);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected an array of numbers, got %s", got);
+    return FALSE;
+  }
+  int n = cJSON_GetArraySize(arr);
+  if (n > HW_MAX_POINTS) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "%d points is absurdly many (at most %d)", n, HW_MAX_POINTS);
+    return FALSE;
+  }
+  g_autofree double *vals = n > 0 ? g_new(double, n) : NULL;
+  int i                   = 0;
+  for (const cJSON *c = arr->child; c != NULL; c = c->next, i++) {
+    if (!cJSON_IsNumber(c) || !isfinite(c->valuedouble)) {
+      g_autofree char *iptr = pn__io_ptr_index(ptr, (gsize)i);
+      g_autofree char *got  = pn__io_describe(c);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "expected a finite number, got %s", got);
+      return FALSE;
+    }
+    vals[i] = c->valuedouble;
+  }
+  *out   = g_steal_pointer(&vals);
+  *n_out = n;
+  return TRUE;
+}
+
+static gboolean read_curve(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, bool default_log_x, PnCurve *out,
+                           GError **error)
+{
+  if (!pn__io_check_keys(ctx, obj, ptr, curve_keys, error) || !check_source(ctx, obj, ptr, error))
+    return FALSE;
+  g_autofree char *xptr = pn__io_ptr_child(ptr, "x");
+  g_autofree char *yptr = pn__io_ptr_child(ptr, "y");
+  g_autofree char *lptr = pn__io_ptr_child(ptr, "log_x");
+  const cJSON *xs       = cJSON_GetObjectItemCaseSensitive(obj, "x");
+  const cJSON *ys       = cJSON_GetObjectItemCaseSensitive(obj, "y");
+  const cJSON *lx       = cJSON_GetObjectItemCaseSensitive(obj, "log_x");
+  if (xs == NULL || ys == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, xs == NULL ? xptr : yptr, "required key missing");
+    return FALSE;
+  }
+  bool log_x = default_log_x;
+  if (lx != NULL) {
+    if (!cJSON_IsBool(lx)) {
+      g_autofree char *got = pn__io_describe(lx);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, lptr, "expected true or false, got %s", got);
+      return FALSE;
+    }
+    log_x = cJSON_IsTrue(lx);
+  }
+  g_autofree double *x = NULL, *y = NULL;
+  int nx = 0, ny = 0;
+  if (!read_numbers(ctx, xs, xptr, &x, &nx, error) || !read_numbers(ctx, ys, yptr, &y, &ny, error))
+    return FALSE;
+  if (nx != ny) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, yptr, "has %d points but x has %d", ny, nx);
+    return FALSE;
+  }
+  for (int i = 0; i < nx; i++) {
+    if ((log_x && x[i] <= 0.0) || (i > 0 && x[i] <= x[i - 1])) {
+      g_autofree char *iptr = pn__io_ptr_index(xptr, (gsize)i);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "%s",
+                  log_x && x[i] <= 0.0 ? "must be > 0 (log_x curve)" : "x must be strictly ascending");
+      return FALSE;
+    }
+    if (y[i] <= 0.0) {
+      g_autofree char *iptr = pn__io_ptr_index(yptr, (gsize)i);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "must be > 0");
+      return FALSE;
+    }
+  }
+  out->n     = nx;
+  out->x     = g_steal_pointer(&x);
+  out->y     = g_steal_pointer(&y);
+  out->log_x = log_x;
+  return TRUE;
+}
+
+/* Reads a measured table: maps the file's column order onto `cols` (all required), and each row
+ * into `values` (row-major in `cols` order). The first `n_int` of `cols` are positive integers,
+ * the rest positive durations. */
+static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const char *const *cols, int ncols,
+                           int n_int, double **values, int *n_rows, GError **error)
+{
+  if (!pn__io_check_keys(ctx, obj, ptr, table_keys, error) || !check_source(ctx, obj, ptr, error))
+    return FALSE;
+  g_autofree char *cptr = pn__io_ptr_child(ptr, "columns");
+  g_autofree char *rptr = pn__io_ptr_child(ptr, "rows");
+  const cJSON *columns  = cJSON_GetObjectItemCaseSensitive(obj, "columns");
+  const cJSON *rows     = cJSON_GetObjectItemCaseSensitive(obj, "rows");
+  if (columns == NULL || rows == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, columns == NULL ? cptr : rptr, "required key missing");
+    return FALSE;
+  }
+  g_autofree char *expected = join(cols, ncols);
+  if (!cJSON_IsArray(columns)) {
+    g_autofree char *got = pn__io_describe(columns);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "expected an array of column names (%s), got %s", expected, got);
+    return FALSE;
+  }
+  int pos[16]; /* pos[j] = index in a row of cols[j] */
+  g_assert(ncols <= (int)G_N_ELEMENTS(pos));
+  for (int j = 0; j < ncols; j++)
+    pos[j] = -1;
+  int i = 0;
+  for (const cJSON *c = columns->child; c != NULL; c = c->next, i++) {
+    g_autofree char *iptr = pn__io_ptr_index(cptr, (gsize)i);
+    int found             = -1;
+    for (int j = 0; cJSON_IsString(c) && j < ncols; j++)
+      if (strcmp(c->valuestring, cols[j]) == 0)
+        found = j;
+    if (found < 0) {
+      g_autofree char *got = pn__io_describe(c);
+      const char *sugg     = cJSON_IsString(c) ? pn__io_suggest(c->valuestring, cols, (gsize)ncols) : NULL;
+      if (sugg != NULL)
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "unknown column %s (did you mean \"%s\"?)", got, sugg);
+      else
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "unknown column %s (expected %s)", got, expected);
+      return FALSE;
+    }
+    if (pos[found] >= 0) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "duplicate column \"%s\"", cols[found]);
+      return FALSE;
+    }
+    pos[found] = i;
+  }
+  for (int j = 0; j < ncols; j++) {
+    if (pos[j] < 0) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "missing column \"%s\" (expected %s)", cols[j], expected);
+      return FALSE;
+    }
+  }
+  if (!cJSON_IsArray(rows)) {
+    g_autofree char *got = pn__io_describe(rows);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rptr, "expected an array of rows, got %s", got);
+    return FALSE;
+  }
+  int n = cJSON_GetArraySize(rows);
+  if (n > HW_MAX_POINTS) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rptr, "%d rows is absurdly many (at most %d)", n, HW_MAX_POINTS);
+    return FALSE;
+  }
+  g_autofree double *vals = n > 0 ? g_new(double, (gsize)n *(gsize)ncols) : NULL;
+  int r                   = 0;
+  for (const cJSON *row = rows->child; row != NULL; row = row->next, r++) {
+    g_autofree char *rowptr = pn__io_ptr_index(rptr, (gsize)r);
+    if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != ncols) {
+      g_autofree char *got =
+          cJSON_IsArray(row) ? g_strdup_printf("%d values", cJSON_GetArraySize(row)) : pn__io_describe(row);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rowptr, "expected a row of %d values (%s), got %s", ncols, expected,
+                  got);
+      return FALSE;
+    }
+    for (int j = 0; j < ncols; j++) {
+      const cJSON *v        = cJSON_GetArrayItem(row, pos[j]);
+      g_autofree char *vptr = pn__io_ptr_index(rowptr, (gsize)pos[j]);
+      double d;
+      if (j < n_int) {
+        int64_t iv;
+        if (!pn__io_get_int(ctx, v, vptr, 1, 1000000000, true, &iv, error))
+          return FALSE;
+        d = (double)iv;
+      } else if (!check_double(ctx, v, vptr, 0.0, 1e15, false, &d, error)) {
+        return FALSE;
+      }
+      vals[(gsize)r * (gsize)ncols + (gsize)j] = d;
+    }
+  }
+  *values = g_steal_pointer(&vals);
+  *n_rows = n;
+  return TRUE;
+}
+
+static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfile *p, GError **error)
+{
+  const char *ptr = "/calibration";
+  if (!pn__io_check_keys(ctx, cal, ptr, calibration_keys, error))
+    return FALSE;
+  static const struct {
+    const char *key;
+    size_t offset;
+    bool log_x;
+  } curves[] = {
+      {"gemm_sm_scaling", offsetof(PnHwProfile, gemm_sm_scaling), false},
+      {"mem_sm_scaling", offsetof(PnHwProfile, mem_sm_scaling), false},
+      {"coll_size_efficiency", offsetof(PnHwProfile, coll_size_efficiency), true},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(curves); i++) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cal, curves[i].key);
+    if (c == NULL)
+      continue;
+    g_autofree char *cptr = pn__io_ptr_child(ptr, curves[i].key);
+    if (!read_curve(ctx, c, cptr, curves[i].log_x, (PnCurve *)((char *)p + curves[i].offset), error))
+      return FALSE;
+  }
+  static const struct {
+    const char *key;
+    size_t offset;
+  } gemms[] = {
+      {"gemm_bf16", offsetof(PnHwProfile, gemm_bf16)},
+      {"gemm_fp8", offsetof(PnHwProfile, gemm_fp8)},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(gemms); i++) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, gemms[i].key);
+    if (t == NULL)
+      continue;
+    g_autofree char *tptr   = pn__io_ptr_child(ptr, gemms[i].key);
+    g_autofree double *vals = NULL;
+    int n                   = 0;
+    if (!read_table(ctx, t, tptr, gemm_columns, 4, 3, &vals, &n, error))
+      return FALSE;
+    PnGemmTable *tab = (PnGemmTable *)((char *)p + gemms[i].offset);
+    tab->pts         = n > 0 ? g_new0(PnGemmPoint, n) : NULL;
+    tab->n           = n;
+    for (int r = 0; r < n; r++) {
+      const double *v = vals + (gsize)r * 4;
+      tab->pts[r]     = (PnGemmPoint){.m = (int64_t)v[0], .n = (int64_t)v[1], .k = (int64_t)v[2], .ns = v[3]};
+    }
+  }
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, "attn_bf16");
+  if (t != NULL) {
+    g_autofree double *vals = NULL;
+    int n                   = 0;
+    if (!read_table(ctx, t, "/calibration/attn_bf16", attn_columns, 7, 5, &vals, &n, error))
+      return FALSE;
+    p->attn_bf16.pts = n > 0 ? g_new0(PnAttnPoint, n) : NULL;
+    p->attn_bf16.n   = n;
+    for (int r = 0; r < n; r++) {
+      const double *v     = vals + (gsize)r * 7;
+      p->attn_bf16.pts[r] = (PnAttnPoint){.batch    = (int64_t)v[0],
+                                          .seq      = (int64_t)v[1],
+                                          .heads    = (int64_t)v[2],
+                                          .kv_heads = (int64_t)v[3],
+                                          .head_dim = (int64_t)v[4],
+                                          .fwd_ns   = v[5],
+                                          .bwd_ns   = v[6]};
+    }
+  }
+  return TRUE;
+}
+
+static gboolean read_name(const PnIoCtx *ctx, const cJSON *root, const char *key, char *dst, gsize size, GError **error)
+{
+  g_autofree char *ptr = pn__io_ptr_child("", key);
+  const cJSON *v       = cJSON_GetObjectItemCaseSensitive(root, key);
+  const char *s;
+  if (v == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "required key missing");
+    return FALSE;
+  }
+  if (!pn__io_get_string(ctx, v, ptr, size - 1, &s, error))
+    return FALSE;
+  if (*s == '\0') {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a non-empty string");
+    return FALSE;
+  }
+  g_strlcpy(dst, s, size);
+  return TRUE;
+}
+
+static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfile *p, GError **error)
+{
+  if (!cJSON_IsObject(root)) {
+    g_autofree char *got = pn__io_describe(root);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, "", "expected a hardware profile object at the top level, got %s", got);
+    return FALSE;
+  }
+  if (!pn__io_check_keys(ctx, root, "", top_keys, error))
+    return FALSE;
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "schema_version");
+  int64_t version;
+  if (ver == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, "/schema_version", "required key missing (this version reads %d)",
+                HW_SCHEMA_VERSION);
+    return FALSE;
+  }
+  if (!pn__io_get_int(ctx, ver, "/schema_version", 1, G_MAXINT32, true, &version, error))
+    return FALSE;
+  if (version != HW_SCHEMA_VERSION) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, "/schema_version",
+                "unsupported version %" G_GINT64_FORMAT " (this version of penumbra reads %d)", version,
+                HW_SCHEMA_VERSION);
+    return FALSE;
+  }
+  const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
+  const char *unused;
+  if (desc != NULL && !pn__io_get_string(ctx, desc, "/description", G_MAXSIZE, &unused, error))
+    return FALSE;
+  if (!read_name(ctx, root, "name", p->name, sizeof p->name, error) ||
+      !read_name(ctx, root, "gpu", p->gpu, sizeof p->gpu, error) ||
+      !read_scalars(ctx, root, "compute", compute_scalars, G_N_ELEMENTS(compute_scalars), p, error) ||
+      !read_scalars(ctx, root, "network", network_scalars, G_N_ELEMENTS(network_scalars), p, error) ||
+      !read_scalars(ctx, root, "nccl", nccl_scalars, G_N_ELEMENTS(nccl_scalars), p, error))
+    return FALSE;
+  const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
+  return cal == NULL || read_calibration(ctx, cal, p, error);
+}
+
+PnHwProfile *pn_hw_profile_load(const char *path, GError **error)
+{
+  g_return_val_if_fail(path != NULL, NULL);
+  cJSON *root = NULL;
+  if (!pn__io_read_json(path, path, &root, error))
+    return NULL;
+  PnIoCtx ctx              = {.file = path};
+  g_autoptr(PnHwProfile) p = g_new0(PnHwProfile, 1);
+  gboolean ok              = profile_convert(&ctx, root, p, error);
+  cJSON_Delete(root);
+  return ok ? g_steal_pointer(&p) : NULL;
+}

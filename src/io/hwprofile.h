@@ -1,0 +1,36 @@
+/* hwprofile.h — hardware profile files (hwprofiles/<name>.json) into PnHwProfile (hw/profile.h).
+ *
+ * Format (schema_version 1): top-level "schema_version", "name", "gpu" (strings, at most 63
+ * bytes), optional "description", and the sections "compute", "network", "nccl" (required) and
+ * "calibration" (optional). Every scalar of compute / network / nccl is required and is written
+ *   {"value": <number>, "source": "<where the number comes from>"}
+ * (optional "unit" and "note" strings are allowed): a number without a non-empty source is an
+ * error, because datasheet placeholders must stay distinguishable from measurements. Integer
+ * fields (sm_count, gemm_tile_m/n, gpus_per_node, nics_per_node, ctas_nvlink, ctas_net,
+ * p2p_ctas) must be integers; every value must be finite and positive (latencies and launch cost
+ * may be 0; efficiencies are at most 1).
+ *
+ * calibration entries, each optional:
+ *   curves gemm_sm_scaling, mem_sm_scaling, coll_size_efficiency:
+ *     {"x": [...], "y": [...], "log_x": bool, "source": "..."} — same length, x strictly
+ *     ascending, finite, y > 0, x > 0 when log_x (default: true for coll_size_efficiency only);
+ *   tables gemm_bf16, gemm_fp8 (columns m, n, k, ns) and attn_bf16 (columns batch, seq, heads,
+ *     kv_heads, head_dim, fwd_ns, bwd_ns): {"columns": [...], "rows": [[...], ...], "source": "..."}
+ *     — columns in any order but exactly those names; every row has one value per column, sizes
+ *     positive integers, durations positive and finite.
+ * Empty curves and tables are allowed and mean "not calibrated" (n == 0).
+ */
+#ifndef PN_IO_HWPROFILE_H
+#define PN_IO_HWPROFILE_H
+
+#include <glib.h>
+
+#include "hw/profile.h"
+#include "io/file.h"
+
+/* Loads and validates the profile at `path`. Returns a new profile (free with
+ * pn_hw_profile_free; tables are allocated with g_new) or NULL with `error` set
+ * (PN_IO_ERROR; messages name `path` and the JSON pointer). */
+PnHwProfile *pn_hw_profile_load(const char *path, GError **error);
+
+#endif

@@ -1,0 +1,131 @@
+/* io-private.h — what the io/ source files share: reading and parsing JSON safely, JSON-pointer
+ * error messages, did-you-mean, and the table-driven conversion of JSON objects into C structs.
+ *
+ * Only io/ includes this header (and so cJSON). Every error built here has the product's one-line
+ * form `<file>: <JSON pointer>: <what is wrong>` (parse errors: `<file>:<line>:<col>: ...`) and
+ * the PN_IO_ERROR domain. User-derived text (keys, strings) is escaped before it enters a message
+ * so a message is always one printable line.
+ *
+ * Cost: parsing is linear in the file; conversion is linear in keys times the section's table.
+ */
+#ifndef PN_IO_PRIVATE_H
+#define PN_IO_PRIVATE_H
+
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/file.h"
+#include "workload/config.h"
+
+/* Deeper nesting than this is refused before cJSON sees the text (cJSON's own limit is 1000 and
+ * its recursive free/print would use that much stack); penumbra's files nest at most 4 deep. */
+#define PN_IO_MAX_DEPTH 64
+
+/* Where conversion errors are attributed. `file` is shown in messages; a pointer at or below a
+ * path in `set_paths` (a set of JSON pointers, lookup only) is attributed to "--set" instead,
+ * because the value there came from the command line. `where_else` (may be NULL) names the
+ * section a misplaced key belongs to, for the unknown-key hint. */
+typedef struct {
+  const char *file;
+  GHashTable *set_paths;
+  const char *(*where_else)(const char *key);
+} PnIoCtx;
+
+/* ---- errors ---- */
+void pn__io_fail(GError **error, PnIoError code, const PnIoCtx *ctx, const char *ptr, const char *fmt, ...)
+    G_GNUC_PRINTF(5, 6);
+const char *pn__io_ctx_file(const PnIoCtx *ctx, const char *ptr); /* "--set" or ctx->file */
+char *pn__io_ptr_child(const char *ptr, const char *key);         /* ptr + "/" + escaped key; g_free */
+char *pn__io_ptr_index(const char *ptr, gsize i);                 /* ptr + "/" + i; g_free */
+char *pn__io_describe(const cJSON *v);                            /* `"4096"`, `4096.5`, `an object`; g_free */
+char *pn__io_quote(const char *s);                                /* JSON-quoted, escaped, truncated; g_free */
+const char *pn__io_type_name(const cJSON *v);                     /* "a string", "an array", ... */
+/* Best match of `key` among `known` (n names) by case-insensitive Damerau-Levenshtein distance,
+ * or NULL when nothing is close enough to be a plausible typo. */
+const char *pn__io_suggest(const char *key, const char *const *known, gsize n);
+
+/* ---- reading ---- */
+/* Reads the whole file, refusing more than PN_IO_MAX_FILE_BYTES (regular files are measured
+ * before reading). *out is NUL-terminated (g_free); *out_len excludes the NUL. */
+gboolean pn__io_read_file(const char *path, const char *display, char **out, gsize *out_len, GError **error);
+/* Reads `path` (at most PN_IO_MAX_FILE_BYTES) and parses it. `display` names the file in
+ * messages. On success *out owns the tree (cJSON_Delete). */
+gboolean pn__io_read_json(const char *path, const char *display, cJSON **out, GError **error);
+/* Parses `len` bytes at `buf` (buf[len] must be '\0'): refuses empty input, NUL bytes, invalid
+ * UTF-8, nesting deeper than PN_IO_MAX_DEPTH; reports line:column of syntax errors. */
+gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error);
+
+/* Resolves a model or hardware-profile reference `ref` found at `ptr`: a path (contains '/' or
+ * ends in ".json") relative to `base_dir` (then the current directory), or a name looked up in
+ * $PENUMBRA_DATA_DIR/<subdir>, <base_dir>/../<subdir>, PN_DATA_DIR/<subdir>. Returns the path
+ * (g_free) or NULL with an error listing the available names. `what` ("model", "hardware
+ * profile") names the kind in messages. */
+char *pn__io_resolve(const PnIoCtx *ctx, const char *ptr, const char *ref, const char *base_dir, const char *subdir,
+                     const char *what, GError **error);
+
+/* ---- table-driven conversion ---- */
+typedef enum {
+  PN_FIELD_INT,         /* integer in [min, max] into int64_t or int (by size) */
+  PN_FIELD_INT_NULL,    /* same, or null: stores null_value */
+  PN_FIELD_BOOL,        /* true/false into bool */
+  PN_FIELD_BOOL01,      /* true/false or 0/1 into bool */
+  PN_FIELD_TRI,         /* true/false/null into PnTri */
+  PN_FIELD_DOUBLE,      /* finite number in [dmin, dmax) into double */
+  PN_FIELD_STRING,      /* string into char[size] */
+  PN_FIELD_STRING_NULL, /* same, or null: stores "" */
+  PN_FIELD_ENUM,        /* one of `names` into an int-sized enum */
+  PN_FIELD_ENUM_NULL,   /* same, or null: stores null_value */
+  PN_FIELD_IGNORED_STRING,
+  PN_FIELD_IGNORED_INT,
+  PN_FIELD_CUSTOM, /* known key, converted by the caller */
+} PnFieldKind;
+
+typedef struct {
+  const char *name;
+  int value;
+} PnEnumName;
+
+typedef struct {
+  const char *key;
+  PnFieldKind kind;
+  size_t offset;
+  size_t size;
+  int64_t min, max;        /* INT: inclusive */
+  bool absurd;             /* max is a sanity bound ("absurdly large"), not a rule of the format */
+  double dmin, dmax;       /* DOUBLE: dmin <= v < dmax */
+  const PnEnumName *names; /* ENUM: terminated by {NULL, 0} */
+  int null_value;
+  bool required;
+} PnField;
+
+/* Field tables end with an entry whose key is NULL. */
+gsize pn__io_fields_count(const PnField *fields);
+const PnField *pn__io_field_find(const PnField *fields, const char *key);
+
+/* Checks that `obj` is an object whose keys are all in `fields`, with no duplicates. */
+gboolean pn__io_check_keys(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const PnField *fields,
+                           GError **error);
+/* Converts every non-CUSTOM field present in `obj` into `dst`; with `check_required`, a missing
+ * required field is an error. Call pn__io_check_keys first. */
+gboolean pn__io_apply_fields(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const PnField *fields, void *dst,
+                             gboolean check_required, GError **error);
+
+/* Value checks shared with the hardware profile reader. `ptr` is the value's pointer. */
+gboolean pn__io_get_int(const PnIoCtx *ctx, const cJSON *v, const char *ptr, int64_t min, int64_t max, bool absurd,
+                        int64_t *out, GError **error);
+gboolean pn__io_get_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr, double dmin, double dmax,
+                           bool dmin_exclusive, double *out, GError **error);
+gboolean pn__io_get_string(const PnIoCtx *ctx, const cJSON *v, const char *ptr, gsize max_len, const char **out,
+                           GError **error);
+
+/* ---- models (model.c) ---- */
+extern const PnField pn__io_model_fields[]; /* includes "base" as CUSTOM */
+/* Converts the model value at `ptr` (a name/path string or an inline object, with optional
+ * "base") into `out`. `base_dir` resolves names and relative paths. */
+gboolean pn__io_model_from_value(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const char *base_dir,
+                                 PnModelConfig *out, GError **error);
+
+#endif

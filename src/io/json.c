@@ -1,0 +1,671 @@
+/* json.c — safe JSON parsing, one-line error messages with JSON pointers, did-you-mean, and the
+ * table-driven conversion of JSON objects into C structs (see io-private.h). */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "io/io-private.h"
+
+/* Integers beyond 2^53 are not exactly representable in JSON's double. */
+#define PN_IO_MAX_EXACT_INT 9007199254740992.0
+
+/* ---- messages ---- */
+
+const char *pn__io_ctx_file(const PnIoCtx *ctx, const char *ptr)
+{
+  if (ctx->set_paths != NULL && ptr != NULL) {
+    /* ptr or one of its ancestors ("/a/b" -> "/a/b", "/a") was written by --set */
+    g_autofree char *p = g_strdup(ptr);
+    for (;;) {
+      if (g_hash_table_contains(ctx->set_paths, p))
+        return "--set";
+      char *slash = strrchr(p, '/');
+      if (slash == NULL || slash == p)
+        break;
+      *slash = '\0';
+    }
+  }
+  return ctx->file;
+}
+
+void pn__io_fail(GError **error, PnIoError code, const PnIoCtx *ctx, const char *ptr, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  const char *file = pn__io_ctx_file(ctx, ptr);
+  if (ptr == NULL)
+    g_set_error(error, PN_IO_ERROR, code, "%s: %s", file, msg);
+  else
+    g_set_error(error, PN_IO_ERROR, code, "%s: %s: %s", file, *ptr ? ptr : "/", msg);
+}
+
+/* Appends `s` (at most `max` bytes, cut at a character boundary) JSON-escaped, so user text
+ * cannot break a message over lines. */
+static void append_escaped(GString *out, const char *s, gsize max)
+{
+  gsize n      = strlen(s);
+  gboolean cut = n > max;
+  if (cut) {
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+      n--;
+  }
+  for (gsize i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c == '"' || c == '\\')
+      g_string_append_printf(out, "\\%c", c);
+    else if (c < 0x20 || c == 0x7f)
+      g_string_append_printf(out, "\\u%04x", c);
+    else
+      g_string_append_c(out, (char)c);
+  }
+  if (cut)
+    g_string_append(out, "...");
+}
+
+char *pn__io_quote(const char *s)
+{
+  GString *out = g_string_new("\"");
+  append_escaped(out, s, 60);
+  g_string_append_c(out, '"');
+  return g_string_free(out, FALSE);
+}
+
+char *pn__io_ptr_child(const char *ptr, const char *key)
+{
+  GString *out = g_string_new(ptr);
+  g_string_append_c(out, '/');
+  for (const char *c = key; *c; c++) {
+    if (*c == '~')
+      g_string_append(out, "~0");
+    else if (*c == '/')
+      g_string_append(out, "~1");
+    else if ((unsigned char)*c < 0x20 || *c == 0x7f)
+      g_string_append_printf(out, "\\u%04x", (unsigned char)*c);
+    else
+      g_string_append_c(out, *c);
+  }
+  return g_string_free(out, FALSE);
+}
+
+char *pn__io_ptr_index(const char *ptr, gsize i) { return g_strdup_printf("%s/%" G_GSIZE_FORMAT, ptr, i); }
+
+const char *pn__io_type_name(const cJSON *v)
+{
+  if (cJSON_IsString(v))
+    return "a string";
+  if (cJSON_IsNumber(v))
+    return "a number";
+  if (cJSON_IsBool(v))
+    return "a boolean";
+  if (cJSON_IsNull(v))
+    return "null";
+  if (cJSON_IsArray(v))
+    return "an array";
+  if (cJSON_IsObject(v))
+    return "an object";
+  return "an invalid value";
+}
+
+char *pn__io_describe(const cJSON *v)
+{
+  if (cJSON_IsString(v))
+    return pn__io_quote(v->valuestring);
+  if (cJSON_IsNumber(v)) {
+    if (!isfinite(v->valuedouble))
+      return g_strdup("a number out of range (not finite)");
+    char buf[G_ASCII_DTOSTR_BUF_SIZE];
+    return g_strdup(g_ascii_formatd(buf, sizeof buf, "%.15g", v->valuedouble));
+  }
+  if (cJSON_IsTrue(v))
+    return g_strdup("true");
+  if (cJSON_IsFalse(v))
+    return g_strdup("false");
+  return g_strdup(pn__io_type_name(v));
+}
+
+/* Optimal-string-alignment distance (Damerau-Levenshtein with adjacent transpositions),
+ * case-insensitive. Keys are short; O(|a|*|b|) with three rows. */
+static gsize osa_distance(const char *a, const char *b)
+{
+  gsize na = strlen(a), nb = strlen(b);
+  if (na > 128 || nb > 128)
+    return G_MAXSIZE;
+  gsize rows[3][130];
+  gsize *pp = rows[0], *p = rows[1], *c = rows[2];
+  for (gsize j = 0; j <= nb; j++)
+    p[j] = j;
+  for (gsize i = 1; i <= na; i++) {
+    c[0] = i;
+    for (gsize j = 1; j <= nb; j++) {
+      char ai = g_ascii_tolower(a[i - 1]), bj = g_ascii_tolower(b[j - 1]);
+      gsize cost = ai == bj ? 0 : 1;
+      gsize v    = MIN(MIN(p[j] + 1, c[j - 1] + 1), p[j - 1] + cost);
+      if (i > 1 && j > 1 && ai == g_ascii_tolower(b[j - 2]) && g_ascii_tolower(a[i - 2]) == bj)
+        v = MIN(v, pp[j - 2] + 1);
+      c[j] = v;
+    }
+    gsize *t = pp;
+    pp       = p;
+    p        = c;
+    c        = t;
+  }
+  return p[nb];
+}
+
+const char *pn__io_suggest(const char *key, const char *const *known, gsize n)
+{
+  gsize len        = strlen(key);
+  gsize limit      = len <= 4 ? 1 : len <= 8 ? 2 : MAX(3, len / 3);
+  const char *best = NULL;
+  gsize best_d     = G_MAXSIZE;
+  for (gsize i = 0; i < n; i++) {
+    gsize d = osa_distance(key, known[i]);
+    if (d < best_d) {
+      best_d = d;
+      best   = known[i];
+    }
+  }
+  return best_d <= limit ? best : NULL;
+}
+
+/* ---- parsing ---- */
+
+/* 1-based line and column (in characters) of byte `pos` of `buf`. */
+static void line_col(const char *buf, gsize pos, gsize *line, gsize *col)
+{
+  gsize l = 1, c = 1;
+  for (gsize i = 0; i < pos; i++) {
+    if (buf[i] == '\n') {
+      l++;
+      c = 1;
+    } else if (((unsigned char)buf[i] & 0xC0) != 0x80) {
+      c++;
+    }
+  }
+  *line = l;
+  *col  = c;
+}
+
+G_GNUC_PRINTF(5, 6)
+static void fail_at(GError **error, const char *display, const char *buf, gsize pos, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  gsize line, col;
+  line_col(buf, pos, &line, &col);
+  g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_PARSE, "%s:%" G_GSIZE_FORMAT ":%" G_GSIZE_FORMAT ": %s", display, line,
+              col, msg);
+}
+
+/* Structure scan before cJSON: finds unclosed strings and brackets (truncated files), mismatched
+ * brackets and nesting deeper than PN_IO_MAX_DEPTH, with positions a user can go to. */
+static gboolean prescan(const char *display, const char *buf, gsize len, GError **error)
+{
+  gsize open_pos[PN_IO_MAX_DEPTH];
+  char open_ch[PN_IO_MAX_DEPTH];
+  int depth = 0;
+  for (gsize i = 0; i < len; i++) {
+    char c = buf[i];
+    if (c == '"') {
+      gsize start = i;
+      for (i++; i < len && buf[i] != '"'; i++) {
+        if (buf[i] == '\\')
+          i++;
+        else if (buf[i] == '\n') {
+          fail_at(error, display, buf, start, "string is not closed before the end of the line");
+          return FALSE;
+        }
+      }
+      if (i >= len) {
+        gsize l, col;
+        line_col(buf, start, &l, &col);
+        fail_at(error, display, buf, len,
+                "unexpected end of input: the string starting at %" G_GSIZE_FORMAT ":%" G_GSIZE_FORMAT
+                " is never closed",
+                l, col);
+        return FALSE;
+      }
+    } else if (c == '{' || c == '[') {
+      if (depth == PN_IO_MAX_DEPTH) {
+        fail_at(error, display, buf, i, "nesting deeper than %d levels", PN_IO_MAX_DEPTH);
+        return FALSE;
+      }
+      open_pos[depth] = i;
+      open_ch[depth]  = c;
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0)
+        continue; /* cJSON reports it */
+      char want = open_ch[depth - 1] == '{' ? '}' : ']';
+      if (c != want) {
+        gsize l, col;
+        line_col(buf, open_pos[depth - 1], &l, &col);
+        fail_at(error, display, buf, i, "'%c' does not close the '%c' at %" G_GSIZE_FORMAT ":%" G_GSIZE_FORMAT, c,
+                open_ch[depth - 1], l, col);
+        return FALSE;
+      }
+      depth--;
+    }
+  }
+  if (depth > 0) {
+    gsize l, col;
+    line_col(buf, open_pos[depth - 1], &l, &col);
+    fail_at(error, display, buf, len,
+            "unexpected end of input: the '%c' at %" G_GSIZE_FORMAT ":%" G_GSIZE_FORMAT " is never closed",
+            open_ch[depth - 1], l, col);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* A hint for the common mistakes at a syntax error position. */
+static const char *syntax_hint(const char *buf, gsize pos, gsize len)
+{
+  const char *p = buf + pos;
+  if (pos >= len)
+    return "unexpected end of input";
+  if (*p == '\'')
+    return "strings and keys need double quotes";
+  if (*p == '\\')
+    return "invalid escape sequence in a string (a backslash is written \\\\)";
+  if (*p == '/' || *p == '#')
+    return "comments are not allowed in JSON";
+  if (g_str_has_prefix(p, "NaN") || g_str_has_prefix(p, "Infinity") || g_str_has_prefix(p, "-Infinity") ||
+      g_ascii_strncasecmp(p, "nan", 3) == 0 || g_ascii_strncasecmp(p, "inf", 3) == 0)
+    return "NaN and Infinity are not JSON numbers";
+  if (*p == '}' || *p == ']') {
+    gsize i = pos;
+    while (i > 0 && g_ascii_isspace(buf[i - 1]))
+      i--;
+    if (i > 0 && buf[i - 1] == ',')
+      return "trailing comma";
+  }
+  return NULL;
+}
+
+/* cJSON reports a missing object key one byte past the offending character ({"a": 1,} points
+ * after the '}'); move back onto it when the context says a key was expected. */
+static gsize error_position(const char *buf, gsize start, gsize pos)
+{
+  if (pos <= start)
+    return pos;
+  gsize q = pos - 1;
+  char c  = buf[q];
+  if (c == '"' || g_ascii_isspace(c))
+    return pos;
+  gsize i = q;
+  while (i > start && g_ascii_isspace(buf[i - 1]))
+    i--;
+  if (i == start)
+    return pos;
+  char prev       = buf[i - 1];
+  bool value_char = g_ascii_isalnum(c) || c == '-' || c == '.' || c == '+';
+  if (prev == '{' || (prev == ',' && !value_char))
+    return q;
+  return pos;
+}
+
+gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error)
+{
+  g_assert(buf[len] == '\0');
+  if (len == 0) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_PARSE, "%s: file is empty, expected a JSON object", display);
+    return FALSE;
+  }
+  const char *nul = memchr(buf, '\0', len);
+  if (nul != NULL) {
+    fail_at(error, display, buf, (gsize)(nul - buf), "NUL byte in the text (is this a binary file?)");
+    return FALSE;
+  }
+  const char *bad = NULL;
+  if (!g_utf8_validate_len(buf, len, &bad)) {
+    fail_at(error, display, buf, (gsize)(bad - buf), "invalid UTF-8 (is this a binary file?)");
+    return FALSE;
+  }
+  gsize start = 0;
+  if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+    start = 3; /* a UTF-8 byte-order mark some editors write */
+  gsize i = start;
+  while (i < len && g_ascii_isspace(buf[i]))
+    i++;
+  if (i == len) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_PARSE, "%s: file holds only whitespace, expected a JSON object",
+                display);
+    return FALSE;
+  }
+  if (!prescan(display, buf, len, error))
+    return FALSE;
+  const char *end = NULL;
+  /* length includes the terminating NUL: cJSON then requires nothing but whitespace after the value */
+  cJSON *root = cJSON_ParseWithLengthOpts(buf + start, len - start + 1, &end, TRUE);
+  if (root == NULL) {
+    gsize pos                = end != NULL && end >= buf + start && end <= buf + len ? (gsize)(end - buf) : start;
+    pos                      = error_position(buf, start, pos);
+    const char *hint         = syntax_hint(buf, pos, len);
+    g_autofree char *snippet = NULL;
+    if (pos < len) {
+      gsize n = 0;
+      while (pos + n < len && n < 24 && buf[pos + n] != '\n' && buf[pos + n] != '\r')
+        n++;
+      g_autofree char *raw = g_strndup(buf + pos, n);
+      snippet              = pn__io_quote(raw);
+    }
+    if (hint != NULL && snippet != NULL)
+      fail_at(error, display, buf, pos, "invalid JSON at %s: %s", snippet, hint);
+    else if (snippet != NULL)
+      fail_at(error, display, buf, pos, "invalid JSON at %s", snippet);
+    else
+      fail_at(error, display, buf, pos, "invalid JSON: %s", hint ? hint : "unexpected end of input");
+    return FALSE;
+  }
+  *out = root;
+  return TRUE;
+}
+
+/* ---- values ---- */
+
+static char *int_expectation(int64_t min, int64_t max, bool absurd, bool nullable)
+{
+  const char *null = nullable ? " or null" : "";
+  if (absurd && min == 1)
+    return g_strdup_printf("a positive integer%s", null);
+  if (absurd && min == 0)
+    return g_strdup_printf("a non-negative integer%s", null);
+  return g_strdup_printf("an integer from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT "%s", min, max, null);
+}
+
+static gboolean get_int_impl(const PnIoCtx *ctx, const cJSON *v, const char *ptr, int64_t min, int64_t max, bool absurd,
+                             bool nullable, int64_t *out, GError **error)
+{
+  g_autofree char *want = int_expectation(min, max, absurd, nullable);
+  g_autofree char *got  = pn__io_describe(v);
+  if (!cJSON_IsNumber(v)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
+    return FALSE;
+  }
+  double d = v->valuedouble;
+  if (!isfinite(d)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
+    return FALSE;
+  }
+  if (d != floor(d)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s (not an integer)", want, got);
+    return FALSE;
+  }
+  if (fabs(d) > PN_IO_MAX_EXACT_INT) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s (beyond 2^53: absurdly large)", want, got);
+    return FALSE;
+  }
+  int64_t i = (int64_t)d;
+  if (i < min) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
+    return FALSE;
+  }
+  if (i > max) {
+    if (absurd)
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "%s is absurdly large (at most %" G_GINT64_FORMAT ")", got, max);
+    else
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
+    return FALSE;
+  }
+  *out = i;
+  return TRUE;
+}
+
+gboolean pn__io_get_int(const PnIoCtx *ctx, const cJSON *v, const char *ptr, int64_t min, int64_t max, bool absurd,
+                        int64_t *out, GError **error)
+{
+  return get_int_impl(ctx, v, ptr, min, max, absurd, false, out, error);
+}
+
+gboolean pn__io_get_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr, double dmin, double dmax,
+                           bool dmin_exclusive, double *out, GError **error)
+{
+  char lo[G_ASCII_DTOSTR_BUF_SIZE], hi[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(lo, sizeof lo, "%g", dmin);
+  g_ascii_formatd(hi, sizeof hi, "%g", dmax);
+  g_autofree char *got = pn__io_describe(v);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a finite number, got %s", got);
+    return FALSE;
+  }
+  double d = v->valuedouble;
+  if (d < dmin || (dmin_exclusive && d == dmin) || d >= dmax) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a number in %c%s, %s), got %s",
+                dmin_exclusive ? '(' : '[', lo, hi, got);
+    return FALSE;
+  }
+  *out = d;
+  return TRUE;
+}
+
+gboolean pn__io_get_string(const PnIoCtx *ctx, const cJSON *v, const char *ptr, gsize max_len, const char **out,
+                           GError **error)
+{
+  if (!cJSON_IsString(v) || v->valuestring == NULL) {
+    g_autofree char *got = pn__io_describe(v);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string, got %s", got);
+    return FALSE;
+  }
+  if (strlen(v->valuestring) > max_len) {
+    g_autofree char *got = pn__io_describe(v);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "string %s is too long (at most %" G_GSIZE_FORMAT " bytes)", got,
+                max_len);
+    return FALSE;
+  }
+  *out = v->valuestring;
+  return TRUE;
+}
+
+/* ---- tables ---- */
+
+gsize pn__io_fields_count(const PnField *fields)
+{
+  gsize n = 0;
+  while (fields[n].key != NULL)
+    n++;
+  return n;
+}
+
+const PnField *pn__io_field_find(const PnField *fields, const char *key)
+{
+  for (const PnField *f = fields; f->key != NULL; f++)
+    if (strcmp(f->key, key) == 0)
+      return f;
+  return NULL;
+}
+
+gboolean pn__io_check_keys(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const PnField *fields, GError **error)
+{
+  if (!cJSON_IsObject(obj)) {
+    g_autofree char *got = pn__io_describe(obj);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected an object, got %s", got);
+    return FALSE;
+  }
+  gsize n                       = pn__io_fields_count(fields);
+  g_autofree const char **known = g_new(const char *, n + 1);
+  for (gsize i = 0; i < n; i++)
+    known[i] = fields[i].key;
+  known[n] = NULL;
+  for (const cJSON *c = obj->child; c != NULL; c = c->next) {
+    const char *key       = c->string ? c->string : "";
+    g_autofree char *cptr = pn__io_ptr_child(ptr, key);
+    if (pn__io_field_find(fields, key) == NULL) {
+      const char *sugg      = pn__io_suggest(key, known, n);
+      const char *elsewhere = ctx->where_else ? ctx->where_else(key) : NULL;
+      if (sugg != NULL) {
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "unknown key (did you mean \"%s\"?)", sugg);
+      } else if (elsewhere != NULL && strcmp(elsewhere, ptr) != 0) {
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "unknown key here (it belongs in %s)", elsewhere);
+      } else {
+        g_autofree char *list = g_strjoinv(", ", (char **)known);
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "unknown key (expected one of: %s)", list);
+      }
+      return FALSE;
+    }
+    for (const cJSON *d = obj->child; d != c; d = d->next) {
+      if (d->string != NULL && strcmp(d->string, key) == 0) {
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "duplicate key");
+        return FALSE;
+      }
+    }
+  }
+  return TRUE;
+}
+
+static void store_int(void *dst, const PnField *f, int64_t v)
+{
+  char *p = (char *)dst + f->offset;
+  if (f->size == sizeof(int64_t)) {
+    memcpy(p, &v, sizeof v);
+  } else {
+    g_assert(f->size == sizeof(int) && v >= G_MININT && v <= G_MAXINT);
+    int i = (int)v;
+    memcpy(p, &i, sizeof i);
+  }
+}
+
+static void store_bool(void *dst, const PnField *f, bool v)
+{
+  g_assert(f->size == sizeof(bool));
+  memcpy((char *)dst + f->offset, &v, sizeof v);
+}
+
+static void store_enum(void *dst, const PnField *f, int v)
+{
+  g_assert(f->size == sizeof(int));
+  memcpy((char *)dst + f->offset, &v, sizeof v);
+}
+
+static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const PnField *f, void *dst,
+                          GError **error)
+{
+  g_autofree char *got = pn__io_describe(v);
+  bool is_null         = cJSON_IsNull(v);
+  switch (f->kind) {
+  case PN_FIELD_INT:
+  case PN_FIELD_INT_NULL: {
+    if (is_null && f->kind == PN_FIELD_INT_NULL) {
+      store_int(dst, f, f->null_value);
+      return TRUE;
+    }
+    int64_t i;
+    if (!get_int_impl(ctx, v, ptr, f->min, f->max, f->absurd, f->kind == PN_FIELD_INT_NULL, &i, error))
+      return FALSE;
+    store_int(dst, f, i);
+    return TRUE;
+  }
+  case PN_FIELD_BOOL:
+    if (!cJSON_IsBool(v)) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected true or false, got %s", got);
+      return FALSE;
+    }
+    store_bool(dst, f, cJSON_IsTrue(v));
+    return TRUE;
+  case PN_FIELD_BOOL01:
+    if (cJSON_IsBool(v)) {
+      store_bool(dst, f, cJSON_IsTrue(v));
+      return TRUE;
+    }
+    if (cJSON_IsNumber(v) && (v->valuedouble == 0.0 || v->valuedouble == 1.0)) {
+      store_bool(dst, f, v->valuedouble == 1.0);
+      return TRUE;
+    }
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected 0, 1, true or false, got %s", got);
+    return FALSE;
+  case PN_FIELD_TRI: {
+    if (!cJSON_IsBool(v) && !is_null) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected true, false or null, got %s", got);
+      return FALSE;
+    }
+    PnTri t = is_null ? PN_TRI_UNSET : cJSON_IsTrue(v) ? PN_TRI_TRUE : PN_TRI_FALSE;
+    G_STATIC_ASSERT(sizeof(PnTri) == sizeof(int));
+    store_enum(dst, f, (int)t);
+    return TRUE;
+  }
+  case PN_FIELD_DOUBLE: {
+    double d;
+    if (!pn__io_get_double(ctx, v, ptr, f->dmin, f->dmax, false, &d, error))
+      return FALSE;
+    g_assert(f->size == sizeof(double));
+    memcpy((char *)dst + f->offset, &d, sizeof d);
+    return TRUE;
+  }
+  case PN_FIELD_STRING:
+  case PN_FIELD_STRING_NULL: {
+    char *p = (char *)dst + f->offset;
+    if (is_null && f->kind == PN_FIELD_STRING_NULL) {
+      p[0] = '\0';
+      return TRUE;
+    }
+    const char *s;
+    if (!cJSON_IsString(v)) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string%s, got %s",
+                  f->kind == PN_FIELD_STRING_NULL ? " or null" : "", got);
+      return FALSE;
+    }
+    if (!pn__io_get_string(ctx, v, ptr, f->size - 1, &s, error))
+      return FALSE;
+    g_strlcpy(p, s, f->size);
+    return TRUE;
+  }
+  case PN_FIELD_ENUM:
+  case PN_FIELD_ENUM_NULL: {
+    if (is_null && f->kind == PN_FIELD_ENUM_NULL) {
+      store_enum(dst, f, f->null_value);
+      return TRUE;
+    }
+    GString *list = g_string_new(NULL);
+    for (const PnEnumName *e = f->names; e->name != NULL; e++) {
+      if (cJSON_IsString(v) && strcmp(v->valuestring, e->name) == 0) {
+        g_string_free(list, TRUE);
+        store_enum(dst, f, e->value);
+        return TRUE;
+      }
+      g_string_append_printf(list, "%s\"%s\"", list->len ? ", " : "", e->name);
+    }
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected one of %s%s, got %s", list->str,
+                f->kind == PN_FIELD_ENUM_NULL ? ", null" : "", got);
+    g_string_free(list, TRUE);
+    return FALSE;
+  }
+  case PN_FIELD_IGNORED_STRING:
+    if (!cJSON_IsString(v)) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string, got %s", got);
+      return FALSE;
+    }
+    return TRUE;
+  case PN_FIELD_IGNORED_INT: {
+    int64_t i;
+    return get_int_impl(ctx, v, ptr, 0, INT32_MAX, true, false, &i, error);
+  }
+  case PN_FIELD_CUSTOM:
+    return TRUE;
+  }
+  g_assert_not_reached();
+  return FALSE;
+}
+
+gboolean pn__io_apply_fields(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const PnField *fields, void *dst,
+                             gboolean check_required, GError **error)
+{
+  for (const PnField *f = fields; f->key != NULL; f++) {
+    const cJSON *v        = cJSON_GetObjectItemCaseSensitive(obj, f->key);
+    g_autofree char *fptr = pn__io_ptr_child(ptr, f->key);
+    if (v == NULL) {
+      if (check_required && f->required) {
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, fptr, "required key missing");
+        return FALSE;
+      }
+      continue;
+    }
+    if (!apply_one(ctx, v, fptr, f, dst, error))
+      return FALSE;
+  }
+  return TRUE;
+}

@@ -1,0 +1,36 @@
+/* report.h — a simulated scenario's result as JSON (for scripts) or text (for people).
+ *
+ * JSON (`penumbra run --format json`): one object, keys in a fixed order, two-space indents,
+ * ending with a newline. Numbers are printed with 9 significant digits ("%.9g", C locale),
+ * integers exactly, non-finite values as null. The same scenario and result give byte-identical
+ * output: the simulator's wall-clock time is left out unless the environment has
+ * PENUMBRA_REPORT_WALL=1 (then "simulator" gains "wall_s"). Keys (schema_version 1):
+ *   schema_version, scenario {name, model, profile, num_gpus, tp, pp, vpp, cp, ep, dp,
+ *   sequence_parallel, micro_batch_size, global_batch_size, num_microbatches, seq_length,
+ *   precision}, iteration_time_s, tokens_per_s_per_gpu, model_tflops_per_gpu, mfu,
+ *   exposed_comm_s {dp, tp, pp, cp, ep}, total_comm_s {dp, tp, pp, cp, ep}, bubble_s, compute_s,
+ *   memory_gib_per_gpu (= memory.total_gib), memory {weights_gib, gradients_gib, optimizer_gib,
+ *   activations_gib, other_gib, total_gib}, model_flops_per_iteration, tokens_per_iteration,
+ *   iterations, iteration_times_s [..], stages [{stage, compute_s, bubble_s, exposed_comm_s {..},
+ *   total_comm_s {..}, end_s}], simulator {tasks, events, cost_fallbacks}, warnings [..].
+ * scenario.name is the scenario file's name without directory and ".json".
+ *
+ * Text: a headline (iteration time, tokens/s/GPU, TFLOP/s/GPU, MFU), communication per class
+ * (total, exposed, hidden %), bubble and compute, the memory breakdown, one row per pipeline
+ * stage, the simulator's counters and wall time, then each warning on a line "warning: ...".
+ *
+ * Both only read their arguments; the caller g_free()s the returned string. Cost: linear in
+ * stages, iterations and warnings.
+ */
+#ifndef PN_IO_REPORT_H
+#define PN_IO_REPORT_H
+
+#include <glib.h>
+
+#include "sim/result.h"
+#include "workload/config.h"
+
+char *pn_report_json(const PnScenario *sc, const PnResult *r);
+char *pn_report_text(const PnScenario *sc, const PnResult *r);
+
+#endif

@@ -1,0 +1,1380 @@
+/* test_io.c — io/: scenario, model and hardware-profile loading, --set, error messages, hostile
+ * input, reports and atomic writes.
+ *
+ * Fixtures live in tests/data/io/: models/tiny.json, hwprofiles/test-gpu.json and scenarios/ are
+ * valid (names resolve through <scenario dir>/../models and ../hwprofiles); bad/ holds broken
+ * files. The source tree is found through PN_SOURCE_DIR (set by CTest), else the current
+ * directory or its parent.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file.h"
+#include "io/hwprofile.h"
+#include "io/report.h"
+#include "io/scenario.h"
+
+/* ---- helpers ---- */
+
+static char *source_dir(void)
+{
+  const char *env = g_getenv("PN_SOURCE_DIR");
+  if (env != NULL && *env != '\0')
+    return g_strdup(env);
+  const char *cands[] = {".", "..", "../.."};
+  for (gsize i = 0; i < G_N_ELEMENTS(cands); i++) {
+    g_autofree char *probe = g_build_filename(cands[i], "tests", "data", "io", "models", "tiny.json", NULL);
+    if (g_file_test(probe, G_FILE_TEST_EXISTS))
+      return g_canonicalize_filename(cands[i], NULL);
+  }
+  ck_abort_msg("cannot find the source tree: set PN_SOURCE_DIR");
+  return NULL;
+}
+
+/* tests/data/io/<rel> */
+static char *data(const char *rel)
+{
+  g_autofree char *src = source_dir();
+  return g_build_filename(src, "tests", "data", "io", rel, NULL);
+}
+
+static void setup(void)
+{
+  g_unsetenv("PENUMBRA_DATA_DIR");
+  g_unsetenv("PENUMBRA_REPORT_WALL");
+}
+
+/* A scenario whose names resolve in tests/data/io; NULL sections take the defaults below. */
+#define DEF_MODEL "\"tiny\""
+#define DEF_HW "{\"profile\": \"test-gpu\", \"num_gpus\": 8}"
+#define DEF_TRAINING "{\"seq_length\": 4096, \"global_batch_size\": 64}"
+
+static char *scenario_json(const char *model, const char *hw, const char *training, const char *extra)
+{
+  return g_strdup_printf("{\"schema_version\": 1,\n \"model\": %s,\n \"hardware\": %s,\n \"training\": %s%s%s\n}\n",
+                         model ? model : DEF_MODEL, hw ? hw : DEF_HW, training ? training : DEF_TRAINING,
+                         extra ? ",\n " : "", extra ? extra : "");
+}
+
+/* Display name placed in tests/data/io/scenarios so model / profile names resolve. */
+static char *display(void) { return data("scenarios/t.json"); }
+
+static PnScenario *load(const char *json, const char *const *sets, int n_sets, GPtrArray *warnings, GError **error)
+{
+  g_autofree char *disp = display();
+  return pn_scenario_load_string(json, disp, sets, n_sets, warnings, error);
+}
+
+static void assert_one_line(const GError *e)
+{
+  ck_assert_ptr_nonnull(e);
+  ck_assert_uint_eq(e->domain, PN_IO_ERROR);
+  ck_assert_msg(strchr(e->message, '\n') == NULL, "multi-line message: %s", e->message);
+  ck_assert_msg(strlen(e->message) > 0, "empty message");
+}
+
+/* Loads `json` and expects an error of `code` whose message is exactly "<file>: <rest>", where
+ * <file> is the display name ("<file><rest>" when rest starts with ':', as parse errors do:
+ * "<file>:<line>:<col>: ..."; just `rest` when it starts with "--set: "). Only a prefix of
+ * `rest` is compared when it ends with "*". */
+static void expect_error(const char *json, const char *const *sets, int n_sets, PnIoError code, const char *rest)
+{
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(PnScenario) sc = load(json, sets, n_sets, NULL, &e);
+  ck_assert_msg(sc == NULL, "expected an error \"%s\" for: %s", rest, json);
+  assert_one_line(e);
+  g_autofree char *disp = display();
+  g_autofree char *want = g_str_has_prefix(rest, "--set: ") ? g_strdup(rest)
+                          : rest[0] == ':'                  ? g_strdup_printf("%s%s", disp, rest)
+                                                            : g_strdup_printf("%s: %s", disp, rest);
+  gsize n               = strlen(want);
+  if (n > 0 && want[n - 1] == '*') {
+    want[n - 1] = '\0';
+    ck_assert_msg(g_str_has_prefix(e->message, want), "got:  %s\nwant: %s...", e->message, want);
+  } else {
+    ck_assert_msg(strcmp(e->message, want) == 0, "got:  %s\nwant: %s", e->message, want);
+  }
+  ck_assert_msg(e->code == (int)code, "code %d, expected %d (%s)", e->code, code, e->message);
+}
+
+static void expect_extra_error(const char *extra, PnIoError code, const char *rest)
+{
+  g_autofree char *json = scenario_json(NULL, NULL, NULL, extra);
+  expect_error(json, NULL, 0, code, rest);
+}
+
+static char *tmp_dir(void)
+{
+  g_autoptr(GError) e = NULL;
+  char *dir           = g_dir_make_tmp("pn-test-io-XXXXXX", &e);
+  ck_assert_msg(dir != NULL, "%s", e ? e->message : "");
+  return dir;
+}
+
+static void rm_rf(const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  const char *n;
+  while (d != NULL && (n = g_dir_read_name(d)) != NULL) {
+    g_autofree char *p = g_build_filename(dir, n, NULL);
+    g_unlink(p);
+  }
+  g_rmdir(dir);
+}
+
+static void write_bytes(const char *path, const void *buf, gsize len)
+{
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(fwrite(buf, 1, len, f), len);
+  fclose(f);
+}
+
+/* ---- valid scenarios ---- */
+
+/* An inline model and a profile path: every default of the schema is filled and the derived
+ * sizes follow. */
+START_TEST(test_inline_defaults)
+{
+  g_autofree char *json =
+      scenario_json("{\"num_layers\": 4, \"hidden_size\": 512, \"ffn_hidden_size\": 2048, \"num_attention_heads\": 8, "
+                    "\"vocab_size\": 1000}",
+                    "{\"profile\": \"../hwprofiles/test-gpu.json\", \"num_gpus\": 16}",
+                    "{\"seq_length\": 1024, \"global_batch_size\": 32}", NULL);
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(GPtrArray) w   = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(PnScenario) sc = load(json, NULL, 0, w, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq(w->len, 0);
+  const PnModelConfig *m = &sc->model;
+  ck_assert_str_eq(m->name, "inline");
+  ck_assert_int_eq(m->num_query_groups, 8);
+  ck_assert_int_eq(m->kv_channels, 64);
+  ck_assert(!m->gated_linear_unit);
+  ck_assert_int_eq(m->activation, PN_ACT_GELU);
+  ck_assert_int_eq(m->normalization, PN_NORM_LAYERNORM);
+  ck_assert_int_eq(m->make_vocab_size_divisible_by, 128);
+  ck_assert(!m->untie_embeddings_and_output_weights);
+  ck_assert(m->add_bias_linear);
+  ck_assert(!m->add_qkv_bias);
+  ck_assert_str_eq(m->position_embedding_type, "learned_absolute");
+  ck_assert_int_eq(m->num_moe_experts, 0);
+  ck_assert_int_eq(sc->training.micro_batch_size, 1);
+  ck_assert_int_eq(sc->training.precision, PN_PREC_BF16);
+  ck_assert_int_eq(sc->training.iterations, 1);
+  const PnParallelConfig *p = &sc->parallel;
+  ck_assert_int_eq(p->tensor_model_parallel_size, 1);
+  ck_assert_int_eq(p->pipeline_model_parallel_size, 1);
+  ck_assert_int_eq(p->virtual_pipeline_model_parallel_size, 1);
+  ck_assert_int_eq(p->context_parallel_size, 1);
+  ck_assert_int_eq(p->expert_model_parallel_size, 1);
+  ck_assert(!p->sequence_parallel);
+  ck_assert_int_eq(p->microbatch_group_size_per_vp_stage, 0);
+  ck_assert_int_eq(p->data_parallel_size, 16);
+  ck_assert_int_eq(p->num_microbatches, 2);
+  ck_assert(sc->ddp.use_distributed_optimizer);
+  ck_assert_int_eq(sc->ddp.overlap_grad_reduce, PN_TRI_UNSET);
+  ck_assert_int_eq(sc->ddp.overlap_param_gather, PN_TRI_UNSET);
+  ck_assert_int_eq(sc->ddp.align_param_gather, PN_TRI_UNSET);
+  ck_assert_int_eq(sc->ddp.bucket_size, 0);
+  ck_assert_int_eq(sc->ddp.num_distributed_optimizer_instances, 1);
+  ck_assert_int_eq(sc->comm_overlap.tp_comm_overlap, PN_TRI_UNSET);
+  ck_assert_str_eq(sc->comm_overlap.tp_comm_overlap_cfg, "");
+  ck_assert_int_eq(sc->comm_overlap.overlap_p2p_comm, PN_TRI_UNSET);
+  ck_assert_int_eq(sc->comm_overlap.batch_p2p_comm, PN_TRI_UNSET);
+  ck_assert_int_eq(sc->comm_overlap.cp_comm_type, PN_CP_P2P);
+  ck_assert_int_eq(sc->recompute.recompute_granularity, PN_RECOMPUTE_NONE);
+  ck_assert_int_eq(sc->recompute.recompute_method, PN_RECOMPUTE_METHOD_UNIFORM);
+  ck_assert_int_eq(sc->recompute.recompute_num_layers, 0);
+  ck_assert_int_eq(sc->env.cuda_device_max_connections, 8);
+  ck_assert_int_eq(sc->env.nccl_min_ctas, 0);
+  ck_assert(!sc->env.nccl_nvls_enable);
+  ck_assert_str_eq(sc->hardware.profile, "test-gpu");
+  ck_assert_ptr_nonnull(sc->hw);
+  ck_assert_int_eq(sc->hw->sm_count, 132);
+  g_autofree char *disp = display();
+  ck_assert_str_eq(sc->path, disp);
+}
+END_TEST
+
+/* Names resolve through <scenario dir>/../models and ../hwprofiles; explicit values are kept. */
+START_TEST(test_by_name)
+{
+  g_autofree char *path    = data("scenarios/tiny-8gpu.json");
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(GPtrArray) w   = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(PnScenario) sc = pn_scenario_load(path, NULL, 0, w, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  ck_assert_str_eq(sc->model.name, "tiny");
+  ck_assert_int_eq(sc->model.num_query_groups, 4);
+  ck_assert_int_eq(sc->model.kv_channels, 64);
+  ck_assert(sc->model.gated_linear_unit);
+  ck_assert_int_eq(sc->model.activation, PN_ACT_SWIGLU); /* default for a gated model */
+  ck_assert_int_eq(sc->model.normalization, PN_NORM_RMSNORM);
+  ck_assert_str_eq(sc->model.position_embedding_type, "rope");
+  ck_assert_str_eq(sc->hardware.profile, "test-gpu");
+  ck_assert_int_eq(sc->parallel.data_parallel_size, 2);
+  ck_assert_int_eq(sc->parallel.num_microbatches, 32);
+  ck_assert(sc->parallel.sequence_parallel);
+  ck_assert_int_eq(sc->ddp.overlap_grad_reduce, PN_TRI_TRUE);
+  ck_assert_int_eq(sc->recompute.recompute_granularity, PN_RECOMPUTE_SELECTIVE);
+  ck_assert_int_eq(sc->env.cuda_device_max_connections, 1);
+  ck_assert(sc->env.nccl_nvls_enable);
+  ck_assert_uint_eq(w->len, 0);
+
+  /* a model name that does not exist lists the available ones */
+  g_autofree char *json = scenario_json("\"no-such-model\"", NULL, NULL, NULL);
+  expect_error(json, NULL, 0, PN_IO_ERROR_SCHEMA, "/model: unknown model \"no-such-model\" (available: *");
+  g_autoptr(GError) e2      = NULL;
+  g_autoptr(PnScenario) sc2 = load(json, NULL, 0, NULL, &e2);
+  ck_assert_ptr_null(sc2);
+  ck_assert_msg(strstr(e2->message, "tiny") != NULL, "%s", e2->message);
+  g_autofree char *json2 = scenario_json(NULL, "{\"profile\": \"no-such-gpu\", \"num_gpus\": 8}", NULL, NULL);
+  expect_error(json2, NULL, 0, PN_IO_ERROR_SCHEMA, "/hardware/profile: unknown hardware profile \"no-such-gpu\"*");
+  g_autofree char *json3 = scenario_json("\"sub/missing.json\"", NULL, NULL, NULL);
+  expect_error(json3, NULL, 0, PN_IO_ERROR_FILE, "/model: model file \"sub/missing.json\" not found*");
+  g_autofree char *json4 = scenario_json("\"bad name!\"", NULL, NULL, NULL);
+  expect_error(json4, NULL, 0, PN_IO_ERROR_SCHEMA, "/model: expected a model name*");
+
+  /* $PENUMBRA_DATA_DIR is searched first */
+  g_autofree char *dd = data(".");
+  g_setenv("PENUMBRA_DATA_DIR", dd, TRUE);
+  g_autofree char *j5       = scenario_json(NULL, NULL, NULL, NULL);
+  g_autoptr(GError) e5      = NULL;
+  g_autoptr(PnScenario) sc5 = pn_scenario_load_string(j5, "/nonexistent-dir/x.json", NULL, 0, NULL, &e5);
+  ck_assert_msg(sc5 != NULL, "%s", e5 ? e5->message : "");
+  ck_assert_str_eq(sc5->model.name, "tiny");
+}
+END_TEST
+
+/* "base" plus overrides: derived defaults follow the overrides, relative paths resolve. */
+START_TEST(test_model_base)
+{
+  g_autofree char *path    = data("scenarios/tiny-by-path.json");
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(PnScenario) sc = pn_scenario_load(path, NULL, 0, NULL, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  ck_assert_str_eq(sc->model.name, "tiny-12");
+  ck_assert_int_eq(sc->model.num_layers, 12);
+  ck_assert_int_eq(sc->model.hidden_size, 1024);
+  ck_assert_int_eq(sc->model.num_query_groups, 4);
+  ck_assert_int_eq(sc->training.precision, PN_PREC_FP8);
+  ck_assert_int_eq(sc->parallel.data_parallel_size, 16);
+  ck_assert_int_eq(sc->parallel.num_microbatches, 2);
+
+  g_autofree char *j        = scenario_json("{\"base\": \"tiny\", \"num_attention_heads\": 32}", NULL, NULL, NULL);
+  g_autoptr(GError) e2      = NULL;
+  g_autoptr(PnScenario) sc2 = load(j, NULL, 0, NULL, &e2);
+  ck_assert_msg(sc2 != NULL, "%s", e2 ? e2->message : "");
+  ck_assert_str_eq(sc2->model.name, "tiny");
+  ck_assert_int_eq(sc2->model.kv_channels, 32); /* kv_channels follows the new head count */
+
+  g_autofree char *j3 = scenario_json("{\"base\": \"tiny\", \"num_attention_heads\": 2}", NULL, NULL, NULL);
+  expect_error(j3, NULL, 0, PN_IO_ERROR_INVALID, "/model/num_query_groups: 4 does not divide num_attention_heads 2");
+  g_autofree char *j3b = scenario_json("{\"base\": \"tiny\", \"num_attention_heads\": 12}", NULL, NULL, NULL);
+  expect_error(j3b, NULL, 0, PN_IO_ERROR_INVALID,
+               "/model/num_attention_heads: 12 does not divide hidden_size 1024 (set kv_channels, the head dimension)");
+  g_autofree char *j4 = scenario_json("{\"base\": 7}", NULL, NULL, NULL);
+  expect_error(j4, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/base: expected a string, got 7");
+}
+END_TEST
+
+/* pn_model_load: a file, defaults filled; "base" is refused in a file; errors name the file. */
+START_TEST(test_model_load)
+{
+  g_autofree char *path = data("models/tiny.json");
+  PnModelConfig m;
+  g_autoptr(GError) e = NULL;
+  ck_assert_msg(pn_model_load(path, &m, &e), "%s", e ? e->message : "");
+  ck_assert_str_eq(m.name, "tiny");
+  ck_assert_int_eq(m.kv_channels, 64);
+
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p2  = g_build_filename(dir, "m.json", NULL);
+  const char *txt      = "{\"base\": \"tiny\", \"num_layers\": 2}";
+  write_bytes(p2, txt, strlen(txt));
+  g_autoptr(GError) e2 = NULL;
+  ck_assert(!pn_model_load(p2, &m, &e2));
+  ck_assert_msg(g_str_has_prefix(e2->message, p2) && strstr(e2->message, ": /base: ") != NULL, "%s", e2->message);
+  const char *txt3 = "{\"num_layers\": 2, \"hidden_size\": 64, \"ffn_hidden_size\": 256, \"num_attention_heads\": 4}";
+  write_bytes(p2, txt3, strlen(txt3));
+  g_autoptr(GError) e3 = NULL;
+  ck_assert(!pn_model_load(p2, &m, &e3));
+  g_autofree char *want3 = g_strdup_printf("%s: /vocab_size: required key missing", p2);
+  ck_assert_str_eq(e3->message, want3);
+  rm_rf(dir);
+}
+END_TEST
+
+/* Every model file in models/ and profile in hwprofiles/ of the repository loads (when present). */
+START_TEST(test_repo_files)
+{
+  g_autofree char *src = source_dir();
+  const char *dirs[]   = {"models", "hwprofiles"};
+  for (gsize i = 0; i < G_N_ELEMENTS(dirs); i++) {
+    g_autofree char *dir = g_build_filename(src, dirs[i], NULL);
+    g_autoptr(GDir) d    = g_dir_open(dir, 0, NULL);
+    const char *n;
+    while (d != NULL && (n = g_dir_read_name(d)) != NULL) {
+      if (!g_str_has_suffix(n, ".json"))
+        continue;
+      g_autofree char *p  = g_build_filename(dir, n, NULL);
+      g_autoptr(GError) e = NULL;
+      if (i == 0) {
+        PnModelConfig m;
+        ck_assert_msg(pn_model_load(p, &m, &e), "%s", e ? e->message : "");
+      } else {
+        g_autoptr(PnHwProfile) hw = pn_hw_profile_load(p, &e);
+        ck_assert_msg(hw != NULL, "%s", e ? e->message : "");
+      }
+    }
+  }
+}
+END_TEST
+
+/* ---- schema errors ---- */
+
+/* Wrong types, ranges, non-finite and absurd numbers, missing and duplicate keys. */
+START_TEST(test_schema_errors)
+{
+  g_autofree char *j1 = scenario_json(NULL, NULL, "{\"seq_length\": \"4096\", \"global_batch_size\": 64}", NULL);
+  expect_error(j1, NULL, 0, PN_IO_ERROR_SCHEMA, "/training/seq_length: expected a positive integer, got \"4096\"");
+  g_autofree char *j2 = scenario_json(NULL, NULL, "{\"seq_length\": 4096.5, \"global_batch_size\": 64}", NULL);
+  expect_error(j2, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/seq_length: expected a positive integer, got 4096.5 (not an integer)");
+  g_autofree char *j3 = scenario_json(NULL, NULL, "{\"seq_length\": 0, \"global_batch_size\": 64}", NULL);
+  expect_error(j3, NULL, 0, PN_IO_ERROR_SCHEMA, "/training/seq_length: expected a positive integer, got 0");
+  g_autofree char *j4 = scenario_json(NULL, NULL, "{\"seq_length\": -4096, \"global_batch_size\": 64}", NULL);
+  expect_error(j4, NULL, 0, PN_IO_ERROR_SCHEMA, "/training/seq_length: expected a positive integer, got -4096");
+  g_autofree char *j5 = scenario_json(NULL, NULL, "{\"seq_length\": 4096}", NULL);
+  expect_error(j5, NULL, 0, PN_IO_ERROR_SCHEMA, "/training/global_batch_size: required key missing");
+  g_autofree char *j6 =
+      scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\": \"fp16\"}", NULL);
+  expect_error(j6, NULL, 0, PN_IO_ERROR_SCHEMA, "/training/precision: expected one of \"bf16\", \"fp8\", got \"fp16\"");
+  g_autofree char *j7 =
+      scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 64, \"iterations\": 500}", NULL);
+  expect_error(j7, NULL, 0, PN_IO_ERROR_SCHEMA, "/training/iterations: expected an integer from 1 to 100, got 500");
+  g_autofree char *j8 = scenario_json(NULL, NULL, "[4096, 64]", NULL);
+  expect_error(j8, NULL, 0, PN_IO_ERROR_SCHEMA, "/training: expected an object, got an array");
+  g_autofree char *j9 = scenario_json(NULL, "{\"profile\": \"test-gpu\"}", NULL, NULL);
+  expect_error(j9, NULL, 0, PN_IO_ERROR_SCHEMA, "/hardware/num_gpus: required key missing");
+  g_autofree char *j10 = scenario_json(NULL, "{\"num_gpus\": 8}", NULL, NULL);
+  expect_error(j10, NULL, 0, PN_IO_ERROR_SCHEMA, "/hardware/profile: required key missing");
+  g_autofree char *j11 = scenario_json(NULL, "{\"profile\": 5, \"num_gpus\": 8}", NULL, NULL);
+  expect_error(j11, NULL, 0, PN_IO_ERROR_SCHEMA, "/hardware/profile: expected a string, got 5");
+
+  expect_extra_error("\"parallel\": {\"sequence_parallel\": 1}", PN_IO_ERROR_SCHEMA,
+                     "/parallel/sequence_parallel: expected true or false, got 1");
+  expect_extra_error("\"ddp\": {\"overlap_grad_reduce\": \"yes\"}", PN_IO_ERROR_SCHEMA,
+                     "/ddp/overlap_grad_reduce: expected true, false or null, got \"yes\"");
+  expect_extra_error("\"env\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": 33}", PN_IO_ERROR_SCHEMA,
+                     "/env/CUDA_DEVICE_MAX_CONNECTIONS: expected an integer from 1 to 32, got 33");
+  expect_extra_error("\"env\": {\"NCCL_NVLS_ENABLE\": 2}", PN_IO_ERROR_SCHEMA,
+                     "/env/NCCL_NVLS_ENABLE: expected 0, 1, true or false, got 2");
+  expect_extra_error(
+      "\"recompute\": {\"recompute_granularity\": \"partial\"}", PN_IO_ERROR_SCHEMA,
+      "/recompute/recompute_granularity: expected one of \"selective\", \"full\", null, got \"partial\"");
+  expect_extra_error("\"parallel\": {\"virtual_pipeline_model_parallel_size\": 0}", PN_IO_ERROR_SCHEMA,
+                     "/parallel/virtual_pipeline_model_parallel_size: expected a positive integer or null, got 0");
+  expect_extra_error("\"parallel\": {\"tensor_model_parallel_size\": 2, \"tensor_model_parallel_size\": 4}",
+                     PN_IO_ERROR_SCHEMA, "/parallel/tensor_model_parallel_size: duplicate key");
+  expect_extra_error("\"comm_overlap\": {\"tp_comm_overlap_cfg\": 3}", PN_IO_ERROR_SCHEMA,
+                     "/comm_overlap/tp_comm_overlap_cfg: expected a string or null, got 3");
+
+  /* model fields, inline */
+  expect_error("{\"schema_version\": 1, \"model\": {\"num_layers\": 2}, \"hardware\": " DEF_HW
+               ", \"training\": " DEF_TRAINING "}",
+               NULL, 0, PN_IO_ERROR_SCHEMA, "/model/hidden_size: required key missing");
+  g_autofree char *jm = scenario_json("{\"base\": \"tiny\", \"hidden_dropout\": 1.5}", NULL, NULL, NULL);
+  expect_error(jm, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/hidden_dropout: expected a number in [0, 1), got 1.5");
+  g_autofree char *jm2 = scenario_json("{\"base\": \"tiny\", \"activation\": \"tanh\"}", NULL, NULL, NULL);
+  expect_error(jm2, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/model/activation: expected one of \"gelu\", \"swiglu\", \"squared_relu\", \"relu\", got \"tanh\"");
+  g_autofree char *jm3 =
+      scenario_json("{\"base\": \"tiny\", \"position_embedding_type\": \"alibi\"}", NULL, NULL, NULL);
+  expect_error(jm3, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/position_embedding_type: expected one of*");
+  g_autofree char *jm4 = scenario_json("42", NULL, NULL, NULL);
+  expect_error(jm4, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/model: expected a model name, a path ending in .json, or an inline model object, got 42");
+
+  /* top level */
+  expect_error("[1, 2]", NULL, 0, PN_IO_ERROR_SCHEMA, "/: expected a scenario object at the top level, got an array");
+  expect_error("\"x\"", NULL, 0, PN_IO_ERROR_SCHEMA, "/: expected a scenario object at the top level, got \"x\"");
+  expect_error("{\"model\": \"tiny\"}", NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/schema_version: required key missing (this version reads 1)");
+  expect_error("{\"schema_version\": 2}", NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/schema_version: unsupported version 2 (this version of penumbra reads 1)");
+  expect_error("{\"schema_version\": 1, \"model\": \"tiny\", \"hardware\": " DEF_HW "}", NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training: required section missing");
+  expect_error("{\"schema_version\": 1, \"hardware\": " DEF_HW ", \"training\": " DEF_TRAINING "}", NULL, 0,
+               PN_IO_ERROR_SCHEMA, "/model: required key missing (a model name or an inline object)");
+}
+END_TEST
+
+/* NaN / Infinity are not JSON; 1e400 overflows to infinity; 2^53 + 2 is not exact; absurd sizes. */
+START_TEST(test_numbers)
+{
+  g_autofree char *j1 = scenario_json(NULL, NULL, "{\"seq_length\": 1e400, \"global_batch_size\": 64}", NULL);
+  expect_error(j1, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/seq_length: expected a positive integer, got a number out of range (not finite)");
+  g_autofree char *j2 = scenario_json(NULL, NULL, "{\"seq_length\": NaN, \"global_batch_size\": 64}", NULL);
+  expect_error(j2, NULL, 0, PN_IO_ERROR_PARSE,
+               ":4:29: invalid JSON at \"NaN, \\\"global_batch_size\\\"\": NaN and Infinity are not JSON numbers");
+  g_autofree char *j3 = scenario_json(NULL, NULL, "{\"seq_length\": -Infinity, \"global_batch_size\": 64}", NULL);
+  expect_error(j3, NULL, 0, PN_IO_ERROR_PARSE, ":4:29: invalid JSON at \"-Infinity, *");
+  g_autofree char *j4 =
+      scenario_json(NULL, NULL, "{\"seq_length\": 9007199254740994, \"global_batch_size\": 64}", NULL);
+  expect_error(
+      j4, NULL, 0, PN_IO_ERROR_SCHEMA,
+      "/training/seq_length: expected a positive integer, got 9.00719925474099e+15 (beyond 2^53: absurdly large)");
+  g_autofree char *j5 = scenario_json(NULL, "{\"profile\": \"test-gpu\", \"num_gpus\": 100000000}", NULL, NULL);
+  expect_error(j5, NULL, 0, PN_IO_ERROR_SCHEMA, "/hardware/num_gpus: 100000000 is absurdly large (at most 10000000)");
+  g_autofree char *j6 = scenario_json("{\"base\": \"tiny\", \"num_layers\": 1000000}", NULL, NULL, NULL);
+  expect_error(j6, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/num_layers: 1000000 is absurdly large (at most 100000)");
+  g_autofree char *j7 = scenario_json("{\"base\": \"tiny\", \"hidden_size\": 20000000}", NULL, NULL, NULL);
+  expect_error(j7, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/hidden_size: 20000000 is absurdly large (at most 10000000)");
+  g_autofree char *j8 = scenario_json(NULL, NULL, "{\"seq_length\": 200000000, \"global_batch_size\": 64}", NULL);
+  expect_error(j8, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/seq_length: 200000000 is absurdly large (at most 100000000)");
+  g_autofree char *j9 = scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 2000000000}", NULL);
+  expect_error(j9, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/global_batch_size: 2000000000 is absurdly large (at most 1000000000)");
+  g_autofree char *j10 = scenario_json("{\"base\": \"tiny\", \"attention_dropout\": 1e999}", NULL, NULL, NULL);
+  expect_error(j10, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/model/attention_dropout: expected a finite number, got a number out of range (not finite)");
+  /* an integer written with a zero fraction is an integer */
+  g_autofree char *j11  = scenario_json(NULL, NULL, "{\"seq_length\": 4096.0, \"global_batch_size\": 6.4e1}", NULL);
+  g_autoptr(GError) e11 = NULL;
+  g_autoptr(PnScenario) sc11 = load(j11, NULL, 0, NULL, &e11);
+  ck_assert_msg(sc11 != NULL, "%s", e11 ? e11->message : "");
+  ck_assert_int_eq(sc11->training.global_batch_size, 64);
+}
+END_TEST
+
+/* Unknown keys: did-you-mean over the section's keys, the section a misplaced key belongs to. */
+START_TEST(test_did_you_mean)
+{
+  expect_extra_error("\"parallel\": {\"tensor_model_paralel_size\": 2}", PN_IO_ERROR_SCHEMA,
+                     "/parallel/tensor_model_paralel_size: unknown key (did you mean \"tensor_model_parallel_size\"?)");
+  expect_extra_error("\"parallel\": {\"tensor_parallel_size\": 2}", PN_IO_ERROR_SCHEMA,
+                     "/parallel/tensor_parallel_size: unknown key (did you mean \"tensor_model_parallel_size\"?)");
+  expect_extra_error(
+      "\"parallel\": {\"pipeline_model_parallel_szie\": 2}", PN_IO_ERROR_SCHEMA,
+      "/parallel/pipeline_model_parallel_szie: unknown key (did you mean \"pipeline_model_parallel_size\"?)");
+  expect_extra_error("\"env\": {\"cuda_device_max_connections\": 1}", PN_IO_ERROR_SCHEMA,
+                     "/env/cuda_device_max_connections: unknown key (did you mean \"CUDA_DEVICE_MAX_CONNECTIONS\"?)");
+  expect_extra_error("\"paralel\": {}", PN_IO_ERROR_SCHEMA, "/paralel: unknown key (did you mean \"parallel\"?)");
+  g_autofree char *j =
+      scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 64, \"sequence_parallel\": true}", NULL);
+  expect_error(j, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/sequence_parallel: unknown key here (it belongs in /parallel)");
+  expect_extra_error("\"zzz\": 1", PN_IO_ERROR_SCHEMA, "/zzz: unknown key (expected one of: schema_version, *");
+  g_autofree char *jm = scenario_json("{\"base\": \"tiny\", \"num_layer\": 4}", NULL, NULL, NULL);
+  expect_error(jm, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/num_layer: unknown key (did you mean \"num_layers\"?)");
+  /* a key with a slash, a tilde and a newline: escaped in the pointer, message on one line */
+  expect_extra_error("\"ddp\": {\"a/b~c\\nd\": 1}", PN_IO_ERROR_SCHEMA, "/ddp/a~1b~0c\\u000ad: unknown key*");
+}
+END_TEST
+
+/* ---- semantic errors ---- */
+
+/* Infeasible layouts: each names the offending key and the rule. */
+START_TEST(test_semantic_errors)
+{
+  /* tiny: 8 layers, 16 heads, 4 query groups, hidden 1024 */
+  expect_extra_error("\"parallel\": {\"tensor_model_parallel_size\": 3}", PN_IO_ERROR_INVALID,
+                     "/parallel/tensor_model_parallel_size: 3 does not divide num_attention_heads 16");
+  expect_extra_error("\"parallel\": {\"tensor_model_parallel_size\": 8}", PN_IO_ERROR_INVALID,
+                     "/parallel/tensor_model_parallel_size: 8 does not divide num_query_groups 4");
+  g_autofree char *j1 =
+      scenario_json(NULL, "{\"profile\": \"test-gpu\", \"num_gpus\": 12}", NULL,
+                    "\"parallel\": {\"tensor_model_parallel_size\": 4, \"pipeline_model_parallel_size\": 2}");
+  expect_error(j1, NULL, 0, PN_IO_ERROR_INVALID,
+               "/hardware/num_gpus: 12 is not divisible by tensor x pipeline x context parallel size (4 x 2 x 1)");
+  g_autofree char *j1b = scenario_json(NULL, "{\"profile\": \"test-gpu\", \"num_gpus\": 2}", NULL,
+                                       "\"parallel\": {\"tensor_model_parallel_size\": 4}");
+  expect_error(j1b, NULL, 0, PN_IO_ERROR_INVALID, "/hardware/num_gpus: 2 is not divisible by *");
+  g_autofree char *j2 = scenario_json(NULL, "{\"profile\": \"test-gpu\", \"num_gpus\": 3}",
+                                      "{\"seq_length\": 4096, \"global_batch_size\": 3}",
+                                      "\"parallel\": {\"pipeline_model_parallel_size\": 3}");
+  expect_error(j2, NULL, 0, PN_IO_ERROR_INVALID,
+               "/parallel/pipeline_model_parallel_size: 3 does not divide num_layers 8");
+  expect_extra_error("\"parallel\": {\"pipeline_model_parallel_size\": 2, \"virtual_pipeline_model_parallel_size\": 3}",
+                     PN_IO_ERROR_INVALID,
+                     "/parallel/virtual_pipeline_model_parallel_size: 3 does not divide the 4 layers of each pipeline "
+                     "stage (num_layers 8 / pipeline_model_parallel_size 2)");
+  expect_extra_error("\"parallel\": {\"virtual_pipeline_model_parallel_size\": 2}", PN_IO_ERROR_INVALID,
+                     "/parallel/virtual_pipeline_model_parallel_size: 2 needs pipeline_model_parallel_size > 1*");
+  expect_extra_error(
+      "\"parallel\": {\"pipeline_model_parallel_size\": 2, \"virtual_pipeline_model_parallel_size\": 2}, "
+      "\"comm_overlap\": {\"overlap_p2p_comm\": false}",
+      PN_IO_ERROR_INVALID, "/comm_overlap/overlap_p2p_comm: false is not supported with interleaving*");
+  g_autofree char *j3 = scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 100}", NULL);
+  expect_error(
+      j3, NULL, 0, PN_IO_ERROR_INVALID,
+      "/training/global_batch_size: 100 is not divisible by micro_batch_size x data_parallel_size (1 x 8 = 8)");
+  g_autofree char *j4 = scenario_json(NULL, NULL, "{\"seq_length\": 4098, \"global_batch_size\": 64}",
+                                      "\"parallel\": {\"context_parallel_size\": 2}");
+  expect_error(j4, NULL, 0, PN_IO_ERROR_INVALID,
+               "/training/seq_length: 4098 is not divisible by 2 x context_parallel_size = 4*");
+  g_autofree char *j5 = scenario_json(NULL, NULL, "{\"seq_length\": 4094, \"global_batch_size\": 64}",
+                                      "\"parallel\": {\"tensor_model_parallel_size\": 4, \"sequence_parallel\": true}");
+  expect_error(j5, NULL, 0, PN_IO_ERROR_INVALID,
+               "/training/seq_length: 4094 is not divisible by tensor_model_parallel_size 4 (sequence_parallel)");
+  expect_extra_error("\"parallel\": {\"expert_model_parallel_size\": 2}", PN_IO_ERROR_INVALID,
+                     "/parallel/expert_model_parallel_size: 2 needs a MoE model (num_moe_experts > 0)");
+  g_autofree char *j6 = scenario_json("{\"base\": \"tiny\", \"num_moe_experts\": 6, \"moe_router_topk\": 2}", NULL,
+                                      NULL, "\"parallel\": {\"expert_model_parallel_size\": 4}");
+  expect_error(j6, NULL, 0, PN_IO_ERROR_INVALID,
+               "/parallel/expert_model_parallel_size: 4 does not divide num_moe_experts 6");
+  g_autofree char *j6b = scenario_json("{\"base\": \"tiny\", \"num_moe_experts\": 8}", NULL, NULL, NULL);
+  expect_error(j6b, NULL, 0, PN_IO_ERROR_INVALID, "/model/moe_router_topk: expected 1 to num_moe_experts (8)*");
+  /* interleaving: 8 GPUs, pp 2 -> dp 4; gbs 24 -> 6 micro-batches, 6 % 2 == 0 fine; gbs 20 -> 5 */
+  g_autofree char *j7 =
+      scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 20}",
+                    "\"parallel\": {\"pipeline_model_parallel_size\": 2, \"virtual_pipeline_model_parallel_size\": 2}");
+  expect_error(j7, NULL, 0, PN_IO_ERROR_INVALID, "/training/global_batch_size: the interleaved schedule*");
+  g_autofree char *j8 =
+      scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 24}",
+                    "\"parallel\": {\"pipeline_model_parallel_size\": 2, \"virtual_pipeline_model_parallel_size\": 2, "
+                    "\"microbatch_group_size_per_vp_stage\": 8}");
+  expect_error(j8, NULL, 0, PN_IO_ERROR_INVALID,
+               "/parallel/microbatch_group_size_per_vp_stage: the interleaved schedule needs*");
+  expect_extra_error("\"env\": {\"NCCL_MIN_CTAS\": 32, \"NCCL_MAX_CTAS\": 16}", PN_IO_ERROR_INVALID,
+                     "/env/NCCL_MIN_CTAS: 32 exceeds NCCL_MAX_CTAS 16");
+  expect_extra_error("\"env\": {\"NVTE_FWD_LAYERNORM_SM_MARGIN\": 132}", PN_IO_ERROR_INVALID,
+                     "/env/NVTE_FWD_LAYERNORM_SM_MARGIN: 132 leaves no SM for the kernel (the GPU has 132)");
+  expect_extra_error("\"ddp\": {\"fp8_param_gather\": true}", PN_IO_ERROR_INVALID,
+                     "/ddp/fp8_param_gather: true needs training.precision \"fp8\"");
+  expect_extra_error("\"recompute\": {\"recompute_granularity\": \"full\", \"recompute_num_layers\": 9}",
+                     PN_IO_ERROR_INVALID,
+                     "/recompute/recompute_num_layers: 9 exceeds the 8 layers of a pipeline stage");
+  expect_extra_error("\"ddp\": {\"num_distributed_optimizer_instances\": 3}", PN_IO_ERROR_INVALID,
+                     "/ddp/num_distributed_optimizer_instances: 3 does not divide data_parallel_size 8");
+  /* account_for_*_in_pipeline_split: 8 layers + embedding + loss = 10 split over pp */
+  g_autofree char *ja = scenario_json(
+      NULL, "{\"profile\": \"test-gpu\", \"num_gpus\": 3}", "{\"seq_length\": 4096, \"global_batch_size\": 3}",
+      "\"parallel\": {\"pipeline_model_parallel_size\": 3, "
+      "\"account_for_embedding_in_pipeline_split\": true, \"account_for_loss_in_pipeline_split\": true}");
+  expect_error(
+      ja, NULL, 0, PN_IO_ERROR_INVALID,
+      "/parallel/pipeline_model_parallel_size: 3 does not divide num_layers 8 + 2 (account_for_*_in_pipeline_split)");
+  const char *fix[]        = {"parallel.account_for_loss_in_pipeline_split=false"};
+  g_autoptr(GError) ea     = NULL;
+  g_autoptr(PnScenario) sa = load(ja, fix, 1, NULL, &ea);
+  ck_assert_msg(sa != NULL, "%s", ea ? ea->message : "");
+  ck_assert(sa->parallel.account_for_embedding_in_pipeline_split && !sa->parallel.account_for_loss_in_pipeline_split);
+  g_autofree char *j9 = scenario_json("{\"base\": \"tiny\", \"position_embedding_type\": \"learned_absolute\", "
+                                      "\"max_position_embeddings\": 2048}",
+                                      NULL, NULL, NULL);
+  expect_error(j9, NULL, 0, PN_IO_ERROR_INVALID,
+               "/training/seq_length: 4096 exceeds the model's max_position_embeddings 2048*");
+}
+END_TEST
+
+/* Warnings: TP across nodes, MoE simulated as dense, SP dropped at TP 1; they do not fail. */
+START_TEST(test_warnings)
+{
+  /* tiny's 4 query groups do not split 16 ways: give it 16 (MHA) */
+  g_autofree char *j2 = scenario_json(
+      "{\"base\": \"tiny\", \"num_query_groups\": 16, \"num_moe_experts\": 8, \"moe_router_topk\": 2}",
+      "{\"profile\": \"test-gpu\", \"num_gpus\": 16}", NULL, "\"parallel\": {\"tensor_model_parallel_size\": 16}");
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(GPtrArray) w   = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(PnScenario) sc = load(j2, NULL, 0, w, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq(w->len, 2);
+  g_autofree char *disp = display();
+  g_autofree char *w0 =
+      g_strdup_printf("%s: /model/num_moe_experts: MoE layers are simulated as dense in this version*", disp);
+  w0[strlen(w0) - 1] = '\0';
+  ck_assert_msg(g_str_has_prefix(w->pdata[0], w0), "%s", (char *)w->pdata[0]);
+  ck_assert_msg(strstr(w->pdata[1], "/parallel/tensor_model_parallel_size: 16 exceeds gpus_per_node 8") != NULL, "%s",
+                (char *)w->pdata[1]);
+  /* NULL warnings array is fine */
+  g_autoptr(GError) e2      = NULL;
+  g_autoptr(PnScenario) sc2 = load(j2, NULL, 0, NULL, &e2);
+  ck_assert_ptr_nonnull(sc2);
+
+  g_autofree char *j3       = scenario_json(NULL, NULL, NULL, "\"parallel\": {\"sequence_parallel\": true}");
+  g_autoptr(GPtrArray) w3   = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GError) e3      = NULL;
+  g_autoptr(PnScenario) sc3 = load(j3, NULL, 0, w3, &e3);
+  ck_assert_ptr_nonnull(sc3);
+  ck_assert(!sc3->parallel.sequence_parallel);
+  ck_assert_uint_eq(w3->len, 1);
+  ck_assert_msg(strstr(w3->pdata[0], "/parallel/sequence_parallel: disabled because tensor_model_parallel_size is 1") !=
+                    NULL,
+                "%s", (char *)w3->pdata[0]);
+}
+END_TEST
+
+/* ---- --set ---- */
+
+/* Nested keys, JSON and bare-string values, null, creating a section, whole values. */
+START_TEST(test_set_values)
+{
+  g_autofree char *j       = scenario_json(NULL, "{\"profile\": \"test-gpu\", \"num_gpus\": 16}", NULL, NULL);
+  const char *sets[]       = {"parallel.tensor_model_parallel_size=4",
+                              "parallel.sequence_parallel=true",
+                              "training.precision=fp8",
+                              "comm_overlap.tp_comm_overlap_cfg=\"userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192\"",
+                              "comm_overlap.overlap_p2p_comm=false",
+                              "ddp.overlap_grad_reduce=true",
+                              "ddp.overlap_grad_reduce=null",
+                              "recompute={\"recompute_granularity\": \"full\", \"recompute_num_layers\": 1}",
+                              "env.CUDA_DEVICE_MAX_CONNECTIONS=1",
+                              "training.global_batch_size=128",
+                              "name=bare words are a string"};
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(PnScenario) sc = load(j, sets, G_N_ELEMENTS(sets), NULL, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  ck_assert_int_eq(sc->parallel.tensor_model_parallel_size, 4);
+  ck_assert(sc->parallel.sequence_parallel);
+  ck_assert_int_eq(sc->training.precision, PN_PREC_FP8);
+  ck_assert_str_eq(sc->comm_overlap.tp_comm_overlap_cfg, "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192");
+  ck_assert_int_eq(sc->comm_overlap.overlap_p2p_comm, PN_TRI_FALSE);
+  ck_assert_int_eq(sc->ddp.overlap_grad_reduce, PN_TRI_UNSET);
+  ck_assert_int_eq(sc->recompute.recompute_granularity, PN_RECOMPUTE_FULL);
+  ck_assert_int_eq(sc->recompute.recompute_num_layers, 1);
+  ck_assert_int_eq(sc->env.cuda_device_max_connections, 1);
+  ck_assert_int_eq(sc->parallel.data_parallel_size, 4);
+  ck_assert_int_eq(sc->parallel.num_microbatches, 32);
+}
+END_TEST
+
+/* A model given by name becomes {"base": name, ...} when one of its fields is set. */
+START_TEST(test_set_model_field)
+{
+  g_autofree char *j       = scenario_json(NULL, NULL, NULL, NULL);
+  const char *sets[]       = {"model.num_layers=16", "model.name=tiny-16"};
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(PnScenario) sc = load(j, sets, 2, NULL, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  ck_assert_int_eq(sc->model.num_layers, 16);
+  ck_assert_int_eq(sc->model.hidden_size, 1024);
+  ck_assert_str_eq(sc->model.name, "tiny-16");
+  const char *sets2[]       = {"model=../models/tiny.json"};
+  g_autoptr(GError) e2      = NULL;
+  g_autoptr(PnScenario) sc2 = load(j, sets2, 1, NULL, &e2);
+  ck_assert_msg(sc2 != NULL, "%s", e2 ? e2->message : "");
+  /* the value of a set key is checked like the file's, but blamed on --set */
+  const char *sets3[] = {"model.num_layers=7.5"};
+  expect_error(j, sets3, 1, PN_IO_ERROR_SCHEMA,
+               "--set: /model/num_layers: expected a positive integer, got 7.5 (not an integer)");
+}
+END_TEST
+
+/* Unknown --set keys get did-you-mean; malformed --set is refused; errors at set keys say --set. */
+START_TEST(test_set_errors)
+{
+  g_autofree char *j = scenario_json(NULL, NULL, NULL, NULL);
+  const char *s1[]   = {"parallel.tensor_model_paralel_size=2"};
+  expect_error(
+      j, s1, 1, PN_IO_ERROR_SCHEMA,
+      "--set: /parallel/tensor_model_paralel_size: unknown key (did you mean \"tensor_model_parallel_size\"?)");
+  const char *s2[] = {"paralel.tensor_model_parallel_size=2"};
+  expect_error(j, s2, 1, PN_IO_ERROR_SCHEMA, "--set: /paralel: unknown key (did you mean \"parallel\"?)");
+  const char *s3[] = {"parallel.tensor_model_parallel_size"};
+  expect_error(j, s3, 1, PN_IO_ERROR_SCHEMA,
+               "--set: \"parallel.tensor_model_parallel_size\": expected dotted.key=value (e.g. "
+               "parallel.tensor_model_parallel_size=4)");
+  const char *s4[] = {"=4"};
+  expect_error(j, s4, 1, PN_IO_ERROR_SCHEMA, "--set: \"=4\": expected dotted.key=value*");
+  const char *s5[] = {"parallel..tensor_model_parallel_size=2"};
+  expect_error(j, s5, 1, PN_IO_ERROR_SCHEMA,
+               "--set: \"parallel..tensor_model_parallel_size=2\": empty key in the dotted path");
+  const char *s6[] = {"parallel.tensor_model_parallel_size.x=2"};
+  expect_error(j, s6, 1, PN_IO_ERROR_SCHEMA,
+               "--set: /parallel/tensor_model_parallel_size/x: unknown key (/parallel/tensor_model_parallel_size is "
+               "not an object)");
+  const char *s7[] = {"name.x=2"};
+  expect_error(j, s7, 1, PN_IO_ERROR_SCHEMA, "--set: /name/x: unknown key (/name is not an object)");
+  const char *s8[] = {"training.sequence_parallel=true"};
+  expect_error(j, s8, 1, PN_IO_ERROR_SCHEMA,
+               "--set: /training/sequence_parallel: unknown key here (it belongs in /parallel)");
+  const char *s9[] = {"parallel.tensor_model_parallel_size=3"};
+  expect_error(j, s9, 1, PN_IO_ERROR_INVALID,
+               "--set: /parallel/tensor_model_parallel_size: 3 does not divide num_attention_heads 16");
+  const char *s10[] = {"training.seq_length=\"4096\""};
+  expect_error(j, s10, 1, PN_IO_ERROR_SCHEMA, "--set: /training/seq_length: expected a positive integer, got \"4096\"");
+  const char *s11[] = {"training.seq_length=four"};
+  expect_error(j, s11, 1, PN_IO_ERROR_SCHEMA, "--set: /training/seq_length: expected a positive integer, got \"four\"");
+  const char *s12[] = {"training={\"seq_length\": 4096}"};
+  expect_error(j, s12, 1, PN_IO_ERROR_SCHEMA, "--set: /training/global_batch_size: required key missing");
+  /* a section that is not an object in the file: the file is blamed */
+  g_autofree char *jbad = scenario_json(NULL, NULL, NULL, "\"parallel\": 5");
+  const char *s13[]     = {"parallel.tensor_model_parallel_size=2"};
+  expect_error(jbad, s13, 1, PN_IO_ERROR_SCHEMA, "/parallel: expected an object, got 5");
+  /* a hostile --set value: deep nesting, garbage */
+  GString *deep = g_string_new("model=");
+  for (int i = 0; i < 5000; i++)
+    g_string_append_c(deep, '[');
+  const char *s14[] = {deep->str};
+  expect_error(j, s14, 1, PN_IO_ERROR_SCHEMA, "--set: /model: expected a model name*");
+  g_string_free(deep, TRUE);
+  GString *deep2 = g_string_new("model=");
+  for (int i = 0; i < 900; i++)
+    g_string_append_c(deep2, '[');
+  for (int i = 0; i < 900; i++)
+    g_string_append_c(deep2, ']');
+  const char *s15[] = {deep2->str};
+  expect_error(j, s15, 1, PN_IO_ERROR_SCHEMA,
+               "--set: /model: expected a model name, a path ending in .json, or an inline model object, got an array");
+  g_string_free(deep2, TRUE);
+  const char *s16[] = {"env.NCCL_NVLS_ENABLE=\xff\xfe"};
+  expect_error(j, s16, 1, PN_IO_ERROR_SCHEMA, "--set: argument is not valid UTF-8");
+}
+END_TEST
+
+/* ---- hostile input ---- */
+
+/* Every proper prefix of a valid scenario is an error with one line, never a crash. */
+START_TEST(test_truncated)
+{
+  g_autofree char *path = data("scenarios/tiny-8gpu.json");
+  g_autofree char *text = NULL;
+  gsize len             = 0;
+  ck_assert(g_file_get_contents(path, &text, &len, NULL));
+  while (len > 0 && g_ascii_isspace(text[len - 1]))
+    len--;
+  g_autofree char *disp = display();
+  for (gsize i = 0; i < len; i++) {
+    g_autofree char *prefix  = g_strndup(text, i);
+    g_autoptr(GError) e      = NULL;
+    g_autoptr(PnScenario) sc = pn_scenario_load_string(prefix, disp, NULL, 0, NULL, &e);
+    ck_assert_msg(sc == NULL, "prefix of %" G_GSIZE_FORMAT " bytes loaded", i);
+    assert_one_line(e);
+    ck_assert_msg(g_str_has_prefix(e->message, disp), "%s", e->message);
+  }
+  /* the file fixture and its message */
+  g_autofree char *tpath   = data("bad/truncated.json");
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(PnScenario) sc = pn_scenario_load(tpath, NULL, 0, NULL, &e);
+  ck_assert_ptr_null(sc);
+  g_autofree char *want = g_strdup_printf("%s:1:74: unexpected end of input: the '{' at 1:52 is never closed", tpath);
+  ck_assert_str_eq(e->message, want);
+  ck_assert_int_eq(e->code, PN_IO_ERROR_PARSE);
+}
+END_TEST
+
+/* Empty, whitespace-only, missing, directory, wrong top level, syntax errors with line:col. */
+START_TEST(test_bad_files)
+{
+  struct {
+    const char *file;
+    int code;
+    const char *rest;
+  } cases[] = {
+      {"bad/empty.json", PN_IO_ERROR_PARSE, ": file is empty, expected a JSON object"},
+      {"bad/top-array.json", PN_IO_ERROR_SCHEMA, ": /: expected a scenario object at the top level, got an array"},
+      {"bad/trailing-comma.json", PN_IO_ERROR_PARSE, ":2:34: invalid JSON at \"}\": trailing comma"},
+      {"bad/nan.json", PN_IO_ERROR_PARSE, ":2:29: invalid JSON at \"NaN}\": NaN and Infinity are not JSON numbers"},
+      {"bad/typo-key.json", PN_IO_ERROR_SCHEMA,
+       ": /parallel/tensor_model_paralel_size: unknown key (did you mean \"tensor_model_parallel_size\"?)"},
+      {"bad/string-int.json", PN_IO_ERROR_SCHEMA, ": /training/seq_length: expected a positive integer, got \"4096\""},
+      {"bad/tp-heads.json", PN_IO_ERROR_INVALID,
+       ": /parallel/tensor_model_parallel_size: 3 does not divide num_attention_heads 16"},
+      {"bad/absurd-gpus.json", PN_IO_ERROR_SCHEMA,
+       ": /hardware/num_gpus: 100000000 is absurdly large (at most 10000000)"},
+      {"bad/nul-byte.json", PN_IO_ERROR_PARSE, ":1:38: NUL byte in the text (is this a binary file?)"},
+      {"bad/deep.json", PN_IO_ERROR_PARSE, ":1:95: nesting deeper than 64 levels"},
+      {"bad/garbage.json", PN_IO_ERROR_PARSE, ":*"},
+      {"bad/no-such-file.json", PN_IO_ERROR_FILE, ": cannot open: No such file or directory"},
+      {"bad", PN_IO_ERROR_FILE, ": is a directory, expected a JSON file"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path    = data(cases[i].file);
+    g_autoptr(GError) e      = NULL;
+    g_autoptr(PnScenario) sc = pn_scenario_load(path, NULL, 0, NULL, &e);
+    ck_assert_msg(sc == NULL, "%s loaded", cases[i].file);
+    assert_one_line(e);
+    g_autofree char *want = g_strconcat(path, cases[i].rest, NULL);
+    gsize n               = strlen(want);
+    if (want[n - 1] == '*') {
+      want[n - 1] = '\0';
+      ck_assert_msg(g_str_has_prefix(e->message, want), "got  %s\nwant %s...", e->message, want);
+    } else {
+      ck_assert_msg(strcmp(e->message, want) == 0, "got  %s\nwant %s", e->message, want);
+    }
+    ck_assert_msg(e->code == cases[i].code, "%s: code %d", e->message, e->code);
+  }
+  expect_error("   \n\t ", NULL, 0, PN_IO_ERROR_PARSE, "file holds only whitespace, expected a JSON object");
+  expect_error("{'a': 1}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:2: invalid JSON at \"'a': 1}\": strings and keys need double quotes");
+  expect_error("{\"a\": 1,}", NULL, 0, PN_IO_ERROR_PARSE, ":1:9: invalid JSON at \"}\": trailing comma");
+  expect_error(
+      "{\"a\": \"C:\\dir\"}", NULL, 0, PN_IO_ERROR_PARSE,
+      ":1:10: invalid JSON at \"\\\\dir\\\"}\": invalid escape sequence in a string (a backslash is written \\\\)");
+  expect_error("[1, 2,]", NULL, 0, PN_IO_ERROR_PARSE, ":1:7: invalid JSON at \"]\": trailing comma");
+  expect_error("{\"a\": 'x'}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:7: invalid JSON at \"'x'}\": strings and keys need double quotes");
+  expect_error("{\"schema_version\": 1} // c", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:23: invalid JSON at \"// c\": comments are not allowed in JSON");
+  expect_error("{\"schema_version\": 1}}", NULL, 0, PN_IO_ERROR_PARSE, ":1:22: invalid JSON at \"}\"");
+  expect_error("{\"a\": [1, 2}", NULL, 0, PN_IO_ERROR_PARSE, ":1:12: '}' does not close the '[' at 1:7");
+  expect_error("\xef\xbb\xbf{\"schema_version\": 7}", NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/schema_version: unsupported version 7*");
+  expect_error("{\"a\": \"caf\xc3\"}", NULL, 0, PN_IO_ERROR_PARSE, ":1:11: invalid UTF-8 (is this a binary file?)");
+}
+END_TEST
+
+/* Random bytes (fixed seed) and random mutations of a valid file: errors, never crashes. */
+START_TEST(test_garbage)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed(20240917);
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p   = g_build_filename(dir, "g.json", NULL);
+  for (int it = 0; it < 300; it++) {
+    gsize len                     = (gsize)g_rand_int_range(rng, 1, 3000);
+    g_autofree unsigned char *buf = g_malloc(len);
+    for (gsize i = 0; i < len; i++)
+      buf[i] = (unsigned char)g_rand_int_range(rng, 0, 256);
+    if (it % 3 == 0)
+      buf[0] = '{'; /* get past the first byte more often */
+    write_bytes(p, buf, len);
+    g_autoptr(GError) e      = NULL;
+    g_autoptr(PnScenario) sc = pn_scenario_load(p, NULL, 0, NULL, &e);
+    ck_assert_ptr_null(sc);
+    assert_one_line(e);
+    ck_assert_msg(g_str_has_prefix(e->message, p), "%s", e->message);
+  }
+  /* mutations: replace, insert or delete one byte of a valid file, many times */
+  g_autofree char *vpath = data("scenarios/tiny-8gpu.json");
+  g_autofree char *text  = NULL;
+  gsize tlen             = 0;
+  ck_assert(g_file_get_contents(vpath, &text, &tlen, NULL));
+  const char alphabet[] = "{}[]\":,0123456789.eE-+tfnul \n\\x\xc3\xa9";
+  g_autofree char *disp = display();
+  for (int it = 0; it < 3000; it++) {
+    GString *s = g_string_new_len(text, (gssize)tlen);
+    int nmut   = g_rand_int_range(rng, 1, 4);
+    for (int k = 0; k < nmut; k++) {
+      gsize pos = (gsize)g_rand_int_range(rng, 0, (gint32)s->len);
+      char c    = alphabet[g_rand_int_range(rng, 0, (gint32)sizeof alphabet - 1)];
+      switch (g_rand_int_range(rng, 0, 3)) {
+      case 0:
+        s->str[pos] = c;
+        break;
+      case 1:
+        g_string_insert_c(s, (gssize)pos, c);
+        break;
+      default:
+        g_string_erase(s, (gssize)pos, 1);
+        break;
+      }
+    }
+    g_autoptr(GError) e      = NULL;
+    g_autoptr(PnScenario) sc = pn_scenario_load_string(s->str, disp, NULL, 0, NULL, &e);
+    if (sc == NULL)
+      assert_one_line(e);
+    g_string_free(s, TRUE);
+  }
+  rm_rf(dir);
+}
+END_TEST
+
+/* A 70 MB file is refused before parsing, for scenarios and profiles. */
+START_TEST(test_huge_file)
+{
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p   = g_build_filename(dir, "huge.json", NULL);
+  FILE *f              = fopen(p, "wb");
+  ck_assert_ptr_nonnull(f);
+  fputc('{', f);
+  ck_assert_int_eq(fseek(f, 70L * 1000 * 1000, SEEK_SET), 0); /* sparse */
+  fputc('}', f);
+  fclose(f);
+  g_autoptr(GError) e      = NULL;
+  g_autoptr(PnScenario) sc = pn_scenario_load(p, NULL, 0, NULL, &e);
+  ck_assert_ptr_null(sc);
+  assert_one_line(e);
+  g_autofree char *want = g_strdup_printf("%s: file is too large (66.8 MiB; at most 64 MiB is read)", p);
+  ck_assert_str_eq(e->message, want);
+  ck_assert_int_eq(e->code, PN_IO_ERROR_FILE);
+  g_autoptr(GError) e2      = NULL;
+  g_autoptr(PnHwProfile) hw = pn_hw_profile_load(p, &e2);
+  ck_assert_ptr_null(hw);
+  ck_assert_str_eq(e2->message, want);
+  rm_rf(dir);
+}
+END_TEST
+
+/* Deep nesting is refused cleanly, in files and strings, closed or not. */
+START_TEST(test_deep_nesting)
+{
+  for (int closed = 0; closed < 2; closed++) {
+    GString *s = g_string_new("{\"schema_version\": 1, \"model\": ");
+    for (int i = 0; i < 200000; i++)
+      g_string_append_c(s, i % 2 ? '[' : '{');
+    for (int i = 200000 - 1; closed && i >= 0; i--)
+      g_string_append_c(s, i % 2 ? ']' : '}');
+    g_autoptr(GError) e      = NULL;
+    g_autoptr(PnScenario) sc = load(s->str, NULL, 0, NULL, &e);
+    ck_assert_ptr_null(sc);
+    assert_one_line(e);
+    /* '{' at odd depth needs a key; the structural scan stops at depth 64 first */
+    ck_assert_msg(strstr(e->message, "nesting deeper than 64 levels") != NULL, "%s", e->message);
+    g_string_free(s, TRUE);
+  }
+  GString *a = g_string_new(NULL);
+  for (int i = 0; i < 64; i++)
+    g_string_append_c(a, '[');
+  for (int i = 0; i < 64; i++)
+    g_string_append_c(a, ']');
+  /* 64 levels are fine for the parser (and then not a scenario) */
+  expect_error(a->str, NULL, 0, PN_IO_ERROR_SCHEMA, "/: expected a scenario object at the top level, got an array");
+  g_string_prepend_c(a, '[');
+  g_string_append_c(a, ']');
+  expect_error(a->str, NULL, 0, PN_IO_ERROR_PARSE, ":1:65: nesting deeper than 64 levels");
+  g_string_free(a, TRUE);
+}
+END_TEST
+
+/* ---- hardware profiles ---- */
+
+/* The fixture loads with every field; columns may come in any order. */
+START_TEST(test_hw_profile_valid)
+{
+  g_autofree char *path     = data("hwprofiles/test-gpu.json");
+  g_autoptr(GError) e       = NULL;
+  g_autoptr(PnHwProfile) hw = pn_hw_profile_load(path, &e);
+  ck_assert_msg(hw != NULL, "%s", e ? e->message : "");
+  ck_assert_str_eq(hw->name, "test-gpu");
+  ck_assert_int_eq(hw->sm_count, 132);
+  ck_assert(hw->hbm_bytes == 85899345920.0);
+  ck_assert(hw->peak_bf16_flops_per_ns == 989400.0);
+  ck_assert(hw->gemm_efficiency == 0.8);
+  ck_assert_int_eq(hw->gemm_tile_n, 256);
+  ck_assert(hw->kernel_launch_ns == 1000.0);
+  ck_assert_int_eq(hw->gpus_per_node, 8);
+  ck_assert(hw->nic_bytes_per_ns == 46.0);
+  ck_assert(hw->nccl_base_latency_ns == 8000.0);
+  ck_assert_int_eq(hw->nccl_ctas_net, 24);
+  ck_assert_int_eq(hw->nccl_p2p_ctas, 8);
+  ck_assert(hw->nccl_cta_bytes_per_ns == 25.0);
+  ck_assert_int_eq(hw->gemm_sm_scaling.n, 3);
+  ck_assert(!hw->gemm_sm_scaling.log_x);
+  ck_assert(hw->gemm_sm_scaling.y[1] == 0.52);
+  ck_assert_int_eq(hw->mem_sm_scaling.n, 0);
+  ck_assert_int_eq(hw->coll_size_efficiency.n, 3);
+  ck_assert(hw->coll_size_efficiency.log_x);
+  ck_assert_int_eq(hw->gemm_bf16.n, 2);
+  ck_assert_int_eq(hw->gemm_bf16.pts[1].k, 8192);
+  ck_assert(hw->gemm_bf16.pts[1].ns == 1390000.0);
+  ck_assert_int_eq(hw->gemm_fp8.n, 0);
+  ck_assert_int_eq(hw->attn_bf16.n, 1);
+  ck_assert_int_eq(hw->attn_bf16.pts[0].kv_heads, 8);
+  ck_assert(hw->attn_bf16.pts[0].fwd_ns == 1000000.0);
+  ck_assert(hw->attn_bf16.pts[0].bwd_ns == 2500000.0);
+}
+END_TEST
+
+/* Each broken variant of the fixture gives its message (file: pointer: what). */
+START_TEST(test_hw_profile_errors)
+{
+  g_autofree char *path = data("hwprofiles/test-gpu.json");
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  struct {
+    const char *edit; /* "section.key=JSON" replaced in the fixture, or "-section.key" removed */
+    const char *rest;
+  } cases[] = {
+      {"-compute.sm_count", "/compute/sm_count: required key missing"},
+      {"compute.sm_count={\"value\": 132}",
+       "/compute/sm_count/source: required key missing: every number must carry its source"},
+      {"compute.sm_count={\"value\": 132, \"source\": \"\"}", "/compute/sm_count/source: expected a non-empty string*"},
+      {"compute.sm_count=132",
+       "/compute/sm_count: expected {\"value\": <number>, \"source\": \"...\"}, got a bare number*"},
+      {"compute.sm_count={\"value\": 132.5, \"source\": \"x\"}",
+       "/compute/sm_count/value: expected an integer from 1 to 100000, got 132.5 (not an integer)"},
+      {"compute.sm_count={\"value\": 132, \"source\": \"x\", \"sorce\": \"y\"}",
+       "/compute/sm_count/sorce: unknown key (did you mean \"source\"?)"},
+      {"compute.gemm_efficiency={\"value\": 1.5, \"source\": \"x\"}",
+       "/compute/gemm_efficiency/value: expected a number in (0, 1], got 1.5"},
+      {"compute.hbm_bytes_per_ns={\"value\": 0, \"source\": \"x\"}",
+       "/compute/hbm_bytes_per_ns/value: expected a number in (0, 1e+06], got 0"},
+      {"compute.hbm_bytes_per_ns={\"value\": \"fast\", \"source\": \"x\"}",
+       "/compute/hbm_bytes_per_ns/value: expected a finite number, got \"fast\""},
+      {"network.gpus_per_nod={\"value\": 8, \"source\": \"x\"}",
+       "/network/gpus_per_nod: unknown key (did you mean \"gpus_per_node\"?)"},
+      {"-nccl", "/nccl: required section missing"},
+      {"calibration.gemm_sm_scaling={\"x\": [16, 132, 66], \"y\": [1, 1, 1], \"source\": \"x\"}",
+       "/calibration/gemm_sm_scaling/x/2: x must be strictly ascending"},
+      {"calibration.gemm_sm_scaling={\"x\": [16, 132], \"y\": [1], \"source\": \"x\"}",
+       "/calibration/gemm_sm_scaling/y: has 1 points but x has 2"},
+      {"calibration.gemm_sm_scaling={\"x\": [16, 132], \"y\": [0.5, 0], \"source\": \"x\"}",
+       "/calibration/gemm_sm_scaling/y/1: must be > 0"},
+      {"calibration.gemm_sm_scaling={\"x\": [16, 132], \"y\": [0.5, 1]}",
+       "/calibration/gemm_sm_scaling/source: required key missing*"},
+      {"calibration.coll_size_efficiency={\"x\": [0, 1], \"y\": [0.5, 1], \"source\": \"x\"}",
+       "/calibration/coll_size_efficiency/x/0: must be > 0 (log_x curve)"},
+      {"calibration.gemm_bf16={\"columns\": [\"m\", \"n\", \"k\", \"ns\"], \"rows\": [[1, 2, 3]], \"source\": \"x\"}",
+       "/calibration/gemm_bf16/rows/0: expected a row of 4 values (m, n, k, ns), got 3 values"},
+      {"calibration.gemm_bf16={\"columns\": [\"m\", \"n\", \"kk\", \"ns\"], \"rows\": [], \"source\": \"x\"}",
+       "/calibration/gemm_bf16/columns/2: unknown column \"kk\" (did you mean \"k\"?)"},
+      {"calibration.gemm_bf16={\"columns\": [\"m\", \"n\", \"ns\"], \"rows\": [], \"source\": \"x\"}",
+       "/calibration/gemm_bf16/columns: missing column \"k\" (expected m, n, k, ns)"},
+      {"calibration.gemm_bf16={\"columns\": [\"m\", \"n\", \"k\", \"ns\"], \"rows\": [[1, 2, 3, -4]], \"source\": "
+       "\"x\"}",
+       "/calibration/gemm_bf16/rows/0/3: expected a number in (0, 1e+15], got -4"},
+      {"calibration.gemm_bf16={\"columns\": [\"m\", \"n\", \"k\", \"ns\"], \"rows\": [[1, 2.5, 3, 4]], \"source\": "
+       "\"x\"}",
+       "/calibration/gemm_bf16/rows/0/1: expected a positive integer, got 2.5 (not an integer)"},
+      {"calibration.gemm_bf17={}", "/calibration/gemm_bf17: unknown key (did you mean \"gemm_bf16\"?)"},
+      {"-name", "/name: required key missing"},
+      {"schema_version=3", "/schema_version: unsupported version 3*"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    cJSON *root = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(root);
+    const char *edit         = cases[i].edit;
+    gboolean del             = edit[0] == '-';
+    g_auto(GStrv) kv         = g_strsplit(del ? edit + 1 : edit, "=", 2);
+    g_auto(GStrv) path_parts = g_strsplit(kv[0], ".", 2);
+    cJSON *obj               = root;
+    const char *key          = path_parts[0];
+    if (path_parts[1] != NULL) {
+      obj = cJSON_GetObjectItemCaseSensitive(root, path_parts[0]);
+      key = path_parts[1];
+    }
+    if (del) {
+      cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    } else {
+      cJSON *v = cJSON_Parse(kv[1]);
+      ck_assert_msg(v != NULL, "bad test value %s", kv[1]);
+      if (cJSON_GetObjectItemCaseSensitive(obj, key))
+        cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
+      else
+        cJSON_AddItemToObject(obj, key, v);
+    }
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    g_autofree char *dir = tmp_dir();
+    g_autofree char *p   = g_build_filename(dir, "hw.json", NULL);
+    write_bytes(p, out, strlen(out));
+    cJSON_free(out);
+    g_autoptr(GError) e       = NULL;
+    g_autoptr(PnHwProfile) hw = pn_hw_profile_load(p, &e);
+    ck_assert_msg(hw == NULL, "case %s loaded", edit);
+    assert_one_line(e);
+    g_autofree char *want = g_strdup_printf("%s: %s", p, cases[i].rest);
+    gsize n               = strlen(want);
+    if (want[n - 1] == '*') {
+      want[n - 1] = '\0';
+      ck_assert_msg(g_str_has_prefix(e->message, want), "got  %s\nwant %s...", e->message, want);
+    } else {
+      ck_assert_msg(strcmp(e->message, want) == 0, "got  %s\nwant %s", e->message, want);
+    }
+    rm_rf(dir);
+  }
+  /* the fixtures in bad/ */
+  g_autofree char *p1       = data("bad/profile-no-source.json");
+  g_autoptr(GError) e1      = NULL;
+  g_autoptr(PnHwProfile) h1 = pn_hw_profile_load(p1, &e1);
+  ck_assert_ptr_null(h1);
+  ck_assert_msg(strstr(e1->message, ": /compute/sm_count/source: required key missing") != NULL, "%s", e1->message);
+  g_autofree char *p2       = data("bad/profile-curve-not-ascending.json");
+  g_autoptr(GError) e2      = NULL;
+  g_autoptr(PnHwProfile) h2 = pn_hw_profile_load(p2, &e2);
+  ck_assert_ptr_null(h2);
+  ck_assert_msg(strstr(e2->message, ": /calibration/gemm_sm_scaling/x/2: x must be strictly ascending") != NULL, "%s",
+                e2->message);
+  /* a scenario whose profile is broken names the profile file */
+  g_autofree char *j =
+      scenario_json(NULL, "{\"profile\": \"../bad/profile-no-source.json\", \"num_gpus\": 8}", NULL, NULL);
+  g_autoptr(GError) e3     = NULL;
+  g_autoptr(PnScenario) sc = load(j, NULL, 0, NULL, &e3);
+  ck_assert_ptr_null(sc);
+  ck_assert_msg(strstr(e3->message, "profile-no-source.json: /compute/sm_count/source:") != NULL, "%s", e3->message);
+}
+END_TEST
+
+/* ---- reports ---- */
+
+static PnScenario *report_scenario(void)
+{
+  g_autofree char *path = data("scenarios/tiny-8gpu.json");
+  g_autoptr(GError) e   = NULL;
+  PnScenario *sc        = pn_scenario_load(path, NULL, 0, NULL, &e);
+  ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
+  return sc;
+}
+
+/* A result filled by hand (not through sim/, so this test needs only io/). */
+static void fill_result(PnResult *r)
+{
+  memset(r, 0, sizeof *r);
+  r->iteration_time_s     = 1.2345678912345;
+  r->tokens_per_s_per_gpu = 26542.1;
+  r->model_tflops_per_gpu = 412.3;
+  r->mfu                  = 0.4167;
+  for (int c = 0; c < PN_CLASS_N; c++) {
+    r->exposed_comm_s[c] = 0.01 * c;
+    r->total_comm_s[c]   = 0.1 * c;
+  }
+  r->bubble_s                  = 0.1;
+  r->compute_s                 = 1.0;
+  r->memory                    = (PnMemoryEstimate){1, 2, 3, 4, 5, 15};
+  r->model_flops_per_iteration = 1.234e18;
+  r->tokens_per_iteration      = 262144;
+  r->data_parallel_size        = 2;
+  r->num_microbatches          = 32;
+  r->iterations                = 2;
+  r->iteration_times_s         = g_array_new(FALSE, TRUE, sizeof(double));
+  double t[2]                  = {1.3, 1.2345678912345};
+  g_array_append_vals(r->iteration_times_s, t, 2);
+  r->stages = g_array_new(FALSE, TRUE, sizeof(PnStageStats));
+  for (int s = 0; s < 2; s++) {
+    PnStageStats st                = {.compute_s = 1.0, .bubble_s = 0.1 * s, .end_s = 1.2};
+    st.exposed_comm_s[PN_CLASS_TP] = 0.02;
+    st.total_comm_s[PN_CLASS_TP]   = 0.2;
+    g_array_append_val(r->stages, st);
+  }
+  r->warnings = g_ptr_array_new_with_free_func(g_free);
+  g_ptr_array_add(r->warnings, g_strdup("x.json: /a: a \"quoted\"\nwarning\twith\x01 controls"));
+  g_ptr_array_add(r->warnings, g_strdup("second"));
+  r->tasks          = 1000;
+  r->events         = 5000;
+  r->sim_wall_s     = 0.123;
+  r->cost_fallbacks = 3;
+}
+
+static void free_result(PnResult *r)
+{
+  g_array_unref(r->iteration_times_s);
+  g_array_unref(r->stages);
+  g_ptr_array_unref(r->warnings);
+}
+
+/* The JSON parses back, has every required key, is deterministic, and wall time is opt-in. */
+START_TEST(test_report_json)
+{
+  g_autoptr(PnScenario) sc = report_scenario();
+  PnResult r;
+  fill_result(&r);
+  g_autofree char *a = pn_report_json(sc, &r);
+  g_autofree char *b = pn_report_json(sc, &r);
+  ck_assert_str_eq(a, b);
+  /* the exact layout: two-space indents, closers aligned with their opener's line */
+  ck_assert_msg(g_str_has_prefix(a, "{\n  \"schema_version\": 1,\n  \"scenario\": {\n    \"name\": \"tiny-8gpu\",\n"),
+                "%s", a);
+  ck_assert_msg(strstr(a, "\n    \"precision\": \"bf16\"\n  },\n  \"iteration_time_s\": 1.23456789,\n") != NULL, "%s",
+                a);
+  ck_assert_msg(strstr(a, "\"iteration_times_s\": [\n    1.3,\n    1.23456789\n  ],\n") != NULL, "%s", a);
+  ck_assert_msg(strstr(a, "\"exposed_comm_s\": {\n    \"dp\": 0,\n    \"tp\": 0.01,\n") != NULL, "%s", a);
+  ck_assert_msg(g_str_has_suffix(a, "\n    \"second\"\n  ]\n}\n"), "%s", a);
+  cJSON *root = cJSON_Parse(a);
+  ck_assert_msg(root != NULL, "report is not JSON:\n%s", a);
+  const char *numbers[] = {"iteration_time_s",
+                           "tokens_per_s_per_gpu",
+                           "model_tflops_per_gpu",
+                           "mfu",
+                           "bubble_s",
+                           "compute_s",
+                           "memory_gib_per_gpu",
+                           "tokens_per_iteration",
+                           "model_flops_per_iteration",
+                           "schema_version",
+                           "iterations"};
+  for (gsize i = 0; i < G_N_ELEMENTS(numbers); i++)
+    ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(root, numbers[i])), "missing %s", numbers[i]);
+  ck_assert(cJSON_GetObjectItemCaseSensitive(root, "iteration_time_s")->valuedouble == 1.23456789);
+  ck_assert(cJSON_GetObjectItemCaseSensitive(root, "memory_gib_per_gpu")->valuedouble == 15.0);
+  const char *classes[]   = {"dp", "tp", "pp", "cp", "ep"};
+  const char *per_class[] = {"exposed_comm_s", "total_comm_s"};
+  for (gsize k = 0; k < 2; k++) {
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(root, per_class[k]);
+    ck_assert(cJSON_IsObject(o));
+    ck_assert_int_eq(cJSON_GetArraySize(o), 5);
+    cJSON *c = o->child;
+    for (gsize i = 0; i < 5; i++, c = c->next) /* in PN_CLASS order */
+      ck_assert_str_eq(c->string, classes[i]);
+  }
+  ck_assert(
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "total_comm_s"), "pp")->valuedouble ==
+      0.2);
+  cJSON *mem          = cJSON_GetObjectItemCaseSensitive(root, "memory");
+  const char *mkeys[] = {"weights_gib", "gradients_gib", "optimizer_gib", "activations_gib", "other_gib", "total_gib"};
+  for (gsize i = 0; i < G_N_ELEMENTS(mkeys); i++)
+    ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(mem, mkeys[i])), "memory.%s", mkeys[i]);
+  cJSON *scn          = cJSON_GetObjectItemCaseSensitive(root, "scenario");
+  const char *skeys[] = {
+      "num_gpus",         "tp",        "pp", "vpp", "cp", "ep", "dp", "micro_batch_size", "global_batch_size",
+      "num_microbatches", "seq_length"};
+  for (gsize i = 0; i < G_N_ELEMENTS(skeys); i++)
+    ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(scn, skeys[i])), "scenario.%s", skeys[i]);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(scn, "name")->valuestring, "tiny-8gpu");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(scn, "model")->valuestring, "tiny");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(scn, "profile")->valuestring, "test-gpu");
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(scn, "precision")->valuestring, "bf16");
+  ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(scn, "dp")->valueint, 2);
+  ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(scn, "num_microbatches")->valueint, 32);
+  cJSON *its = cJSON_GetObjectItemCaseSensitive(root, "iteration_times_s");
+  ck_assert(cJSON_IsArray(its) && cJSON_GetArraySize(its) == 2);
+  cJSON *stages = cJSON_GetObjectItemCaseSensitive(root, "stages");
+  ck_assert(cJSON_IsArray(stages) && cJSON_GetArraySize(stages) == 2);
+  cJSON *st1 = cJSON_GetArrayItem(stages, 1);
+  ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(st1, "stage")->valueint, 1);
+  ck_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(st1, "exposed_comm_s")));
+  cJSON *sim = cJSON_GetObjectItemCaseSensitive(root, "simulator");
+  ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(sim, "tasks")->valueint, 1000);
+  ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(sim, "cost_fallbacks")->valueint, 3);
+  ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(sim, "wall_s"));
+  cJSON *warn = cJSON_GetObjectItemCaseSensitive(root, "warnings");
+  ck_assert(cJSON_IsArray(warn) && cJSON_GetArraySize(warn) == 2);
+  ck_assert_str_eq(cJSON_GetArrayItem(warn, 0)->valuestring, "x.json: /a: a \"quoted\"\nwarning\twith\x01 controls");
+  cJSON_Delete(root);
+
+  /* wall time only on request */
+  g_setenv("PENUMBRA_REPORT_WALL", "1", TRUE);
+  g_autofree char *c = pn_report_json(sc, &r);
+  cJSON *root2       = cJSON_Parse(c);
+  ck_assert(
+      cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root2, "simulator"), "wall_s")));
+  cJSON_Delete(root2);
+  g_unsetenv("PENUMBRA_REPORT_WALL");
+
+  /* non-finite numbers become null, -0 prints as 0, empty arrays stay valid */
+  r.mfu                  = nan("");
+  r.bubble_s             = -0.0;
+  r.model_tflops_per_gpu = HUGE_VAL;
+  g_ptr_array_set_size(r.warnings, 0);
+  g_array_set_size(r.stages, 0);
+  g_autofree char *d = pn_report_json(sc, &r);
+  cJSON *root3       = cJSON_Parse(d);
+  ck_assert_msg(root3 != NULL, "%s", d);
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root3, "mfu")));
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root3, "model_tflops_per_gpu")));
+  ck_assert_msg(strstr(d, "\"bubble_s\": 0,") != NULL, "%s", d);
+  ck_assert_msg(strstr(d, "\"warnings\": []") != NULL, "%s", d);
+  cJSON_Delete(root3);
+  free_result(&r);
+}
+END_TEST
+
+/* The text summary has the headline, the comm table, memory, stages and warnings last. */
+START_TEST(test_report_text)
+{
+  g_autoptr(PnScenario) sc = report_scenario();
+  PnResult r;
+  fill_result(&r);
+  g_autofree char *t = pn_report_text(sc, &r);
+  const char *must[] = {"tiny-8gpu: tiny on 8 x test-gpu",
+                        "iteration time",
+                        "1.2346 s",
+                        "tokens/s/GPU",
+                        "model TFLOP/s/GPU",
+                        "MFU",
+                        "41.7 %",
+                        "communication",
+                        "exposed (s)",
+                        "hidden",
+                        "  tp ",
+                        "90.0%",
+                        "bubble",
+                        "compute",
+                        "memory/GPU",
+                        "activations",
+                        "stage",
+                        "iterations (s) 1.3000 1.2346",
+                        "simulator: 1000 tasks, 5000 events, 3 kernels",
+                        "warning: second\n"};
+  for (gsize i = 0; i < G_N_ELEMENTS(must); i++)
+    ck_assert_msg(strstr(t, must[i]) != NULL, "missing \"%s\" in:\n%s", must[i], t);
+  ck_assert(g_str_has_suffix(t, "warning: second\n"));
+  free_result(&r);
+}
+END_TEST
+
+/* ---- atomic write ---- */
+
+/* Creates, replaces, leaves no temporary file; fails cleanly in a missing directory. */
+START_TEST(test_atomic_write)
+{
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p   = g_build_filename(dir, "out.json", NULL);
+  g_autoptr(GError) e  = NULL;
+  ck_assert(pn_io_write_file_atomic(p, "first\n", 6, &e));
+  ck_assert(pn_io_write_file_atomic(p, "second, longer\n", 15, &e));
+  ck_assert(pn_io_write_file_atomic(p, "3", 1, &e));
+  g_autofree char *got = NULL;
+  gsize len            = 0;
+  ck_assert(g_file_get_contents(p, &got, &len, NULL));
+  ck_assert_uint_eq(len, 1);
+  ck_assert_str_eq(got, "3");
+  ck_assert(pn_io_write_file_atomic(p, "", 0, &e));
+  g_autoptr(GDir) d = g_dir_open(dir, 0, NULL);
+  int n             = 0;
+  const char *name;
+  while ((name = g_dir_read_name(d)) != NULL) {
+    ck_assert_str_eq(name, "out.json");
+    n++;
+  }
+  ck_assert_int_eq(n, 1);
+  g_autofree char *bad = g_build_filename(dir, "no-such-dir", "out.json", NULL);
+  g_autoptr(GError) e2 = NULL;
+  ck_assert(!pn_io_write_file_atomic(bad, "x", 1, &e2));
+  ck_assert_uint_eq(e2->domain, PN_IO_ERROR);
+  ck_assert_int_eq(e2->code, PN_IO_ERROR_FILE);
+  g_autofree char *want = g_strdup_printf("%s: cannot write: ", bad);
+  ck_assert_msg(g_str_has_prefix(e2->message, want), "%s", e2->message);
+  rm_rf(dir);
+}
+END_TEST
+
+static Suite *io_suite(void)
+{
+  Suite *s = suite_create("io");
+  struct {
+    const char *name;
+    const TTest *test;
+  } cases[] = {
+      {"inline_defaults", test_inline_defaults},
+      {"by_name", test_by_name},
+      {"model_base", test_model_base},
+      {"model_load", test_model_load},
+      {"repo_files", test_repo_files},
+      {"schema_errors", test_schema_errors},
+      {"numbers", test_numbers},
+      {"did_you_mean", test_did_you_mean},
+      {"semantic_errors", test_semantic_errors},
+      {"warnings", test_warnings},
+      {"set_values", test_set_values},
+      {"set_model_field", test_set_model_field},
+      {"set_errors", test_set_errors},
+      {"truncated", test_truncated},
+      {"bad_files", test_bad_files},
+      {"garbage", test_garbage},
+      {"huge_file", test_huge_file},
+      {"deep_nesting", test_deep_nesting},
+      {"hw_profile_valid", test_hw_profile_valid},
+      {"hw_profile_errors", test_hw_profile_errors},
+      {"report_json", test_report_json},
+      {"report_text", test_report_text},
+      {"atomic_write", test_atomic_write},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    TCase *tc = tcase_create(cases[i].name);
+    tcase_add_checked_fixture(tc, setup, NULL);
+    tcase_add_test(tc, cases[i].test);
+    suite_add_tcase(s, tc);
+  }
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(io_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
