@@ -1,0 +1,871 @@
+/* exec.c — runs a task graph on simulated GPUs (exec.h; graph.h says when a task may start).
+ *
+ * State, all in flat arrays built once before the run (no allocation per event once grown):
+ *  - per task: `waits` = unfinished dependencies + 1 if an earlier task of its stream has not
+ *    ended, and its state, in dense arrays of their own (they are what other tasks touch);
+ *    `stream_next`, `queue_next` (the next task of its stream / hardware queue) in TaskRt.
+ *  - per GPU: the running compute kernels (`Run`: work left, rate, completion event), the SMs
+ *    held by communication kernels, and its four link resources in the max-min solver.
+ *  - per hardware queue (gpu, queue): `qhead`, the first task not yet dispatched. A task is
+ *    dispatched (started) when it is its queue's head and waits == 0. Dispatching advances the
+ *    head, so the next task of the queue may start while the first is still running.
+ *  - dependents in CSR form (dep_off/dep_list): ending a task decrements its dependents' waits.
+ *  - transfers (`Xfer`): one per COMM task and one per P2P leg, shared by the two ends of the
+ *    leg. Each active transfer is one max-min flow; its bytes left, rate and completion event
+ *    live here. flow_xfer maps the solver's flow ids back to transfers.
+ *
+ * Event flow: handlers (task done, latency elapsed, transfer done) only change state and mark
+ * what needs attention; a single "settle" event scheduled at the current time then (1) starts
+ * every dispatchable task in task-id order (a min-heap worklist), (2) recomputes the compute
+ * rates of the GPUs whose SM occupancy changed, (3) re-solves the max-min flows and moves the
+ * completion events of the flows whose rate changed. Ties are FIFO in the engine, so every
+ * completion already due at the current time is handled before the settle that follows it.
+ *
+ * Compute sharing: avail = sm_count - SMs held by running COMM/P2P tasks (at least 1). Running
+ * compute tasks water-fill it: each gets avail/n, a task whose sm_limit is below that gets its
+ * limit and the rest is split again among the others. A task with s SMs runs at
+ * curve(s)/curve(sm_count) (linear s/sm_count when the curve is empty), clamped to (0, 1], and
+ * exactly 1 with all SMs. Work is kept in ns-at-full-speed (work_ns + kernel_launch_ns).
+ *
+ * Rounding: a completion is scheduled at now + max(1, ceil(x - 1e-6)) for x = remaining / rate
+ * ns: the 1e-6 ns slack keeps rounding noise (e.g. 1000 / (100/132) = 1320.0000000000002) from
+ * adding a nanosecond. Latencies and delays use the same rounding without the 1 ns floor.
+ */
+#include "hw/exec.h"
+
+#include <inttypes.h>
+#include <math.h>
+
+#include "hw/maxmin.h"
+
+GQuark pn_exec_error_quark(void) { return g_quark_from_static_string("pn-exec-error-quark"); }
+
+#define PN_EXEC_CEIL_SLACK_NS 1e-6
+
+enum { ST_WAITING = 0, ST_RUNNING = 1, ST_ENDED = 2, ST_MASK = 3, ST_QUEUED = 4 /* flag: in the worklist */ };
+enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
+
+/* Growable arrays on the hot path: pointer/count/capacity (no out-of-line GArray calls). */
+#define VEC_PUSH(ptr, n, cap, x)                                                                                       \
+  do {                                                                                                                 \
+    if ((n) == (cap)) {                                                                                                \
+      (cap) = (cap) ? 2 * (cap) : 16;                                                                                  \
+      (ptr) = g_realloc_n((ptr), (cap), sizeof *(ptr));                                                                \
+    }                                                                                                                  \
+    (ptr)[(n)++] = (x);                                                                                                \
+  } while (0)
+
+/* Per-task links, written once at setup. The fields touched when *another* task ends or starts
+ * (waits, state) live in their own dense arrays: a million tasks do not fit in cache, and those
+ * remote touches are the executor's main cost. */
+typedef struct {
+  uint32_t stream_next; /* next task of the same GPU and stream, or PN_TASK_NONE */
+  uint32_t queue_next;  /* next task of the same hardware queue, or PN_TASK_NONE */
+  uint32_t gq;          /* hardware queue index: gpu * n_queues + queue */
+  uint32_t aux[2];      /* COMPUTE: aux[0] = index in its GPU's running list; COMM: aux[0] = xfer;
+                           P2P: the xfer of each leg */
+  uint8_t legs_left;    /* P2P: legs not yet done */
+} TaskRt;
+
+/* A running compute kernel. */
+typedef struct {
+  PnTaskId task;
+  double remaining;  /* ns of work at full speed left at since_ns */
+  double rate;       /* speed relative to running alone with all SMs; 0 before the first refresh */
+  PnTimeNs since_ns; /* when `remaining` was last brought up to date */
+  PnEventId ev;      /* completion event, 0 before the first refresh */
+} Run;
+
+typedef struct {
+  double remaining; /* nominal bytes left at since_ns */
+  double rate;      /* nominal bytes per ns */
+  PnTimeNs since_ns;
+  PnEventId ev;
+  PnFlowId flow;    /* -1 when not flowing */
+  uint32_t task;    /* COMM: the task; leg: the sending task */
+  uint32_t peer;    /* leg: the receiving task; COMM: PN_TASK_NONE */
+  uint8_t send_leg; /* leg: index of this leg in the sending task's legs */
+} Xfer;
+
+typedef struct {
+  int comm_sms; /* SMs held by running COMM/P2P tasks */
+  bool dirty;   /* compute rates need a refresh */
+  Run *run;     /* running COMPUTE tasks */
+  uint32_t n_run, cap_run;
+  PnResourceId res[RES_PER_GPU];
+} GpuRt;
+
+typedef struct {
+  const PnTask *tasks;
+  const PnTaskId *deps;
+  const PnHwProfile *hw;
+  uint32_t n_tasks;
+  uint32_t n_gpus;
+  uint32_t n_queues; /* per GPU */
+  int max_connections;
+  PnEngine *eng;
+  PnMaxMin *mm;
+  TaskRt *rt;
+  uint32_t *waits; /* per task: unfinished deps + unfinished stream predecessor */
+  uint8_t *state;  /* per task: ST_* | ST_QUEUED */
+  Xfer *xf;
+  uint32_t n_xfers;
+  GpuRt *gpus;
+  uint32_t *qhead;   /* per hardware queue: first task not yet dispatched */
+  uint32_t *dep_off; /* n_tasks + 1 */
+  uint32_t *dep_list;
+  PnTaskTime *times;
+  PnTaskId *work; /* min-heap of dispatch candidates */
+  uint32_t n_work, cap_work;
+  uint32_t *dirty_gpus;
+  uint32_t n_dirty, cap_dirty;
+  uint32_t *flow_xfer; /* PnFlowId -> xfer */
+  uint32_t n_flow_xfer;
+  double *shares; /* water-filling scratch */
+  uint32_t cap_shares;
+  GArray *changed;  /* of PnFlowId */
+  double full_gemm; /* curve value with all SMs (0 when the curve is empty) */
+  double full_mem;
+  uint32_t n_ended;
+  bool settle_pending;
+  bool mm_dirty;
+} Exec;
+
+static inline int st(const Exec *ex, PnTaskId t) { return ex->state[t] & ST_MASK; }
+static inline void set_st(Exec *ex, PnTaskId t, int s) { ex->state[t] = (uint8_t)((ex->state[t] & ~ST_MASK) | s); }
+
+/* ---- helpers ---- */
+
+static inline PnTimeNs dur_ns(double x, PnTimeNs floor_ns)
+{
+  g_assert(!isnan(x));
+  double c = ceil(x - PN_EXEC_CEIL_SLACK_NS);
+  if (c > 4.0e18)
+    c = 4.0e18; /* a stalled rate: far future, the budget or the caller will notice */
+  PnTimeNs d = (PnTimeNs)c;
+  return d < floor_ns ? floor_ns : d;
+}
+
+static void settle(PnEngine *eng, void *ctx, uint64_t arg);
+static void on_task_done(PnEngine *eng, void *ctx, uint64_t arg);
+static void on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg);
+static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg);
+static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg);
+
+static void need_settle(Exec *ex)
+{
+  if (!ex->settle_pending) {
+    ex->settle_pending = true;
+    pn_engine_schedule(ex->eng, pn_engine_now(ex->eng), settle, ex, 0);
+  }
+}
+
+static void mark_gpu(Exec *ex, uint32_t gpu)
+{
+  if (!ex->gpus[gpu].dirty) {
+    ex->gpus[gpu].dirty = true;
+    VEC_PUSH(ex->dirty_gpus, ex->n_dirty, ex->cap_dirty, gpu);
+  }
+  need_settle(ex);
+}
+
+static void work_push(Exec *ex, PnTaskId t)
+{
+  if (ex->state[t] & ST_QUEUED)
+    return;
+  ex->state[t] |= ST_QUEUED;
+  if (ex->n_work == ex->cap_work) {
+    ex->cap_work = ex->cap_work ? 2 * ex->cap_work : 64;
+    ex->work     = g_renew(PnTaskId, ex->work, ex->cap_work);
+  }
+  PnTaskId *h = ex->work;
+  size_t i    = ex->n_work++;
+  while (i > 0 && h[(i - 1) / 2] > t) {
+    h[i] = h[(i - 1) / 2];
+    i    = (i - 1) / 2;
+  }
+  h[i] = t;
+  need_settle(ex);
+}
+
+static PnTaskId work_pop(Exec *ex)
+{
+  PnTaskId *h  = ex->work;
+  PnTaskId top = h[0];
+  size_t n     = --ex->n_work;
+  PnTaskId x   = h[n];
+  size_t i     = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n)
+      break;
+    if (c + 1 < n && h[c + 1] < h[c])
+      c++;
+    if (h[c] >= x)
+      break;
+    h[i] = h[c];
+    i    = c;
+  }
+  if (n > 0)
+    h[i] = x;
+  ex->state[top] &= (uint8_t)~ST_QUEUED;
+  return top;
+}
+
+/* Speed of a compute kernel given `sms` SMs, relative to all SMs. */
+static double sm_rate(const Exec *ex, uint8_t scaling, double sms)
+{
+  double n_sm = (double)ex->hw->sm_count;
+  if (sms >= n_sm)
+    return 1.0;
+  const PnCurve *c = scaling == PN_SCALE_MEMORY ? &ex->hw->mem_sm_scaling : &ex->hw->gemm_sm_scaling;
+  double full      = scaling == PN_SCALE_MEMORY ? ex->full_mem : ex->full_gemm;
+  double r         = c->n > 0 ? pn_curve_eval(c, sms, 0.0) / full : sms / n_sm;
+  if (!(r > 1e-9))
+    r = 1e-9;
+  return r > 1.0 ? 1.0 : r;
+}
+
+/* Brings a running kernel's remaining work up to now and moves its completion to the new rate. */
+static void run_set_rate(Exec *ex, Run *r, double rate)
+{
+  if (r->ev != 0 && r->rate == rate)
+    return;
+  PnTimeNs now = pn_engine_now(ex->eng);
+  r->remaining -= (double)(now - r->since_ns) * r->rate;
+  if (r->remaining < 0.0)
+    r->remaining = 0.0;
+  r->since_ns = now;
+  r->rate     = rate;
+  if (r->ev != 0)
+    pn_engine_cancel(ex->eng, r->ev);
+  r->ev = pn_engine_schedule(ex->eng, now + dur_ns(r->remaining / rate, 1), on_task_done, ex, r->task);
+}
+
+/* Water-fills the free SMs of a GPU among its running compute tasks and updates their rates. */
+static void refresh_gpu(Exec *ex, uint32_t gpu)
+{
+  GpuRt *g   = &ex->gpus[gpu];
+  g->dirty   = false;
+  uint32_t n = g->n_run;
+  if (n == 0)
+    return;
+  if (ex->cap_shares < n) {
+    ex->cap_shares = 2 * n;
+    ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
+  }
+  double *share = ex->shares;
+  double avail  = (double)ex->hw->sm_count - (double)g->comm_sms;
+  if (avail < 1.0)
+    avail = 1.0;
+  for (uint32_t i = 0; i < n; i++)
+    share[i] = -1.0; /* unfixed */
+  uint32_t n_free = n;
+  double level    = avail / (double)n_free;
+  for (;;) {
+    bool capped = false;
+    for (uint32_t i = 0; i < n; i++) {
+      double lim = (double)ex->tasks[g->run[i].task].sms;
+      if (share[i] < 0.0 && lim > 0.0 && lim < level) {
+        share[i] = lim;
+        avail -= lim;
+        n_free--;
+        capped = true;
+      }
+    }
+    if (!capped || n_free == 0)
+      break;
+    level = avail / (double)n_free;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    double s = share[i] < 0.0 ? level : share[i];
+    run_set_rate(ex, &g->run[i], sm_rate(ex, ex->tasks[g->run[i].task].scaling, s));
+  }
+}
+
+static void hold_sms(Exec *ex, PnTaskId t, int sign)
+{
+  int sms = ex->tasks[t].sms;
+  if (sms > 0) {
+    ex->gpus[ex->tasks[t].gpu].comm_sms += sign * sms;
+    mark_gpu(ex, ex->tasks[t].gpu);
+  }
+}
+
+static void end_task(Exec *ex, PnTaskId t)
+{
+  const PnTask *tk = &ex->tasks[t];
+  const TaskRt *r  = &ex->rt[t];
+  g_assert(st(ex, t) == ST_RUNNING);
+  set_st(ex, t, ST_ENDED);
+  ex->times[t].end_ns = pn_engine_now(ex->eng);
+  ex->n_ended++;
+  if (tk->kind == PN_TASK_COMPUTE) {
+    GpuRt *g                        = &ex->gpus[tk->gpu];
+    uint32_t pos                    = r->aux[0];
+    g->run[pos]                     = g->run[--g->n_run];
+    ex->rt[g->run[pos].task].aux[0] = pos; /* no-op when t was last */
+    mark_gpu(ex, tk->gpu);
+  } else if (tk->kind == PN_TASK_COMM || tk->kind == PN_TASK_P2P) {
+    hold_sms(ex, t, -1);
+  }
+  if (r->stream_next != PN_TASK_NONE && --ex->waits[r->stream_next] == 0)
+    work_push(ex, r->stream_next);
+  for (uint32_t i = ex->dep_off[t]; i < ex->dep_off[t + 1]; i++) {
+    PnTaskId d = ex->dep_list[i];
+    if (--ex->waits[d] == 0)
+      work_push(ex, d);
+  }
+  need_settle(ex);
+}
+
+static inline PnTaskId xfer_other(const Xfer *x, PnTaskId t) { return x->task == t ? x->peer : x->task; }
+
+static void start_leg(Exec *ex, uint32_t xi)
+{
+  const Xfer *x = &ex->xf[xi];
+  double lat    = fmax(ex->tasks[x->task].latency_ns, ex->tasks[x->peer].latency_ns);
+  PnTimeNs now  = pn_engine_now(ex->eng);
+  ex->xf[xi].ev = pn_engine_schedule(ex->eng, now + dur_ns(lat, 0), on_leg_ready, ex, xi);
+}
+
+static void start_task(Exec *ex, PnTaskId t)
+{
+  const PnTask *tk = &ex->tasks[t];
+  TaskRt *r        = &ex->rt[t];
+  PnTimeNs now     = pn_engine_now(ex->eng);
+  set_st(ex, t, ST_RUNNING);
+  ex->times[t].start_ns = now;
+  ex->qhead[r->gq]      = r->queue_next;
+  if (r->queue_next != PN_TASK_NONE && ex->waits[r->queue_next] == 0)
+    work_push(ex, r->queue_next);
+  switch (tk->kind) {
+  case PN_TASK_COMPUTE: {
+    GpuRt *g  = &ex->gpus[tk->gpu];
+    r->aux[0] = g->n_run;
+    Run run   = {.task = t, .remaining = tk->work_ns + ex->hw->kernel_launch_ns, .since_ns = now};
+    VEC_PUSH(g->run, g->n_run, g->cap_run, run);
+    mark_gpu(ex, tk->gpu); /* the refresh schedules its completion */
+    break;
+  }
+  case PN_TASK_DELAY:
+    pn_engine_schedule(ex->eng, now + dur_ns(tk->work_ns, 0), on_task_done, ex, t);
+    break;
+  case PN_TASK_COMM:
+    hold_sms(ex, t, +1);
+    pn_engine_schedule(ex->eng, now + dur_ns(tk->latency_ns, 0), on_comm_ready, ex, t);
+    break;
+  case PN_TASK_P2P:
+    hold_sms(ex, t, +1);
+    r->legs_left = tk->n_legs;
+    for (int k = 0; k < tk->n_legs; k++) {
+      PnTaskId other = xfer_other(&ex->xf[r->aux[k]], t);
+      g_assert(st(ex, other) != ST_ENDED);
+      if (st(ex, other) == ST_RUNNING) /* the later of the two ends starts the leg */
+        start_leg(ex, r->aux[k]);
+    }
+    break;
+  default:
+    g_assert_not_reached();
+  }
+}
+
+/* Starts the transfer of an xfer as a max-min flow (the latency has elapsed). */
+static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, const double *coef, double total,
+                     double bound)
+{
+  Xfer *x      = &ex->xf[xi];
+  PnFlowId f   = pn_maxmin_add_flow(ex->mm, n, res, coef, bound);
+  x->flow      = f;
+  x->remaining = total;
+  x->rate      = 0.0;
+  x->since_ns  = pn_engine_now(ex->eng);
+  x->ev        = 0;
+  if ((uint32_t)f >= ex->n_flow_xfer) {
+    ex->n_flow_xfer = 2 * (uint32_t)f + 16;
+    ex->flow_xfer   = g_renew(uint32_t, ex->flow_xfer, ex->n_flow_xfer);
+  }
+  ex->flow_xfer[f] = xi;
+  ex->mm_dirty     = true;
+  need_settle(ex);
+}
+
+static void leg_done(Exec *ex, uint32_t xi)
+{
+  const Xfer *x    = &ex->xf[xi];
+  PnTaskId ends[2] = {x->task, x->peer};
+  for (int i = 0; i < 2; i++)
+    if (--ex->rt[ends[i]].legs_left == 0)
+      end_task(ex, ends[i]);
+}
+
+/* ---- event handlers ---- */
+
+static void on_task_done(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex = ctx;
+  end_task(ex, (PnTaskId)arg);
+}
+
+static void on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex         = ctx;
+  PnTaskId t       = (PnTaskId)arg;
+  const PnTask *tk = &ex->tasks[t];
+  double total     = fmax(tk->nvlink_bytes, tk->nic_bytes);
+  if (!(total > 0.0)) {
+    end_task(ex, t);
+    return;
+  }
+  /* Nominal unit: a byte on the dominant resource; the other one is used in proportion. */
+  const GpuRt *g = &ex->gpus[tk->gpu];
+  PnResourceId res[4];
+  double coef[4];
+  int n = 0;
+  if (tk->nvlink_bytes > 0.0) {
+    res[n] = g->res[RES_NVL_TX], coef[n++] = tk->nvlink_bytes / total;
+    res[n] = g->res[RES_NVL_RX], coef[n++] = tk->nvlink_bytes / total;
+  }
+  if (tk->nic_bytes > 0.0) {
+    res[n] = g->res[RES_NIC_TX], coef[n++] = tk->nic_bytes / total;
+    res[n] = g->res[RES_NIC_RX], coef[n++] = tk->nic_bytes / total;
+  }
+  add_flow(ex, ex->rt[t].aux[0], n, res, coef, total, tk->max_bytes_per_ns);
+}
+
+static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex            = ctx;
+  uint32_t xi         = (uint32_t)arg;
+  Xfer *x             = &ex->xf[xi];
+  x->ev               = 0;
+  const PnTask *snd   = &ex->tasks[x->task];
+  const PnTask *rcv   = &ex->tasks[x->peer];
+  const PnP2pLeg *leg = &snd->legs[x->send_leg];
+  if (!(leg->bytes > 0.0)) {
+    leg_done(ex, xi);
+    return;
+  }
+  PnResourceId res[2] = {ex->gpus[snd->gpu].res[leg->over_nic ? RES_NIC_TX : RES_NVL_TX],
+                         ex->gpus[rcv->gpu].res[leg->over_nic ? RES_NIC_RX : RES_NVL_RX]};
+  double coef[2]      = {1.0, 1.0};
+  double b1 = snd->max_bytes_per_ns, b2 = rcv->max_bytes_per_ns;
+  double bound = b1 > 0.0 && b2 > 0.0 ? fmin(b1, b2) : (b1 > 0.0 ? b1 : b2);
+  add_flow(ex, xi, 2, res, coef, leg->bytes, bound);
+}
+
+static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex    = ctx;
+  uint32_t xi = (uint32_t)arg;
+  Xfer *x     = &ex->xf[xi];
+  pn_maxmin_remove_flow(ex->mm, x->flow);
+  x->flow      = -1;
+  x->ev        = 0;
+  ex->mm_dirty = true;
+  need_settle(ex);
+  if (x->peer == PN_TASK_NONE)
+    end_task(ex, x->task);
+  else
+    leg_done(ex, xi);
+}
+
+static void settle(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex = ctx;
+  /* settle_pending stays true while settling: whatever the steps below mark is handled below. */
+  /* 1. Dispatch, in task-id order. Starting a task may expose the next one of its queue. */
+  while (ex->n_work > 0) {
+    PnTaskId t = work_pop(ex);
+    if (st(ex, t) == ST_WAITING && ex->waits[t] == 0 && ex->qhead[ex->rt[t].gq] == t)
+      start_task(ex, t);
+  }
+  /* 2. Compute rates of the GPUs whose running set or held SMs changed. */
+  for (uint32_t i = 0; i < ex->n_dirty; i++)
+    refresh_gpu(ex, ex->dirty_gpus[i]);
+  ex->n_dirty = 0;
+  /* 3. Link sharing. */
+  if (ex->mm_dirty) {
+    ex->mm_dirty = false;
+    pn_maxmin_solve(ex->mm, ex->changed);
+    PnTimeNs now = pn_engine_now(eng);
+    for (guint i = 0; i < ex->changed->len; i++) {
+      PnFlowId f  = g_array_index(ex->changed, PnFlowId, i);
+      uint32_t xi = ex->flow_xfer[f];
+      Xfer *x     = &ex->xf[xi];
+      x->remaining -= (double)(now - x->since_ns) * x->rate;
+      if (x->remaining < 0.0)
+        x->remaining = 0.0;
+      x->since_ns = now;
+      x->rate     = pn_maxmin_flow_rate(ex->mm, f);
+      if (x->ev != 0)
+        pn_engine_cancel(eng, x->ev);
+      x->ev = 0;
+      if (x->rate > 0.0)
+        x->ev = pn_engine_schedule(eng, now + dur_ns(x->remaining / x->rate, 1), on_xfer_done, ex, xi);
+    }
+  }
+  /* Nothing above leaves work for this instant: starts and rate changes only schedule events. */
+  g_assert(ex->n_work == 0 && ex->n_dirty == 0 && !ex->mm_dirty);
+  ex->settle_pending = false;
+}
+
+/* ---- validation ---- */
+
+static bool finite_nonneg(double x) { return isfinite(x) && x >= 0.0; }
+
+/* Index in the peer's legs of the leg matching t's leg k (the o-th leg of t to that peer in the
+ * same direction matches the o-th leg of the peer to t in the opposite direction), or -1. */
+static int leg_mate(const PnTask *tasks, PnTaskId t, int k)
+{
+  const PnTask *tk  = &tasks[t];
+  const PnP2pLeg *l = &tk->legs[k];
+  int ord           = 0;
+  for (int j = 0; j < k; j++)
+    if (tk->legs[j].peer == l->peer && tk->legs[j].is_send == l->is_send)
+      ord++;
+  const PnTask *p = &tasks[l->peer];
+  for (int j = 0; j < p->n_legs; j++)
+    if (p->legs[j].peer == t && p->legs[j].is_send != l->is_send && ord-- == 0)
+      return j;
+  return -1;
+}
+
+#define TASK_FMT "task %u '%s' (gpu %u, stream %u)"
+#define TASK_ARGS(id, tk) (id), (tk)->label ? (tk)->label : "", (tk)->gpu, (unsigned)(tk)->stream
+
+static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, GError **error)
+{
+#define INVALID(...)                                                                                                   \
+  do {                                                                                                                 \
+    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID, __VA_ARGS__);                                             \
+    return FALSE;                                                                                                      \
+  } while (0)
+  if (opt->max_connections < 1 || opt->max_connections > 32)
+    INVALID("max_connections (CUDA_DEVICE_MAX_CONNECTIONS) must be in 1..32, got %d", opt->max_connections);
+  if (hw->sm_count < 1)
+    INVALID("hardware profile '%s': sm_count must be >= 1, got %d", hw->name, hw->sm_count);
+  if (!finite_nonneg(hw->kernel_launch_ns))
+    INVALID("hardware profile '%s': kernel_launch_ns must be finite and >= 0", hw->name);
+  const PnCurve *curves[2] = {&hw->gemm_sm_scaling, &hw->mem_sm_scaling};
+  for (int c = 0; c < 2; c++)
+    for (int i = 0; i < curves[c]->n; i++)
+      if (!(curves[c]->y[i] > 0.0) || !isfinite(curves[c]->y[i]) || !isfinite(curves[c]->x[i]))
+        INVALID("hardware profile '%s': %s point %d must be finite with y > 0", hw->name,
+                c == 0 ? "gemm_sm_scaling" : "mem_sm_scaling", i);
+  uint32_t n = g->tasks->len;
+  if (n > 0 && g->n_gpus == 0)
+    INVALID("graph has %u tasks but no GPU", n);
+  const PnTask *tasks  = (const PnTask *)(const void *)g->tasks->data;
+  const PnTaskId *deps = (const PnTaskId *)(const void *)g->deps->data;
+  for (PnTaskId t = 0; t < n; t++) {
+    const PnTask *tk = &tasks[t];
+    if (tk->gpu >= g->n_gpus)
+      INVALID(TASK_FMT ": gpu out of range (%u GPUs)", TASK_ARGS(t, tk), g->n_gpus);
+    if (tk->stream >= PN_STREAM_N)
+      INVALID(TASK_FMT ": stream out of range (%d streams)", TASK_ARGS(t, tk), PN_STREAM_N);
+    if (tk->kind > PN_TASK_DELAY)
+      INVALID(TASK_FMT ": unknown kind %u", TASK_ARGS(t, tk), (unsigned)tk->kind);
+    if ((uint64_t)tk->dep_first + tk->dep_count > g->deps->len)
+      INVALID(TASK_FMT ": dependency range outside the graph's dependency array", TASK_ARGS(t, tk));
+    for (uint32_t i = 0; i < tk->dep_count; i++)
+      if (deps[tk->dep_first + i] >= t)
+        INVALID(TASK_FMT ": depends on task %u, which is not an earlier task", TASK_ARGS(t, tk),
+                deps[tk->dep_first + i]);
+    if (tk->sms < 0)
+      INVALID(TASK_FMT ": sms must be >= 0, got %d", TASK_ARGS(t, tk), tk->sms);
+    if (!finite_nonneg(tk->work_ns) || !finite_nonneg(tk->latency_ns) || !finite_nonneg(tk->nvlink_bytes) ||
+        !finite_nonneg(tk->nic_bytes) || !finite_nonneg(tk->max_bytes_per_ns))
+      INVALID(TASK_FMT ": work_ns, latency_ns, nvlink_bytes, nic_bytes and max_bytes_per_ns must be finite and >= 0",
+              TASK_ARGS(t, tk));
+    if (tk->kind == PN_TASK_COMPUTE && tk->scaling > PN_SCALE_MEMORY)
+      INVALID(TASK_FMT ": unknown SM scaling %u", TASK_ARGS(t, tk), (unsigned)tk->scaling);
+    if (tk->kind == PN_TASK_COMM) {
+      if (tk->nvlink_bytes > 0.0 && !(hw->nvlink_bytes_per_ns > 0.0 && isfinite(hw->nvlink_bytes_per_ns)))
+        INVALID(TASK_FMT ": moves NVLink bytes but profile '%s' has no NVLink bandwidth", TASK_ARGS(t, tk), hw->name);
+      if (tk->nic_bytes > 0.0 && !(hw->nic_bytes_per_ns > 0.0 && isfinite(hw->nic_bytes_per_ns)))
+        INVALID(TASK_FMT ": moves NIC bytes but profile '%s' has no NIC bandwidth", TASK_ARGS(t, tk), hw->name);
+    }
+    if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > 2))
+      INVALID(TASK_FMT ": a P2P task needs 1 or 2 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
+              (unsigned)tk->n_legs);
+  }
+  for (PnTaskId t = 0; t < n; t++) {
+    const PnTask *tk = &tasks[t];
+    if (tk->kind != PN_TASK_P2P)
+      continue;
+    for (int k = 0; k < tk->n_legs; k++) {
+      const PnP2pLeg *l = &tk->legs[k];
+      if (l->peer >= n || l->peer == t || tasks[l->peer].kind != PN_TASK_P2P)
+        INVALID(TASK_FMT ": leg %d's peer %u is not another P2P task", TASK_ARGS(t, tk), k, l->peer);
+      int j = leg_mate(tasks, t, k);
+      if (j < 0)
+        INVALID(TASK_FMT ": leg %d (%s task %u) has no matching %s leg on the peer", TASK_ARGS(t, tk), k,
+                l->is_send ? "send to" : "recv from", l->peer, l->is_send ? "recv" : "send");
+      const PnP2pLeg *m = &tasks[l->peer].legs[j];
+      if (!finite_nonneg(l->bytes) || m->bytes != l->bytes || m->over_nic != l->over_nic)
+        INVALID(TASK_FMT ": leg %d disagrees with its peer task %u on bytes or over_nic (or bytes invalid)",
+                TASK_ARGS(t, tk), k, l->peer);
+      double bw = l->over_nic ? hw->nic_bytes_per_ns : hw->nvlink_bytes_per_ns;
+      if (l->bytes > 0.0 && !(bw > 0.0 && isfinite(bw)))
+        INVALID(TASK_FMT ": leg %d needs %s bandwidth, which profile '%s' lacks", TASK_ARGS(t, tk), k,
+                l->over_nic ? "NIC" : "NVLink", hw->name);
+    }
+  }
+  return TRUE;
+#undef INVALID
+}
+
+/* ---- setup / teardown ---- */
+
+static void exec_free(Exec *ex)
+{
+  if (ex->gpus)
+    for (uint32_t i = 0; i < ex->n_gpus; i++)
+      g_free(ex->gpus[i].run);
+  g_free(ex->gpus);
+  g_free(ex->rt);
+  g_free(ex->waits);
+  g_free(ex->state);
+  g_free(ex->xf);
+  g_free(ex->qhead);
+  g_free(ex->dep_off);
+  g_free(ex->dep_list);
+  g_free(ex->work);
+  g_free(ex->dirty_gpus);
+  g_free(ex->flow_xfer);
+  g_free(ex->shares);
+  if (ex->changed)
+    g_array_free(ex->changed, TRUE);
+  pn_maxmin_free(ex->mm);
+  pn_engine_free(ex->eng);
+}
+
+static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnTaskTime *times)
+{
+  uint32_t n          = g->tasks->len;
+  ex->tasks           = (const PnTask *)(const void *)g->tasks->data;
+  ex->deps            = (const PnTaskId *)(const void *)g->deps->data;
+  ex->hw              = hw;
+  ex->n_tasks         = n;
+  ex->n_gpus          = g->n_gpus;
+  ex->max_connections = opt->max_connections;
+  ex->n_queues        = (uint32_t)MIN(opt->max_connections, PN_STREAM_N);
+  ex->times           = times;
+  ex->eng             = pn_engine_new(PN_QUEUE_HEAP);
+  ex->mm              = pn_maxmin_new();
+  ex->rt              = g_new(TaskRt, n ? n : 1);
+  ex->waits           = g_new(uint32_t, n ? n : 1);
+  ex->state           = g_new0(uint8_t, n ? n : 1);
+  ex->gpus            = g_new0(GpuRt, ex->n_gpus ? ex->n_gpus : 1);
+  ex->changed         = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
+  ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
+  ex->full_mem        = pn_curve_eval(&hw->mem_sm_scaling, (double)hw->sm_count, 0.0);
+
+  for (uint32_t i = 0; i < ex->n_gpus; i++) {
+    GpuRt *gp  = &ex->gpus[i];
+    double nvl = hw->nvlink_bytes_per_ns, nic = hw->nic_bytes_per_ns;
+    /* A missing link gets no resource; validation made sure no transfer needs it. */
+    gp->res[RES_NVL_TX] = nvl > 0.0 ? pn_maxmin_add_resource(ex->mm, nvl) : -1;
+    gp->res[RES_NVL_RX] = nvl > 0.0 ? pn_maxmin_add_resource(ex->mm, nvl) : -1;
+    gp->res[RES_NIC_TX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
+    gp->res[RES_NIC_RX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
+  }
+
+  /* Stream and hardware-queue successors, in issue order (task id order within a GPU). */
+  size_t n_sq      = (size_t)ex->n_gpus * PN_STREAM_N;
+  size_t n_gq      = (size_t)ex->n_gpus * ex->n_queues;
+  uint32_t *s_last = g_new(uint32_t, n_sq ? n_sq : 1);
+  uint32_t *q_last = g_new(uint32_t, n_gq ? n_gq : 1);
+  ex->qhead        = g_new(uint32_t, n_gq ? n_gq : 1);
+  for (size_t i = 0; i < n_sq; i++)
+    s_last[i] = PN_TASK_NONE;
+  for (size_t i = 0; i < n_gq; i++)
+    q_last[i] = ex->qhead[i] = PN_TASK_NONE;
+  for (PnTaskId t = 0; t < n; t++) {
+    const PnTask *tk = &ex->tasks[t];
+    TaskRt *r        = &ex->rt[t];
+    *r               = (TaskRt){.stream_next = PN_TASK_NONE, .queue_next = PN_TASK_NONE};
+    ex->waits[t]     = tk->dep_count;
+    size_t sq        = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
+    if (s_last[sq] != PN_TASK_NONE) {
+      ex->rt[s_last[sq]].stream_next = t;
+      ex->waits[t]++;
+    }
+    s_last[sq] = t;
+    uint32_t q = ex->max_connections == 1 ? 0 : (uint32_t)(tk->stream % ex->max_connections);
+    r->gq      = tk->gpu * ex->n_queues + q;
+    if (q_last[r->gq] != PN_TASK_NONE)
+      ex->rt[q_last[r->gq]].queue_next = t;
+    else
+      ex->qhead[r->gq] = t;
+    q_last[r->gq] = t;
+  }
+  g_free(s_last);
+  g_free(q_last);
+
+  /* Dependents, CSR. */
+  ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
+  for (PnTaskId t = 0; t < n; t++)
+    for (uint32_t i = 0; i < ex->tasks[t].dep_count; i++)
+      ex->dep_off[ex->deps[ex->tasks[t].dep_first + i] + 1]++;
+  for (uint32_t t = 0; t < n; t++)
+    ex->dep_off[t + 1] += ex->dep_off[t];
+  ex->dep_list   = g_new(uint32_t, ex->dep_off[n] ? ex->dep_off[n] : 1);
+  uint32_t *fill = g_new(uint32_t, n ? n : 1);
+  for (uint32_t t = 0; t < n; t++)
+    fill[t] = ex->dep_off[t];
+  for (PnTaskId t = 0; t < n; t++)
+    for (uint32_t i = 0; i < ex->tasks[t].dep_count; i++)
+      ex->dep_list[fill[ex->deps[ex->tasks[t].dep_first + i]]++] = t;
+  g_free(fill);
+
+  /* Transfers: one per COMM task, one per P2P leg (assigned when its lower-id end is seen). */
+  uint32_t n_x = 0;
+  for (PnTaskId t = 0; t < n; t++) {
+    const PnTask *tk = &ex->tasks[t];
+    if (tk->kind == PN_TASK_COMM)
+      n_x++;
+    else if (tk->kind == PN_TASK_P2P)
+      for (int k = 0; k < tk->n_legs; k++)
+        n_x += tk->legs[k].peer > t;
+  }
+  ex->xf      = g_new0(Xfer, n_x ? n_x : 1);
+  ex->n_xfers = n_x;
+  uint32_t xi = 0;
+  for (PnTaskId t = 0; t < n; t++) {
+    const PnTask *tk = &ex->tasks[t];
+    if (tk->kind == PN_TASK_COMM) {
+      ex->xf[xi]       = (Xfer){.flow = -1, .task = t, .peer = PN_TASK_NONE};
+      ex->rt[t].aux[0] = xi++;
+    } else if (tk->kind == PN_TASK_P2P) {
+      for (int k = 0; k < tk->n_legs; k++) {
+        const PnP2pLeg *l = &tk->legs[k];
+        if (l->peer < t)
+          continue;
+        int j = leg_mate(ex->tasks, t, k);
+        g_assert(j >= 0);
+        PnTaskId snd = l->is_send ? t : l->peer, rcv = l->is_send ? l->peer : t;
+        ex->xf[xi]       = (Xfer){.flow = -1, .task = snd, .peer = rcv, .send_leg = (uint8_t)(l->is_send ? k : j)};
+        ex->rt[t].aux[k] = xi;
+        ex->rt[l->peer].aux[j] = xi;
+        xi++;
+      }
+    }
+  }
+  g_assert(xi == n_x);
+}
+
+/* ---- failure reports ---- */
+
+static void describe_stuck(const Exec *ex, GString *why, PnTaskId t)
+{
+  const PnTask *tk = &ex->tasks[t];
+  const TaskRt *r  = &ex->rt[t];
+  if (st(ex, t) == ST_RUNNING) {
+    if (tk->kind == PN_TASK_P2P)
+      for (int k = 0; k < tk->n_legs; k++) {
+        PnTaskId o = xfer_other(&ex->xf[r->aux[k]], t);
+        if (st(ex, o) == ST_WAITING) {
+          g_string_append_printf(why, "started at %" PRId64 " ns, waiting for its peer " TASK_FMT " to start",
+                                 ex->times[t].start_ns, TASK_ARGS(o, &ex->tasks[o]));
+          return;
+        }
+      }
+    g_string_append(why, "running with no pending event");
+    return;
+  }
+  for (PnTaskId p = t; p-- > 0;)
+    if (ex->tasks[p].gpu == tk->gpu && ex->tasks[p].stream == tk->stream) {
+      if (st(ex, p) != ST_ENDED) {
+        g_string_append_printf(why, "waits for the previous task of its stream, " TASK_FMT,
+                               TASK_ARGS(p, &ex->tasks[p]));
+        return;
+      }
+      break;
+    }
+  for (uint32_t i = 0; i < tk->dep_count; i++) {
+    PnTaskId d = ex->deps[tk->dep_first + i];
+    if (st(ex, d) != ST_ENDED) {
+      g_string_append_printf(why, "waits for dependency " TASK_FMT, TASK_ARGS(d, &ex->tasks[d]));
+      return;
+    }
+  }
+  PnTaskId h = ex->qhead[r->gq];
+  if (h != t && h != PN_TASK_NONE) {
+    g_string_append_printf(why, "queued behind " TASK_FMT " in its hardware queue (max_connections = %d)",
+                           TASK_ARGS(h, &ex->tasks[h]), ex->max_connections);
+    return;
+  }
+  g_string_append(why, "never dispatched");
+}
+
+/* ---- API ---- */
+
+gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnExecResult *out,
+                     GError **error)
+{
+  g_assert(g != NULL && hw != NULL && out != NULL);
+  PnExecOptions dflt = {.max_connections = 8, .event_budget = 0}; /* CUDA's default */
+  if (!opt)
+    opt = &dflt;
+  *out = (PnExecResult){0};
+  if (!validate(g, hw, opt, error))
+    return FALSE;
+
+  uint32_t n    = g->tasks->len;
+  GArray *times = g_array_sized_new(FALSE, FALSE, sizeof(PnTaskTime), n);
+  g_array_set_size(times, n);
+  PnTaskTime *tt = (PnTaskTime *)(void *)times->data;
+  for (uint32_t i = 0; i < n; i++)
+    tt[i] = (PnTaskTime){-1, -1};
+
+  Exec ex = {0};
+  exec_setup(&ex, g, hw, opt, tt);
+  for (size_t q = 0; q < (size_t)ex.n_gpus * ex.n_queues; q++)
+    if (ex.qhead[q] != PN_TASK_NONE && ex.waits[ex.qhead[q]] == 0)
+      work_push(&ex, ex.qhead[q]);
+
+  uint64_t budget     = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
+  g_autoptr(GError) e = NULL;
+  gboolean ok         = pn_engine_run(ex.eng, budget, &e);
+  if (!ok) {
+    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_BUDGET,
+                "execution stopped at t=%" PRId64 " ns with %u of %u tasks ended: %s (raise event_budget if the "
+                "graph is just large)",
+                pn_engine_now(ex.eng), ex.n_ended, n, e->message);
+  } else if (ex.n_ended < n) {
+    PnTaskId t = 0;
+    while (st(&ex, t) == ST_ENDED)
+      t++;
+    const PnTask *tk       = &ex.tasks[t];
+    g_autoptr(GString) why = g_string_new(NULL);
+    describe_stuck(&ex, why, t);
+    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_DEADLOCK,
+                "deadlock at t=%" PRId64 " ns: %u of %u tasks never ended; first stuck: " TASK_FMT
+                ", microbatch %d: %s",
+                pn_engine_now(ex.eng), n - ex.n_ended, n, TASK_ARGS(t, tk), tk->microbatch, why->str);
+    ok = FALSE;
+  }
+  if (ok) {
+    PnTimeNs mk = 0;
+    for (uint32_t i = 0; i < n; i++)
+      mk = MAX(mk, tt[i].end_ns);
+    out->times       = times;
+    out->makespan_ns = mk;
+    out->events      = pn_engine_events_fired(ex.eng);
+  } else {
+    g_array_free(times, TRUE);
+  }
+  exec_free(&ex);
+  return ok;
+}
+
+void pn_exec_result_clear(PnExecResult *r)
+{
+  if (!r)
+    return;
+  if (r->times)
+    g_array_free(r->times, TRUE);
+  *r = (PnExecResult){0};
+}

@@ -1,0 +1,502 @@
+/* maxmin.c — progressive filling over the connected components that changed (maxmin.h).
+ *
+ * Data: each flow owns an array of elements {resource, coefficient, position}; each resource
+ * keeps an array of references to the elements that use it (flow, element index), and each
+ * element remembers its position there, so removing a flow is O(its resources).
+ *
+ * Incremental solve: adding or removing a flow marks its resources dirty. pn_maxmin_solve()
+ * gathers, by BFS over the flow–resource incidence, every resource and flow connected to a
+ * dirty one, and runs progressive filling on that set only. Flows outside it share no resource
+ * with anything that changed, so their max-min rates are unchanged: the result is the exact
+ * max-min solution of the whole system.
+ *
+ * Progressive filling uses a lazy min-heap of levels: resources keyed by
+ * L_r = remaining_r / sum of a_{f,r} over unfixed flows (re-pushed with a new version when that
+ * changes; stale entries are skipped) and bounded flows keyed by their bound. Fixing flows can
+ * only raise the level of the other resources, so popping the minimum is exactly "take the
+ * smallest level". Cost per solve: O(E log E) for the E flow–resource elements of the component.
+ *
+ * Numerical safety: remaining capacities are clamped at 0; a resource's coefficient sum is
+ * recomputed exactly when cancellation has eaten most of it; levels and rates are never negative
+ * or NaN. A rate within a relative 1e-12 of the previous one is kept unchanged and not reported,
+ * so callers do not move completion events for rounding noise.
+ */
+#include "hw/maxmin.h"
+
+#include <math.h>
+
+/* Growable arrays on the hot path: plain pointer/count/capacity triples (GArray's out-of-line
+ * calls cost more than the solver's work on small components). */
+#define VEC_PUSH(ptr, n, cap, x)                                                                                       \
+  do {                                                                                                                 \
+    if ((n) == (cap)) {                                                                                                \
+      (cap) = (cap) ? 2 * (cap) : 8;                                                                                   \
+      (ptr) = g_realloc_n((ptr), (cap), sizeof *(ptr));                                                                \
+    }                                                                                                                  \
+    (ptr)[(n)++] = (x);                                                                                                \
+  } while (0)
+
+#define PN_MAXMIN_REL_TOL 1e-12
+/* Below this fraction of its initial value, a coefficient sum is recomputed from scratch. */
+#define PN_MAXMIN_SUM_RESYNC 1e-9
+
+typedef struct {
+  PnResourceId r;
+  double a;     /* usage coefficient a_{f,r} > 0 */
+  uint32_t pos; /* index of this element's reference in the resource's `users` */
+} Elem;
+
+typedef struct {
+  PnFlowId f;
+  int32_t k; /* element index within the flow */
+} ElemRef;
+
+typedef struct {
+  double capacity;
+  double usage;
+  ElemRef *users; /* the flows using this resource */
+  uint32_t n_users, cap_users;
+  /* solve scratch */
+  double rem;
+  double sum_a;
+  double sum_a0;
+  int32_t n_unfixed;
+  uint32_t version;
+  uint32_t mark; /* == PnMaxMin.epoch when in the current component */
+  bool dirty;
+  bool touched;
+} Res;
+
+typedef struct {
+  Elem *elems;
+  int n;
+  int cap;
+  double bound; /* <= 0: none */
+  double rate;
+  double level; /* solve scratch: the rate progressive filling gives */
+  uint32_t mark;
+  bool active;
+  bool fresh; /* added since the last solve: always reported as changed */
+  bool fixed;
+} Flow;
+
+typedef struct {
+  double level;
+  int32_t id;       /* resource or flow */
+  uint32_t version; /* resources: must match Res.version; flows: unused */
+  bool is_flow;
+} HeapEntry;
+
+struct PnMaxMin {
+  GArray *res;   /* of Res */
+  GArray *flows; /* of Flow */
+  PnFlowId *free_flows;
+  uint32_t n_free, cap_free;
+  int n_active;
+  uint32_t epoch;
+  PnResourceId *dirty_res;
+  uint32_t n_dirty_res, cap_dirty_res;
+  PnFlowId *dirty_flows; /* added since the last solve */
+  uint32_t n_dirty_flows, cap_dirty_flows;
+  /* solve scratch, kept between calls so a solve allocates nothing once grown */
+  PnResourceId *comp_res;
+  uint32_t n_comp_res, cap_comp_res;
+  PnFlowId *comp_flows;
+  uint32_t n_comp_flows, cap_comp_flows;
+  PnResourceId *touched;
+  uint32_t n_touched, cap_touched;
+  HeapEntry *heap;
+  uint32_t n_heap, cap_heap;
+};
+
+static inline Res *res_at(const PnMaxMin *mm, PnResourceId r) { return &g_array_index(mm->res, Res, r); }
+static inline Flow *flow_at(const PnMaxMin *mm, PnFlowId f) { return &g_array_index(mm->flows, Flow, f); }
+
+PnMaxMin *pn_maxmin_new(void)
+{
+  PnMaxMin *mm = g_new0(PnMaxMin, 1);
+  mm->res      = g_array_new(FALSE, TRUE, sizeof(Res));
+  mm->flows    = g_array_new(FALSE, TRUE, sizeof(Flow));
+  return mm;
+}
+
+void pn_maxmin_free(PnMaxMin *mm)
+{
+  if (!mm)
+    return;
+  for (guint i = 0; i < mm->res->len; i++)
+    g_free(res_at(mm, (PnResourceId)i)->users);
+  for (guint i = 0; i < mm->flows->len; i++)
+    g_free(flow_at(mm, (PnFlowId)i)->elems);
+  g_array_free(mm->res, TRUE);
+  g_array_free(mm->flows, TRUE);
+  g_free(mm->free_flows);
+  g_free(mm->dirty_res);
+  g_free(mm->dirty_flows);
+  g_free(mm->comp_res);
+  g_free(mm->comp_flows);
+  g_free(mm->touched);
+  g_free(mm->heap);
+  g_free(mm);
+}
+
+PnResourceId pn_maxmin_add_resource(PnMaxMin *mm, double capacity)
+{
+  g_assert(capacity > 0.0 && isfinite(capacity));
+  g_assert(mm->res->len < INT32_MAX);
+  Res r = {.capacity = capacity};
+  g_array_append_val(mm->res, r);
+  return (PnResourceId)(mm->res->len - 1);
+}
+
+double pn_maxmin_resource_capacity(const PnMaxMin *mm, PnResourceId r)
+{
+  g_assert(r >= 0 && (guint)r < mm->res->len);
+  return res_at(mm, r)->capacity;
+}
+
+double pn_maxmin_resource_usage(const PnMaxMin *mm, PnResourceId r)
+{
+  g_assert(r >= 0 && (guint)r < mm->res->len);
+  return res_at(mm, r)->usage;
+}
+
+static void mark_dirty(PnMaxMin *mm, PnResourceId r)
+{
+  Res *res = res_at(mm, r);
+  if (!res->dirty) {
+    res->dirty = true;
+    VEC_PUSH(mm->dirty_res, mm->n_dirty_res, mm->cap_dirty_res, r);
+  }
+}
+
+PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound)
+{
+  g_assert(n >= 0 && (n == 0 || (res != NULL && coef != NULL)));
+  g_assert(!isnan(bound));
+  g_assert(n > 0 || bound > 0.0); /* a flow using nothing and unbounded would have an infinite rate */
+  PnFlowId f;
+  if (mm->n_free > 0) {
+    f = mm->free_flows[--mm->n_free];
+  } else {
+    g_assert(mm->flows->len < INT32_MAX);
+    g_array_set_size(mm->flows, mm->flows->len + 1); /* zero-filled */
+    f = (PnFlowId)(mm->flows->len - 1);
+  }
+  Flow *fl = flow_at(mm, f);
+  if (fl->cap < n) {
+    fl->elems = g_renew(Elem, fl->elems, n);
+    fl->cap   = n;
+  }
+  fl->n      = n;
+  fl->bound  = bound > 0.0 ? bound : 0.0;
+  fl->rate   = 0.0;
+  fl->active = true;
+  fl->fresh  = true;
+  fl->fixed  = false;
+  for (int k = 0; k < n; k++) {
+    g_assert(res[k] >= 0 && (guint)res[k] < mm->res->len);
+    g_assert(coef[k] > 0.0 && isfinite(coef[k]));
+    Res *r       = res_at(mm, res[k]);
+    ElemRef ref  = {.f = f, .k = k};
+    fl->elems[k] = (Elem){.r = res[k], .a = coef[k], .pos = r->n_users};
+    VEC_PUSH(r->users, r->n_users, r->cap_users, ref);
+    mark_dirty(mm, res[k]);
+  }
+  VEC_PUSH(mm->dirty_flows, mm->n_dirty_flows, mm->cap_dirty_flows, f);
+  mm->n_active++;
+  return f;
+}
+
+void pn_maxmin_remove_flow(PnMaxMin *mm, PnFlowId f)
+{
+  g_assert(f >= 0 && (guint)f < mm->flows->len);
+  Flow *fl = flow_at(mm, f);
+  g_assert(fl->active);
+  for (int k = 0; k < fl->n; k++) {
+    Elem *e = &fl->elems[k];
+    Res *r  = res_at(mm, e->r);
+    /* Swap-remove our reference; fix the position of the one moved into its place. */
+    uint32_t last = --r->n_users;
+    if (e->pos != last) {
+      ElemRef moved                            = r->users[last];
+      r->users[e->pos]                         = moved;
+      flow_at(mm, moved.f)->elems[moved.k].pos = e->pos;
+    }
+    mark_dirty(mm, e->r);
+  }
+  fl->active = false;
+  fl->fresh  = false;
+  fl->rate   = 0.0;
+  fl->n      = 0;
+  VEC_PUSH(mm->free_flows, mm->n_free, mm->cap_free, f);
+  mm->n_active--;
+}
+
+double pn_maxmin_flow_rate(const PnMaxMin *mm, PnFlowId f)
+{
+  g_assert(f >= 0 && (guint)f < mm->flows->len && flow_at(mm, f)->active);
+  return flow_at(mm, f)->rate;
+}
+
+int pn_maxmin_active_flows(const PnMaxMin *mm) { return mm->n_active; }
+
+/* ---- solve ---- */
+
+static inline bool entry_less(const HeapEntry *a, const HeapEntry *b)
+{
+  if (a->level != b->level)
+    return a->level < b->level;
+  if (a->is_flow != b->is_flow)
+    return a->is_flow; /* a bound equal to a resource level: fix the bounded flow first */
+  return a->id < b->id;
+}
+
+static void heap_push(PnMaxMin *mm, HeapEntry e)
+{
+  if (mm->n_heap == mm->cap_heap) {
+    mm->cap_heap = mm->cap_heap ? 2 * mm->cap_heap : 16;
+    mm->heap     = g_renew(HeapEntry, mm->heap, mm->cap_heap);
+  }
+  HeapEntry *h = mm->heap;
+  size_t i     = mm->n_heap++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (!entry_less(&e, &h[p]))
+      break;
+    h[i] = h[p];
+    i    = p;
+  }
+  h[i] = e;
+}
+
+static HeapEntry heap_pop(PnMaxMin *mm)
+{
+  HeapEntry *h  = mm->heap;
+  HeapEntry top = h[0];
+  size_t n      = --mm->n_heap;
+  HeapEntry e   = h[n];
+  size_t i      = 0;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n)
+      break;
+    if (c + 1 < n && entry_less(&h[c + 1], &h[c]))
+      c++;
+    if (!entry_less(&h[c], &e))
+      break;
+    h[i] = h[c];
+    i    = c;
+  }
+  h[i] = e;
+  return top;
+}
+
+static inline double res_level(const Res *r)
+{
+  double rem = r->rem > 0.0 ? r->rem : 0.0;
+  return r->sum_a > 0.0 ? rem / r->sum_a : 0.0;
+}
+
+static void push_res(PnMaxMin *mm, PnResourceId id)
+{
+  Res *r = res_at(mm, id);
+  r->version++;
+  HeapEntry e = {.level = res_level(r), .id = id, .version = r->version, .is_flow = false};
+  heap_push(mm, e);
+}
+
+/* Exact coefficient sum over the unfixed flows of r, used when subtraction lost precision. */
+static double resync_sum(const PnMaxMin *mm, const Res *r)
+{
+  double s = 0.0;
+  for (uint32_t i = 0; i < r->n_users; i++) {
+    ElemRef ref    = r->users[i];
+    const Flow *fl = flow_at(mm, ref.f);
+    if (!fl->fixed)
+      s += fl->elems[ref.k].a;
+  }
+  return s;
+}
+
+/* Fixes flow f at rate x and charges its resources; they go on the `touched` list. */
+static void fix_flow(PnMaxMin *mm, PnFlowId f, double x)
+{
+  Flow *fl  = flow_at(mm, f);
+  fl->fixed = true;
+  fl->level = x;
+  for (int k = 0; k < fl->n; k++) {
+    Elem *e = &fl->elems[k];
+    Res *r  = res_at(mm, e->r);
+    r->rem -= e->a * x;
+    if (r->rem < 0.0)
+      r->rem = 0.0;
+    r->sum_a -= e->a;
+    r->n_unfixed--;
+    if (!r->touched) {
+      r->touched = true;
+      VEC_PUSH(mm->touched, mm->n_touched, mm->cap_touched, e->r);
+    }
+  }
+}
+
+/* Re-keys every resource touched since the last call whose level may have changed. */
+static void flush_touched(PnMaxMin *mm)
+{
+  for (uint32_t i = 0; i < mm->n_touched; i++) {
+    PnResourceId id = mm->touched[i];
+    Res *r          = res_at(mm, id);
+    r->touched      = false;
+    if (r->n_unfixed <= 0) {
+      r->sum_a = 0.0;
+      continue;
+    }
+    if (!(r->sum_a > PN_MAXMIN_SUM_RESYNC * r->sum_a0))
+      r->sum_a = resync_sum(mm, r);
+    push_res(mm, id);
+  }
+  mm->n_touched = 0;
+}
+
+/* Collects the component(s) reachable from the dirty resources and new flows. */
+static void gather_component(PnMaxMin *mm)
+{
+  uint32_t ep = ++mm->epoch;
+  if (ep == 0) { /* wrapped: clear every mark once so old marks cannot alias */
+    for (guint i = 0; i < mm->res->len; i++)
+      res_at(mm, (PnResourceId)i)->mark = 0;
+    for (guint i = 0; i < mm->flows->len; i++)
+      flow_at(mm, (PnFlowId)i)->mark = 0;
+    ep = mm->epoch = 1;
+  }
+  mm->n_comp_res = mm->n_comp_flows = 0;
+  for (uint32_t i = 0; i < mm->n_dirty_res; i++) {
+    PnResourceId r = mm->dirty_res[i];
+    Res *res       = res_at(mm, r);
+    res->dirty     = false;
+    if (res->mark != ep) {
+      res->mark = ep;
+      VEC_PUSH(mm->comp_res, mm->n_comp_res, mm->cap_comp_res, r);
+    }
+  }
+  for (uint32_t i = 0; i < mm->n_dirty_flows; i++) {
+    PnFlowId f = mm->dirty_flows[i];
+    Flow *fl   = flow_at(mm, f);
+    if (fl->active && fl->mark != ep) {
+      fl->mark = ep;
+      VEC_PUSH(mm->comp_flows, mm->n_comp_flows, mm->cap_comp_flows, f);
+    }
+  }
+  mm->n_dirty_res = mm->n_dirty_flows = 0;
+
+  uint32_t ri = 0, fi = 0;
+  while (ri < mm->n_comp_res || fi < mm->n_comp_flows) {
+    for (; ri < mm->n_comp_res; ri++) {
+      Res *res = res_at(mm, mm->comp_res[ri]);
+      for (uint32_t j = 0; j < res->n_users; j++) {
+        PnFlowId f = res->users[j].f;
+        Flow *fl   = flow_at(mm, f);
+        if (fl->mark != ep) {
+          fl->mark = ep;
+          VEC_PUSH(mm->comp_flows, mm->n_comp_flows, mm->cap_comp_flows, f);
+        }
+      }
+    }
+    for (; fi < mm->n_comp_flows; fi++) {
+      Flow *fl = flow_at(mm, mm->comp_flows[fi]);
+      for (int k = 0; k < fl->n; k++) {
+        PnResourceId r = fl->elems[k].r;
+        Res *res       = res_at(mm, r);
+        if (res->mark != ep) {
+          res->mark = ep;
+          VEC_PUSH(mm->comp_res, mm->n_comp_res, mm->cap_comp_res, r);
+        }
+      }
+    }
+  }
+}
+
+void pn_maxmin_solve(PnMaxMin *mm, GArray *changed)
+{
+  if (changed) {
+    g_assert(g_array_get_element_size(changed) == sizeof(PnFlowId));
+    g_array_set_size(changed, 0);
+  }
+  if (mm->n_dirty_res == 0 && mm->n_dirty_flows == 0)
+    return;
+  gather_component(mm);
+
+  /* Progressive filling on the component. */
+  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
+    Res *r       = res_at(mm, mm->comp_res[i]);
+    r->rem       = r->capacity;
+    r->sum_a     = 0.0;
+    r->n_unfixed = 0;
+  }
+  mm->n_heap = 0;
+  for (uint32_t i = 0; i < mm->n_comp_flows; i++) {
+    PnFlowId f = mm->comp_flows[i];
+    Flow *fl   = flow_at(mm, f);
+    fl->fixed  = false;
+    fl->level  = 0.0;
+    for (int k = 0; k < fl->n; k++) {
+      Res *r = res_at(mm, fl->elems[k].r);
+      r->sum_a += fl->elems[k].a;
+      r->n_unfixed++;
+    }
+    if (fl->bound > 0.0)
+      heap_push(mm, (HeapEntry){.level = fl->bound, .id = f, .is_flow = true});
+  }
+  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
+    PnResourceId id = mm->comp_res[i];
+    Res *r          = res_at(mm, id);
+    r->sum_a0       = r->sum_a;
+    if (r->n_unfixed > 0)
+      push_res(mm, id);
+  }
+  while (mm->n_heap > 0) {
+    HeapEntry e = heap_pop(mm);
+    if (e.is_flow) {
+      if (!flow_at(mm, e.id)->fixed)
+        fix_flow(mm, e.id, e.level);
+    } else {
+      Res *r = res_at(mm, e.id);
+      if (e.version != r->version || r->n_unfixed <= 0)
+        continue; /* stale: the level moved since this entry was pushed */
+      /* Every unfixed flow of the bottleneck gets its level. fix_flow() may not reorder
+       * r->users (it only touches scratch fields), so the index loop is safe. */
+      for (uint32_t j = 0; j < r->n_users; j++) {
+        PnFlowId f = r->users[j].f;
+        if (!flow_at(mm, f)->fixed)
+          fix_flow(mm, f, e.level);
+      }
+    }
+    flush_touched(mm);
+  }
+
+  /* Publish rates, report the ones that moved, and recompute usages exactly. */
+  for (uint32_t i = 0; i < mm->n_comp_flows; i++) {
+    PnFlowId f = mm->comp_flows[i];
+    Flow *fl   = flow_at(mm, f);
+    g_assert(fl->fixed);
+    double x   = fl->level > 0.0 ? fl->level : 0.0; /* also maps NaN to 0 */
+    double old = fl->rate;
+    bool moved = fabs(x - old) > PN_MAXMIN_REL_TOL * fmax(fabs(x), fabs(old));
+    if (moved || fl->fresh) {
+      fl->rate = x;
+      if (changed)
+        g_array_append_val(changed, f);
+    }
+    fl->fresh = false;
+  }
+  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
+    Res *r   = res_at(mm, mm->comp_res[i]);
+    double u = 0.0;
+    for (uint32_t j = 0; j < r->n_users; j++) {
+      ElemRef ref = r->users[j];
+      Flow *fl    = flow_at(mm, ref.f);
+      u += fl->elems[ref.k].a * fl->rate;
+    }
+    r->usage = u;
+  }
+}

@@ -1,0 +1,420 @@
+/* test_core.c — the event engine. Every behaviour test is a Check loop test run once per queue
+ * implementation (_i = 0: PN_QUEUE_HEAP, _i = 1: PN_QUEUE_LIST), as ns-3 runs one test case
+ * over each scheduler; the property test compares the two on the same random operations. */
+#include <check.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+
+static const PnQueueKind kinds[] = {PN_QUEUE_HEAP, PN_QUEUE_LIST};
+
+typedef struct {
+  PnTimeNs t_ns;
+  uint64_t arg;
+} Fired;
+
+/* What callbacks record into, plus knobs for the callbacks that act on the engine. */
+typedef struct {
+  GArray *log; /* of Fired */
+  PnEventId victim;
+  int chain_left;
+  GRand *rng;
+  GArray *ids; /* of PnEventId: every id handed out (property test) */
+} Rec;
+
+static void rec_init(Rec *r)
+{
+  *r     = (Rec){0};
+  r->log = g_array_new(FALSE, FALSE, sizeof(Fired));
+  r->ids = g_array_new(FALSE, FALSE, sizeof(PnEventId));
+}
+
+static void rec_clear(Rec *r)
+{
+  g_array_free(r->log, TRUE);
+  g_array_free(r->ids, TRUE);
+  if (r->rng)
+    g_rand_free(r->rng);
+}
+
+static void record(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Rec *r  = ctx;
+  Fired f = {pn_engine_now(eng), arg};
+  g_array_append_val(r->log, f);
+}
+
+static void expect_log(const Rec *r, guint n, const PnTimeNs *t, const uint64_t *arg)
+{
+  ck_assert_uint_eq(r->log->len, n);
+  for (guint i = 0; i < n; i++) {
+    Fired f = g_array_index(r->log, Fired, i);
+    ck_assert_int_eq(f.t_ns, t[i]);
+    ck_assert_uint_eq(f.arg, arg[i]);
+  }
+}
+
+/* Events scheduled out of order fire in time order, and now() follows them. */
+START_TEST(test_order_by_time)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  pn_engine_schedule(eng, 30, record, &r, 3);
+  pn_engine_schedule(eng, 10, record, &r, 1);
+  pn_engine_schedule(eng, 20, record, &r, 2);
+  pn_engine_schedule(eng, 0, record, &r, 0);
+  ck_assert_uint_eq(pn_engine_pending(eng), 4);
+  ck_assert_int_eq(pn_engine_now(eng), 0);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 4, (PnTimeNs[]){0, 10, 20, 30}, (uint64_t[]){0, 1, 2, 3});
+  ck_assert_int_eq(pn_engine_now(eng), 30);
+  ck_assert_uint_eq(pn_engine_events_fired(eng), 4);
+  ck_assert_uint_eq(pn_engine_pending(eng), 0);
+  ck_assert(!pn_engine_step(eng));
+  rec_clear(&r);
+}
+END_TEST
+
+/* Equal times fire in scheduling order (FIFO), whatever was scheduled in between. */
+START_TEST(test_fifo_ties)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  for (uint64_t k = 0; k < 6; k++) {
+    pn_engine_schedule(eng, 7, record, &r, k);
+    pn_engine_schedule(eng, 9, record, &r, 100 + k);
+    pn_engine_schedule(eng, 5 - (PnTimeNs)(k % 2), record, &r, 200 + k);
+  }
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 18, (PnTimeNs[]){4, 4, 4, 5, 5, 5, 7, 7, 7, 7, 7, 7, 9, 9, 9, 9, 9, 9},
+             (uint64_t[]){201, 203, 205, 200, 202, 204, 0, 1, 2, 3, 4, 5, 100, 101, 102, 103, 104, 105});
+  rec_clear(&r);
+}
+END_TEST
+
+/* A cancelled event never fires; it still counts as pending until it reaches the head. */
+START_TEST(test_cancel_before_fire)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  pn_engine_schedule(eng, 1, record, &r, 1);
+  PnEventId b = pn_engine_schedule(eng, 2, record, &r, 2);
+  pn_engine_schedule(eng, 3, record, &r, 3);
+  ck_assert_uint_ne(b, 0);
+  pn_engine_cancel(eng, b);
+  pn_engine_cancel(eng, b); /* twice: no-op */
+  ck_assert_uint_eq(pn_engine_pending(eng), 3);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 2, (PnTimeNs[]){1, 3}, (uint64_t[]){1, 3});
+  ck_assert_uint_eq(pn_engine_events_fired(eng), 2);
+  rec_clear(&r);
+}
+END_TEST
+
+/* Cancelling a fired event (or an id never issued) changes nothing, even after its slot is reused. */
+START_TEST(test_cancel_after_fire_is_noop)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  PnEventId a = pn_engine_schedule(eng, 1, record, &r, 1);
+  ck_assert(pn_engine_step(eng));
+  PnEventId b = pn_engine_schedule(eng, 2, record, &r, 2); /* likely reuses a's storage */
+  ck_assert_uint_ne(a, b);
+  pn_engine_cancel(eng, a);
+  pn_engine_cancel(eng, 0);
+  pn_engine_cancel(eng, UINT64_MAX);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 2, (PnTimeNs[]){1, 2}, (uint64_t[]){1, 2});
+  rec_clear(&r);
+}
+END_TEST
+
+static void cancel_victim(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Rec *r = ctx;
+  record(eng, ctx, arg);
+  pn_engine_cancel(eng, r->victim);
+}
+
+/* A callback cancels a later event (it does not fire) and an event at its own time scheduled
+ * after it (it does not fire either); cancelling itself is a no-op. */
+START_TEST(test_cancel_from_callback)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  PnEventId self = pn_engine_schedule(eng, 1, cancel_victim, &r, 1);
+  r.victim       = pn_engine_schedule(eng, 5, record, &r, 5);
+  pn_engine_schedule(eng, 6, record, &r, 6);
+  ck_assert(pn_engine_step(eng));
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 2, (PnTimeNs[]){1, 6}, (uint64_t[]){1, 6});
+
+  rec_clear(&r);
+  rec_init(&r);
+  g_autoptr(PnEngine) e2 = pn_engine_new(kinds[_i]);
+  pn_engine_schedule(e2, 3, cancel_victim, &r, 1);
+  r.victim = pn_engine_schedule(e2, 3, record, &r, 2); /* same time, later seq */
+  ck_assert(pn_engine_run(e2, 0, NULL));
+  expect_log(&r, 1, (PnTimeNs[]){3}, (uint64_t[]){1});
+  (void)self;
+  rec_clear(&r);
+}
+END_TEST
+
+static void self_cancel(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Rec *r = ctx;
+  record(eng, ctx, arg);
+  pn_engine_cancel(eng, r->victim); /* victim == this very event */
+}
+
+START_TEST(test_cancel_self_in_callback)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  r.victim = pn_engine_schedule(eng, 4, self_cancel, &r, 4);
+  pn_engine_schedule(eng, 4, record, &r, 5);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 2, (PnTimeNs[]){4, 4}, (uint64_t[]){4, 5});
+  rec_clear(&r);
+}
+END_TEST
+
+static void spawn(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Rec *r = ctx;
+  record(eng, ctx, arg);
+  if (arg == 1) {
+    pn_engine_schedule(eng, pn_engine_now(eng), record, r, 10);   /* at now: after what is queued at now */
+    pn_engine_schedule(eng, pn_engine_now(eng) + 5, spawn, r, 2); /* later, spawns again */
+  } else if (arg == 2) {
+    pn_engine_schedule(eng, pn_engine_now(eng), record, r, 20);
+  }
+}
+
+/* Events scheduled from callbacks, including at the current time, fire after the events already
+ * queued at that time: t=10: [1 (spawn), 3 (queued before)] then 10 (spawned at now);
+ * t=15: 2 (spawned), then 20 (spawned at now by 2); t=30: 4. */
+START_TEST(test_schedule_from_callback)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  pn_engine_schedule(eng, 10, spawn, &r, 1);
+  pn_engine_schedule(eng, 10, record, &r, 3);
+  pn_engine_schedule(eng, 30, record, &r, 4);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 6, (PnTimeNs[]){10, 10, 10, 15, 15, 30}, (uint64_t[]){1, 3, 10, 2, 20, 4});
+  rec_clear(&r);
+}
+END_TEST
+
+static void forever(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  pn_engine_schedule(eng, pn_engine_now(eng) + 1, forever, ctx, arg + 1);
+}
+
+static void chain(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Rec *r = ctx;
+  if (--r->chain_left > 0)
+    pn_engine_schedule(eng, pn_engine_now(eng) + 2, chain, ctx, arg + 1);
+}
+
+/* A self-rescheduling event exhausts a budget of 100: error PN_ENGINE_ERROR_BUDGET after exactly
+ * 100 fired events at t = 99. A chain of exactly 10 events fits a budget of 10; a cancelled
+ * leftover does not count as work left. */
+START_TEST(test_budget)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  pn_engine_schedule(eng, 0, forever, NULL, 0);
+  g_autoptr(GError) err = NULL;
+  ck_assert(!pn_engine_run(eng, 100, &err));
+  ck_assert(g_error_matches(err, PN_ENGINE_ERROR, PN_ENGINE_ERROR_BUDGET));
+  ck_assert_ptr_nonnull(strstr(err->message, "budget"));
+  ck_assert_uint_eq(pn_engine_events_fired(eng), 100);
+  ck_assert_int_eq(pn_engine_now(eng), 99);
+
+  Rec r;
+  rec_init(&r);
+  r.chain_left           = 10;
+  g_autoptr(PnEngine) e2 = pn_engine_new(kinds[_i]);
+  pn_engine_schedule(e2, 0, chain, &r, 0);
+  PnEventId dead = pn_engine_schedule(e2, 1000, record, &r, 99);
+  pn_engine_cancel(e2, dead);
+  g_autoptr(GError) err2 = NULL;
+  ck_assert(pn_engine_run(e2, 10, &err2));
+  ck_assert_ptr_null(err2);
+  ck_assert_uint_eq(pn_engine_events_fired(e2), 10);
+  ck_assert_int_eq(pn_engine_now(e2), 18);
+  ck_assert_uint_eq(r.log->len, 0);
+  rec_clear(&r);
+}
+END_TEST
+
+/* Scheduling before now is a programming error: it aborts. */
+START_TEST(test_past_asserts)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  pn_engine_schedule(eng, 10, forever, NULL, 0);
+  pn_engine_cancel(eng, pn_engine_schedule(eng, 11, forever, NULL, 0));
+  ck_assert(pn_engine_step(eng));
+  pn_engine_schedule(eng, 9, forever, NULL, 0); /* aborts */
+}
+END_TEST
+
+/* Ids are non-zero and never repeat, even when storage is reused one event at a time. */
+START_TEST(test_ids_unique)
+{
+  g_autoptr(PnEngine) eng    = pn_engine_new(kinds[_i]);
+  g_autoptr(GHashTable) seen = g_hash_table_new(g_int64_hash, g_int64_equal);
+  GArray *ids                = g_array_new(FALSE, FALSE, sizeof(PnEventId));
+  for (int k = 0; k < 5000; k++) {
+    PnEventId id = pn_engine_schedule(eng, k, forever, NULL, 0);
+    if (k % 3 == 0)
+      pn_engine_schedule(eng, k, forever, NULL, 0);
+    g_array_append_val(ids, id);
+    if (k % 2)
+      pn_engine_cancel(eng, id);
+    (void)pn_engine_step(eng);
+  }
+  for (guint k = 0; k < ids->len; k++) {
+    PnEventId *p = &g_array_index(ids, PnEventId, k);
+    ck_assert_uint_ne(*p, 0);
+    ck_assert(!g_hash_table_contains(seen, p));
+    g_hash_table_add(seen, p);
+  }
+  g_array_free(ids, TRUE);
+}
+END_TEST
+
+/* ---- random workloads: determinism and heap-vs-list equivalence ---- */
+
+static void random_cb(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Rec *r = ctx;
+  record(eng, ctx, arg);
+  /* One event in four schedules a follow-up (sometimes at now); one in eight cancels a random id. */
+  guint32 u = g_rand_int(r->rng);
+  if (u % 4 == 0) {
+    PnEventId id = pn_engine_schedule(eng, pn_engine_now(eng) + (PnTimeNs)(u / 4 % 50), random_cb, r, arg * 7 + 1);
+    g_array_append_val(r->ids, id);
+  } else if (u % 8 == 1 && r->ids->len > 0) {
+    pn_engine_cancel(eng, g_array_index(r->ids, PnEventId, g_rand_int_range(r->rng, 0, (gint32)r->ids->len)));
+  }
+}
+
+/* Drives an engine with `n_ops` random schedule / cancel / step operations from `seed`. */
+static void random_ops(PnEngine *eng, Rec *r, guint32 seed, int n_ops)
+{
+  r->rng = g_rand_new_with_seed(seed);
+  for (int op = 0; op < n_ops; op++) {
+    guint32 u = g_rand_int_range(r->rng, 0, 100);
+    if (u < 42) {
+      PnTimeNs at  = pn_engine_now(eng) + g_rand_int_range(r->rng, 0, 1000) / (u % 3 == 0 ? 100 : 1);
+      PnEventId id = pn_engine_schedule(eng, at, random_cb, r, (uint64_t)op);
+      g_array_append_val(r->ids, id);
+    } else if (u < 58) {
+      if (r->ids->len > 0)
+        pn_engine_cancel(eng, g_array_index(r->ids, PnEventId, g_rand_int_range(r->rng, 0, (gint32)r->ids->len)));
+    } else {
+      pn_engine_step(eng);
+    }
+  }
+  ck_assert(pn_engine_run(eng, 0, NULL));
+}
+
+/* Same seed, same queue kind: the same firing sequence. */
+START_TEST(test_determinism)
+{
+  Rec a, b;
+  rec_init(&a);
+  rec_init(&b);
+  g_autoptr(PnEngine) ea = pn_engine_new(kinds[_i]);
+  g_autoptr(PnEngine) eb = pn_engine_new(kinds[_i]);
+  random_ops(ea, &a, 42, 20000);
+  random_ops(eb, &b, 42, 20000);
+  ck_assert_uint_gt(a.log->len, 1000);
+  ck_assert_uint_eq(a.log->len, b.log->len);
+  ck_assert_int_eq(memcmp(a.log->data, b.log->data, a.log->len * sizeof(Fired)), 0);
+  rec_clear(&a);
+  rec_clear(&b);
+}
+END_TEST
+
+/* Property: on 10^5 random operations (schedule, cancel of any id ever issued, step, and callbacks
+ * that schedule and cancel), the heap queue fires exactly the sequence the sorted-list reference
+ * fires, time never decreases, and both end with the same counters. */
+START_TEST(test_heap_matches_list)
+{
+  for (guint32 seed = 1; seed <= 3; seed++) {
+    Rec h, l;
+    rec_init(&h);
+    rec_init(&l);
+    g_autoptr(PnEngine) eh = pn_engine_new(PN_QUEUE_HEAP);
+    g_autoptr(PnEngine) el = pn_engine_new(PN_QUEUE_LIST);
+    random_ops(eh, &h, seed, 100000);
+    random_ops(el, &l, seed, 100000);
+    ck_assert_uint_gt(h.log->len, 30000);
+    ck_assert_uint_eq(h.log->len, l.log->len);
+    for (guint i = 0; i < h.log->len; i++) {
+      Fired x = g_array_index(h.log, Fired, i), y = g_array_index(l.log, Fired, i);
+      ck_assert_int_eq(x.t_ns, y.t_ns);
+      ck_assert_uint_eq(x.arg, y.arg);
+      if (i > 0)
+        ck_assert_int_ge(x.t_ns, g_array_index(h.log, Fired, i - 1).t_ns);
+    }
+    ck_assert_uint_eq(pn_engine_events_fired(eh), pn_engine_events_fired(el));
+    ck_assert_int_eq(pn_engine_now(eh), pn_engine_now(el));
+    ck_assert_uint_eq(pn_engine_pending(eh), 0);
+    ck_assert_uint_eq(pn_engine_pending(el), 0);
+    rec_clear(&h);
+    rec_clear(&l);
+  }
+}
+END_TEST
+
+static Suite *core_suite(void)
+{
+  Suite *s = suite_create("core");
+#define LOOP_TCASE(name, fn)                                                                                           \
+  do {                                                                                                                 \
+    TCase *tc_ = tcase_create(name);                                                                                   \
+    tcase_add_loop_test(tc_, fn, 0, (int)G_N_ELEMENTS(kinds));                                                         \
+    suite_add_tcase(s, tc_);                                                                                           \
+  } while (0)
+  LOOP_TCASE("order_by_time", test_order_by_time);
+  LOOP_TCASE("fifo_ties", test_fifo_ties);
+  LOOP_TCASE("cancel_before_fire", test_cancel_before_fire);
+  LOOP_TCASE("cancel_after_fire", test_cancel_after_fire_is_noop);
+  LOOP_TCASE("cancel_from_callback", test_cancel_from_callback);
+  LOOP_TCASE("cancel_self", test_cancel_self_in_callback);
+  LOOP_TCASE("schedule_from_callback", test_schedule_from_callback);
+  LOOP_TCASE("budget", test_budget);
+  LOOP_TCASE("ids_unique", test_ids_unique);
+  LOOP_TCASE("determinism", test_determinism);
+  TCase *tc = tcase_create("monotone_time");
+  tcase_add_loop_test_raise_signal(tc, test_past_asserts, SIGABRT, 0, (int)G_N_ELEMENTS(kinds));
+  suite_add_tcase(s, tc);
+  tc = tcase_create("heap_matches_list");
+  tcase_add_test(tc, test_heap_matches_list);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(core_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

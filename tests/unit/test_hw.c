@@ -1,0 +1,1054 @@
+/* test_hw.c — the max-min solver, the task graph, profile curves and the executor.
+ *
+ * Solver tests state their system and expected numbers first (SimGrid's maxmin_test style).
+ * Executor tests use a small profile built here: 132 SMs, NVLink 400 bytes/ns, NIC 50 bytes/ns
+ * per direction, no kernel launch cost, uncalibrated (linear) SM curves, unless a test says
+ * otherwise. Expected times are worked out in each test's comment. */
+#include <check.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/exec.h"
+#include "hw/graph.h"
+#include "hw/maxmin.h"
+#include "hw/profile.h"
+
+#define EPS 1e-9
+#define ck_assert_close(x, y) ck_assert_double_eq_tol((x), (y), EPS *fmax(1.0, fabs(y)))
+
+/* ======================================================================== max-min solver */
+
+static double rate(const PnMaxMin *mm, PnFlowId f) { return pn_maxmin_flow_rate(mm, f); }
+
+static gboolean contains(GArray *ids, PnFlowId f)
+{
+  for (guint i = 0; i < ids->len; i++)
+    if (g_array_index(ids, PnFlowId, i) == f)
+      return TRUE;
+  return FALSE;
+}
+
+/* System: x1 <= C = 10 (one flow, coefficient 1, no bound).
+ * Expect: x1 = 10, usage 10. */
+START_TEST(test_mm_single_flow)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  PnResourceId r         = pn_maxmin_add_resource(mm, 10.0);
+  PnFlowId f             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, NULL);
+  ck_assert_close(rate(mm, f), 10.0);
+  ck_assert_close(pn_maxmin_resource_usage(mm, r), 10.0);
+  ck_assert_close(pn_maxmin_resource_capacity(mm, r), 10.0);
+  ck_assert_int_eq(pn_maxmin_active_flows(mm), 1);
+}
+END_TEST
+
+/* System: x1 + x2 <= 10.  Expect: x1 = x2 = 5. */
+START_TEST(test_mm_two_equal_flows)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  PnResourceId r         = pn_maxmin_add_resource(mm, 10.0);
+  PnFlowId a             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 0.0);
+  PnFlowId b             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, -1.0);
+  pn_maxmin_solve(mm, NULL);
+  ck_assert_close(rate(mm, a), 5.0);
+  ck_assert_close(rate(mm, b), 5.0);
+  ck_assert_close(pn_maxmin_resource_usage(mm, r), 10.0);
+}
+END_TEST
+
+/* System: x1 + x2 <= 10, x1 <= b1 = 2.
+ * Levels: resource 10/2 = 5, bound 2 -> x1 = 2 first; then x2 = (10 - 2)/1 = 8. */
+START_TEST(test_mm_bound_leaves_rest)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  PnResourceId r         = pn_maxmin_add_resource(mm, 10.0);
+  PnFlowId a             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 2.0);
+  PnFlowId b             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, NULL);
+  ck_assert_close(rate(mm, a), 2.0);
+  ck_assert_close(rate(mm, b), 8.0);
+  /* A bound above the fair share changes nothing: b1 = 7 > 5 -> 5, 5. */
+  g_autoptr(PnMaxMin) m2 = pn_maxmin_new();
+  PnResourceId r2        = pn_maxmin_add_resource(m2, 10.0);
+  PnFlowId c             = pn_maxmin_add_flow(m2, 1, &r2, (double[]){1.0}, 7.0);
+  PnFlowId d             = pn_maxmin_add_flow(m2, 1, &r2, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(m2, NULL);
+  ck_assert_close(rate(m2, c), 5.0);
+  ck_assert_close(rate(m2, d), 5.0);
+}
+END_TEST
+
+/* Line topology. Links L1 (C = 1) and L2 (C = 2); flow A crosses both, B only L1, C only L2:
+ *   L1: xA + xB <= 1,   L2: xA + xC <= 2.
+ * Levels: L1 = 1/2 = 0.5, L2 = 2/2 = 1 -> L1 is the bottleneck: xA = xB = 0.5.
+ * Then L2 has 2 - 0.5 = 1.5 left for C alone: xC = 1.5. Both links end saturated (1 and 2). */
+START_TEST(test_mm_line_topology)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  PnResourceId l1        = pn_maxmin_add_resource(mm, 1.0);
+  PnResourceId l2        = pn_maxmin_add_resource(mm, 2.0);
+  PnFlowId a             = pn_maxmin_add_flow(mm, 2, (PnResourceId[]){l1, l2}, (double[]){1.0, 1.0}, 0.0);
+  PnFlowId b             = pn_maxmin_add_flow(mm, 1, &l1, (double[]){1.0}, 0.0);
+  PnFlowId c             = pn_maxmin_add_flow(mm, 1, &l2, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, NULL);
+  ck_assert_close(rate(mm, a), 0.5);
+  ck_assert_close(rate(mm, b), 0.5);
+  ck_assert_close(rate(mm, c), 1.5);
+  ck_assert_close(pn_maxmin_resource_usage(mm, l1), 1.0);
+  ck_assert_close(pn_maxmin_resource_usage(mm, l2), 2.0);
+}
+END_TEST
+
+/* Usage coefficients. In this solver every flow fixed at a bottleneck gets the same rate (the
+ * level) and consumes a * x there.
+ * (1) One flow with a = 2 alone on C = 10: 2 x <= 10 -> x = 5, half the rate a = 1 would get.
+ * (2) a1 = 2 and a2 = 1 on C = 12: level 12 / (2 + 1) = 4 -> x1 = x2 = 4; usage 8 + 4 = 12.
+ * (3) Coefficient on a non-bottleneck: flow A uses L1 (C = 10, a = 1) and L2 (C = 4, a = 0.25);
+ *     levels 10 and 4/0.25 = 16 -> xA = 10, L2 usage 2.5. */
+START_TEST(test_mm_coefficients)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  PnResourceId r         = pn_maxmin_add_resource(mm, 10.0);
+  PnFlowId f             = pn_maxmin_add_flow(mm, 1, &r, (double[]){2.0}, 0.0);
+  pn_maxmin_solve(mm, NULL);
+  ck_assert_close(rate(mm, f), 5.0);
+  ck_assert_close(pn_maxmin_resource_usage(mm, r), 10.0);
+
+  g_autoptr(PnMaxMin) m2 = pn_maxmin_new();
+  PnResourceId r2        = pn_maxmin_add_resource(m2, 12.0);
+  PnFlowId f1            = pn_maxmin_add_flow(m2, 1, &r2, (double[]){2.0}, 0.0);
+  PnFlowId f2            = pn_maxmin_add_flow(m2, 1, &r2, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(m2, NULL);
+  ck_assert_close(rate(m2, f1), 4.0);
+  ck_assert_close(rate(m2, f2), 4.0);
+  ck_assert_close(pn_maxmin_resource_usage(m2, r2), 12.0);
+
+  g_autoptr(PnMaxMin) m3 = pn_maxmin_new();
+  PnResourceId a1        = pn_maxmin_add_resource(m3, 10.0);
+  PnResourceId a2        = pn_maxmin_add_resource(m3, 4.0);
+  PnFlowId fa            = pn_maxmin_add_flow(m3, 2, (PnResourceId[]){a1, a2}, (double[]){1.0, 0.25}, 0.0);
+  pn_maxmin_solve(m3, NULL);
+  ck_assert_close(rate(m3, fa), 10.0);
+  ck_assert_close(pn_maxmin_resource_usage(m3, a2), 2.5);
+}
+END_TEST
+
+/* Removal restores rates. x1 + x2 <= 10 -> 5, 5; remove x2 -> x1 = 10, and x1 alone is
+ * reported as changed. Removing everything leaves usage 0. A removed id may be reused. */
+START_TEST(test_mm_removal_restores)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  g_autoptr(GArray) ch   = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
+  PnResourceId r         = pn_maxmin_add_resource(mm, 10.0);
+  PnFlowId a             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 0.0);
+  PnFlowId b             = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_close(rate(mm, a), 5.0);
+  pn_maxmin_remove_flow(mm, b);
+  ck_assert_int_eq(pn_maxmin_active_flows(mm), 1);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_close(rate(mm, a), 10.0);
+  ck_assert_uint_eq(ch->len, 1);
+  ck_assert_int_eq(g_array_index(ch, PnFlowId, 0), a);
+  pn_maxmin_remove_flow(mm, a);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 0);
+  ck_assert_close(pn_maxmin_resource_usage(mm, r), 0.0);
+  PnFlowId c = pn_maxmin_add_flow(mm, 1, &r, (double[]){1.0}, 3.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_close(rate(mm, c), 3.0);
+  ck_assert_uint_eq(ch->len, 1);
+}
+END_TEST
+
+/* `changed` reports new flows and flows whose rate moved, and nothing outside the touched
+ * component. Resources RA (C = 10) and RB (C = 6), disjoint.
+ *  step 1: f1 on RA                     -> f1 = 10;           changed {f1}
+ *  step 2: f2 on RB                     -> f2 = 6;            changed {f2} (RA untouched)
+ *  step 3: f3 on RA                     -> f1 = f3 = 5;       changed {f1, f3}
+ *  step 4: solve with nothing new       -> changed {}
+ *  step 5: RC (C = 10) with g1, g2 bounded at 2 -> 2, 2; add g3 bounded at 2 -> 2, 2, 2:
+ *          changed {g3} only (g1, g2 re-solved but unchanged). */
+START_TEST(test_mm_changed_contents)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  g_autoptr(GArray) ch   = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
+  PnResourceId ra        = pn_maxmin_add_resource(mm, 10.0);
+  PnResourceId rb        = pn_maxmin_add_resource(mm, 6.0);
+  PnFlowId f1            = pn_maxmin_add_flow(mm, 1, &ra, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 1);
+  ck_assert(contains(ch, f1));
+  PnFlowId f2 = pn_maxmin_add_flow(mm, 1, &rb, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 1);
+  ck_assert(contains(ch, f2));
+  ck_assert_close(rate(mm, f2), 6.0);
+  PnFlowId f3 = pn_maxmin_add_flow(mm, 1, &ra, (double[]){1.0}, 0.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 2);
+  ck_assert(contains(ch, f1) && contains(ch, f3));
+  ck_assert_close(rate(mm, f1), 5.0);
+  ck_assert_close(rate(mm, f3), 5.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 0);
+
+  PnResourceId rc = pn_maxmin_add_resource(mm, 10.0);
+  PnFlowId g1     = pn_maxmin_add_flow(mm, 1, &rc, (double[]){1.0}, 2.0);
+  PnFlowId g2     = pn_maxmin_add_flow(mm, 1, &rc, (double[]){1.0}, 2.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 2);
+  PnFlowId g3 = pn_maxmin_add_flow(mm, 1, &rc, (double[]){1.0}, 2.0);
+  pn_maxmin_solve(mm, ch);
+  ck_assert_uint_eq(ch->len, 1);
+  ck_assert(contains(ch, g3));
+  ck_assert_close(rate(mm, g1), 2.0);
+  ck_assert_close(rate(mm, g2), 2.0);
+  ck_assert_close(pn_maxmin_resource_usage(mm, rc), 6.0);
+}
+END_TEST
+
+/* A flow with only a bound and no resources gets its bound. */
+START_TEST(test_mm_bound_only_flow)
+{
+  g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+  PnFlowId f             = pn_maxmin_add_flow(mm, 0, NULL, NULL, 3.5);
+  pn_maxmin_solve(mm, NULL);
+  ck_assert_close(rate(mm, f), 3.5);
+}
+END_TEST
+
+typedef struct {
+  int n;
+  PnResourceId res[4];
+  double coef[4];
+  double bound;
+  PnFlowId id; /* -1 when removed */
+} TFlow;
+
+/* Checks the max-min optimality certificate of the current solution, and compares it with a
+ * from-scratch solve of the same active flows in a fresh solver. */
+static void check_certificate(const PnMaxMin *mm, const double *cap, int n_res, const TFlow *fl, int n_fl)
+{
+  double *use  = g_new0(double, n_res);
+  double *maxr = g_new0(double, n_res);
+  for (int i = 0; i < n_fl; i++) {
+    if (fl[i].id < 0)
+      continue;
+    double x = pn_maxmin_flow_rate(mm, fl[i].id);
+    ck_assert(isfinite(x) && x >= 0.0);
+    for (int k = 0; k < fl[i].n; k++) {
+      use[fl[i].res[k]] += fl[i].coef[k] * x;
+      maxr[fl[i].res[k]] = fmax(maxr[fl[i].res[k]], x);
+    }
+  }
+  for (int r = 0; r < n_res; r++) {
+    ck_assert(use[r] <= cap[r] * (1 + EPS));                                         /* feasible */
+    ck_assert_double_eq_tol(pn_maxmin_resource_usage(mm, r), use[r], 1e-9 * cap[r]); /* reported usage */
+  }
+  /* Every flow is bottlenecked: at its bound, or on a saturated resource where no flow is faster. */
+  for (int i = 0; i < n_fl; i++) {
+    if (fl[i].id < 0)
+      continue;
+    double x        = pn_maxmin_flow_rate(mm, fl[i].id);
+    bool bottleneck = fl[i].bound > 0 && x >= fl[i].bound * (1 - EPS);
+    for (int k = 0; k < fl[i].n && !bottleneck; k++) {
+      int r      = fl[i].res[k];
+      bottleneck = use[r] >= cap[r] * (1 - EPS) && x >= maxr[r] * (1 - EPS);
+    }
+    ck_assert_msg(bottleneck, "flow %d (rate %g) is not bottlenecked", i, x);
+    if (fl[i].bound > 0)
+      ck_assert(x <= fl[i].bound * (1 + EPS));
+  }
+  /* Incremental == from scratch. */
+  g_autoptr(PnMaxMin) ref = pn_maxmin_new();
+  for (int r = 0; r < n_res; r++)
+    pn_maxmin_add_resource(ref, cap[r]);
+  PnFlowId *ids = g_new(PnFlowId, n_fl);
+  for (int i = 0; i < n_fl; i++)
+    ids[i] = fl[i].id < 0 ? -1 : pn_maxmin_add_flow(ref, fl[i].n, fl[i].res, fl[i].coef, fl[i].bound);
+  pn_maxmin_solve(ref, NULL);
+  for (int i = 0; i < n_fl; i++)
+    if (fl[i].id >= 0) {
+      double a = pn_maxmin_flow_rate(mm, fl[i].id), b = pn_maxmin_flow_rate(ref, ids[i]);
+      ck_assert_double_eq_tol(a, b, 1e-9 * fmax(1.0, b));
+    }
+  g_free(ids);
+  g_free(use);
+  g_free(maxr);
+}
+
+/* Property: random instances (1-12 resources, flows over 1-4 of them with coefficients in
+ * [0.25, 3], a third bounded), grown and shrunk by random adds and removes with a solve after
+ * each batch. After every solve: no resource above capacity (usage <= C (1 + 1e-9)), every flow
+ * bottlenecked (the max-min certificate), and the incremental result equals a fresh solve. */
+START_TEST(test_mm_property_random)
+{
+  GRand *rng = g_rand_new_with_seed(7);
+  for (int inst = 0; inst < 300; inst++) {
+    int n_res = g_rand_int_range(rng, 1, 13);
+    double cap[12];
+    g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+    for (int r = 0; r < n_res; r++) {
+      cap[r] = g_rand_double_range(rng, 0.5, 100.0);
+      pn_maxmin_add_resource(mm, cap[r]);
+    }
+    TFlow fl[64];
+    int n_fl = 0;
+    for (int round = 0; round < 12; round++) {
+      int batch = g_rand_int_range(rng, 1, 5);
+      for (int b = 0; b < batch; b++) {
+        bool add = n_fl < 64 && (n_fl == 0 || g_rand_int_range(rng, 0, 3) > 0);
+        if (add) {
+          TFlow *f = &fl[n_fl++];
+          f->n     = g_rand_int_range(rng, 1, MIN(4, n_res) + 1);
+          for (int k = 0; k < f->n; k++) {
+            f->res[k]  = g_rand_int_range(rng, 0, n_res); /* repeats allowed */
+            f->coef[k] = g_rand_double_range(rng, 0.25, 3.0);
+          }
+          f->bound = g_rand_int_range(rng, 0, 3) == 0 ? g_rand_double_range(rng, 0.1, 50.0) : 0.0;
+          f->id    = pn_maxmin_add_flow(mm, f->n, f->res, f->coef, f->bound);
+        } else {
+          int i = g_rand_int_range(rng, 0, n_fl);
+          if (fl[i].id >= 0) {
+            pn_maxmin_remove_flow(mm, fl[i].id);
+            fl[i].id = -1;
+          }
+        }
+      }
+      pn_maxmin_solve(mm, NULL);
+      check_certificate(mm, cap, n_res, fl, n_fl);
+    }
+  }
+  g_rand_free(rng);
+}
+END_TEST
+
+/* ======================================================================== graph and profile */
+
+static PnTask mk(PnTaskKind kind, uint32_t gpu, PnStream stream, const char *label)
+{
+  return (PnTask){.gpu        = gpu,
+                  .stream     = (uint8_t)stream,
+                  .kind       = (uint8_t)kind,
+                  .cls        = PN_CLASS_NONE,
+                  .label      = label,
+                  .microbatch = -1,
+                  .chunk      = -1,
+                  .layer      = -1};
+}
+
+START_TEST(test_graph_build)
+{
+  g_autoptr(PnGraph) g = pn_graph_new(2);
+  PnTask t             = mk(PN_TASK_COMPUTE, 0, PN_STREAM_COMPUTE, "a");
+  t.dep_first = 77, t.dep_count = 5; /* ignored: the graph fills them */
+  PnTaskId a       = pn_graph_add(g, &t, NULL, 0);
+  PnTaskId b       = pn_graph_add(g, &t, NULL, 0);
+  PnTaskId deps[2] = {a, b};
+  PnTaskId c       = pn_graph_add(g, &t, deps, 2);
+  deps[0]          = 99; /* copied: changing the caller's array changes nothing */
+  pn_graph_add_dep(g, c, a);
+  ck_assert_uint_eq(pn_graph_n_tasks(g), 3);
+  ck_assert_uint_eq(pn_graph_task(g, a)->dep_count, 0);
+  ck_assert_uint_eq(pn_graph_task(g, c)->dep_count, 3);
+  PnTask *tc = pn_graph_task(g, c);
+  ck_assert_uint_eq(g_array_index(g->deps, PnTaskId, tc->dep_first + 0), a);
+  ck_assert_uint_eq(g_array_index(g->deps, PnTaskId, tc->dep_first + 1), b);
+  ck_assert_uint_eq(g_array_index(g->deps, PnTaskId, tc->dep_first + 2), a);
+
+  PnTask p   = mk(PN_TASK_P2P, 0, PN_STREAM_PP_SEND, "s");
+  PnTaskId s = pn_graph_add(g, &p, NULL, 0);
+  p.gpu      = 1;
+  PnTaskId r = pn_graph_add(g, &p, NULL, 0);
+  pn_graph_pair_p2p(g, s, r, 1024.0, true);
+  pn_graph_pair_p2p(g, r, s, 2048.0, false);
+  const PnTask *ts = pn_graph_task(g, s), *tr = pn_graph_task(g, r);
+  ck_assert_uint_eq(ts->n_legs, 2);
+  ck_assert_uint_eq(tr->n_legs, 2);
+  ck_assert(ts->legs[0].is_send && !tr->legs[0].is_send);
+  ck_assert(ts->legs[0].over_nic && tr->legs[0].over_nic);
+  ck_assert_uint_eq(ts->legs[0].peer, r);
+  ck_assert_uint_eq(tr->legs[0].peer, s);
+  ck_assert_double_eq(ts->legs[0].bytes, 1024.0);
+  ck_assert(!ts->legs[1].is_send && tr->legs[1].is_send && !tr->legs[1].over_nic);
+  ck_assert_double_eq(tr->legs[1].bytes, 2048.0);
+  pn_graph_free(NULL);
+}
+END_TEST
+
+/* pn_graph_add_dep on a task that is not the last one is a programming error. */
+START_TEST(test_graph_add_dep_not_last_asserts)
+{
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTask t             = mk(PN_TASK_DELAY, 0, PN_STREAM_COMPUTE, "d");
+  PnTaskId a           = pn_graph_add(g, &t, NULL, 0);
+  PnTaskId b           = pn_graph_add(g, &t, NULL, 0);
+  pn_graph_add(g, &t, NULL, 0);
+  pn_graph_add_dep(g, b, a); /* aborts */
+}
+END_TEST
+
+/* Curve: points (1, 0.2), (3, 0.6), (5, 1.0); linear between, clamped outside; empty -> default.
+ * log_x: (1024, 0.2), (4096, 0.6): x = 2048 is halfway in log2 -> 0.4. */
+START_TEST(test_curve_eval)
+{
+  double x[] = {1, 3, 5}, y[] = {0.2, 0.6, 1.0};
+  PnCurve c = {.n = 3, .x = x, .y = y};
+  ck_assert_close(pn_curve_eval(&c, 0.0, -1), 0.2);
+  ck_assert_close(pn_curve_eval(&c, 1.0, -1), 0.2);
+  ck_assert_close(pn_curve_eval(&c, 2.0, -1), 0.4);
+  ck_assert_close(pn_curve_eval(&c, 3.0, -1), 0.6);
+  ck_assert_close(pn_curve_eval(&c, 4.5, -1), 0.9);
+  ck_assert_close(pn_curve_eval(&c, 9.0, -1), 1.0);
+  PnCurve empty = {0};
+  ck_assert_close(pn_curve_eval(&empty, 2.0, 0.75), 0.75);
+  PnCurve one = {.n = 1, .x = x, .y = y};
+  ck_assert_close(pn_curve_eval(&one, 100.0, -1), 0.2);
+  double lx[] = {1024, 4096}, ly[] = {0.2, 0.6};
+  PnCurve lc = {.n = 2, .x = lx, .y = ly, .log_x = true};
+  ck_assert_close(pn_curve_eval(&lc, 2048.0, -1), 0.4);
+  ck_assert_close(pn_curve_eval(&lc, 1.0, -1), 0.2);
+  /* A heap-allocated profile frees its tables. */
+  PnHwProfile *p       = g_new0(PnHwProfile, 1);
+  p->gemm_sm_scaling.n = 2;
+  p->gemm_sm_scaling.x = g_new0(double, 2);
+  p->gemm_sm_scaling.y = g_new0(double, 2);
+  p->gemm_bf16.n       = 1;
+  p->gemm_bf16.pts     = g_new0(PnGemmPoint, 1);
+  pn_hw_profile_free(p);
+  pn_hw_profile_free(NULL);
+}
+END_TEST
+
+/* ======================================================================== executor */
+
+static PnHwProfile test_hw(void)
+{
+  PnHwProfile hw = {0};
+  g_strlcpy(hw.name, "test", sizeof hw.name);
+  hw.sm_count            = 132;
+  hw.nvlink_bytes_per_ns = 400.0;
+  hw.nic_bytes_per_ns    = 50.0;
+  hw.kernel_launch_ns    = 0.0;
+  return hw;
+}
+
+static PnTaskId add(PnGraph *g, PnTask t, uint32_t n_deps, const PnTaskId *deps)
+{
+  return pn_graph_add(g, &t, deps, n_deps);
+}
+
+static PnTask compute(uint32_t gpu, PnStream s, double work_ns)
+{
+  PnTask t  = mk(PN_TASK_COMPUTE, gpu, s, "gemm");
+  t.work_ns = work_ns;
+  t.scaling = PN_SCALE_GEMM;
+  return t;
+}
+
+static PnTask delay(uint32_t gpu, PnStream s, double work_ns)
+{
+  PnTask t  = mk(PN_TASK_DELAY, gpu, s, "delay");
+  t.work_ns = work_ns;
+  return t;
+}
+
+static PnTask comm(uint32_t gpu, PnStream s, int sms, double latency_ns, double nvlink_bytes, double nic_bytes)
+{
+  PnTask t       = mk(PN_TASK_COMM, gpu, s, "coll");
+  t.cls          = PN_CLASS_TP;
+  t.sms          = (int16_t)sms;
+  t.latency_ns   = latency_ns;
+  t.nvlink_bytes = nvlink_bytes;
+  t.nic_bytes    = nic_bytes;
+  return t;
+}
+
+static PnTask p2p(uint32_t gpu, PnStream s, int sms, double latency_ns, const char *label)
+{
+  PnTask t     = mk(PN_TASK_P2P, gpu, s, label);
+  t.cls        = PN_CLASS_PP;
+  t.sms        = (int16_t)sms;
+  t.latency_ns = latency_ns;
+  return t;
+}
+
+static PnExecResult run_ok(const PnGraph *g, const PnHwProfile *hw, int max_connections)
+{
+  PnExecOptions opt = {.max_connections = max_connections};
+  PnExecResult res;
+  g_autoptr(GError) err = NULL;
+  gboolean ok           = pn_exec_run(g, hw, &opt, &res, &err);
+  ck_assert_msg(ok, "pn_exec_run failed: %s", err ? err->message : "?");
+  ck_assert_uint_eq(res.times->len, pn_graph_n_tasks(g));
+  return res;
+}
+
+static GError *run_err(const PnGraph *g, const PnHwProfile *hw, PnExecOptions opt)
+{
+  PnExecResult res;
+  GError *err = NULL;
+  ck_assert(!pn_exec_run(g, hw, &opt, &res, &err));
+  ck_assert_ptr_nonnull(err);
+  ck_assert_ptr_null(res.times);
+  pn_exec_result_clear(&res);
+  return err;
+}
+
+#define T(res, id) (g_array_index((res).times, PnTaskTime, (id)))
+#define ck_span(res, id, s, e)                                                                                         \
+  do {                                                                                                                 \
+    ck_assert_int_eq(T(res, id).start_ns, (s));                                                                        \
+    ck_assert_int_eq(T(res, id).end_ns, (e));                                                                          \
+  } while (0)
+
+/* A chain on one stream sums durations: 100, 200, 300 -> [0,100] [100,300] [300,600].
+ * With kernel_launch_ns = 5 each kernel is 5 ns longer: [0,105] [105,310] [310,615]. */
+START_TEST(test_exec_chain)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTaskId a           = add(g, compute(0, PN_STREAM_COMPUTE, 100), 0, NULL);
+  PnTaskId b           = add(g, compute(0, PN_STREAM_COMPUTE, 200), 0, NULL);
+  PnTaskId c           = add(g, compute(0, PN_STREAM_COMPUTE, 300), 0, NULL);
+  PnExecResult r       = run_ok(g, &hw, 1);
+  ck_span(r, a, 0, 100);
+  ck_span(r, b, 100, 300);
+  ck_span(r, c, 300, 600);
+  ck_assert_int_eq(r.makespan_ns, 600);
+  ck_assert_uint_gt(r.events, 0);
+  pn_exec_result_clear(&r);
+  hw.kernel_launch_ns = 5;
+  r                   = run_ok(g, &hw, 8);
+  ck_span(r, a, 0, 105);
+  ck_span(r, b, 105, 310);
+  ck_span(r, c, 310, 615);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* Two streams run concurrently.
+ * (1) compute 1000 (compute stream) beside a DELAY 1000 (TP stream): the delay holds no SMs,
+ *     both [0,1000].
+ * (2) two compute 1000 on two streams of one GPU: 66 SMs each -> rate 66/132 = 0.5 -> both
+ *     [0,2000].
+ * (3) the same on two GPUs: [0,1000] each. */
+START_TEST(test_exec_streams_concurrent)
+{
+  PnHwProfile hw        = test_hw();
+  g_autoptr(PnGraph) g1 = pn_graph_new(1);
+  PnTaskId a            = add(g1, compute(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
+  PnTaskId b            = add(g1, delay(0, PN_STREAM_TP_COMM, 1000), 0, NULL);
+  PnExecResult r        = run_ok(g1, &hw, 8);
+  ck_span(r, a, 0, 1000);
+  ck_span(r, b, 0, 1000);
+  pn_exec_result_clear(&r);
+
+  g_autoptr(PnGraph) g2 = pn_graph_new(2);
+  a                     = add(g2, compute(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
+  b                     = add(g2, compute(0, PN_STREAM_UB_COMPUTE1, 1000), 0, NULL);
+  r                     = run_ok(g2, &hw, 8);
+  ck_span(r, a, 0, 2000);
+  ck_span(r, b, 0, 2000);
+  pn_exec_result_clear(&r);
+
+  g_autoptr(PnGraph) g3 = pn_graph_new(2);
+  a                     = add(g3, compute(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
+  b                     = add(g3, compute(1, PN_STREAM_COMPUTE, 1000), 0, NULL);
+  r                     = run_ok(g3, &hw, 1);
+  ck_span(r, a, 0, 1000);
+  ck_span(r, b, 0, 1000);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* A dependency across streams delays: A compute 500 (compute stream); B DELAY 100 (TP stream)
+ * waits for A -> [500,600]; C DELAY 50 (DP stream), no deps -> [0,50]. A dependency across GPUs
+ * too: D DELAY 10 on GPU 1 after A -> [500,510]. */
+START_TEST(test_exec_dependency)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(2);
+  PnTaskId a           = add(g, compute(0, PN_STREAM_COMPUTE, 500), 0, NULL);
+  PnTaskId b           = add(g, delay(0, PN_STREAM_TP_COMM, 100), 1, &a);
+  PnTaskId c           = add(g, delay(0, PN_STREAM_DP_COMM, 50), 0, NULL);
+  PnTaskId d           = add(g, delay(1, PN_STREAM_COMPUTE, 10), 1, &a);
+  PnExecResult r       = run_ok(g, &hw, 8);
+  ck_span(r, a, 0, 500);
+  ck_span(r, b, 500, 600);
+  ck_span(r, c, 0, 50);
+  ck_span(r, d, 500, 510);
+  ck_assert_int_eq(r.makespan_ns, 600);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* CUDA_DEVICE_MAX_CONNECTIONS. Issue order X, A, B on GPU 0:
+ *   X: DELAY 1000 on the compute stream (0); A: DELAY 100 on TP (1), waits for X;
+ *   B: DELAY 100 on DP (2), no deps.
+ * max_connections = 1: one queue X, A, B. A cannot be dispatched before 1000, and B is behind A:
+ *   B [1000,1100] (false serialization). max_connections = 8: streams use queues 0, 1, 2 and B
+ *   runs at once: [0,100]. A is [1000,1100] either way.
+ * max_connections = 2 maps stream s to queue s % 2: with B on PP_SEND (3), A (1) and B (3) share
+ *   queue 1 -> B [1000,1100]; with B on DP (2, queue 0) it runs at once. */
+START_TEST(test_exec_max_connections)
+{
+  PnHwProfile hw = test_hw();
+  for (int variant = 0; variant < 2; variant++) {
+    PnStream bs          = variant == 0 ? PN_STREAM_DP_COMM : PN_STREAM_PP_SEND;
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    PnTaskId x           = add(g, delay(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
+    PnTaskId a           = add(g, delay(0, PN_STREAM_TP_COMM, 100), 1, &x);
+    PnTaskId b           = add(g, delay(0, bs, 100), 0, NULL);
+    PnExecResult r       = run_ok(g, &hw, 1);
+    ck_span(r, a, 1000, 1100);
+    ck_span(r, b, 1000, 1100);
+    pn_exec_result_clear(&r);
+    r = run_ok(g, &hw, 8);
+    ck_span(r, a, 1000, 1100);
+    ck_span(r, b, 0, 100);
+    pn_exec_result_clear(&r);
+    r = run_ok(g, &hw, 2);
+    if (variant == 0)
+      ck_span(r, b, 0, 100);
+    else
+      ck_span(r, b, 1000, 1100);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
+/* Head of queue means dispatched, not ended: with max_connections = 1, A (DELAY 1000, compute
+ * stream) then B (DELAY 10, TP stream) share the queue, yet B starts at 0 because A was
+ * dispatched at 0. */
+START_TEST(test_exec_queue_dispatch_not_end)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTaskId a           = add(g, delay(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
+  PnTaskId b           = add(g, delay(0, PN_STREAM_TP_COMM, 10), 0, NULL);
+  PnExecResult r       = run_ok(g, &hw, 1);
+  ck_span(r, a, 0, 1000);
+  ck_span(r, b, 0, 10);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* A COMM holding 32 of 132 SMs slows a GEMM beside it.
+ * COMM M: 32 SMs, no latency, 200000 NVLink bytes at 400 bytes/ns -> [0,500].
+ * GEMM C: 1000 ns of work. Uncalibrated curve: rate (132 - 32)/132 = 100/132 on [0,500]: it
+ *   does 500 * 100/132 = 378.79 ns of work; 621.21 left at full speed -> ends 500 + 622 = 1122.
+ * Calibrated gemm curve {(100, 0.9), (132, 1.0)}: rate 0.9 on [0,500] -> 450 done, 550 left ->
+ *   ends 1050. A memory-bound kernel ignores the gemm curve (its own curve is empty): 1122.
+ * A COMM with sms = 0 leaves the GEMM alone: C [0,1000]. */
+START_TEST(test_exec_comm_sms_slow_compute)
+{
+  PnHwProfile hw = test_hw();
+  for (int variant = 0; variant < 4; variant++) {
+    double x[] = {100, 132}, y[] = {0.9, 1.0};
+    hw.gemm_sm_scaling   = variant == 1 || variant == 2 ? (PnCurve){.n = 2, .x = x, .y = y} : (PnCurve){0};
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    PnTask ct            = compute(0, PN_STREAM_COMPUTE, 1000);
+    if (variant == 2)
+      ct.scaling = PN_SCALE_MEMORY;
+    PnTaskId c     = add(g, ct, 0, NULL);
+    PnTaskId m     = add(g, comm(0, PN_STREAM_TP_COMM, variant == 3 ? 0 : 32, 0, 200000, 0), 0, NULL);
+    PnExecResult r = run_ok(g, &hw, 8);
+    ck_span(r, m, 0, 500);
+    PnTimeNs expect[] = {1122, 1050, 1122, 1000};
+    ck_span(r, c, 0, expect[variant]);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
+/* sm_limit caps a kernel and the rest goes to the others (water-filling). C1: 1000 ns with
+ * sm_limit 32; C2: 1000 ns unlimited, another stream. Fair share 66 > 32, so C1 gets 32 and C2
+ * the other 100: C2 rate 100/132 -> ends 1320; C1 stays at 32/132 even alone -> 1000*132/32 =
+ * 4125. */
+START_TEST(test_exec_sm_limit)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTask lim           = compute(0, PN_STREAM_COMPUTE, 1000);
+  lim.sms              = 32;
+  PnTaskId c1          = add(g, lim, 0, NULL);
+  PnTaskId c2          = add(g, compute(0, PN_STREAM_UB_COMPUTE1, 1000), 0, NULL);
+  PnExecResult r       = run_ok(g, &hw, 8);
+  ck_span(r, c2, 0, 1320);
+  ck_span(r, c1, 0, 4125);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* Link sharing through the max-min solver.
+ * (1) one COMM, 200000 NVLink bytes at 400 bytes/ns -> [0,500]; with latency 300 -> [0,800].
+ * (2) two such COMMs on two streams of one GPU share NVLink tx/rx: 200 bytes/ns each -> both
+ *     [0,1000], twice as long as alone.
+ * (3) bounded at max_bytes_per_ns = 100 -> 2000 ns.
+ * (4) NVLink 200000 and NIC 50000 bytes: nominal unit = NVLink byte, NIC coefficient 0.25;
+ *     NIC level 50/0.25 = 200 < NVLink 400 -> 200000/200 = 1000 ns (NIC-bound: 50000 B / 50).
+ * (5) no bytes at all: ends after its latency, [0,70]. */
+START_TEST(test_exec_comm_bandwidth)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTaskId a           = add(g, comm(0, PN_STREAM_TP_COMM, 0, 0, 200000, 0), 0, NULL);
+  PnTaskId b           = add(g, comm(0, PN_STREAM_TP_COMM, 0, 300, 200000, 0), 0, NULL);
+  PnExecResult r       = run_ok(g, &hw, 8);
+  ck_span(r, a, 0, 500);
+  ck_span(r, b, 500, 1300);
+  pn_exec_result_clear(&r);
+
+  g_autoptr(PnGraph) g2 = pn_graph_new(1);
+  a                     = add(g2, comm(0, PN_STREAM_TP_COMM, 0, 0, 200000, 0), 0, NULL);
+  b                     = add(g2, comm(0, PN_STREAM_DP_COMM, 0, 0, 200000, 0), 0, NULL);
+  r                     = run_ok(g2, &hw, 8);
+  ck_span(r, a, 0, 1000);
+  ck_span(r, b, 0, 1000);
+  pn_exec_result_clear(&r);
+
+  g_autoptr(PnGraph) g3 = pn_graph_new(1);
+  PnTask bt             = comm(0, PN_STREAM_TP_COMM, 0, 0, 200000, 0);
+  bt.max_bytes_per_ns   = 100;
+  a                     = add(g3, bt, 0, NULL);
+  b                     = add(g3, comm(0, PN_STREAM_DP_COMM, 0, 0, 200000, 50000), 0, NULL);
+  PnTaskId c            = add(g3, comm(0, PN_STREAM_CP_COMM, 0, 70, 0, 0), 0, NULL);
+  r                     = run_ok(g3, &hw, 8);
+  /* a (bounded at 100) and b (NIC-bound at 200) share NVLink: 100 + 200 <= 400, no contention. */
+  ck_span(r, a, 0, 2000);
+  ck_span(r, b, 0, 1000);
+  ck_span(r, c, 0, 70);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* A P2P pair. GPU 0: S sends (latency 100). GPU 1: a DELAY 300, then R receives on the same
+ * stream (latency 100). The transfer needs both sides started (300), waits the latency (400), and
+ * moves 40000 bytes over NVLink at 400 bytes/ns (100 ns): both end at 500.
+ * S [0,500], R [300,500]. Over the NIC (50 bytes/ns): 800 ns -> both end at 1200.
+ * S holds 32 SMs from 0 until its end at 500: a GEMM of 1000 on GPU 0 runs at 100/132 meanwhile
+ * and ends at 1122 (as in test_exec_comm_sms_slow_compute). */
+START_TEST(test_exec_p2p_pair)
+{
+  PnHwProfile hw = test_hw();
+  for (int nic = 0; nic < 2; nic++) {
+    g_autoptr(PnGraph) g = pn_graph_new(2);
+    PnTaskId c           = add(g, compute(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
+    PnTaskId s           = add(g, p2p(0, PN_STREAM_PP_SEND, 32, 100, "send"), 0, NULL);
+    PnTaskId d           = add(g, delay(1, PN_STREAM_PP_RECV, 300), 0, NULL);
+    PnTaskId rv          = add(g, p2p(1, PN_STREAM_PP_RECV, 0, 100, "recv"), 0, NULL);
+    pn_graph_pair_p2p(g, s, rv, 40000, nic);
+    PnExecResult r = run_ok(g, &hw, 1);
+    PnTimeNs end   = nic ? 1200 : 500;
+    ck_span(r, d, 0, 300);
+    ck_span(r, s, 0, end);
+    ck_span(r, rv, 300, end);
+    if (!nic)
+      ck_span(r, c, 0, 1122);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
+/* batch_isend_irecv: X on GPU 0 and Y on GPU 1 each carry two legs, forward X->Y 40000 bytes and
+ * backward Y->X 80000 bytes, listed in opposite orders on the two sides. The legs use different
+ * resources (GPU 0 tx + GPU 1 rx, GPU 1 tx + GPU 0 rx): forward 100 ns, backward 200 ns; latency
+ * 50 -> forward done at 150, backward at 250; both tasks end at 250, no deadlock.
+ * Two legs sharing a resource: Z on GPU 0 sends 40000 bytes to GPU 1 and to GPU 2; both leave
+ * through GPU 0's NVLink tx at 200 bytes/ns -> 200 ns each, Z ends at 200. */
+START_TEST(test_exec_p2p_batched)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(2);
+  PnTaskId x           = add(g, p2p(0, PN_STREAM_PP_SEND, 0, 50, "x"), 0, NULL);
+  PnTaskId y           = add(g, p2p(1, PN_STREAM_PP_SEND, 0, 50, "y"), 0, NULL);
+  pn_graph_pair_p2p(g, x, y, 40000, false);
+  pn_graph_pair_p2p(g, y, x, 80000, false);
+  PnTask *ty     = pn_graph_task(g, y);
+  PnP2pLeg tmp   = ty->legs[0];
+  ty->legs[0]    = ty->legs[1];
+  ty->legs[1]    = tmp;
+  PnExecResult r = run_ok(g, &hw, 1);
+  ck_span(r, x, 0, 250);
+  ck_span(r, y, 0, 250);
+  pn_exec_result_clear(&r);
+
+  g_autoptr(PnGraph) g2 = pn_graph_new(3);
+  PnTaskId z            = add(g2, p2p(0, PN_STREAM_PP_SEND, 0, 0, "z"), 0, NULL);
+  PnTaskId r1           = add(g2, p2p(1, PN_STREAM_PP_RECV, 0, 0, "r1"), 0, NULL);
+  PnTaskId r2           = add(g2, p2p(2, PN_STREAM_PP_RECV, 0, 0, "r2"), 0, NULL);
+  pn_graph_pair_p2p(g2, z, r1, 40000, false);
+  pn_graph_pair_p2p(g2, z, r2, 40000, false);
+  r = run_ok(g2, &hw, 8);
+  ck_span(r, z, 0, 200);
+  ck_span(r, r1, 0, 200);
+  ck_span(r, r2, 0, 200);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* Both GPUs post their receive first on one stream, then their send: GPU 0 A = recv from D,
+ * C = send to B; GPU 1 B = recv from C, D = send to A. A waits for D, D for B (stream order),
+ * B for C, C for A: a deadlock, reported with the first stuck task (A, id 0). */
+START_TEST(test_exec_deadlock)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(2);
+  PnTask ta            = p2p(0, PN_STREAM_PP_SEND, 0, 0, "recv_fwd");
+  ta.microbatch        = 3;
+  PnTaskId a           = add(g, ta, 0, NULL);
+  PnTaskId c           = add(g, p2p(0, PN_STREAM_PP_SEND, 0, 0, "send_bwd"), 0, NULL);
+  PnTaskId b           = add(g, p2p(1, PN_STREAM_PP_SEND, 0, 0, "recv_bwd"), 0, NULL);
+  PnTaskId d           = add(g, p2p(1, PN_STREAM_PP_SEND, 0, 0, "send_fwd"), 0, NULL);
+  pn_graph_pair_p2p(g, d, a, 1000, false);
+  pn_graph_pair_p2p(g, c, b, 1000, false);
+  g_autoptr(GError) err = run_err(g, &hw, (PnExecOptions){.max_connections = 8});
+  ck_assert(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_DEADLOCK));
+  ck_assert_msg(strstr(err->message, "task 0 'recv_fwd' (gpu 0, stream 3)") != NULL, "%s", err->message);
+  ck_assert_msg(strstr(err->message, "microbatch 3") != NULL, "%s", err->message);
+  ck_assert_msg(strstr(err->message, "peer task 3") != NULL, "%s", err->message);
+}
+END_TEST
+
+/* Invalid graphs and options are GError PN_EXEC_ERROR_INVALID, not crashes. */
+START_TEST(test_exec_invalid)
+{
+  PnHwProfile hw    = test_hw();
+  PnExecOptions opt = {.max_connections = 8};
+  for (int variant = 0; variant < 7; variant++) {
+    g_autoptr(PnGraph) g = pn_graph_new(2);
+    PnTaskId a           = add(g, compute(0, PN_STREAM_COMPUTE, 10), 0, NULL);
+    PnTaskId s           = add(g, p2p(0, PN_STREAM_PP_SEND, 0, 0, "s"), 0, NULL);
+    PnTaskId r           = add(g, p2p(1, PN_STREAM_PP_RECV, 0, 0, "r"), 0, NULL);
+    pn_graph_pair_p2p(g, s, r, 100, false);
+    PnExecOptions o = opt;
+    switch (variant) {
+    case 0:
+      pn_graph_task(g, a)->stream = 20;
+      break;
+    case 1:
+      pn_graph_task(g, a)->work_ns = NAN;
+      break;
+    case 2:
+      pn_graph_task(g, a)->gpu = 2;
+      break;
+    case 3:
+      pn_graph_task(g, r)->n_legs = 0;
+      break;
+    case 4:
+      pn_graph_task(g, r)->legs[0].bytes = 99;
+      break;
+    case 5:
+      o.max_connections = 0;
+      break;
+    case 6: {
+      PnTaskId later = 2;
+      g_array_append_val(g->deps, later);
+      pn_graph_task(g, a)->dep_first = 0;
+      pn_graph_task(g, a)->dep_count = 1;
+      break;
+    }
+    }
+    g_autoptr(GError) err = run_err(g, &hw, o);
+    ck_assert_msg(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID), "variant %d: %s", variant, err->message);
+  }
+}
+END_TEST
+
+START_TEST(test_exec_invalid_dep_forward)
+{
+  /* A dependency on a later task (only possible by editing the arrays): invalid. */
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  add(g, compute(0, PN_STREAM_COMPUTE, 10), 0, NULL);
+  PnTaskId b   = add(g, compute(0, PN_STREAM_COMPUTE, 10), 0, NULL);
+  PnTaskId fwd = 1;
+  g_array_append_val(g->deps, fwd);
+  pn_graph_task(g, b)->dep_first = 0;
+  pn_graph_task(g, b)->dep_count = 1;
+  g_autoptr(GError) err          = run_err(g, &hw, (PnExecOptions){.max_connections = 1});
+  ck_assert(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID));
+}
+END_TEST
+
+/* A budget too small for the graph: PN_EXEC_ERROR_BUDGET. 100 chained delays need > 100 events. */
+START_TEST(test_exec_budget)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  for (int i = 0; i < 100; i++)
+    add(g, delay(0, PN_STREAM_COMPUTE, 10), 0, NULL);
+  g_autoptr(GError) err = run_err(g, &hw, (PnExecOptions){.max_connections = 1, .event_budget = 50});
+  ck_assert(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_BUDGET));
+  PnExecResult r = run_ok(g, &hw, 1);
+  ck_assert_int_eq(r.makespan_ns, 1000);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* An empty graph runs in no time; NULL options mean the defaults. */
+START_TEST(test_exec_empty)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(4);
+  PnExecResult r;
+  ck_assert(pn_exec_run(g, &hw, NULL, &r, NULL));
+  ck_assert_int_eq(r.makespan_ns, 0);
+  ck_assert_uint_eq(r.times->len, 0);
+  pn_exec_result_clear(&r);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
+/* Random graphs: 3 GPUs, 400 tasks of every kind (P2P pairs added back to back, so no deadlock),
+ * random streams and up to 3 dependencies. For max_connections 1, 2 and 8, check:
+ *  - every task ran, start <= end, no task starts before its dependencies end;
+ *  - stream order: a task starts after the previous task of its stream ended;
+ *  - each hardware queue dispatches in issue order (start times non-decreasing);
+ *  - no speed-up: a compute task lasts at least work_ns + launch, a COMM at least its latency
+ *    plus its bytes over the link bandwidth, a DELAY exactly ceil(work_ns);
+ *  - determinism: a second run gives byte-identical times. */
+START_TEST(test_exec_property_random)
+{
+  PnHwProfile hw      = test_hw();
+  hw.kernel_launch_ns = 3;
+  double cx[] = {16, 66, 132}, cy[] = {0.2, 0.6, 1.0};
+  hw.gemm_sm_scaling = (PnCurve){.n = 3, .x = cx, .y = cy};
+  GRand *rng         = g_rand_new_with_seed(2024);
+  for (int inst = 0; inst < 30; inst++) {
+    g_autoptr(PnGraph) g = pn_graph_new(3);
+    uint32_t n_target    = 400;
+    while (pn_graph_n_tasks(g) < n_target) {
+      uint32_t n   = pn_graph_n_tasks(g);
+      uint32_t gpu = (uint32_t)g_rand_int_range(rng, 0, 3);
+      PnStream st  = (PnStream)g_rand_int_range(rng, 0, PN_STREAM_N);
+      PnTaskId deps[3];
+      uint32_t nd = n > 0 ? (uint32_t)g_rand_int_range(rng, 0, 4) : 0;
+      for (uint32_t k = 0; k < nd; k++)
+        deps[k] = (PnTaskId)g_rand_int_range(rng, 0, (gint32)n);
+      int kind = g_rand_int_range(rng, 0, 10);
+      if (kind < 4) {
+        PnTask t  = compute(gpu, st, g_rand_double_range(rng, 1, 1000));
+        t.scaling = (uint8_t)g_rand_int_range(rng, 0, 2);
+        t.sms     = g_rand_int_range(rng, 0, 3) == 0 ? (int16_t)g_rand_int_range(rng, 8, 133) : 0;
+        add(g, t, nd, deps);
+      } else if (kind < 6) {
+        add(g, delay(gpu, st, g_rand_double_range(rng, 0, 300)), nd, deps);
+      } else if (kind < 9) {
+        PnTask t           = comm(gpu, st, g_rand_int_range(rng, 0, 33), g_rand_double_range(rng, 0, 50),
+                        g_rand_int_range(rng, 0, 4) ? g_rand_double_range(rng, 0, 1e5) : 0,
+                        g_rand_int_range(rng, 0, 2) ? g_rand_double_range(rng, 0, 2e4) : 0);
+        t.max_bytes_per_ns = g_rand_int_range(rng, 0, 3) == 0 ? g_rand_double_range(rng, 50, 500) : 0;
+        add(g, t, nd, deps);
+      } else {
+        uint32_t peer = (gpu + (uint32_t)g_rand_int_range(rng, 1, 3)) % 3;
+        PnTask s      = p2p(gpu, PN_STREAM_PP_SEND, g_rand_int_range(rng, 0, 9), g_rand_double_range(rng, 0, 40), "s");
+        s.max_bytes_per_ns = g_rand_int_range(rng, 0, 2) ? 100 : 0;
+        PnTaskId sid       = add(g, s, nd, deps);
+        PnTaskId rid       = add(g, p2p(peer, PN_STREAM_PP_RECV, 4, 20, "r"), nd, deps); /* deps all < sid */
+        pn_graph_pair_p2p(g, sid, rid, g_rand_double_range(rng, 0, 5e4), g_rand_int_range(rng, 0, 2));
+      }
+    }
+    int conns[] = {1, 2, 8};
+    for (int ci = 0; ci < 3; ci++) {
+      int c           = conns[ci];
+      PnExecResult r  = run_ok(g, &hw, c);
+      PnExecResult r2 = run_ok(g, &hw, c);
+      ck_assert_int_eq(r.makespan_ns, r2.makespan_ns);
+      ck_assert_int_eq(memcmp(r.times->data, r2.times->data, r.times->len * sizeof(PnTaskTime)), 0);
+      PnTaskId last_stream[3][PN_STREAM_N];
+      PnTimeNs last_queue[3][PN_STREAM_N];
+      memset(last_stream, 0xff, sizeof last_stream);
+      for (int gq = 0; gq < 3; gq++)
+        for (int q = 0; q < PN_STREAM_N; q++)
+          last_queue[gq][q] = 0;
+      uint32_t n = pn_graph_n_tasks(g);
+      for (PnTaskId t = 0; t < n; t++) {
+        const PnTask *tk = pn_graph_task(g, t);
+        PnTaskTime tt    = T(r, t);
+        ck_assert_int_ge(tt.start_ns, 0);
+        ck_assert_int_ge(tt.end_ns, tt.start_ns);
+        ck_assert_int_le(tt.end_ns, r.makespan_ns);
+        for (uint32_t k = 0; k < tk->dep_count; k++)
+          ck_assert_int_ge(tt.start_ns, T(r, g_array_index(g->deps, PnTaskId, tk->dep_first + k)).end_ns);
+        PnTaskId prev = last_stream[tk->gpu][tk->stream];
+        if (prev != PN_TASK_NONE)
+          ck_assert_int_ge(tt.start_ns, T(r, prev).end_ns);
+        last_stream[tk->gpu][tk->stream] = t;
+        int q                            = c == 1 ? 0 : tk->stream % c;
+        ck_assert_int_ge(tt.start_ns, last_queue[tk->gpu][q]);
+        last_queue[tk->gpu][q] = tt.start_ns;
+        double dur             = (double)(tt.end_ns - tt.start_ns);
+        if (tk->kind == PN_TASK_COMPUTE)
+          ck_assert(dur >= tk->work_ns + hw.kernel_launch_ns - 1e-6);
+        else if (tk->kind == PN_TASK_DELAY)
+          ck_assert_int_eq(tt.end_ns - tt.start_ns, (PnTimeNs)ceil(tk->work_ns - 1e-6));
+        else if (tk->kind == PN_TASK_COMM)
+          ck_assert(dur >= ceil(tk->latency_ns - 1e-6) +
+                               fmax(tk->nvlink_bytes / hw.nvlink_bytes_per_ns, tk->nic_bytes / hw.nic_bytes_per_ns) -
+                               1e-6);
+      }
+      pn_exec_result_clear(&r);
+      pn_exec_result_clear(&r2);
+    }
+  }
+  g_rand_free(rng);
+}
+END_TEST
+
+static Suite *hw_suite(void)
+{
+  Suite *s = suite_create("hw");
+#define TC(name, fn)                                                                                                   \
+  do {                                                                                                                 \
+    TCase *tc_ = tcase_create(name);                                                                                   \
+    tcase_add_test(tc_, fn);                                                                                           \
+    suite_add_tcase(s, tc_);                                                                                           \
+  } while (0)
+  TC("maxmin_single_flow", test_mm_single_flow);
+  TC("maxmin_two_equal_flows", test_mm_two_equal_flows);
+  TC("maxmin_bound", test_mm_bound_leaves_rest);
+  TC("maxmin_line_topology", test_mm_line_topology);
+  TC("maxmin_coefficients", test_mm_coefficients);
+  TC("maxmin_removal", test_mm_removal_restores);
+  TC("maxmin_changed", test_mm_changed_contents);
+  TC("maxmin_bound_only", test_mm_bound_only_flow);
+  TC("maxmin_property", test_mm_property_random);
+  TC("graph_build", test_graph_build);
+  TCase *tc = tcase_create("graph_add_dep_not_last");
+  tcase_add_test_raise_signal(tc, test_graph_add_dep_not_last_asserts, SIGABRT);
+  suite_add_tcase(s, tc);
+  TC("curve_eval", test_curve_eval);
+  TC("exec_chain", test_exec_chain);
+  TC("exec_streams_concurrent", test_exec_streams_concurrent);
+  TC("exec_dependency", test_exec_dependency);
+  TC("exec_max_connections", test_exec_max_connections);
+  TC("exec_queue_dispatch_not_end", test_exec_queue_dispatch_not_end);
+  TC("exec_comm_sms", test_exec_comm_sms_slow_compute);
+  TC("exec_sm_limit", test_exec_sm_limit);
+  TC("exec_comm_bandwidth", test_exec_comm_bandwidth);
+  TC("exec_p2p_pair", test_exec_p2p_pair);
+  TC("exec_p2p_batched", test_exec_p2p_batched);
+  TC("exec_deadlock", test_exec_deadlock);
+  TC("exec_invalid", test_exec_invalid);
+  TC("exec_invalid_dep_forward", test_exec_invalid_dep_forward);
+  TC("exec_budget", test_exec_budget);
+  TC("exec_empty", test_exec_empty);
+  TC("exec_property", test_exec_property_random);
+#undef TC
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(hw_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
