@@ -6,7 +6,7 @@
  * in log2(x). Tables with n == 0 mean "not calibrated": the cost model then falls back to the
  * roofline numbers and says so (PnCostSource).
  *
- * Every number in hwprofiles/*.json carries a `source`; datasheet figures are placeholders until
+ * Every number in hwprofiles/<name>.json carries a `source`; datasheet figures are placeholders until
  * calibration replaces them. The struct is plain data, filled by io/ and freed here.
  */
 #ifndef PN_HW_PROFILE_H
