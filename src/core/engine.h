@@ -47,7 +47,9 @@ PnEventId pn_engine_schedule(PnEngine *eng, PnTimeNs at_ns, PnEventFn fn, void *
 void pn_engine_cancel(PnEngine *eng, PnEventId id);
 
 /* Runs until the queue is empty. Fails with PN_ENGINE_ERROR_BUDGET after `event_budget` fired
- * events (0 = unlimited), so a malformed configuration ends with an error instead of hanging. */
+ * events (0 = unlimited), so a malformed configuration ends with an error instead of hanging.
+ * The budget counts events fired by this call; running out exactly as the queue empties (only
+ * cancelled events left) is success. */
 gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error);
 
 /* Pops and fires one event; returns false when the queue is empty. */

@@ -49,7 +49,12 @@ typedef struct {
 GQuark pn_exec_error_quark(void);
 typedef enum { PN_EXEC_ERROR_DEADLOCK, PN_EXEC_ERROR_BUDGET, PN_EXEC_ERROR_INVALID } PnExecError;
 
-/* Fills `out` (caller frees with pn_exec_result_clear). */
+/* Fills `out` (caller frees with pn_exec_result_clear). `opt` may be NULL: max_connections 8
+ * (CUDA's default) and the default budget. On failure `out` is left empty (times == NULL).
+ * Details the graph leaves open: a P2P leg waits the larger latency_ns of its two tasks and is
+ * bounded by the smaller positive max_bytes_per_ns; a COMM flow's rate is in bytes of its larger
+ * side (NVLink or NIC), to which max_bytes_per_ns applies. Completions land at
+ * now + max(1, ceil(remaining / rate - 1e-6)) ns: the slack absorbs floating-point noise. */
 gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnExecResult *out,
                      GError **error);
 void pn_exec_result_clear(PnExecResult *r);
