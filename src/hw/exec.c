@@ -62,7 +62,7 @@ typedef struct {
   uint32_t stream_next; /* next task of the same GPU and stream, or PN_TASK_NONE */
   uint32_t queue_next;  /* next task of the same hardware queue, or PN_TASK_NONE */
   uint32_t gq;          /* hardware queue index: gpu * n_queues + queue */
-  uint32_t aux[2];      /* COMPUTE: aux[0] = index in its GPU's running list; COMM: aux[0] = xfer;
+  uint32_t aux[PN_TASK_MAX_LEGS]; /* COMPUTE: aux[0] = index in its GPU's running list; COMM: aux[0] = xfer;
                            P2P: the xfer of each leg */
   uint8_t legs_left;    /* P2P: legs not yet done */
 } TaskRt;
@@ -586,8 +586,8 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
       if (tk->nic_bytes > 0.0 && !(hw->nic_bytes_per_ns > 0.0 && isfinite(hw->nic_bytes_per_ns)))
         INVALID(TASK_FMT ": moves NIC bytes but profile '%s' has no NIC bandwidth", TASK_ARGS(t, tk), hw->name);
     }
-    if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > 2))
-      INVALID(TASK_FMT ": a P2P task needs 1 or 2 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
+    if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > PN_TASK_MAX_LEGS))
+      INVALID(TASK_FMT ": a P2P task needs 1 to 4 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
               (unsigned)tk->n_legs);
   }
   for (PnTaskId t = 0; t < n; t++) {

@@ -53,7 +53,7 @@ void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, b
   PnTask *s = pn_graph_task(g, send);
   PnTask *r = pn_graph_task(g, recv);
   g_assert(s->kind == PN_TASK_P2P && r->kind == PN_TASK_P2P);
-  g_assert(s->n_legs < 2 && r->n_legs < 2);
+  g_assert(s->n_legs < PN_TASK_MAX_LEGS && r->n_legs < PN_TASK_MAX_LEGS);
   s->legs[s->n_legs++] = (PnP2pLeg){.peer = recv, .bytes = bytes, .is_send = true, .over_nic = over_nic};
   r->legs[r->n_legs++] = (PnP2pLeg){.peer = send, .bytes = bytes, .is_send = false, .over_nic = over_nic};
 }
