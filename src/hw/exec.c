@@ -30,6 +30,10 @@
  * Rounding: a completion is scheduled at now + max(1, ceil(x - 1e-6)) for x = remaining / rate
  * ns: the 1e-6 ns slack keeps rounding noise (e.g. 1000 / (100/132) = 1320.0000000000002) from
  * adding a nanosecond. Latencies and delays use the same rounding without the 1 ns floor.
+ *
+ * Horizon: event times saturate at PN_EXEC_HORIZON_NS (2^62 ns, 146 years), so absurd sizes or
+ * rates (a 1e-300 bytes/ns link) cannot overflow the clock; a run that reaches the horizon fails
+ * with PN_EXEC_ERROR_HORIZON naming the first task whose completion was pushed there.
  */
 #include "hw/exec.h"
 
@@ -41,6 +45,7 @@
 GQuark pn_exec_error_quark(void) { return g_quark_from_static_string("pn-exec-error-quark"); }
 
 #define PN_EXEC_CEIL_SLACK_NS 1e-6
+#define PN_EXEC_HORIZON_NS ((PnTimeNs)1 << 62)
 
 enum { ST_WAITING = 0, ST_RUNNING = 1, ST_ENDED = 2, ST_MASK = 3, ST_QUEUED = 4 /* flag: in the worklist */ };
 enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
@@ -127,6 +132,7 @@ typedef struct {
   double full_gemm; /* curve value with all SMs (0 when the curve is empty) */
   double full_mem;
   uint32_t n_ended;
+  PnTaskId horizon_task; /* first task scheduled at the horizon, PN_TASK_NONE if none */
   bool settle_pending;
   bool mm_dirty;
 } Exec;
@@ -140,10 +146,23 @@ static inline PnTimeNs dur_ns(double x, PnTimeNs floor_ns)
 {
   g_assert(!isnan(x));
   double c = ceil(x - PN_EXEC_CEIL_SLACK_NS);
-  if (c > 4.0e18)
-    c = 4.0e18; /* a stalled rate: far future, the budget or the caller will notice */
+  if (c > (double)PN_EXEC_HORIZON_NS)
+    c = (double)PN_EXEC_HORIZON_NS; /* absurd or stalled: at_ns() reports it */
   PnTimeNs d = (PnTimeNs)c;
   return d < floor_ns ? floor_ns : d;
+}
+
+/* now + d, saturated at the horizon: times stay <= PN_EXEC_HORIZON_NS and the sum is formed
+ * only when it stays below, so it cannot overflow; `t` is blamed when the horizon is reached. */
+static inline PnTimeNs at_ns(Exec *ex, PnTimeNs d, PnTaskId t)
+{
+  PnTimeNs now = pn_engine_now(ex->eng);
+  if (d >= PN_EXEC_HORIZON_NS - now) {
+    if (ex->horizon_task == PN_TASK_NONE)
+      ex->horizon_task = t;
+    return PN_EXEC_HORIZON_NS;
+  }
+  return now + d;
 }
 
 static void settle(PnEngine *eng, void *ctx, uint64_t arg);
@@ -239,7 +258,7 @@ static void run_set_rate(Exec *ex, Run *r, double rate)
   r->rate     = rate;
   if (r->ev != 0)
     pn_engine_cancel(ex->eng, r->ev);
-  r->ev = pn_engine_schedule(ex->eng, now + dur_ns(r->remaining / rate, 1), on_task_done, ex, r->task);
+  r->ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->remaining / rate, 1), r->task), on_task_done, ex, r->task);
 }
 
 /* Water-fills the free SMs of a GPU among its running compute tasks and updates their rates. */
@@ -325,8 +344,7 @@ static void start_leg(Exec *ex, uint32_t xi)
 {
   const Xfer *x = &ex->xf[xi];
   double lat    = fmax(ex->tasks[x->task].latency_ns, ex->tasks[x->peer].latency_ns);
-  PnTimeNs now  = pn_engine_now(ex->eng);
-  ex->xf[xi].ev = pn_engine_schedule(ex->eng, now + dur_ns(lat, 0), on_leg_ready, ex, xi);
+  ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
 }
 
 static void start_task(Exec *ex, PnTaskId t)
@@ -349,11 +367,11 @@ static void start_task(Exec *ex, PnTaskId t)
     break;
   }
   case PN_TASK_DELAY:
-    pn_engine_schedule(ex->eng, now + dur_ns(tk->work_ns, 0), on_task_done, ex, t);
+    pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(tk->work_ns, 0), t), on_task_done, ex, t);
     break;
   case PN_TASK_COMM:
     hold_sms(ex, t, +1);
-    pn_engine_schedule(ex->eng, now + dur_ns(tk->latency_ns, 0), on_comm_ready, ex, t);
+    pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(tk->latency_ns, 0), t), on_comm_ready, ex, t);
     break;
   case PN_TASK_P2P:
     hold_sms(ex, t, +1);
@@ -502,7 +520,7 @@ static void settle(PnEngine *eng, void *ctx, uint64_t arg)
         pn_engine_cancel(eng, x->ev);
       x->ev = 0;
       if (x->rate > 0.0)
-        x->ev = pn_engine_schedule(eng, now + dur_ns(x->remaining / x->rate, 1), on_xfer_done, ex, xi);
+        x->ev = pn_engine_schedule(eng, at_ns(ex, dur_ns(x->remaining / x->rate, 1), x->task), on_xfer_done, ex, xi);
     }
   }
   /* Nothing above leaves work for this instant: starts and rate changes only schedule events. */
@@ -820,7 +838,7 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   for (uint32_t i = 0; i < n; i++)
     tt[i] = (PnTaskTime){-1, -1};
 
-  Exec ex = {0};
+  Exec ex = {.horizon_task = PN_TASK_NONE};
   exec_setup(&ex, g, hw, opt, tt);
   for (size_t q = 0; q < (size_t)ex.n_gpus * ex.n_queues; q++)
     if (ex.qhead[q] != PN_TASK_NONE && ex.waits[ex.qhead[q]] == 0)
@@ -845,6 +863,14 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
                 "deadlock at t=%" PRId64 " ns: %u of %u tasks never ended; first stuck: " TASK_FMT
                 ", microbatch %d: %s",
                 pn_engine_now(ex.eng), n - ex.n_ended, n, TASK_ARGS(t, tk), tk->microbatch, why->str);
+    ok = FALSE;
+  } else if (ex.horizon_task != PN_TASK_NONE) {
+    const PnTask *tk = &ex.tasks[ex.horizon_task];
+    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON,
+                "simulated time would pass %" PRId64 " ns (146 years): " TASK_FMT
+                " takes that long (work %.3g ns, %.3g NVLink / %.3g NIC bytes); check the scenario's sizes and the "
+                "profile's rates",
+                PN_EXEC_HORIZON_NS, TASK_ARGS(ex.horizon_task, tk), tk->work_ns, tk->nvlink_bytes, tk->nic_bytes);
     ok = FALSE;
   }
   if (ok) {

@@ -16,8 +16,9 @@
  *    dispatches its tasks strictly in issue order; with c > 1, stream s uses queue s % c and each
  *    queue dispatches in issue order.
  *
- * Result: start/end time of every task. Fails (GError) if the event budget is exhausted or if
- * tasks remain that can never start (a dependency cycle or unpaired P2P: "deadlock").
+ * Result: start/end time of every task. Fails (GError) if the event budget is exhausted, if
+ * tasks remain that can never start (a dependency cycle or unpaired P2P: "deadlock"), or if
+ * simulated time would pass 2^62 ns (absurd durations; event times saturate there, never overflow).
  * Cost: O(events * log events) plus the solver; events ~ 3 per task.
  */
 #ifndef PN_HW_EXEC_H
@@ -47,7 +48,8 @@ typedef struct {
 
 #define PN_EXEC_ERROR (pn_exec_error_quark())
 GQuark pn_exec_error_quark(void);
-typedef enum { PN_EXEC_ERROR_DEADLOCK, PN_EXEC_ERROR_BUDGET, PN_EXEC_ERROR_INVALID } PnExecError;
+/* HORIZON: simulated time would pass 2^62 ns (146 years): the inputs are absurd, not the graph. */
+typedef enum { PN_EXEC_ERROR_DEADLOCK, PN_EXEC_ERROR_BUDGET, PN_EXEC_ERROR_INVALID, PN_EXEC_ERROR_HORIZON } PnExecError;
 
 /* Fills `out` (caller frees with pn_exec_result_clear). `opt` may be NULL: max_connections 8
  * (CUDA's default) and the default budget. On failure `out` is left empty (times == NULL).

@@ -891,6 +891,47 @@ START_TEST(test_exec_budget)
 }
 END_TEST
 
+/* Absurd durations saturate at the 2^62 ns horizon instead of overflowing the clock: three
+ * 4e18 ns delays in a row (the second would end at 8e18, the third past INT64_MAX), a flow of
+ * 1e30 bytes over a 1e-300 bytes/ns link, and a 1e300 ns kernel all fail with HORIZON, naming
+ * the task. A chain just below the horizon still runs. */
+START_TEST(test_exec_horizon)
+{
+  PnHwProfile hw = test_hw();
+  {
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    for (int i = 0; i < 3; i++)
+      add(g, delay(0, PN_STREAM_COMPUTE, 4e18), 0, NULL);
+    g_autoptr(GError) err = run_err(g, &hw, (PnExecOptions){.max_connections = 1});
+    ck_assert(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON));
+    ck_assert_msg(strstr(err->message, "task 1 'delay'") != NULL, "%s", err->message);
+  }
+  {
+    PnHwProfile slow         = test_hw();
+    slow.nvlink_bytes_per_ns = 1e-300;
+    g_autoptr(PnGraph) g     = pn_graph_new(1);
+    add(g, comm(0, PN_STREAM_TP_COMM, 0, 0.0, 1e30, 0.0), 0, NULL);
+    add(g, comm(0, PN_STREAM_TP_COMM, 0, 0.0, 1e30, 0.0), 0, NULL);
+    g_autoptr(GError) err = run_err(g, &slow, (PnExecOptions){.max_connections = 8});
+    ck_assert(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON));
+  }
+  {
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    add(g, compute(0, PN_STREAM_COMPUTE, 1e300), 0, NULL);
+    g_autoptr(GError) err = run_err(g, &hw, (PnExecOptions){.max_connections = 8});
+    ck_assert(g_error_matches(err, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON));
+  }
+  {
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    add(g, delay(0, PN_STREAM_COMPUTE, 2e18), 0, NULL);
+    add(g, delay(0, PN_STREAM_COMPUTE, 2e18), 0, NULL);
+    PnExecResult r = run_ok(g, &hw, 1);
+    ck_assert_int_eq(r.makespan_ns, 4000000000000000000LL);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
 /* An empty graph runs in no time; NULL options mean the defaults. */
 START_TEST(test_exec_empty)
 {
@@ -1038,6 +1079,7 @@ static Suite *hw_suite(void)
   TC("exec_invalid", test_exec_invalid);
   TC("exec_invalid_dep_forward", test_exec_invalid_dep_forward);
   TC("exec_budget", test_exec_budget);
+  TC("exec_horizon", test_exec_horizon);
   TC("exec_empty", test_exec_empty);
   TC("exec_property", test_exec_property_random);
 #undef TC
