@@ -32,24 +32,31 @@ typedef struct {
     k, false, offsetof(PnHwProfile, field), 0.0, hi, true                                                              \
   }
 
+/* A rate or efficiency in [lo, hi]: the floor keeps durations (size / rate) finite for every size
+ * a scenario accepts; a 1e-300 bytes/ns link would make a transfer outlast a double. */
+#define HW_RATE(k, field, lo, hi)                                                                                      \
+  {                                                                                                                    \
+    k, false, offsetof(PnHwProfile, field), lo, hi, true                                                               \
+  }
+
 static const HwScalar compute_scalars[] = {
     HW_INT("sm_count", sm_count, 1, 100000),
     HW_POS("hbm_bytes", hbm_bytes, 1e15),
-    HW_POS("hbm_bytes_per_ns", hbm_bytes_per_ns, 1e6),
-    HW_POS("peak_bf16_flops_per_ns", peak_bf16_flops_per_ns, 1e9),
-    HW_POS("peak_fp8_flops_per_ns", peak_fp8_flops_per_ns, 1e9),
-    HW_POS("gemm_efficiency", gemm_efficiency, 1.0),
-    HW_POS("attn_efficiency", attn_efficiency, 1.0),
+    HW_RATE("hbm_bytes_per_ns", hbm_bytes_per_ns, 1e-3, 1e6),
+    HW_RATE("peak_bf16_flops_per_ns", peak_bf16_flops_per_ns, 1e-3, 1e9),
+    HW_RATE("peak_fp8_flops_per_ns", peak_fp8_flops_per_ns, 1e-3, 1e9),
+    HW_RATE("gemm_efficiency", gemm_efficiency, 1e-3, 1.0),
+    HW_RATE("attn_efficiency", attn_efficiency, 1e-3, 1.0),
     HW_INT("gemm_tile_m", gemm_tile_m, 1, 65536),
     HW_INT("gemm_tile_n", gemm_tile_n, 1, 65536),
     HW_NONNEG("kernel_launch_ns", kernel_launch_ns, 1e9),
 };
 static const HwScalar network_scalars[] = {
     HW_INT("gpus_per_node", gpus_per_node, 1, 100000),
-    HW_POS("nvlink_bytes_per_ns", nvlink_bytes_per_ns, 1e6),
-    HW_POS("nvlink_ce_bytes_per_ns", nvlink_ce_bytes_per_ns, 1e6),
+    HW_RATE("nvlink_bytes_per_ns", nvlink_bytes_per_ns, 1e-3, 1e6),
+    HW_RATE("nvlink_ce_bytes_per_ns", nvlink_ce_bytes_per_ns, 1e-3, 1e6),
     HW_INT("nics_per_node", nics_per_node, 1, 100000),
-    HW_POS("nic_bytes_per_ns", nic_bytes_per_ns, 1e6),
+    HW_RATE("nic_bytes_per_ns", nic_bytes_per_ns, 1e-3, 1e6),
 };
 static const HwScalar nccl_scalars[] = {
     HW_NONNEG("base_latency_ns", nccl_base_latency_ns, 1e12),
@@ -58,7 +65,7 @@ static const HwScalar nccl_scalars[] = {
     HW_INT("ctas_nvlink", nccl_ctas_nvlink, 1, 4096),
     HW_INT("ctas_net", nccl_ctas_net, 1, 4096),
     HW_INT("p2p_ctas", nccl_p2p_ctas, 1, 4096),
-    HW_POS("cta_bytes_per_ns", nccl_cta_bytes_per_ns, 1e6),
+    HW_RATE("cta_bytes_per_ns", nccl_cta_bytes_per_ns, 1e-3, 1e6),
 };
 
 #define KEY(k)                                                                                                         \
@@ -263,9 +270,9 @@ static gboolean read_curve(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
                   log_x && x[i] <= 0.0 ? "must be > 0 (log_x curve)" : "x must be strictly ascending");
       return FALSE;
     }
-    if (y[i] <= 0.0) {
+    if (!(y[i] >= 1e-6)) { /* a fraction of the peak; a smaller one makes durations overflow to inf */
       g_autofree char *iptr = pn__io_ptr_index(yptr, (gsize)i);
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "must be > 0");
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "must be >= 1e-06 (got %g)", y[i]);
       return FALSE;
     }
   }

@@ -8,12 +8,13 @@
  * error, because datasheet placeholders must stay distinguishable from measurements. Integer
  * fields (sm_count, gemm_tile_m/n, gpus_per_node, nics_per_node, ctas_nvlink, ctas_net,
  * p2p_ctas) must be integers; every value must be finite and positive (latencies and launch cost
- * may be 0; efficiencies are at most 1).
+ * may be 0; efficiencies are at most 1); rates (bytes or FLOPs per ns) and efficiencies are at
+ * least 1e-3, so that no size a scenario accepts gives an infinite duration.
  *
  * calibration entries, each optional:
  *   curves gemm_sm_scaling, mem_sm_scaling, coll_size_efficiency:
  *     {"x": [...], "y": [...], "log_x": bool, "source": "..."} — same length, x strictly
- *     ascending, finite, y > 0, x > 0 when log_x (default: true for coll_size_efficiency only);
+ *     ascending, finite, y >= 1e-6, x > 0 when log_x (default: true for coll_size_efficiency only);
  *   tables gemm_bf16, gemm_fp8 (columns m, n, k, ns) and attn_bf16 (columns batch, seq, heads,
  *     kv_heads, head_dim, fwd_ns, bwd_ns): {"columns": [...], "rows": [[...], ...], "source": "..."}
  *     — columns in any order but exactly those names; every row has one value per column, sizes
