@@ -40,7 +40,7 @@ typedef struct {
   }
 
 static const HwScalar compute_scalars[] = {
-    HW_INT("sm_count", sm_count, 1, 100000),
+    HW_INT("sm_count", sm_count, 1, 16384), /* SM counts travel in PnTask.sms, an int16_t */
     HW_POS("hbm_bytes", hbm_bytes, 1e15),
     HW_RATE("hbm_bytes_per_ns", hbm_bytes_per_ns, 1e-3, 1e6),
     HW_RATE("peak_bf16_flops_per_ns", peak_bf16_flops_per_ns, 1e-3, 1e9),
