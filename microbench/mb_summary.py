@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Print the headline numbers of a microbench result folder (any subset of the kinds).
+
+    python3 mb_summary.py DIR
+"""
+import glob
+import json
+import os
+import sys
+
+
+def load(d):
+    out = {}
+    for p in sorted(glob.glob(os.path.join(d, "*.json"))):
+        try:
+            with open(p) as f:
+                doc = json.load(f)
+            out[doc["kind"]] = doc
+        except (OSError, ValueError, KeyError) as e:
+            print(f"{p}: unreadable ({e})")
+    return out
+
+
+def gemm(doc):
+    rows = [r for r in doc["results"] if r.get("status") == "ok"]
+    bad = [r for r in doc["results"] if r.get("status") != "ok"]
+    print(f"gemm: {len(rows)} ok, {len(bad)} failed, truncated={doc['truncated']} {doc['note']}")
+    want = [(8192, 8192, 8192, "TN"), (4096, 4096, 4096, "TN"), (16384, 16384, 16384, "TN"),
+            (8192, 7168, 8192, "TN"), (8192, 8192, 7168, "TN"), (8192, 14336, 8192, "TN"),
+            (16384, 8192, 28672, "TN"), (4096, 28672, 8192, "TN")]
+    for m, n, k, lay in want:
+        for dt in ("bf16", "fp8"):
+            hits = [r for r in rows if (r["m"], r["n"], r["k"], r["dtype"]) == (m, n, k, dt)
+                    and (r["layout"] == lay or dt == "fp8")]
+            for r in hits[:2]:
+                print(f"  {dt:4s} {m}x{n}x{k} {r['layout']} {r['pass']:5s} fa={int(r['fast_accum'])}: "
+                      f"{r['tflops']:6.1f} TFLOP/s  {r['median_ns'] / 1e3:9.1f} us")
+    for dt in ("bf16", "fp8"):
+        t = sorted(r["tflops"] for r in rows if r["dtype"] == dt)
+        if t:
+            print(f"  {dt}: median over shapes {t[len(t) // 2]:.0f}, max {t[-1]:.0f} TFLOP/s")
+
+
+def contention(doc):
+    print(f"gemm_contention: truncated={doc['truncated']}")
+    for r in doc["results"]:
+        if r.get("status") == "ok" and r["sms_held"] in (0, 16, 32, 64):
+            print(f"  {r['dtype']:4s} {r['m']}x{r['n']}x{r['k']} {r['variant']:17s} k={r['sms_held']:2d}: "
+                  f"{r['median_ns'] / 1e3:8.1f} us  slowdown {r['slowdown']:.3f}")
+
+
+def attention(doc):
+    rows = [r for r in doc["results"] if r.get("status") == "ok"]
+    print(f"attention: {len(rows)} ok of {len(doc['results'])}, checks {doc['env'].get('correctness_checks')}")
+    for r in rows:
+        if r["heads"] in (8, 32) and r["seq_len"] in (4096, 8192, 16384) and r["kv_heads"] == r["heads"]:
+            print(f"  {r['backend']:5s} s={r['seq_len']:5d} h={r['heads']:2d} d={r['head_dim']}: fwd "
+                  f"{r['fwd_tflops']:5.0f} bwd {r['bwd_tflops']:5.0f} TFLOP/s")
+    bad = {r["status"] for r in doc["results"] if r.get("status") != "ok"}
+    for b in sorted(bad)[:5]:
+        print("  !", b)
+
+
+def memory(doc):
+    print("memory:")
+    for r in doc["results"]:
+        if r["moved_bytes"] >= 2 ** 28:
+            print(f"  {r['kernel']:10s} {r['moved_bytes'] / 2 ** 20:7.0f} MiB {r['gbps']:7.1f} GB/s")
+
+
+def collective(doc):
+    print(f"collective: nccl {doc['env'].get('nccl_version')} truncated={doc['truncated']}")
+    for r in doc["results"]:
+        if r["size_bytes"] in (2 ** 20, 2 ** 26, 2 ** 30):
+            print(f"  {r['collective']:14s} ctas={r['ctas_requested']:2d} {r['size_bytes']:>10d} B "
+                  f"{r['median_ns'] / 1e3:10.1f} us busbw {r['busbw_gbps']:6.1f} GB/s")
+
+
+def copy_engine(doc):
+    print("copy_engine:")
+    for r in doc["results"]:
+        if r["size_bytes"] >= 2 ** 24:
+            print(f"  {r['mode']:10s} {r['size_bytes']:>10d} B {r['gbps']:7.1f} GB/s")
+
+
+def overlap(doc):
+    print(f"gemm_nccl_overlap: truncated={doc['truncated']}")
+    for r in doc["results"]:
+        extra = (f"gemm x{r['gemm_slowdown']:.3f}" if r["mode"] == "single"
+                 else f"gemm rate {r['gemm_rate_while_overlapped']:.3f}")
+        print(f"  {r['collective']:14s} ctas={r['ctas_requested']:2d} {r['size_bytes'] >> 20:4d}MiB "
+              f"margin={int(r['sm_margin'])} {r['mode']:7s} coll x{r['coll_slowdown']:.3f} {extra}")
+
+
+def main():
+    d = sys.argv[1] if len(sys.argv) > 1 else "."
+    docs = load(d)
+    for kind, fn in (("gemm", gemm), ("gemm_contention", contention), ("attention", attention),
+                     ("memory", memory), ("collective", collective), ("copy_engine", copy_engine),
+                     ("gemm_nccl_overlap", overlap)):
+        if kind in docs:
+            try:
+                fn(docs[kind])
+            except (KeyError, TypeError, ValueError) as e:
+                print(f"{kind}: summary failed ({e})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Build and run every penumbra microbenchmark on this GPU machine.
+#
+#   microbench/run_all.sh [OUT_DIR]          (default: $OUT if set, else ./mb-results)
+#
+# Writes one JSON per kind (gemm, gemm_contention, attention, memory; with 2+ GPUs also
+# collective, copy_engine, gemm_nccl_overlap) and run_log.txt into OUT_DIR: 8 files at most.
+# With 2+ GPUs the single-GPU suite runs split over GPU 0 (gemm) and GPU 1 (contention,
+# memory, attention) at the same time, then the multi-GPU steps run on GPUs 0 and 1.
+# Knobs (environment): MB_TOTAL_S total wall budget in s (default 530); MB_STEPS comma list
+# of steps to run (build,gemm,contention,attention,memory,collectives,copy,overlap);
+# MB_BUILD_DIR (default build-mb beside microbench/); MB_QUICK=1 for a short smoke run.
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT_DIR=${1:-${OUT:-$PWD/mb-results}}
+BUILD=${MB_BUILD_DIR:-$HERE/../build-mb}
+TOTAL=${MB_TOTAL_S:-530}
+STEPS=${MB_STEPS:-build,gemm,contention,attention,memory,collectives,copy,overlap}
+QUICK=${MB_QUICK:-0}
+START=$(date +%s)
+
+# NVLink multicast (NVLS) stays off in every process started from here.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+
+mkdir -p "$OUT_DIR" "$BUILD"
+LOG=$OUT_DIR/run_log.txt
+: >"$LOG"
+log() { echo "$*" | tee -a "$LOG"; }
+left() { echo $((TOTAL - ($(date +%s) - START))); }
+want() { [[ ",$STEPS," == *",$1,"* ]]; }
+
+# run_step NAME HARD_LIMIT_S CMD...: runs CMD under `timeout`, clamped to the time left;
+# the step's own output goes to a per-step log merged into run_log.txt at the end.
+# Programs get a soft budget (MB_SOFT) of 80% of the limit, so they end with a file written.
+run_step() {
+  local name=$1 lim=$2
+  shift 2
+  local l
+  l=$(left)
+  ((lim > l - 10)) && lim=$((l - 10))
+  if ((lim < 15)); then
+    log "SKIP $name: only ${l}s left"
+    return 0
+  fi
+  MB_SOFT=$((lim * 8 / 10 - 5))
+  local t0 rc
+  t0=$(date +%s)
+  echo "=== $name: limit ${lim}s soft ${MB_SOFT}s: $* --budget-s $MB_SOFT" >"$OUT_DIR/log_$name.txt"
+  timeout -k 10 "$lim" "$@" --budget-s "$MB_SOFT" >>"$OUT_DIR/log_$name.txt" 2>&1
+  rc=$?
+  log "=== $name rc=$rc after $(($(date +%s) - t0))s (t=$(($(date +%s) - START))s)"
+  return 0
+}
+
+{
+  echo "# microbench run, $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+  uname -a
+  nvidia-smi || echo "nvidia-smi failed"
+  nvidia-smi topo -m 2>&1 || true
+  nvidia-smi nvlink --status 2>&1 | head -40 || true
+  nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit --format=csv 2>&1 || true
+  command -v nvcc && nvcc --version | tail -2
+  cmake --version | head -1
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpus", torch.cuda.device_count())' 2>&1
+  grep -h -E '#define NCCL_(MAJOR|MINOR|PATCH) ' /usr/include/nccl.h 2>/dev/null | tr '\n' ' '; echo
+  ls -l /usr/lib/x86_64-linux-gnu/libnccl* 2>/dev/null
+  env | grep -E '^(NCCL|CUDA|TORCH|NVSHMEM)_' | sort
+} >>"$LOG" 2>&1
+
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+log "GPUs: $NGPU; budget ${TOTAL}s; steps $STEPS; out $OUT_DIR"
+if ((NGPU < 1)); then
+  log "no GPU: nothing to run"
+  exit 1
+fi
+
+if want build; then
+  t0=$(date +%s)
+  gen=()
+  command -v ninja >/dev/null && gen=(-G Ninja)
+  if cmake -S "$HERE" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+      >"$OUT_DIR/log_build.txt" 2>&1 &&
+    timeout 300 cmake --build "$BUILD" -j "$(nproc)" >>"$OUT_DIR/log_build.txt" 2>&1; then
+    log "=== build ok after $(($(date +%s) - t0))s"
+  else
+    log "=== build FAILED"
+    cat "$OUT_DIR/log_build.txt" >>"$LOG"
+    rm -f "$OUT_DIR/log_build.txt"
+    exit 1
+  fi
+fi
+
+# Model shapes: regenerate when python3 is there, else the committed copy.
+SHAPES=$HERE/shapes_models.txt
+GRID=$HERE/shapes_grid.txt
+if command -v python3 >/dev/null; then
+  python3 "$HERE/gen_shapes.py" >"$BUILD/shapes_models.txt" && SHAPES=$BUILD/shapes_models.txt
+  python3 "$HERE/gen_shapes.py" --grid >"$BUILD/shapes_grid.txt" && GRID=$BUILD/shapes_grid.txt
+fi
+if ((QUICK)); then
+  { head -40 "$SHAPES"; echo "8192 8192 8192 TN fprop"; tail -3 "$SHAPES"; } >"$BUILD/shapes_quick.txt"
+  SHAPES=$BUILD/shapes_quick.txt
+  GRID_ARGS=()
+  ATT_ARGS=(--seqs 2048,8192 --heads 8,32 --head-dims 128)
+  CONT_ARGS=(--sms 0,16,32 --shapes 8192x8192x8192)
+  MEM_ARGS=(--sizes-mib 1,64,1024)
+  COLL_ARGS=(--ctas 0,8 --max-bytes 67108864)
+  OVL_ARGS=(--ctas 0,16 --sizes-mib 128)
+else
+  GRID_ARGS=(--grid "$GRID")
+  ATT_ARGS=()
+  CONT_ARGS=()
+  MEM_ARGS=()
+  COLL_ARGS=()
+  OVL_ARGS=()
+fi
+
+gemm_step() {
+  want gemm && run_step gemm 230 env CUDA_VISIBLE_DEVICES="$1" "$BUILD/mb_gemm" --shapes "$SHAPES" \
+    "${GRID_ARGS[@]}" --out "$OUT_DIR/gemm.json"
+}
+other_single_gpu_steps() {
+  local dev=$1
+  want contention && run_step contention 100 env CUDA_VISIBLE_DEVICES="$dev" "$BUILD/mb_gemm_contention" \
+    "${CONT_ARGS[@]}" --out "$OUT_DIR/gemm_contention.json"
+  want memory && run_step memory 60 env CUDA_VISIBLE_DEVICES="$dev" "$BUILD/mb_memory" "${MEM_ARGS[@]}" \
+    --out "$OUT_DIR/memory.json"
+  want attention && run_step attention 130 env CUDA_VISIBLE_DEVICES="$dev" python3 "$HERE/mb_attention.py" \
+    "${ATT_ARGS[@]}" --out "$OUT_DIR/attention.json"
+}
+
+if ((NGPU >= 2)); then
+  # GPU 0: the GEMM table; GPU 1 meanwhile: contention, memory, attention.
+  gemm_step 0 &
+  p0=$!
+  other_single_gpu_steps 1 &
+  p1=$!
+  wait "$p0" "$p1"
+  want collectives && run_step collectives 170 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV "$BUILD/mb_collectives" "${COLL_ARGS[@]}" --out "$OUT_DIR/collective.json"
+  want copy && run_step copy 45 "$BUILD/mb_copy_engine" --out "$OUT_DIR/copy_engine.json"
+  want overlap && run_step overlap 100 "$BUILD/mb_gemm_nccl_overlap" "${OVL_ARGS[@]}" --out "$OUT_DIR/gemm_nccl_overlap.json"
+else
+  gemm_step 0
+  other_single_gpu_steps 0
+  log "one GPU: collectives, copy engine and gemm_nccl_overlap not run"
+fi
+
+# Merge the per-step logs into run_log.txt (the result folder keeps 8 files at most).
+for f in "$OUT_DIR"/log_*.txt; do
+  [[ -e $f ]] || continue
+  { echo; echo "##### $(basename "$f")"; cat "$f"; } >>"$LOG"
+  rm -f "$f"
+done
+log "=== done after $(($(date +%s) - START))s"
+command -v python3 >/dev/null && python3 "$HERE/mb_summary.py" "$OUT_DIR" 2>&1 | tee -a "$LOG"
+exit 0
