@@ -3,10 +3,13 @@
  * Exit status: 0 success; 2 bad input (file, JSON, inconsistent configuration); 1 internal error.
  * Errors print one line on stderr: `penumbra: <file>: <json path>: <what was expected>`.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hw/exec.h"
+#include "io/calibio.h"
+#include "io/hwprofile.h"
 #include "io/report.h"
 #include "io/scenario.h"
 #include "io/trace.h"
@@ -248,8 +251,112 @@ static int cmd_validate(int argc, char **argv)
   return (max_mape > 0 && mape > max_mape) ? 3 : 0;
 }
 
+static gint cmp_abs(gconstpointer a, gconstpointer b)
+{
+  double x = fabs(*(const double *)a), y = fabs(*(const double *)b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* One line of the replay check: count, median / p90 / max |error|, share within `tol`. */
+static bool check_line(GString *out, const char *what, GArray *err, double tol)
+{
+  if (err->len == 0) {
+    g_string_append_printf(out, "  %-34s %6s\n", what, "-");
+    return true;
+  }
+  g_array_sort(err, cmp_abs);
+  guint n = err->len, within = 0;
+  for (guint i = 0; i < n; i++)
+    within += fabs(g_array_index(err, double, i)) <= tol;
+  double med = fabs(g_array_index(err, double, n / 2)), p90 = fabs(g_array_index(err, double, (n * 9) / 10));
+  double max = fabs(g_array_index(err, double, n - 1));
+  g_string_append_printf(out, "  %-34s %6u %8.2f%% %8.2f%% %8.2f%% %8.1f%%\n", what, n, med * 100, p90 * 100, max * 100,
+                         100.0 * within / n);
+  return within == n;
+}
+
+static int cmd_calibrate(int argc, char **argv)
+{
+  g_autofree char *base    = NULL;
+  g_autofree char *output  = NULL;
+  g_autofree char *profile = NULL;
+  gboolean check           = FALSE;
+  double tol_pct           = 5.0;
+  GOptionEntry entries[]   = {
+    {"base", 'b', 0, G_OPTION_ARG_FILENAME, &base, "Profile to start from (its sourced figures are kept)", "FILE"},
+    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the calibrated profile to FILE (atomically)", "FILE"},
+    {"check", 'c', 0, G_OPTION_ARG_NONE, &check, "Replay every measured case through --profile and report errors",
+     NULL},
+    {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
+    {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL}};
+  g_autoptr(GOptionContext) ctx =
+    g_option_context_new("RESULTS.json... - fit hardware-profile tables from microbenchmark results");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    fprintf(stderr, "penumbra calibrate: %s\n", error->message);
+    return 2;
+  }
+  if (argc < 2) {
+    fprintf(stderr, "penumbra calibrate: expected one or more microbenchmark RESULTS.json\n");
+    return 2;
+  }
+  if (check ? !profile : !(base && output)) {
+    fprintf(stderr, "penumbra calibrate: expected --base FILE -o FILE, or --check --profile FILE\n");
+    return 2;
+  }
+  PnCalData data;
+  pn_cal_data_init(&data);
+  g_autoptr(GString) prov = g_string_new(NULL);
+  int rc                  = 0;
+  for (int i = 1; i < argc && rc == 0; i++)
+    if (!pn_calib_read_results(argv[i], &data, prov, &error))
+      rc = fail(error);
+  if (rc == 0) {
+    g_autoptr(PnHwProfile) p = pn_hw_profile_load(check ? profile : base, &error);
+    if (!p) {
+      rc = fail(error);
+    } else if (check) {
+      PnCalCheck c;
+      pn_calib_check(&data, p, &c);
+      double tol             = tol_pct / 100.0;
+      g_autoptr(GString) out = g_string_new(NULL);
+      g_string_append_printf(out, "replay of the measured cases through %s (|predicted/measured - 1|)\n", profile);
+      g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
+      bool ok = check_line(out, "gemm (table replay)", c.gemm, tol);
+      check_line(out, "gemm (leave-one-out interpolation)", c.gemm_loo, tol);
+      ok = check_line(out, "attention", c.attn, tol) && ok;
+      ok = check_line(out, "collectives, NCCL default channels", c.coll_default, tol) && ok;
+      ok = check_line(out, "SM contention, median per SMs held", c.contention_median, tol) && ok;
+      g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
+      check_line(out, "memory-bound kernels >= 256 MiB", c.memory, tol);
+      check_line(out, "collectives, NCCL_MAX_CTAS forced", c.coll_ctas, tol);
+      check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
+      check_line(out, "SM contention, every shape", c.contention, tol);
+      fputs(out->str, stdout);
+      pn_cal_check_clear(&c);
+      rc = ok ? 0 : 3;
+    } else {
+      PnCalFitted fitted;
+      if (!pn_calib_fit(&data, p, &fitted, &error) ||
+          !pn_calib_write_profile(base, output, p, &fitted, prov->str, &error))
+        rc = fail(error);
+      else
+        printf("calibrated %s: %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
+               fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
+               fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
+               fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
+               fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
+    }
+  }
+  pn_cal_data_clear(&data);
+  return rc;
+}
+
 static const PnCommand commands[] = {
   {"run", cmd_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
+  {"calibrate", cmd_calibrate, "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
   {"validate", cmd_validate, "predict published measured runs and report the step-time error"},
 };
 

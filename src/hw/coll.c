@@ -87,20 +87,29 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
     ring_lat        = fmin(ring_lat, tree_lat);
   }
   out->latency_ns = hw->nccl_base_latency_ns + ring_lat;
+  if (!multinode && n == 2.0 && hw->nccl_pair_latency_ns[s->kind] > 0.0)
+    out->latency_ns = hw->nccl_pair_latency_ns[s->kind]; /* measured directly */
 
   /* Channel-limited bandwidth and small-message protocol efficiency, on the dominant resource. */
   double dominant = fmax(out->nvlink_bytes, out->nic_bytes);
-  double cap      = out->sms * hw->nccl_cta_bytes_per_ns;
-  double per_rank = s->bytes / n;
-  double eff      = pn_curve_eval(&hw->coll_size_efficiency, per_rank, 1.0);
-  double link     = out->nic_bytes >= out->nvlink_bytes && out->nic_bytes > 0.0 ? hw->nic_bytes_per_ns
-                                                                                 : hw->nvlink_bytes_per_ns;
+  double per_cta  = hw->nccl_cta_busbw[s->kind] > 0.0 ? hw->nccl_cta_busbw[s->kind] : hw->nccl_cta_bytes_per_ns;
+  double cap      = out->sms * per_cta;
+  double per_rank     = s->bytes / n;
+  const PnCurve *ceff = hw->coll_efficiency[s->kind].n > 0 ? &hw->coll_efficiency[s->kind] : &hw->coll_size_efficiency;
+  double eff          = pn_curve_eval(ceff, per_rank, 1.0);
+  double nvl          = hw->nvlink_bytes_per_ns;
+  /* a pair of GPUs was measured directly; larger groups use the NVSwitch ring figure */
+  if (!multinode && n == 2.0 && hw->nccl_pair_busbw[s->kind] > 0.0)
+    nvl = hw->nccl_pair_busbw[s->kind];
+  double link = out->nic_bytes >= out->nvlink_bytes && out->nic_bytes > 0.0 ? hw->nic_bytes_per_ns : nvl;
   if (out->nic_bytes > 0.0 && out->nvlink_bytes > 0.0) {
     /* bottleneck-equivalent link rate for the dominant byte count */
-    double t_nvl = out->nvlink_bytes / hw->nvlink_bytes_per_ns, t_nic = out->nic_bytes / hw->nic_bytes_per_ns;
+    double t_nvl = out->nvlink_bytes / nvl, t_nic = out->nic_bytes / hw->nic_bytes_per_ns;
     link         = dominant / fmax(t_nvl, t_nic);
   }
-  double bound = fmin(cap, link) * eff;
+  /* The size efficiency (protocol, pipelining depth) was measured at NCCL's default channel count
+   * and limits what the link delivers; a channel-starved collective is bound by its channels. */
+  double bound = fmin(cap, link * eff);
   if (dominant > 0.0)
     out->max_bytes_per_ns = bound > 0.0 ? bound : 0.0;
 }

@@ -130,6 +130,7 @@ typedef struct {
   uint32_t cap_shares;
   GArray *changed;  /* of PnFlowId */
   double full_gemm; /* curve value with all SMs (0 when the curve is empty) */
+  double full_gemm_limit;
   double full_mem;
   uint32_t n_ended;
   PnTaskId horizon_task; /* first task scheduled at the horizon, PN_TASK_NONE if none */
@@ -231,14 +232,21 @@ static PnTaskId work_pop(Exec *ex)
   return top;
 }
 
-/* Speed of a compute kernel given `sms` SMs, relative to all SMs. */
-static double sm_rate(const Exec *ex, uint8_t scaling, double sms)
+/* Speed of a compute kernel given `sms` SMs, relative to all SMs. `own_limit`: the kernel was
+ * launched for exactly these SMs (TE set_sm_margin), so it fills them in whole waves; otherwise
+ * it was launched for all SMs and other kernels hold the rest (wave quantization, interference):
+ * two different measured curves. */
+static double sm_rate(const Exec *ex, uint8_t scaling, double sms, bool own_limit)
 {
   double n_sm = (double)ex->hw->sm_count;
   if (sms >= n_sm)
     return 1.0;
   const PnCurve *c = scaling == PN_SCALE_MEMORY ? &ex->hw->mem_sm_scaling : &ex->hw->gemm_sm_scaling;
   double full      = scaling == PN_SCALE_MEMORY ? ex->full_mem : ex->full_gemm;
+  if (own_limit && scaling == PN_SCALE_GEMM && ex->hw->gemm_sm_limit_scaling.n > 0) {
+    c    = &ex->hw->gemm_sm_limit_scaling;
+    full = ex->full_gemm_limit;
+  }
   double r         = c->n > 0 ? pn_curve_eval(c, sms, 0.0) / full : sms / n_sm;
   if (!(r > 1e-9))
     r = 1e-9;
@@ -298,7 +306,7 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   }
   for (uint32_t i = 0; i < n; i++) {
     double s = share[i] < 0.0 ? level : share[i];
-    run_set_rate(ex, &g->run[i], sm_rate(ex, ex->tasks[g->run[i].task].scaling, s));
+    run_set_rate(ex, &g->run[i], sm_rate(ex, ex->tasks[g->run[i].task].scaling, s, share[i] >= 0.0));
   }
 }
 
@@ -565,12 +573,12 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
     INVALID("hardware profile '%s': sm_count must be >= 1, got %d", hw->name, hw->sm_count);
   if (!finite_nonneg(hw->kernel_launch_ns))
     INVALID("hardware profile '%s': kernel_launch_ns must be finite and >= 0", hw->name);
-  const PnCurve *curves[2] = {&hw->gemm_sm_scaling, &hw->mem_sm_scaling};
-  for (int c = 0; c < 2; c++)
+  const PnCurve *curves[3] = {&hw->gemm_sm_scaling, &hw->mem_sm_scaling, &hw->gemm_sm_limit_scaling};
+  for (int c = 0; c < 3; c++)
     for (int i = 0; i < curves[c]->n; i++)
       if (!(curves[c]->y[i] > 0.0) || !isfinite(curves[c]->y[i]) || !isfinite(curves[c]->x[i]))
         INVALID("hardware profile '%s': %s point %d must be finite with y > 0", hw->name,
-                c == 0 ? "gemm_sm_scaling" : "mem_sm_scaling", i);
+                c == 0 ? "gemm_sm_scaling" : c == 1 ? "mem_sm_scaling" : "gemm_sm_limit_scaling", i);
   uint32_t n = g->tasks->len;
   if (n > 0 && g->n_gpus == 0)
     INVALID("graph has %u tasks but no GPU", n);
@@ -679,6 +687,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   ex->changed         = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
   ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
   ex->full_mem        = pn_curve_eval(&hw->mem_sm_scaling, (double)hw->sm_count, 0.0);
+  ex->full_gemm_limit = pn_curve_eval(&hw->gemm_sm_limit_scaling, (double)hw->sm_count, 0.0);
 
   for (uint32_t i = 0; i < ex->n_gpus; i++) {
     GpuRt *gp  = &ex->gpus[i];

@@ -16,6 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Collective kinds with their own calibration (the order of PnCollKind in coll.h). */
+#define PN_PROFILE_COLL_KINDS 5
+
 typedef struct {
   int n;
   double *x;
@@ -74,6 +77,18 @@ typedef struct PnHwProfile {
   PnCurve gemm_sm_scaling;          /* x = SMs usable by the GEMM, y = throughput / throughput(all SMs) */
   PnCurve mem_sm_scaling;           /* same, for memory-bound kernels */
   PnCurve coll_size_efficiency;     /* x = bytes per rank moved, y = fraction of the link ceiling */
+  PnCurve gemm_sm_limit_scaling;    /* x = SMs a GEMM is restricted to (TE set_sm_margin: cuBLASLt
+                                       SM_COUNT_TARGET) while the others run a comm kernel, y = throughput /
+                                       throughput(all SMs); empty: gemm_sm_scaling is used */
+  PnCurve coll_efficiency[PN_PROFILE_COLL_KINDS]; /* per collective (PnCollKind order: AG, RS, AR, A2A, send/recv):
+                                       x = bytes per rank, y = bus bandwidth / its large-size value; empty:
+                                       coll_size_efficiency */
+  double nccl_pair_busbw[PN_PROFILE_COLL_KINDS]; /* large-size bus bandwidth measured for a group of 2 GPUs on
+                                       NVLink, per collective (bytes/ns); 0 = nvlink_bytes_per_ns */
+  double nccl_pair_latency_ns[PN_PROFILE_COLL_KINDS]; /* smallest-message time of each collective on 2 GPUs
+                                       (ns); 0 = base latency + hops */
+  double nccl_cta_busbw[PN_PROFILE_COLL_KINDS];  /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per
+                                       collective (bytes/ns); 0 = nccl_cta_bytes_per_ns */
   PnGemmTable gemm_bf16;
   PnGemmTable gemm_fp8;
   PnAttnTable attn_bf16;

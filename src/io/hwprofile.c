@@ -58,6 +58,27 @@ static const HwScalar network_scalars[] = {
     HW_INT("nics_per_node", nics_per_node, 1, 100000),
     HW_RATE("nic_bytes_per_ns", nic_bytes_per_ns, 1e-3, 1e6),
 };
+static const HwScalar pair_busbw_scalars[] = {
+    HW_RATE("all_gather", nccl_pair_busbw[0], 1e-3, 1e6),
+    HW_RATE("reduce_scatter", nccl_pair_busbw[1], 1e-3, 1e6),
+    HW_RATE("all_reduce", nccl_pair_busbw[2], 1e-3, 1e6),
+    HW_RATE("all_to_all", nccl_pair_busbw[3], 1e-3, 1e6),
+    HW_RATE("send_recv", nccl_pair_busbw[4], 1e-3, 1e6),
+};
+static const HwScalar cta_busbw_scalars[] = {
+    HW_RATE("all_gather", nccl_cta_busbw[0], 1e-3, 1e6),
+    HW_RATE("reduce_scatter", nccl_cta_busbw[1], 1e-3, 1e6),
+    HW_RATE("all_reduce", nccl_cta_busbw[2], 1e-3, 1e6),
+    HW_RATE("all_to_all", nccl_cta_busbw[3], 1e-3, 1e6),
+    HW_RATE("send_recv", nccl_cta_busbw[4], 1e-3, 1e6),
+};
+static const HwScalar pair_latency_scalars[] = {
+    HW_NONNEG("all_gather", nccl_pair_latency_ns[0], 1e12),
+    HW_NONNEG("reduce_scatter", nccl_pair_latency_ns[1], 1e12),
+    HW_NONNEG("all_reduce", nccl_pair_latency_ns[2], 1e12),
+    HW_NONNEG("all_to_all", nccl_pair_latency_ns[3], 1e12),
+    HW_NONNEG("send_recv", nccl_pair_latency_ns[4], 1e12),
+};
 static const HwScalar nccl_scalars[] = {
     HW_NONNEG("base_latency_ns", nccl_base_latency_ns, 1e12),
     HW_NONNEG("nvlink_hop_ns", nccl_nvlink_hop_ns, 1e12),
@@ -78,8 +99,21 @@ static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),  
 static const PnField scalar_keys[]      = {KEY("value"), KEY("source"), KEY("unit"), KEY("note"), {.key = NULL}};
 static const PnField curve_keys[]       = {KEY("x"), KEY("y"), KEY("log_x"), KEY("source"), KEY("note"), {.key = NULL}};
 static const PnField table_keys[]       = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
-static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"), KEY("mem_sm_scaling"), KEY("coll_size_efficiency"),
-                                           KEY("gemm_bf16"),       KEY("gemm_fp8"),       KEY("attn_bf16"),
+static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
+                                           KEY("mem_sm_scaling"),
+                                           KEY("coll_size_efficiency"),
+                                           KEY("gemm_sm_limit_scaling"),
+                                           KEY("coll_efficiency_all_gather"),
+                                           KEY("coll_efficiency_reduce_scatter"),
+                                           KEY("coll_efficiency_all_reduce"),
+                                           KEY("coll_efficiency_all_to_all"),
+                                           KEY("coll_efficiency_send_recv"),
+                                           KEY("nccl_pair_busbw"),
+                                           KEY("nccl_cta_busbw"),
+                                           KEY("nccl_pair_latency_ns"),
+                                           KEY("gemm_bf16"),
+                                           KEY("gemm_fp8"),
+                                           KEY("attn_bf16"),
                                            {.key = NULL}};
 
 static const char *const gemm_columns[] = {"m", "n", "k", "ns"};
@@ -151,10 +185,10 @@ static gboolean check_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr
   return TRUE;
 }
 
-static gboolean read_scalars(const PnIoCtx *ctx, const cJSON *root, const char *section, const HwScalar *sc, gsize n,
-                             PnHwProfile *p, GError **error)
+static gboolean read_scalars(const PnIoCtx *ctx, const cJSON *root, const char *parent_ptr, const char *section,
+                             const HwScalar *sc, gsize n, PnHwProfile *p, GError **error)
 {
-  g_autofree char *sptr = pn__io_ptr_child("", section);
+  g_autofree char *sptr = pn__io_ptr_child(parent_ptr, section);
   const cJSON *obj      = cJSON_GetObjectItemCaseSensitive(root, section);
   if (obj == NULL) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, sptr, "required section missing");
@@ -391,6 +425,12 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
       {"gemm_sm_scaling", offsetof(PnHwProfile, gemm_sm_scaling), false},
       {"mem_sm_scaling", offsetof(PnHwProfile, mem_sm_scaling), false},
       {"coll_size_efficiency", offsetof(PnHwProfile, coll_size_efficiency), true},
+      {"gemm_sm_limit_scaling", offsetof(PnHwProfile, gemm_sm_limit_scaling), false},
+      {"coll_efficiency_all_gather", offsetof(PnHwProfile, coll_efficiency[0]), true},
+      {"coll_efficiency_reduce_scatter", offsetof(PnHwProfile, coll_efficiency[1]), true},
+      {"coll_efficiency_all_reduce", offsetof(PnHwProfile, coll_efficiency[2]), true},
+      {"coll_efficiency_all_to_all", offsetof(PnHwProfile, coll_efficiency[3]), true},
+      {"coll_efficiency_send_recv", offsetof(PnHwProfile, coll_efficiency[4]), true},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(curves); i++) {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(cal, curves[i].key);
@@ -400,6 +440,18 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
     if (!read_curve(ctx, c, cptr, curves[i].log_x, (PnCurve *)((char *)p + curves[i].offset), error))
       return FALSE;
   }
+  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_busbw") != NULL) {
+    if (!read_scalars(ctx, cal, ptr, "nccl_pair_busbw", pair_busbw_scalars, G_N_ELEMENTS(pair_busbw_scalars), p,
+                      error))
+      return FALSE;
+  }
+  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_latency_ns") != NULL &&
+      !read_scalars(ctx, cal, ptr, "nccl_pair_latency_ns", pair_latency_scalars, G_N_ELEMENTS(pair_latency_scalars), p,
+                    error))
+    return FALSE;
+  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_cta_busbw") != NULL &&
+      !read_scalars(ctx, cal, ptr, "nccl_cta_busbw", cta_busbw_scalars, G_N_ELEMENTS(cta_busbw_scalars), p, error))
+    return FALSE;
   static const struct {
     const char *key;
     size_t offset;
@@ -495,9 +547,9 @@ static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfi
     return FALSE;
   if (!read_name(ctx, root, "name", p->name, sizeof p->name, error) ||
       !read_name(ctx, root, "gpu", p->gpu, sizeof p->gpu, error) ||
-      !read_scalars(ctx, root, "compute", compute_scalars, G_N_ELEMENTS(compute_scalars), p, error) ||
-      !read_scalars(ctx, root, "network", network_scalars, G_N_ELEMENTS(network_scalars), p, error) ||
-      !read_scalars(ctx, root, "nccl", nccl_scalars, G_N_ELEMENTS(nccl_scalars), p, error))
+      !read_scalars(ctx, root, "", "compute", compute_scalars, G_N_ELEMENTS(compute_scalars), p, error) ||
+      !read_scalars(ctx, root, "", "network", network_scalars, G_N_ELEMENTS(network_scalars), p, error) ||
+      !read_scalars(ctx, root, "", "nccl", nccl_scalars, G_N_ELEMENTS(nccl_scalars), p, error))
     return FALSE;
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   return cal == NULL || read_calibration(ctx, cal, p, error);

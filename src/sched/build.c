@@ -732,7 +732,9 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
     t.chunk      = a->xfer[i].chunk;
     bool over_nic = stages_cross_nodes(b, rank, a->xfer[i].peer);
     t.latency_ns       = hw->nccl_base_latency_ns + (over_nic ? hw->nccl_net_hop_ns : hw->nccl_nvlink_hop_ns);
-    t.max_bytes_per_ns = t.sms * hw->nccl_cta_bytes_per_ns;
+    double per_cta     = hw->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0 ? hw->nccl_cta_busbw[PN_COLL_SEND_RECV]
+                                                                   : hw->nccl_cta_bytes_per_ns;
+    t.max_bytes_per_ns = t.sms * per_cta;
     /* a send waits for the compute that produced its tensor; a receive can be posted early */
     bool has_send = false;
     for (int j = i; j < a->n_xfers; j++)

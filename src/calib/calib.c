@@ -1,0 +1,433 @@
+/* calib.c — fitting profile tables from microbenchmark rows (see calib.h). */
+#include "calib/calib.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "hw/cost.h"
+
+G_DEFINE_QUARK(pn-calib-error-quark, pn_calib_error)
+
+#define PN_CAL_LARGE_BYTES (256.0 * 1024 * 1024)
+
+void pn_cal_data_init(PnCalData *d)
+{
+  *d            = (PnCalData){0};
+  d->gemm       = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
+  d->contention = g_array_new(FALSE, FALSE, sizeof(PnCalContention));
+  d->attn       = g_array_new(FALSE, FALSE, sizeof(PnAttnPoint));
+  d->memory     = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  d->coll       = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
+  d->copy       = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+}
+
+void pn_cal_data_clear(PnCalData *d)
+{
+  GArray **all[] = {&d->gemm, &d->contention, &d->attn, &d->memory, &d->coll, &d->copy};
+  for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_array_unref);
+}
+
+static gint cmp_double(gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+static double median_of(GArray *v)
+{
+  if (v->len == 0)
+    return (double)NAN;
+  g_array_sort(v, cmp_double);
+  guint n = v->len;
+  return n % 2 ? g_array_index(v, double, n / 2)
+               : 0.5 * (g_array_index(v, double, n / 2 - 1) + g_array_index(v, double, n / 2));
+}
+
+static gint cmp_gemm(gconstpointer a, gconstpointer b)
+{
+  const PnCalGemm *x = a, *y = b;
+  if (x->fp8 != y->fp8)
+    return x->fp8 ? 1 : -1;
+  if (x->m != y->m)
+    return x->m < y->m ? -1 : 1;
+  if (x->n != y->n)
+    return x->n < y->n ? -1 : 1;
+  if (x->k != y->k)
+    return x->k < y->k ? -1 : 1;
+  return 0;
+}
+
+/* One table point per (m, n, k): the median over its rows (passes, layouts). */
+static void fit_gemm(const PnCalData *d, bool fp8, PnGemmTable *t)
+{
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
+  for (guint i = 0; i < d->gemm->len; i++) {
+    const PnCalGemm *g = &g_array_index(d->gemm, PnCalGemm, i);
+    if (g->fp8 == fp8)
+      g_array_append_val(rows, *g);
+  }
+  if (rows->len == 0)
+    return;
+  g_array_sort(rows, cmp_gemm);
+  g_free(t->pts);
+  t->pts                    = g_new0(PnGemmPoint, rows->len);
+  t->n                      = 0;
+  g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < rows->len;) {
+    const PnCalGemm *g = &g_array_index(rows, PnCalGemm, i);
+    g_array_set_size(samples, 0);
+    guint j = i;
+    for (; j < rows->len && cmp_gemm(g, &g_array_index(rows, PnCalGemm, j)) == 0; j++)
+      g_array_append_val(samples, g_array_index(rows, PnCalGemm, j).ns);
+    t->pts[t->n++] = (PnGemmPoint){.m = g->m, .n = g->n, .k = g->k, .ns = median_of(samples)};
+    i              = j;
+  }
+}
+
+static void curve_set(PnCurve *c, GArray *x, GArray *y, bool log_x)
+{
+  g_free(c->x);
+  g_free(c->y);
+  c->n     = (int)x->len;
+  c->x     = g_memdup2(x->data, sizeof(double) * x->len);
+  c->y     = g_memdup2(y->data, sizeof(double) * y->len);
+  c->log_x = log_x;
+}
+
+/* x = SMs usable (ascending), y = 1 / median slowdown at that many SMs held. */
+static bool fit_contention(const PnCalData *d, PnCalVariant variant, int sm_count, PnCurve *c)
+{
+  int max_k = 0;
+  for (guint i = 0; i < d->contention->len; i++) {
+    const PnCalContention *r = &g_array_index(d->contention, PnCalContention, i);
+    if (r->variant == variant && r->sms_held > max_k)
+      max_k = r->sms_held;
+  }
+  if (max_k == 0)
+    return false;
+  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) s  = g_array_new(FALSE, FALSE, sizeof(double));
+  for (int k = max_k; k >= 0; k--) {
+    g_array_set_size(s, 0);
+    for (guint i = 0; i < d->contention->len; i++) {
+      const PnCalContention *r = &g_array_index(d->contention, PnCalContention, i);
+      if (r->variant == variant && r->sms_held == k)
+        g_array_append_val(s, r->slowdown);
+    }
+    if (s->len == 0)
+      continue;
+    double x = (double)(sm_count - k);
+    double y = k == 0 ? 1.0 : 1.0 / median_of(s);
+    if (y > 1.0)
+      y = 1.0; /* holding SMs never speeds a GEMM up: ratios above 1 are timing noise */
+    g_array_append_val(xs, x);
+    g_array_append_val(ys, y);
+  }
+  if (xs->len < 2)
+    return false;
+  curve_set(c, xs, ys, false);
+  return true;
+}
+
+static gint cmp_attn(gconstpointer a, gconstpointer b)
+{
+  const PnAttnPoint *x = a, *y = b;
+  int64_t kx[] = {x->head_dim, x->batch, x->seq, x->heads, x->kv_heads};
+  int64_t ky[] = {y->head_dim, y->batch, y->seq, y->heads, y->kv_heads};
+  for (int i = 0; i < 5; i++)
+    if (kx[i] != ky[i])
+      return kx[i] < ky[i] ? -1 : 1;
+  return 0;
+}
+
+/* The fastest backend per shape (TE picks cuDNN's fused attention on Hopper). */
+static void fit_attn(const PnCalData *d, PnAttnTable *t)
+{
+  g_autoptr(GArray) rows = g_array_copy(d->attn);
+  g_array_sort(rows, cmp_attn);
+  g_free(t->pts);
+  t->pts = g_new0(PnAttnPoint, rows->len ? rows->len : 1);
+  t->n   = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const PnAttnPoint *a = &g_array_index(rows, PnAttnPoint, i);
+    if (t->n > 0 && cmp_attn(&t->pts[t->n - 1], a) == 0) {
+      PnAttnPoint *last = &t->pts[t->n - 1];
+      last->fwd_ns      = fmin(last->fwd_ns, a->fwd_ns);
+      last->bwd_ns      = fmin(last->bwd_ns, a->bwd_ns);
+    } else {
+      t->pts[t->n++] = *a;
+    }
+  }
+}
+
+/* Wire bytes per GPU of a measured collective, as coll.c counts them. */
+static double coll_wire(const PnCalColl *c)
+{
+  double n = (double)c->nranks;
+  switch (c->kind) {
+  case PN_COLL_ALL_REDUCE:
+    return 2.0 * c->bytes * (n - 1.0) / n;
+  case PN_COLL_SEND_RECV:
+    return c->bytes;
+  default:
+    return c->bytes * (n - 1.0) / n;
+  }
+}
+
+static double coll_hops(const PnCalColl *c)
+{
+  double n = (double)c->nranks;
+  return c->kind == PN_COLL_ALL_REDUCE ? 2.0 * (n - 1.0) : (c->kind == PN_COLL_SEND_RECV || c->kind == PN_COLL_ALL_TO_ALL) ? 1.0 : n - 1.0;
+}
+
+/* A measurement slower than a larger message of the same collective and channel count is not
+ * physical (a warm-up or a disturbed sample): the fit ignores it and the check reports it. */
+static bool coll_outlier(const PnCalData *d, const PnCalColl *c)
+{
+  for (guint i = 0; i < d->coll->len; i++) {
+    const PnCalColl *o = &g_array_index(d->coll, PnCalColl, i);
+    if (o->kind == c->kind && o->ctas == c->ctas && o->nranks == c->nranks && o->bytes > c->bytes &&
+        o->ns < 0.9 * c->ns)
+      return true;
+  }
+  return false;
+}
+
+static void fit_coll(const PnCalData *d, PnHwProfile *p)
+{
+  /* base latency: the smallest all-gather / reduce-scatter at default channels, minus its hops */
+  g_autoptr(GArray) small = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) cta   = g_array_new(FALSE, FALSE, sizeof(double));
+  double min_bytes        = INFINITY, max_bytes = 0.0;
+  for (guint i = 0; i < d->coll->len; i++) {
+    const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+    min_bytes          = fmin(min_bytes, c->bytes);
+    max_bytes          = fmax(max_bytes, c->bytes);
+  }
+  for (guint i = 0; i < d->coll->len; i++) {
+    const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+    if (c->ctas == 0 && c->bytes == min_bytes &&
+        (c->kind == PN_COLL_ALL_GATHER || c->kind == PN_COLL_REDUCE_SCATTER)) {
+      double base = c->ns - coll_hops(c) * p->nccl_nvlink_hop_ns;
+      g_array_append_val(small, base);
+    }
+    if (c->ctas == 1 && c->bytes == max_bytes)
+      g_array_append_val(cta, c->busbw_bytes_per_ns);
+  }
+  if (small->len)
+    p->nccl_base_latency_ns = fmax(0.0, median_of(small));
+  if (cta->len)
+    p->nccl_cta_bytes_per_ns = median_of(cta);
+  (void)min_bytes;
+  for (int kind = 0; kind < PN_PROFILE_COLL_KINDS; kind++) {
+    double peak = 0.0;
+    for (guint i = 0; i < d->coll->len; i++) {
+      const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+      if ((int)c->kind == kind && c->ctas == 0 && c->bytes == max_bytes)
+        peak = c->busbw_bytes_per_ns;
+    }
+    if (peak <= 0.0)
+      continue;
+    p->nccl_pair_busbw[kind] = peak;
+    /* the latency floor: the fastest small message (the very first size can carry warm-up) */
+    double floor_ns = INFINITY;
+    for (guint i = 0; i < d->coll->len; i++) {
+      const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+      if ((int)c->kind == kind && c->ctas == 0 && c->bytes <= 65536.0 && !coll_outlier(d, c))
+        floor_ns = fmin(floor_ns, c->ns);
+    }
+    if (isfinite(floor_ns))
+      p->nccl_pair_latency_ns[kind] = floor_ns;
+    for (guint i = 0; i < d->coll->len; i++) {
+      const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+      if ((int)c->kind == kind && c->ctas == 1 && c->bytes == max_bytes)
+        p->nccl_cta_busbw[kind] = c->busbw_bytes_per_ns;
+    }
+    g_autoptr(GArray) xs     = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) ys     = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; i < d->coll->len; i++) {
+      const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+      if ((int)c->kind != kind || c->ctas != 0 || coll_outlier(d, c))
+        continue;
+      double lat = p->nccl_pair_latency_ns[kind] > 0.0 ? p->nccl_pair_latency_ns[kind]
+                                                      : p->nccl_base_latency_ns + coll_hops(c) * p->nccl_nvlink_hop_ns;
+      double t   = c->ns - lat;
+      double y   = t > 0.0 ? coll_wire(c) / t / peak : 1.0;
+      y          = fmin(1.0, fmax(y, 1e-3));
+      double x   = c->bytes / c->nranks;
+      if (xs->len && x <= g_array_index(xs, double, xs->len - 1))
+        continue;
+      g_array_append_val(xs, x);
+      g_array_append_val(ys, y);
+    }
+    if (xs->len >= 2)
+      curve_set(&p->coll_efficiency[kind], xs, ys, true);
+  }
+  /* NCCL's default p2p channel count is not printed per call: the fewest channels whose
+   * one-channel bandwidth reaches the default send/recv bandwidth measured. */
+  if (p->nccl_pair_busbw[PN_COLL_SEND_RECV] > 0.0 && p->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0.0)
+    p->nccl_p2p_ctas = (int)ceil(p->nccl_pair_busbw[PN_COLL_SEND_RECV] / p->nccl_cta_busbw[PN_COLL_SEND_RECV] - 1e-9);
+}
+
+static double large_median(GArray *rows)
+{
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < rows->len; i++) {
+    const PnCalBytes *b = &g_array_index(rows, PnCalBytes, i);
+    if (b->bytes >= PN_CAL_LARGE_BYTES) {
+      double bw = b->bytes / b->ns;
+      g_array_append_val(v, bw);
+    }
+  }
+  return median_of(v);
+}
+
+gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError **error)
+{
+  *f = (PnCalFitted){0};
+  if (d->sm_count > 0 && d->sm_count != p->sm_count) {
+    g_set_error(error, PN_CALIB_ERROR, PN_CALIB_ERROR_INVALID,
+                "the measurements were taken on a GPU with %d SMs, the profile %s has %d", d->sm_count, p->name,
+                p->sm_count);
+    return FALSE;
+  }
+  fit_gemm(d, false, &p->gemm_bf16);
+  fit_gemm(d, true, &p->gemm_fp8);
+  f->gemm_bf16_points   = p->gemm_bf16.n;
+  f->gemm_fp8_points    = p->gemm_fp8.n;
+  f->gemm_bf16          = p->gemm_bf16.n > 0;
+  f->gemm_fp8           = p->gemm_fp8.n > 0;
+  f->gemm_sm_scaling    = fit_contention(d, PN_CAL_SPINNER, p->sm_count, &p->gemm_sm_scaling);
+  f->gemm_sm_limit_scaling = fit_contention(d, PN_CAL_SPINNER_SM_TARGET, p->sm_count, &p->gemm_sm_limit_scaling);
+  if (d->attn->len) {
+    fit_attn(d, &p->attn_bf16);
+    f->attn        = true;
+    f->attn_points = p->attn_bf16.n;
+  }
+  double hbm = large_median(d->memory);
+  if (isfinite(hbm)) {
+    p->hbm_bytes_per_ns = hbm;
+    f->hbm              = true;
+  }
+  if (d->coll->len) {
+    fit_coll(d, p);
+    f->coll      = true;
+    f->coll_rows = (int)d->coll->len;
+  }
+  double ce = large_median(d->copy);
+  if (isfinite(ce)) {
+    p->nvlink_ce_bytes_per_ns = ce;
+    f->copy                   = true;
+  }
+  return TRUE;
+}
+
+static void push_err(GArray *a, double predicted, double measured)
+{
+  if (measured > 0.0 && isfinite(predicted)) {
+    double e = predicted / measured - 1.0;
+    g_array_append_val(a, e);
+  }
+}
+
+void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  out->gemm       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->gemm_loo   = g_array_new(FALSE, FALSE, sizeof(double));
+  out->attn       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_default      = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_ctas         = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_outliers     = g_array_new(FALSE, FALSE, sizeof(double));
+  out->contention        = g_array_new(FALSE, FALSE, sizeof(double));
+  out->contention_median = g_array_new(FALSE, FALSE, sizeof(double));
+  out->memory     = g_array_new(FALSE, FALSE, sizeof(double));
+  /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
+    PnHwProfile loo      = *p;
+    for (int i = 0; i < t->n; i++) {
+      const PnGemmPoint *g = &t->pts[i];
+      PnDtype dt           = fp8 ? PN_DT_FP8 : PN_DT_BF16;
+      push_err(out->gemm, pn_cost_gemm_ns(p, g->m, g->n, g->k, dt, NULL), g->ns);
+      PnGemmPoint *rest = g_new(PnGemmPoint, t->n);
+      int n             = 0;
+      for (int j = 0; j < t->n; j++)
+        if (j != i)
+          rest[n++] = t->pts[j];
+      PnGemmTable lt = {.n = n, .pts = rest};
+      if (fp8)
+        loo.gemm_fp8 = lt;
+      else
+        loo.gemm_bf16 = lt;
+      push_err(out->gemm_loo, pn_cost_gemm_ns(&loo, g->m, g->n, g->k, dt, NULL), g->ns);
+      g_free(rest);
+    }
+  }
+  /* attention: the fastest backend per shape, which is what the table keeps */
+  PnAttnTable fastest = {0};
+  fit_attn(d, &fastest);
+  for (int i = 0; i < fastest.n; i++) {
+    const PnAttnPoint *a = &fastest.pts[i];
+    push_err(out->attn,
+             pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, false, NULL),
+             a->fwd_ns);
+    push_err(out->attn,
+             pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, true, NULL),
+             a->bwd_ns);
+  }
+  g_free(fastest.pts);
+  for (guint i = 0; i < d->coll->len; i++) {
+    const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+    PnCollSpec spec    = {.kind = c->kind, .bytes = c->bytes, .ranks = c->nranks, .ranks_per_node = c->nranks,
+                          .min_ctas = c->ctas, .max_ctas = c->ctas};
+    PnCollCost cost;
+    pn_coll_cost(p, &spec, &cost);
+    double t = pn_coll_time_alone_ns(p, &cost);
+    push_err(coll_outlier(d, c) ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
+    if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(t / c->ns - 1.0) > 0.05)
+      g_printerr("collective %s ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound %.1f)\n",
+                 pn_coll_kind_name(c->kind), c->ctas, c->bytes, c->ns, t, cost.latency_ns, cost.max_bytes_per_ns);
+  }
+  for (guint i = 0; i < d->contention->len; i++) {
+    const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
+    const PnCurve *curve     = c->variant == PN_CAL_SPINNER           ? &p->gemm_sm_scaling
+                               : c->variant == PN_CAL_SPINNER_SM_TARGET ? &p->gemm_sm_limit_scaling
+                                                                        : NULL;
+    if (!curve || curve->n == 0)
+      continue;
+    double full = pn_curve_eval(curve, p->sm_count, 1.0);
+    double rate = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / full;
+    push_err(out->contention, 1.0 / rate, c->slowdown);
+  }
+  for (int v = PN_CAL_SPINNER; v <= PN_CAL_SPINNER_SM_TARGET; v += PN_CAL_SPINNER_SM_TARGET - PN_CAL_SPINNER) {
+    const PnCurve *curve = v == PN_CAL_SPINNER ? &p->gemm_sm_scaling : &p->gemm_sm_limit_scaling;
+    if (curve->n == 0)
+      continue;
+    double full = pn_curve_eval(curve, p->sm_count, 1.0);
+    for (int k = 1; k < p->sm_count; k++) {
+      g_autoptr(GArray) s = g_array_new(FALSE, FALSE, sizeof(double));
+      for (guint i = 0; i < d->contention->len; i++) {
+        const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
+        if ((int)c->variant == v && c->sms_held == k)
+          g_array_append_val(s, c->slowdown);
+      }
+      if (s->len)
+        push_err(out->contention_median, full / pn_curve_eval(curve, p->sm_count - k, 1.0), median_of(s));
+    }
+  }
+  for (guint i = 0; i < d->memory->len; i++) {
+    const PnCalBytes *b = &g_array_index(d->memory, PnCalBytes, i);
+    if (b->bytes >= PN_CAL_LARGE_BYTES)
+      push_err(out->memory, pn_cost_memory_ns(p, b->bytes), b->ns);
+  }
+}
+
+void pn_cal_check_clear(PnCalCheck *c)
+{
+  GArray **all[] = {&c->gemm,         &c->gemm_loo,  &c->attn,       &c->coll_default,
+                    &c->coll_ctas,    &c->contention, &c->memory, &c->contention_median, &c->coll_outliers};
+  for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
+    g_clear_pointer(all[i], g_array_unref);
+}

@@ -1,0 +1,104 @@
+/* calib.h — microbenchmark measurements → the calibration tables of a hardware profile.
+ *
+ * What it does: takes the rows measured by microbench/ (already parsed by io/calibio.c into the
+ * plain structs below) and fits what the simulator reads:
+ *   - gemm_bf16 / gemm_fp8: every measured (m, n, k) with the median of its repeated timings
+ *     (several passes / layouts of one shape are averaged);
+ *   - gemm_sm_scaling: a GEMM launched for all SMs while another kernel holds k of them
+ *     ("spinner" rows): x = sm_count - k, y = 1 / median slowdown over the measured shapes;
+ *   - gemm_sm_limit_scaling: a GEMM restricted to sm_count - k SMs while a kernel runs on the
+ *     other k ("spinner_sm_target" rows: TE's set_sm_margin), same form;
+ *   - attn_bf16: fused attention forward/backward per (batch, seq, heads, kv_heads, head_dim),
+ *     the fastest backend measured;
+ *   - hbm_bytes_per_ns: median bandwidth of the memory-bound kernels moving >= 256 MiB;
+ *   - per collective on 2 GPUs: the large-size bus bandwidth (nccl_pair_busbw), the NCCL base
+ *     latency (smallest message minus one NVLink hop), the efficiency curve
+ *     y(size) = wire bytes / (t - latency) / large-size busbw, and the bandwidth of one channel
+ *     (1-CTA runs);
+ *   - nvlink_ce_bytes_per_ns: one-way peer copy bandwidth at >= 256 MiB.
+ * Anything without measurements is left as it was (the profile keeps its published source).
+ *
+ * Cost: O(rows log rows). Pure computation: no I/O, no JSON.
+ */
+#ifndef PN_CALIB_CALIB_H
+#define PN_CALIB_CALIB_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/coll.h"
+#include "hw/profile.h"
+
+typedef struct {
+  int64_t m, n, k;
+  bool fp8;
+  double ns;
+} PnCalGemm;
+
+typedef enum { PN_CAL_SPINNER, PN_CAL_SM_TARGET, PN_CAL_SPINNER_SM_TARGET, PN_CAL_OTHER } PnCalVariant;
+
+typedef struct {
+  int64_t m, n, k;
+  bool fp8;
+  PnCalVariant variant;
+  int sms_held;
+  double slowdown;
+} PnCalContention;
+
+typedef struct {
+  PnCollKind kind;
+  int ctas;   /* 0 = NCCL default */
+  int nranks;
+  double bytes; /* nccl-tests size */
+  double ns;
+  double busbw_bytes_per_ns;
+} PnCalColl;
+
+typedef struct {
+  double bytes;
+  double ns;
+} PnCalBytes;
+
+typedef struct {
+  GArray *gemm;       /* of PnCalGemm */
+  GArray *contention; /* of PnCalContention */
+  GArray *attn;       /* of PnAttnPoint (with batch) */
+  GArray *memory;     /* of PnCalBytes: memory-bound kernels */
+  GArray *coll;       /* of PnCalColl */
+  GArray *copy;       /* of PnCalBytes: one-way peer copies */
+  int sm_count;       /* from the measurements' env (0 = unknown) */
+} PnCalData;
+
+void pn_cal_data_init(PnCalData *d);
+void pn_cal_data_clear(PnCalData *d);
+
+/* Which parts of a profile a fit replaced (so the writer can update their sources). */
+typedef struct {
+  bool gemm_bf16, gemm_fp8, gemm_sm_scaling, gemm_sm_limit_scaling, attn, hbm, coll, copy;
+  int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
+} PnCalFitted;
+
+/* Replaces the tables and figures of `p` the data covers. Fails when the data disagree with
+ * the profile (a different SM count). */
+gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *fitted, GError **error);
+
+/* Replay of every measured case through the simulator's cost model with profile `p`: the
+ * relative errors (predicted / measured - 1), per kind, in `errors` (of double). */
+typedef struct {
+  GArray *gemm, *gemm_loo, *attn, *memory;
+  GArray *coll_default; /* collectives at NCCL's default channel count */
+  GArray *coll_ctas;    /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
+  GArray *coll_outliers; /* measurements slower than a larger message of the same collective */
+  GArray *contention;   /* every (shape, SMs held) row */
+  GArray *contention_median; /* the median slowdown over shapes per SMs held (what the curve fits) */
+} PnCalCheck;
+
+void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
+void pn_cal_check_clear(PnCalCheck *c);
+
+#define PN_CALIB_ERROR (pn_calib_error_quark())
+GQuark pn_calib_error_quark(void);
+typedef enum { PN_CALIB_ERROR_INVALID } PnCalibError;
+
+#endif

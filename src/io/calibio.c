@@ -1,0 +1,330 @@
+/* calibio.c — microbenchmark results in, calibrated profile out (see calibio.h). */
+#include "io/calibio.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#include "io/file.h"
+#include "io/io-private.h"
+
+static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+/* A required positive number of row `i` (ints and floats alike). */
+static gboolean row_num(const PnIoCtx *ctx, const cJSON *row, gsize i, const char *key, double *out, GError **error)
+{
+  const cJSON *v = get(row, key);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0.0) {
+    g_autofree char *rptr = pn__io_ptr_index("/results", i);
+    g_autofree char *ptr  = pn__io_ptr_child(rptr, key);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a non-negative number");
+    return FALSE;
+  }
+  *out = v->valuedouble;
+  return TRUE;
+}
+
+static const char *row_str(const cJSON *row, const char *key)
+{
+  const cJSON *v = get(row, key);
+  return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int coll_kind(const char *name)
+{
+  static const char *const names[] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "sendrecv"};
+  for (int i = 0; i < (int)G_N_ELEMENTS(names); i++)
+    if (strcmp(name, names[i]) == 0)
+      return i;
+  return -1;
+}
+
+static PnCalVariant variant_of(const char *v)
+{
+  if (strcmp(v, "spinner") == 0)
+    return PN_CAL_SPINNER;
+  if (strcmp(v, "sm_target") == 0)
+    return PN_CAL_SM_TARGET;
+  if (strcmp(v, "spinner_sm_target") == 0)
+    return PN_CAL_SPINNER_SM_TARGET;
+  return PN_CAL_OTHER;
+}
+
+#define NUM(key, dst)                                                                                                  \
+  do {                                                                                                                 \
+    if (!row_num(&ctx, row, i, key, &(dst), error))                                                                    \
+      goto fail;                                                                                                       \
+  } while (0)
+
+gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenance, GError **error)
+{
+  cJSON *root = NULL;
+  if (!pn__io_read_json(path, path, &root, error))
+    return FALSE;
+  PnIoCtx ctx          = {.file = path};
+  const cJSON *kind    = get(root, "kind");
+  const cJSON *results = get(root, "results");
+  const cJSON *env     = get(root, "env");
+  const cJSON *sv      = get(root, "schema_version");
+  if (!cJSON_IsObject(root) || !cJSON_IsNumber(sv) || sv->valueint != 1) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, "/schema_version", "expected a microbenchmark result with "
+                                                                   "schema_version 1");
+    goto fail;
+  }
+  if (!cJSON_IsString(kind)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, "/kind", "expected a string");
+    goto fail;
+  }
+  if (!cJSON_IsArray(results)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, "/results", "expected an array");
+    goto fail;
+  }
+  const cJSON *sms = get(env, "sm_count");
+  if (cJSON_IsNumber(sms) && sms->valueint > 0)
+    d->sm_count = sms->valueint;
+  const char *k = kind->valuestring;
+  gsize i       = 0;
+  const cJSON *row;
+  cJSON_ArrayForEach(row, results)
+  {
+    const char *status = row_str(row, "status");
+    if (!cJSON_IsObject(row) || (status[0] && strcmp(status, "ok") != 0)) {
+      i++;
+      continue;
+    }
+    if (strcmp(k, "gemm") == 0) {
+      double m, n, kk, ns;
+      NUM("m", m);
+      NUM("n", n);
+      NUM("k", kk);
+      NUM("median_ns", ns);
+      PnCalGemm g = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, ns};
+      if (ns > 0)
+        g_array_append_val(d->gemm, g);
+    } else if (strcmp(k, "gemm_contention") == 0) {
+      double m, n, kk, held, slow;
+      NUM("m", m);
+      NUM("n", n);
+      NUM("k", kk);
+      NUM("sms_held", held);
+      NUM("slowdown", slow);
+      PnCalContention c = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0,
+                           variant_of(row_str(row, "variant")), (int)held, slow};
+      if (slow > 0)
+        g_array_append_val(d->contention, c);
+    } else if (strcmp(k, "attention") == 0) {
+      double seq, heads, kvh, hd, fwd, bwd, batch = 1;
+      NUM("seq_len", seq);
+      NUM("heads", heads);
+      NUM("kv_heads", kvh);
+      NUM("head_dim", hd);
+      NUM("fwd_ns", fwd);
+      NUM("bwd_ns", bwd);
+      if (get(row, "batch"))
+        NUM("batch", batch);
+      PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, fwd, bwd};
+      if (fwd > 0 && bwd > 0)
+        g_array_append_val(d->attn, a);
+    } else if (strcmp(k, "memory") == 0) {
+      double bytes, ns;
+      NUM("moved_bytes", bytes);
+      NUM("median_ns", ns);
+      PnCalBytes b = {bytes, ns};
+      if (ns > 0)
+        g_array_append_val(d->memory, b);
+    } else if (strcmp(k, "collective") == 0) {
+      int ck = coll_kind(row_str(row, "collective"));
+      double ctas, nr, bytes, ns, busbw;
+      NUM("ctas_requested", ctas);
+      NUM("nranks", nr);
+      NUM("size_bytes", bytes);
+      NUM("median_ns", ns);
+      NUM("busbw_gbps", busbw);
+      PnCalColl c = {(PnCollKind)ck, (int)ctas, (int)nr, bytes, ns, busbw};
+      if (ck >= 0 && ns > 0 && nr >= 2)
+        g_array_append_val(d->coll, c);
+    } else if (strcmp(k, "copy_engine") == 0) {
+      double bytes, ns;
+      NUM("moved_bytes", bytes);
+      NUM("median_ns", ns);
+      PnCalBytes b = {bytes, ns};
+      if (ns > 0 && g_str_has_prefix(row_str(row, "mode"), "peer_") && !strstr(row_str(row, "mode"), "bidir"))
+        g_array_append_val(d->copy, b);
+    }
+    i++;
+  }
+  if (provenance)
+    g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
+                           row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
+                                                                  : row_str(env, "gpu_name"),
+                           row_str(env, "date_utc"));
+  cJSON_Delete(root);
+  return TRUE;
+fail:
+  cJSON_Delete(root);
+  return FALSE;
+}
+
+static void set_scalar(cJSON *root, const char *section, const char *key, double value, const char *source)
+{
+  cJSON *sec = cJSON_GetObjectItemCaseSensitive(root, section);
+  if (!cJSON_IsObject(sec))
+    return;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "value", value);
+  cJSON_AddStringToObject(o, "source", source);
+  cJSON_ReplaceItemInObjectCaseSensitive(sec, key, o);
+}
+
+static cJSON *curve_json(const PnCurve *c, const char *source)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "x", cJSON_CreateDoubleArray(c->x, c->n));
+  cJSON_AddItemToObject(o, "y", cJSON_CreateDoubleArray(c->y, c->n));
+  cJSON_AddBoolToObject(o, "log_x", c->log_x);
+  cJSON_AddStringToObject(o, "source", source);
+  return o;
+}
+
+static cJSON *table_json(const char *const *cols, int n_cols, const double *vals, int n_rows, const char *source)
+{
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "columns", cJSON_CreateStringArray(cols, n_cols));
+  cJSON *rows = cJSON_AddArrayToObject(o, "rows");
+  for (int r = 0; r < n_rows; r++)
+    cJSON_AddItemToArray(rows, cJSON_CreateDoubleArray(vals + (gsize)r * n_cols, n_cols));
+  cJSON_AddStringToObject(o, "source", source);
+  return o;
+}
+
+static cJSON *gemm_table_json(const PnGemmTable *t, const char *source)
+{
+  static const char *const cols[] = {"m", "n", "k", "ns"};
+  g_autofree double *v            = g_new(double, (gsize)t->n * 4 + 1);
+  for (int i = 0; i < t->n; i++) {
+    v[i * 4 + 0] = (double)t->pts[i].m;
+    v[i * 4 + 1] = (double)t->pts[i].n;
+    v[i * 4 + 2] = (double)t->pts[i].k;
+    v[i * 4 + 3] = round(t->pts[i].ns);
+  }
+  return table_json(cols, 4, v, t->n, source);
+}
+
+gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p,
+                                const PnCalFitted *f, const char *provenance, GError **error)
+{
+  cJSON *root = NULL;
+  if (!pn__io_read_json(base_path, base_path, &root, error))
+    return FALSE;
+  g_autofree char *src = g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
+  if (f->hbm) {
+    g_autofree char *s = g_strdup_printf("median bandwidth of the memory-bound kernels moving >= 256 MiB (read + "
+                                         "write counted); %s",
+                                         src);
+    set_scalar(root, "compute", "hbm_bytes_per_ns", p->hbm_bytes_per_ns, s);
+  }
+  if (f->copy) {
+    g_autofree char *s = g_strdup_printf("one-way cudaMemcpyPeerAsync at >= 256 MiB; %s", src);
+    set_scalar(root, "network", "nvlink_ce_bytes_per_ns", p->nvlink_ce_bytes_per_ns, s);
+  }
+  if (f->coll) {
+    g_autofree char *s1 = g_strdup_printf("smallest all-gather / reduce-scatter on 2 GPUs minus one NVLink hop; %s", src);
+    set_scalar(root, "nccl", "base_latency_ns", p->nccl_base_latency_ns, s1);
+    g_autofree char *s2 = g_strdup_printf("median large-size bus bandwidth with NCCL_MIN_CTAS=NCCL_MAX_CTAS=1; %s", src);
+    set_scalar(root, "nccl", "cta_bytes_per_ns", p->nccl_cta_bytes_per_ns, s2);
+    g_autofree char *s3 = g_strdup_printf("derived: the fewest channels whose 1-channel send/recv bandwidth reaches "
+                                          "the default send/recv bandwidth; %s",
+                                          src);
+    set_scalar(root, "nccl", "p2p_ctas", p->nccl_p2p_ctas, s3);
+  }
+  cJSON *cal = cJSON_CreateObject();
+  if (f->gemm_sm_scaling) {
+    g_autofree char *s = g_strdup_printf("cuBLASLt GEMMs launched for all SMs while a spinner kernel holds k SMs: x = "
+                                         "SMs left, y = 1 / median slowdown over the shapes measured; %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "gemm_sm_scaling", curve_json(&p->gemm_sm_scaling, s));
+  }
+  if (f->gemm_sm_limit_scaling) {
+    g_autofree char *s = g_strdup_printf("cuBLASLt GEMMs with SM_COUNT_TARGET = sm_count - k while a spinner holds the "
+                                         "other k SMs (TE set_sm_margin): y = 1 / median slowdown; %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "gemm_sm_limit_scaling", curve_json(&p->gemm_sm_limit_scaling, s));
+  }
+  static const char *const coll_keys[] = {"coll_efficiency_all_gather", "coll_efficiency_reduce_scatter",
+                                          "coll_efficiency_all_reduce", "coll_efficiency_all_to_all",
+                                          "coll_efficiency_send_recv"};
+  static const char *const pair_keys[] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"};
+  if (f->coll) {
+    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+      if (p->coll_efficiency[k].n == 0)
+        continue;
+      g_autofree char *s = g_strdup_printf("NCCL on 2 GPUs at default channels: x = bytes per rank, y = wire bytes / "
+                                           "(time - latency) / large-size bus bandwidth; %s",
+                                           src);
+      cJSON_AddItemToObject(cal, coll_keys[k], curve_json(&p->coll_efficiency[k], s));
+    }
+    cJSON *pair = cJSON_AddObjectToObject(cal, "nccl_pair_busbw");
+    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+      cJSON *o           = cJSON_CreateObject();
+      g_autofree char *s = g_strdup_printf("NCCL bus bandwidth on 2 NVLinked GPUs at the largest size measured; %s", src);
+      cJSON_AddNumberToObject(o, "value", p->nccl_pair_busbw[k] > 0 ? p->nccl_pair_busbw[k] : p->nvlink_bytes_per_ns);
+      cJSON_AddStringToObject(o, "source", p->nccl_pair_busbw[k] > 0 ? s : "not measured: nvlink_bytes_per_ns");
+      cJSON_AddItemToObject(pair, pair_keys[k], o);
+    }
+    cJSON *lat = cJSON_AddObjectToObject(cal, "nccl_pair_latency_ns");
+    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+      cJSON *o           = cJSON_CreateObject();
+      g_autofree char *s = g_strdup_printf("NCCL on 2 GPUs: time of the smallest message measured; %s", src);
+      cJSON_AddNumberToObject(o, "value", p->nccl_pair_latency_ns[k]);
+      cJSON_AddStringToObject(o, "source", p->nccl_pair_latency_ns[k] > 0 ? s : "not measured: base latency + hops");
+      cJSON_AddItemToObject(lat, pair_keys[k], o);
+    }
+    cJSON *cta = cJSON_AddObjectToObject(cal, "nccl_cta_busbw");
+    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+      cJSON *o           = cJSON_CreateObject();
+      g_autofree char *s = g_strdup_printf("NCCL bus bandwidth on 2 GPUs with NCCL_MIN_CTAS=NCCL_MAX_CTAS=1 at the "
+                                           "largest size measured; %s",
+                                           src);
+      cJSON_AddNumberToObject(o, "value", p->nccl_cta_busbw[k] > 0 ? p->nccl_cta_busbw[k] : p->nccl_cta_bytes_per_ns);
+      cJSON_AddStringToObject(o, "source", p->nccl_cta_busbw[k] > 0 ? s : "not measured: cta_bytes_per_ns");
+      cJSON_AddItemToObject(cta, pair_keys[k], o);
+    }
+  }
+  if (f->gemm_bf16) {
+    g_autofree char *s = g_strdup_printf("cuBLASLt BF16 GEMMs (median of the passes / layouts of each shape); %s", src);
+    cJSON_AddItemToObject(cal, "gemm_bf16", gemm_table_json(&p->gemm_bf16, s));
+  }
+  if (f->gemm_fp8) {
+    g_autofree char *s = g_strdup_printf("cuBLASLt FP8 (e4m3) GEMMs, BF16 output; %s", src);
+    cJSON_AddItemToObject(cal, "gemm_fp8", gemm_table_json(&p->gemm_fp8, s));
+  }
+  if (f->attn) {
+    static const char *const cols[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
+    g_autofree double *v            = g_new(double, (gsize)p->attn_bf16.n * 7 + 1);
+    for (int i = 0; i < p->attn_bf16.n; i++) {
+      const PnAttnPoint *a = &p->attn_bf16.pts[i];
+      double row[]         = {(double)a->batch, (double)a->seq, (double)a->heads, (double)a->kv_heads,
+                              (double)a->head_dim, round(a->fwd_ns), round(a->bwd_ns)};
+      memcpy(v + (gsize)i * 7, row, sizeof row);
+    }
+    g_autofree char *s = g_strdup_printf("causal BF16 attention through PyTorch SDPA, fastest backend per shape "
+                                         "(cuDNN fused attention); %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "attn_bf16", table_json(cols, 7, v, p->attn_bf16.n, s));
+  }
+  /* keep a previous calibration's entries this fit did not replace */
+  cJSON *old = cJSON_GetObjectItemCaseSensitive(root, "calibration");
+  if (cJSON_IsObject(old)) {
+    cJSON *e;
+    cJSON_ArrayForEach(e, old) if (!get(cal, e->string)) cJSON_AddItemToObject(cal, e->string, cJSON_Duplicate(e, 1));
+  }
+  if (get(root, "calibration"))
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "calibration", cal);
+  else
+    cJSON_AddItemToObject(root, "calibration", cal);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
+  free(text);
+  return pn_io_write_file_atomic(out_path, with_nl, strlen(with_nl), error);
+}

@@ -1,0 +1,27 @@
+/* calibio.h — reading microbenchmark result files and writing calibrated hardware profiles.
+ *
+ * Result files are the JSON that microbench/ writes (microbench/README.md): {schema_version 1,
+ * kind, env, results[]}, kind one of gemm, gemm_contention, attention, memory, collective,
+ * copy_engine, gemm_nccl_overlap (the last is not needed for fitting and is skipped). Rows
+ * whose "status" is present and not "ok" are skipped. Errors name the file and the JSON path.
+ *
+ * Writing: the base profile's JSON is kept as it is (every number with its source); the
+ * figures a fit replaced get their new value and a source naming the result file, the GPU and
+ * the date of the measurement; the "calibration" section is rewritten. Written atomically.
+ */
+#ifndef PN_IO_CALIBIO_H
+#define PN_IO_CALIBIO_H
+
+#include <glib.h>
+
+#include "calib/calib.h"
+
+/* Appends the rows of one result file to `d`; `provenance` (may be NULL) gets one line naming
+ * the file, its kind, GPU and date. */
+gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenance, GError **error);
+
+/* Writes `fitted` profile `p` to `out_path`, starting from the JSON of `base_path`. */
+gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p,
+                                const PnCalFitted *fitted, const char *provenance, GError **error);
+
+#endif
