@@ -95,7 +95,10 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
   double per_cta  = hw->nccl_cta_busbw[s->kind] > 0.0 ? hw->nccl_cta_busbw[s->kind] : hw->nccl_cta_bytes_per_ns;
   double cap      = out->sms * per_cta;
   double per_rank     = s->bytes / n;
-  const PnCurve *ceff = hw->coll_efficiency[s->kind].n > 0 ? &hw->coll_efficiency[s->kind] : &hw->coll_size_efficiency;
+  /* the per-collective curves were measured over NVLink inside a node; groups that cross nodes
+   * use the generic curve (empty: no size penalty beyond the latency term) */
+  const PnCurve *ceff = (!multinode && hw->coll_efficiency[s->kind].n > 0) ? &hw->coll_efficiency[s->kind]
+                                                                           : &hw->coll_size_efficiency;
   double eff          = pn_curve_eval(ceff, per_rank, 1.0);
   double nvl          = hw->nvlink_bytes_per_ns;
   /* a pair of GPUs was measured directly; larger groups use the NVSwitch ring figure */

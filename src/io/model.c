@@ -74,6 +74,14 @@ const PnField pn__io_model_fields[] = {
     M_INT("moe_router_topk", moe_router_topk, 0, 1000000, false),
     M_INT("moe_ffn_hidden_size", moe_ffn_hidden_size, 0, 100000000, false),
     M_INT("moe_shared_expert_intermediate_size", moe_shared_expert_intermediate_size, 0, 100000000, false),
+    {.key        = "mtp_num_layers",
+     .kind       = PN_FIELD_INT_NULL,
+     .offset     = offsetof(PnModelConfig, mtp_num_layers),
+     .size       = sizeof(((PnModelConfig *)0)->mtp_num_layers),
+     .min        = 0,
+     .max        = 1000,
+     .absurd     = true,
+     .null_value = 0},
     {.key = NULL},
 };
 

@@ -42,7 +42,8 @@
   }
 
 G_STATIC_ASSERT(sizeof(PnPrecision) == sizeof(int) && sizeof(PnCpCommType) == sizeof(int) &&
-                sizeof(PnRecomputeGranularity) == sizeof(int) && sizeof(PnRecomputeMethod) == sizeof(int));
+                sizeof(PnRecomputeGranularity) == sizeof(int) && sizeof(PnRecomputeMethod) == sizeof(int) &&
+                sizeof(PnMoeDispatcher) == sizeof(int));
 
 static const PnEnumName precision_names[] = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
 static const PnEnumName cp_comm_names[]   = {
@@ -51,6 +52,26 @@ static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
 static const PnEnumName method_names[] = {
     {"uniform", PN_RECOMPUTE_METHOD_UNIFORM}, {"block", PN_RECOMPUTE_METHOD_BLOCK}, {NULL, 0}};
+static const PnEnumName dispatcher_names[] = {{"allgather", PN_MOE_DISPATCHER_ALLGATHER},
+                                              {"alltoall", PN_MOE_DISPATCHER_ALLTOALL},
+                                              {"flex", PN_MOE_DISPATCHER_FLEX},
+                                              {NULL, 0}};
+/* Megatron-Core's recompute_modules choices and CudaGraphModule members (bit sets, see config.h). */
+static const PnEnumName recompute_module_names[] = {{"core_attn", PN_RECOMPUTE_MODULE_CORE_ATTN},
+                                                    {"moe_act", PN_RECOMPUTE_MODULE_MOE_ACT},
+                                                    {"layernorm", PN_RECOMPUTE_MODULE_LAYERNORM},
+                                                    {"mla_up_proj", PN_RECOMPUTE_MODULE_MLA_UP_PROJ},
+                                                    {"mlp", PN_RECOMPUTE_MODULE_MLP},
+                                                    {"moe", PN_RECOMPUTE_MODULE_MOE},
+                                                    {"shared_experts", PN_RECOMPUTE_MODULE_SHARED_EXPERTS},
+                                                    {NULL, 0}};
+static const PnEnumName cuda_graph_module_names[] = {{"attn", PN_CUDA_GRAPH_ATTN},
+                                                     {"mlp", PN_CUDA_GRAPH_MLP},
+                                                     {"moe", PN_CUDA_GRAPH_MOE},
+                                                     {"moe_router", PN_CUDA_GRAPH_MOE_ROUTER},
+                                                     {"moe_preprocess", PN_CUDA_GRAPH_MOE_PREPROCESS},
+                                                     {"mamba", PN_CUDA_GRAPH_MAMBA},
+                                                     {NULL, 0}};
 
 static const PnField hardware_fields[] = {
     {.key = "profile", .kind = PN_FIELD_CUSTOM, .required = true},
@@ -64,6 +85,8 @@ static const PnField training_fields[] = {
     F_INT_REQ(PnTrainingConfig, "global_batch_size", global_batch_size, 1, 1000000000),
     F_ENUM(PnTrainingConfig, "precision", PN_FIELD_ENUM, precision, precision_names, 0),
     F_RANGE(PnTrainingConfig, "iterations", iterations, 1, 100),
+    F_KIND(PnTrainingConfig, "gradient_accumulation_fusion", PN_FIELD_BOOL, gradient_accumulation_fusion),
+    {.key = "cuda_graph_modules", .kind = PN_FIELD_CUSTOM},
     {.key = NULL},
 };
 
@@ -74,6 +97,8 @@ static const PnField parallel_fields[] = {
                100000, true, 1),
     F_INT(PnParallelConfig, "context_parallel_size", context_parallel_size, 1, 10000000),
     F_INT(PnParallelConfig, "expert_model_parallel_size", expert_model_parallel_size, 1, 10000000),
+    F_ENUM(PnParallelConfig, "moe_token_dispatcher_type", PN_FIELD_ENUM, moe_token_dispatcher_type, dispatcher_names,
+           0),
     F_KIND(PnParallelConfig, "sequence_parallel", PN_FIELD_BOOL, sequence_parallel),
     F_INT_NULL(PnParallelConfig, "microbatch_group_size_per_vp_stage", microbatch_group_size_per_vp_stage, 1,
                1000000000, true, 0),
@@ -88,6 +113,8 @@ static const PnField ddp_fields[] = {
     F_KIND(PnDdpConfig, "overlap_grad_reduce", PN_FIELD_TRI, overlap_grad_reduce),
     F_KIND(PnDdpConfig, "overlap_param_gather", PN_FIELD_TRI, overlap_param_gather),
     F_KIND(PnDdpConfig, "align_param_gather", PN_FIELD_TRI, align_param_gather),
+    F_KIND(PnDdpConfig, "overlap_param_gather_with_optimizer_step", PN_FIELD_TRI,
+           overlap_param_gather_with_optimizer_step),
     F_INT_NULL(PnDdpConfig, "bucket_size", bucket_size, 1, 1000000000000LL, true, 0),
     F_KIND(PnDdpConfig, "grad_reduce_in_fp32", PN_FIELD_BOOL, grad_reduce_in_fp32),
     F_KIND(PnDdpConfig, "fp8_param_gather", PN_FIELD_BOOL, fp8_param_gather),
@@ -105,6 +132,9 @@ static const PnField comm_overlap_fields[] = {
     F_ENUM(PnCommOverlapConfig, "cp_comm_type", PN_FIELD_ENUM, cp_comm_type, cp_comm_names, 0),
     F_KIND(PnCommOverlapConfig, "defer_embedding_wgrad_compute", PN_FIELD_BOOL, defer_embedding_wgrad_compute),
     F_KIND(PnCommOverlapConfig, "delay_wgrad_compute", PN_FIELD_BOOL, delay_wgrad_compute),
+    F_KIND(PnCommOverlapConfig, "overlap_moe_expert_parallel_comm", PN_FIELD_BOOL, overlap_moe_expert_parallel_comm),
+    F_KIND(PnCommOverlapConfig, "moe_shared_expert_overlap", PN_FIELD_BOOL, moe_shared_expert_overlap),
+    F_KIND(PnCommOverlapConfig, "transformer_engine", PN_FIELD_BOOL, transformer_engine),
     {.key = NULL},
 };
 
@@ -113,6 +143,7 @@ static const PnField recompute_fields[] = {
            PN_RECOMPUTE_NONE),
     F_ENUM(PnRecomputeConfig, "recompute_method", PN_FIELD_ENUM, recompute_method, method_names, 0),
     F_INT_NULL(PnRecomputeConfig, "recompute_num_layers", recompute_num_layers, 0, 100000, true, 0),
+    {.key = "recompute_modules", .kind = PN_FIELD_CUSTOM},
     {.key = NULL},
 };
 
@@ -188,6 +219,7 @@ static void scenario_defaults(PnScenario *sc)
   sc->training.micro_batch_size                     = 1;
   sc->training.precision                            = PN_PREC_BF16;
   sc->training.iterations                           = 1;
+  sc->training.gradient_accumulation_fusion         = true;
   sc->parallel.tensor_model_parallel_size           = 1;
   sc->parallel.pipeline_model_parallel_size         = 1;
   sc->parallel.virtual_pipeline_model_parallel_size = 1;
@@ -197,13 +229,16 @@ static void scenario_defaults(PnScenario *sc)
   sc->ddp.overlap_grad_reduce                       = PN_TRI_UNSET;
   sc->ddp.overlap_param_gather                      = PN_TRI_UNSET;
   sc->ddp.align_param_gather                        = PN_TRI_UNSET;
+  sc->ddp.overlap_param_gather_with_optimizer_step  = PN_TRI_UNSET;
   sc->ddp.num_distributed_optimizer_instances       = 1;
   sc->comm_overlap.tp_comm_overlap                  = PN_TRI_UNSET;
   sc->comm_overlap.overlap_p2p_comm                 = PN_TRI_UNSET;
   sc->comm_overlap.batch_p2p_comm                   = PN_TRI_UNSET;
   sc->comm_overlap.cp_comm_type                     = PN_CP_P2P;
+  sc->comm_overlap.transformer_engine               = true;
   sc->recompute.recompute_granularity               = PN_RECOMPUTE_NONE;
   sc->recompute.recompute_method                    = PN_RECOMPUTE_METHOD_UNIFORM;
+  sc->recompute.recompute_modules                   = PN_RECOMPUTE_MODULE_CORE_ATTN;
   sc->env.cuda_device_max_connections               = 8;
 }
 
@@ -516,6 +551,9 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     warn(warnings, ctx, "/model/num_moe_experts",
          "MoE layers are simulated as dense in this version (" I64 " experts, top-" I64 " routing ignored)",
          m->num_moe_experts, m->moe_router_topk);
+  if (m->mtp_num_layers > 0)
+    warn(warnings, ctx, "/model/mtp_num_layers",
+         "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)", m->mtp_num_layers);
 
   /* optimizer, precision, recompute */
   if (dp % sc->ddp.num_distributed_optimizer_instances != 0) {
@@ -537,6 +575,13 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
       return FALSE;
     }
   }
+  if (rc->recompute_granularity == PN_RECOMPUTE_SELECTIVE && rc->recompute_modules != PN_RECOMPUTE_MODULE_CORE_ATTN)
+    warn(warnings, ctx, "/recompute/recompute_modules",
+         "only \"core_attn\" recomputation is simulated in this version: selective recompute runs as "
+         "[\"core_attn\"]");
+  if (tr->cuda_graph_modules != 0)
+    warn(warnings, ctx, "/training/cuda_graph_modules",
+         "CUDA graphs are not simulated in this version (kernels keep their launch cost)");
 
   /* launch environment against the hardware */
   const PnEnvConfig *env = &sc->env;
@@ -565,6 +610,61 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
 }
 
 /* ---- conversion ---- */
+
+/* Keys whose value is a JSON array of names (or null), stored as a bit set (config.h). */
+typedef struct {
+  const char *section;
+  const char *key;
+  const PnEnumName *names;
+  size_t offset;       /* of the uint32_t in PnScenario */
+  uint32_t null_value; /* what null means: Megatron's default */
+} PnNameSet;
+
+static const PnNameSet name_sets[] = {
+    {"training", "cuda_graph_modules", cuda_graph_module_names, offsetof(PnScenario, training.cuda_graph_modules), 0},
+    {"recompute", "recompute_modules", recompute_module_names, offsetof(PnScenario, recompute.recompute_modules),
+     PN_RECOMPUTE_MODULE_CORE_ATTN},
+};
+
+static gboolean convert_name_set(const PnIoCtx *ctx, const cJSON *root, const PnNameSet *ns, PnScenario *sc,
+                                 GError **error)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, ns->section), ns->key);
+  if (v == NULL)
+    return TRUE;
+  uint32_t *dst = (uint32_t *)(void *)((char *)sc + ns->offset);
+  if (cJSON_IsNull(v)) {
+    *dst = ns->null_value;
+    return TRUE;
+  }
+  g_autofree char *sptr   = pn__io_ptr_child("", ns->section);
+  g_autofree char *ptr    = pn__io_ptr_child(sptr, ns->key);
+  g_autoptr(GString) list = g_string_new(NULL);
+  for (const PnEnumName *e = ns->names; e->name != NULL; e++)
+    g_string_append_printf(list, "%s\"%s\"", list->len ? ", " : "", e->name);
+  if (!cJSON_IsArray(v)) {
+    g_autofree char *got = pn__io_describe(v);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected an array of %s, or null, got %s", list->str, got);
+    return FALSE;
+  }
+  uint32_t bits = 0;
+  gsize i       = 0;
+  for (const cJSON *item = v->child; item != NULL; item = item->next, i++) {
+    const PnEnumName *hit = NULL;
+    for (const PnEnumName *e = ns->names; hit == NULL && e->name != NULL && cJSON_IsString(item); e++)
+      if (strcmp(item->valuestring, e->name) == 0)
+        hit = e;
+    if (hit == NULL) {
+      g_autofree char *iptr = pn__io_ptr_index(ptr, i);
+      g_autofree char *got  = pn__io_describe(item);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr, "expected one of %s, got %s", list->str, got);
+      return FALSE;
+    }
+    bits |= (uint32_t)hit->value;
+  }
+  *dst = bits;
+  return TRUE;
+}
 
 static gboolean convert(const PnIoCtx *ctx, const cJSON *root, const char *base_dir, PnScenario *sc,
                         GPtrArray *warnings, GError **error)
@@ -607,6 +707,9 @@ static gboolean convert(const PnIoCtx *ctx, const cJSON *root, const char *base_
         !pn__io_apply_fields(ctx, obj, s->ptr, s->fields, (char *)sc + s->offset, TRUE, error))
       return FALSE;
   }
+  for (gsize i = 0; i < G_N_ELEMENTS(name_sets); i++)
+    if (!convert_name_set(ctx, root, &name_sets[i], sc, error))
+      return FALSE;
 
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   if (model == NULL) {

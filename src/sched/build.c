@@ -26,7 +26,8 @@ typedef struct {
   PnTask task;
   int16_t dep[2];     /* template-relative dependencies, -1 = none */
   bool after_compute; /* waits for the last compute-stream task issued before it */
-  bool join;          /* the next compute-stream task waits for it */
+  bool join;          /* a later compute-stream task waits for it: the first one issued after entry `join_at` */
+  int16_t join_at;    /* template index; the entry itself when it is the last of its group */
 } PnTplEntry;
 
 typedef struct {
@@ -210,10 +211,15 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
 
 static int16_t tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join)
 {
-  PnTplEntry e = {.task = *t, .dep = {dep0, dep1}, .after_compute = after_compute, .join = join};
+  int16_t self = (int16_t)tpl->len;
+  PnTplEntry e = {.task = *t, .dep = {dep0, dep1}, .after_compute = after_compute, .join = join, .join_at = self};
   g_array_append_val(tpl, e);
-  return (int16_t)(tpl->len - 1);
+  return self;
 }
+
+/* A side-stream entry that runs beside the next entry (its GEMM) and joins after it: the GEMM
+ * must not wait for it, the compute that follows the pair must. */
+static void tpl_join_after_next(GArray *tpl, int16_t entry) { g_array_index(tpl, PnTplEntry, entry).join_at = entry + 1; }
 
 /* A GEMM op priced for `parts` equal chunks along M. */
 static void gemm_chunk(PnBuilder *b, const PnOp *gemm, int parts, int sm_limit, PnTask *t)
@@ -248,7 +254,7 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     price_op(b, gemm, &gt);
     gt.sms = (int16_t)sm_limit;
     if (comm_first) {
-      tpl_add(tpl, &t, -1, -1, true, true);
+      tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
       tpl_add(tpl, &gt, -1, -1, false, false);
     } else { /* the comm consumes the GEMM's output: no overlap possible with it */
       tpl_add(tpl, &gt, -1, -1, false, false);
@@ -372,7 +378,7 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
         t.stream = PN_STREAM_TP_COMM;
         price_op(b, gemm, &gt);
         if (op == comm) {
-          tpl_add(tpl, &t, -1, -1, true, true);
+          tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
           tpl_add(tpl, &gt, -1, -1, false, false);
         } else {
           tpl_add(tpl, &gt, -1, -1, false, false);
@@ -478,8 +484,12 @@ static void emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t
     if (e->after_compute && lc != PN_TASK_NONE)
       deps[n++] = lc;
     ids[i] = add_task(b, gpu, &t, deps, n);
-    if (e->join)
-      push_pending(b, gpu, ids[i]);
+    /* joins become pending once their partner entry is issued (join_at is the entry or the next) */
+    for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
+      const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
+      if (ej->join && (guint)ej->join_at == i)
+        push_pending(b, gpu, ids[j]);
+    }
   }
 }
 

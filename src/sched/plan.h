@@ -50,6 +50,7 @@ typedef struct {
   bool overlap_grad_reduce;
   bool overlap_param_gather;
   bool align_param_gather;
+  bool overlap_param_gather_with_optimizer_step; /* not simulated yet: the builder gathers as without it */
   int64_t bucket_size;     /* elements; resolved default max(40M, 1M * dp_cp) */
   double grad_bytes_per_elem;  /* 4 with grad_reduce_in_fp32, else 2 */
   double param_bytes_per_elem; /* 1 with fp8_param_gather, else 2 */
@@ -62,6 +63,10 @@ typedef struct {
   bool overlap_p2p_comm_warmup_flush;
   /* context parallel */
   PnCpCommType cp_comm_type;
+  /* expert parallel (validated by the gating; MoE layers are simulated as dense, so the
+   * builder does not read these yet) */
+  bool overlap_moe_expert_parallel_comm;
+  bool delay_wgrad_compute;
   /* environment */
   int max_connections;
   int nccl_min_ctas, nccl_max_ctas;

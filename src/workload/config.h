@@ -28,6 +28,32 @@ typedef enum { PN_PREC_BF16, PN_PREC_FP8 } PnPrecision;
 typedef enum { PN_RECOMPUTE_NONE, PN_RECOMPUTE_SELECTIVE, PN_RECOMPUTE_FULL } PnRecomputeGranularity;
 typedef enum { PN_RECOMPUTE_METHOD_UNIFORM, PN_RECOMPUTE_METHOD_BLOCK } PnRecomputeMethod;
 typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommType;
+/* Megatron-Core moe_token_dispatcher_type; "allgather" is its default. */
+typedef enum { PN_MOE_DISPATCHER_ALLGATHER, PN_MOE_DISPATCHER_ALLTOALL, PN_MOE_DISPATCHER_FLEX } PnMoeDispatcher;
+
+/* Megatron-Core recompute_modules (selective recompute), as a bit set. Megatron's default is
+ * ["core_attn"], the only module whose recomputation workload/ops.c simulates. */
+typedef enum {
+  PN_RECOMPUTE_MODULE_CORE_ATTN      = 1u << 0,
+  PN_RECOMPUTE_MODULE_MOE_ACT        = 1u << 1,
+  PN_RECOMPUTE_MODULE_LAYERNORM      = 1u << 2,
+  PN_RECOMPUTE_MODULE_MLA_UP_PROJ    = 1u << 3,
+  PN_RECOMPUTE_MODULE_MLP            = 1u << 4,
+  PN_RECOMPUTE_MODULE_MOE            = 1u << 5,
+  PN_RECOMPUTE_MODULE_SHARED_EXPERTS = 1u << 6,
+} PnRecomputeModule;
+
+/* Megatron-Core CudaGraphModule (per-layer CUDA graph capture regions, cuda_graph_modules), as
+ * a bit set. CUDA graphs are not simulated; the set only feeds the gating of
+ * delay_wgrad_compute. */
+typedef enum {
+  PN_CUDA_GRAPH_ATTN           = 1u << 0,
+  PN_CUDA_GRAPH_MLP            = 1u << 1,
+  PN_CUDA_GRAPH_MOE            = 1u << 2,
+  PN_CUDA_GRAPH_MOE_ROUTER     = 1u << 3,
+  PN_CUDA_GRAPH_MOE_PREPROCESS = 1u << 4,
+  PN_CUDA_GRAPH_MAMBA          = 1u << 5,
+} PnCudaGraphModule;
 
 /* A transformer decoder, Megatron TransformerConfig names. MoE fields are carried (num_moe_experts
  * > 0) so the format is stable; dense models leave them 0. */
@@ -56,6 +82,7 @@ typedef struct {
   int64_t moe_router_topk;
   int64_t moe_ffn_hidden_size;
   int64_t moe_shared_expert_intermediate_size;
+  int64_t mtp_num_layers; /* multi-token prediction layers, 0 = none (Megatron None); validated, not simulated */
 } PnModelConfig;
 
 typedef struct {
@@ -64,6 +91,9 @@ typedef struct {
   int64_t global_batch_size;
   PnPrecision precision;
   int iterations; /* simulated iterations (>= 1) */
+  bool gradient_accumulation_fusion; /* wgrad GEMMs accumulate into main_grad (Bridge GPTModelProvider
+                                        default: on when the fused kernels exist) */
+  uint32_t cuda_graph_modules;       /* PnCudaGraphModule bits; 0 = no per-layer CUDA graphs */
 } PnTrainingConfig;
 
 typedef struct {
@@ -72,6 +102,7 @@ typedef struct {
   int64_t virtual_pipeline_model_parallel_size; /* 1 when not interleaved */
   int64_t context_parallel_size;
   int64_t expert_model_parallel_size;
+  PnMoeDispatcher moe_token_dispatcher_type;
   bool sequence_parallel;
   int64_t microbatch_group_size_per_vp_stage; /* 0 = default (pp) */
   bool account_for_embedding_in_pipeline_split; /* the embedding counts as one layer of the first stage */
@@ -85,6 +116,7 @@ typedef struct {
   PnTri overlap_grad_reduce;
   PnTri overlap_param_gather;
   PnTri align_param_gather;
+  PnTri overlap_param_gather_with_optimizer_step;
   int64_t bucket_size; /* elements; 0 = default max(40M, 1M*dp_cp) */
   bool grad_reduce_in_fp32;
   bool fp8_param_gather;
@@ -101,12 +133,16 @@ typedef struct {
   PnCpCommType cp_comm_type;
   bool defer_embedding_wgrad_compute;
   bool delay_wgrad_compute;
+  bool overlap_moe_expert_parallel_comm; /* EP all-to-all overlap (combined 1F1B); validated, not simulated */
+  bool moe_shared_expert_overlap;
+  bool transformer_engine; /* Transformer Engine is installed (Bridge HAVE_TE); default true */
 } PnCommOverlapConfig;
 
 typedef struct {
   PnRecomputeGranularity recompute_granularity;
   PnRecomputeMethod recompute_method;
   int64_t recompute_num_layers; /* full recompute: layers per stage recomputed (0 = all) */
+  uint32_t recompute_modules;   /* PnRecomputeModule bits (selective); default core_attn */
 } PnRecomputeConfig;
 
 typedef struct {
