@@ -1,0 +1,156 @@
+"""Model dimensions, run configurations and penumbra scenarios of the end-to-end harness.
+
+Imports nothing beyond the standard library, so that the scenarios can be written on a machine
+without PyTorch (python3 e2e_model.py --write-scenarios DIR).
+"""
+import argparse
+import copy
+import json
+import os
+
+# Llama-3-8B layer shapes, 8 layers, a 32000-token vocabulary (divisible by 128 * tp).
+MODEL = {
+    "num_layers": 8,
+    "hidden_size": 4096,
+    "ffn_hidden_size": 14336,
+    "num_attention_heads": 32,
+    "num_query_groups": 8,
+    "kv_channels": 128,
+    "vocab_size": 32000,
+    "seq_length": 4096,
+    "micro_batch_size": 1,
+    "global_batch_size": 8,
+    "norm_eps": 1e-5,
+    "rope_theta": 500000.0,
+}
+
+# Tiny dimensions for a CPU / gloo check of the parallel mechanics (same code paths).
+TINY = {
+    "num_layers": 4,
+    "hidden_size": 64,
+    "ffn_hidden_size": 96,
+    "num_attention_heads": 8,
+    "num_query_groups": 2,
+    "kv_channels": 8,
+    "vocab_size": 256,
+    "seq_length": 32,
+    "micro_batch_size": 1,
+    "global_batch_size": 8,
+    "norm_eps": 1e-5,
+    "rope_theta": 10000.0,
+}
+
+# Every configuration runs the same global batch (8 sequences), so the first step's loss and
+# gradient norm must agree across layouts (a correctness check of the parallel code).
+#   tp_mode: "sync"    every TP collective blocks the compute stream (no overlap at all)
+#            "async"   Megatron-Core / TE without userbuffers: column-parallel backward launches
+#                      the input all-gather beside the dgrad GEMM and the dgrad reduce-scatter
+#                      beside the wgrad GEMM; forward AG / RS and the row-parallel backward AG
+#                      are blocking (this is tp_comm_overlap = false)
+#            "overlap" "async" plus TE userbuffers' default methods, rebuilt on NCCL
+#                      collectives: ring-exchange AG->GEMM for qkv/fc1 forward and the proj/fc2
+#                      dgrad (TP = 2: one async all-gather beside the GEMM on the local rows,
+#                      then the GEMM on the peer's rows), pipelined GEMM->RS (4 chunks, chunk
+#                      i's async RS beside GEMM chunk i+1) for proj/fc2 forward
+#            "overlap_p2p" as "overlap", with the ring exchange (AG and RS) done by batched
+#                      torch.distributed P2P send/recv (NCCL SendRecv kernels)
+#            "nocomm"  collectives replaced by local copies of the same size (timing only)
+#   cdmc: CUDA_DEVICE_MAX_CONNECTIONS of the process group running the config (Megatron asserts 1
+#         with TP > 1 on Hopper; Megatron-Bridge's launcher uses 8 otherwise).
+CONFIGS = {
+    "dp2_nooverlap": {"dp": 2, "tp": 1, "pp": 1, "dp_overlap": False, "cdmc": 8, "scenario": True},
+    "dp2_overlap": {"dp": 2, "tp": 1, "pp": 1, "dp_overlap": True, "bucket_size": 40_000_000, "cdmc": 8,
+                    "scenario": True},
+    "dp2_nocomm": {"dp": 2, "tp": 1, "pp": 1, "dp_overlap": False, "nocomm": True, "cdmc": 8, "scenario": False},
+    "pp2_1f1b": {"dp": 1, "tp": 1, "pp": 2, "cdmc": 8, "scenario": True},
+    "tp2_sp_sync": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "sync", "cdmc": 1, "scenario": False},
+    "tp2_sp": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "async", "cdmc": 1, "scenario": True},
+    "tp2_sp_overlap": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "overlap", "cdmc": 1, "scenario": True},
+    "tp2_sp_overlap_p2p": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "overlap_p2p", "cdmc": 1, "scenario": False},
+    "tp2_sp_nocomm": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "nocomm", "cdmc": 1, "scenario": False},
+}
+
+GROUPS = {
+    "cdmc8": ["dp2_nooverlap", "dp2_overlap", "dp2_nocomm", "pp2_1f1b"],
+    "cdmc1": ["tp2_sp_sync", "tp2_sp", "tp2_sp_overlap", "tp2_sp_overlap_p2p", "tp2_sp_nocomm"],
+}
+
+
+def micro_batches(model, cfg):
+    return model["global_batch_size"] // (model["micro_batch_size"] * cfg["dp"])
+
+
+def scenario_model(model):
+    return {
+        "num_layers": model["num_layers"],
+        "hidden_size": model["hidden_size"],
+        "ffn_hidden_size": model["ffn_hidden_size"],
+        "num_attention_heads": model["num_attention_heads"],
+        "num_query_groups": model["num_query_groups"],
+        "kv_channels": model["kv_channels"],
+        "gated_linear_unit": True,
+        "activation": "swiglu",
+        "normalization": "RMSNorm",
+        "vocab_size": model["vocab_size"],
+        "make_vocab_size_divisible_by": 128,
+        "untie_embeddings_and_output_weights": True,
+        "add_bias_linear": False,
+        "add_qkv_bias": False,
+        "hidden_dropout": 0.0,
+        "attention_dropout": 0.0,
+        "max_position_embeddings": model["seq_length"],
+        "position_embedding_type": "rope",
+    }
+
+
+def scenario(name, model=MODEL):
+    cfg = CONFIGS[name]
+    tp, pp, dp = cfg["tp"], cfg["pp"], cfg["dp"]
+    ddp = {"use_distributed_optimizer": False, "overlap_grad_reduce": bool(cfg.get("dp_overlap", False)),
+           "overlap_param_gather": False, "grad_reduce_in_fp32": False, "average_in_collective": False}
+    if cfg.get("dp_overlap"):
+        ddp["bucket_size"] = cfg["bucket_size"]
+    comm = {"tp_comm_overlap": cfg.get("tp_mode") in ("overlap", "overlap_p2p")}
+    if pp > 1:
+        comm["overlap_p2p_comm"] = False
+        comm["batch_p2p_comm"] = True
+    return {
+        "schema_version": 1,
+        "name": f"e2e-{name}",
+        "description": (f"microbench/e2e harness config {name}: plain-PyTorch Llama-like stack on 2 x H200, "
+                        f"DP {dp} TP {tp} PP {pp}; measured in hwprofiles/calibration/h200-sxm/e2e-results.json"),
+        "model": scenario_model(model),
+        "hardware": {"profile": "h200-sxm", "num_gpus": dp * tp * pp},
+        "training": {"seq_length": model["seq_length"], "micro_batch_size": model["micro_batch_size"],
+                     "global_batch_size": model["global_batch_size"], "precision": "bf16"},
+        "parallel": {"tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp,
+                     "virtual_pipeline_model_parallel_size": None, "context_parallel_size": 1,
+                     "sequence_parallel": tp > 1},
+        "ddp": ddp,
+        "comm_overlap": comm,
+        "recompute": {"recompute_granularity": None},
+        "env": {"CUDA_DEVICE_MAX_CONNECTIONS": cfg["cdmc"], "NCCL_NVLS_ENABLE": 0},
+    }
+
+
+def write_scenarios(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    names = []
+    for name, cfg in CONFIGS.items():
+        if not cfg["scenario"]:
+            continue
+        path = os.path.join(out_dir, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(scenario(name), f, indent=2)
+            f.write("\n")
+        names.append(path)
+    return names
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--write-scenarios", metavar="DIR")
+    a = ap.parse_args()
+    if a.write_scenarios:
+        for p in write_scenarios(a.write_scenarios):
+            print(p)
