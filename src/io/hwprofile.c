@@ -167,6 +167,13 @@ static gboolean check_source(const PnIoCtx *ctx, const cJSON *obj, const char *p
 static gboolean check_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr, double lo, double hi,
                              bool lo_inclusive, double *out, GError **error)
 {
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) { /* checked before any message is formatted */
+    double x = v->valuedouble;
+    if (!(x < lo || (!lo_inclusive && x == lo) || x > hi)) {
+      *out = x;
+      return TRUE;
+    }
+  }
   g_autofree char *got = pn__io_describe(v);
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a finite number, got %s", got);
@@ -384,6 +391,18 @@ static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
   g_autofree double *vals = n > 0 ? g_new(double, (gsize)n *(gsize)ncols) : NULL;
   int r                   = 0;
   for (const cJSON *row = rows->child; row != NULL; row = row->next, r++) {
+    /* pointers are formatted only for a message: tables hold thousands of cells */
+    if (cJSON_IsArray(row) && cJSON_GetArraySize(row) == ncols) {
+      bool ok = true;
+      for (int j = 0; j < ncols && ok; j++) {
+        const cJSON *v = cJSON_GetArrayItem(row, pos[j]);
+        double d       = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
+        ok = isfinite(d) && (j < n_int ? d == floor(d) && d >= 1.0 && d <= 1e9 : d > 0.0 && d <= 1e15);
+        vals[(gsize)r * (gsize)ncols + (gsize)j] = d;
+      }
+      if (ok)
+        continue;
+    }
     g_autofree char *rowptr = pn__io_ptr_index(rptr, (gsize)r);
     if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != ncols) {
       g_autofree char *got =

@@ -382,39 +382,29 @@ static char *int_expectation(int64_t min, int64_t max, bool absurd, bool nullabl
 static gboolean get_int_impl(const PnIoCtx *ctx, const cJSON *v, const char *ptr, int64_t min, int64_t max, bool absurd,
                              bool nullable, int64_t *out, GError **error)
 {
+  /* The checks first, the messages only on failure: profiles hold thousands of numbers, and
+   * formatting each one eagerly was most of their load time. */
+  double d = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
+  if (isfinite(d) && d == floor(d) && fabs(d) <= PN_IO_MAX_EXACT_INT && (int64_t)d >= min && (int64_t)d <= max) {
+    *out = (int64_t)d;
+    return TRUE;
+  }
   g_autofree char *want = int_expectation(min, max, absurd, nullable);
   g_autofree char *got  = pn__io_describe(v);
-  if (!cJSON_IsNumber(v)) {
+  if (!cJSON_IsNumber(v) || !isfinite(d)) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
-    return FALSE;
-  }
-  double d = v->valuedouble;
-  if (!isfinite(d)) {
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
-    return FALSE;
-  }
-  if (d != floor(d)) {
+  } else if (d != floor(d)) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s (not an integer)", want, got);
-    return FALSE;
-  }
-  if (fabs(d) > PN_IO_MAX_EXACT_INT) {
+  } else if (fabs(d) > PN_IO_MAX_EXACT_INT) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s (beyond 2^53: absurdly large)", want, got);
-    return FALSE;
-  }
-  int64_t i = (int64_t)d;
-  if (i < min) {
+  } else if ((int64_t)d < min) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
-    return FALSE;
+  } else if (absurd) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "%s is absurdly large (at most %" G_GINT64_FORMAT ")", got, max);
+  } else {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
   }
-  if (i > max) {
-    if (absurd)
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "%s is absurdly large (at most %" G_GINT64_FORMAT ")", got, max);
-    else
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected %s, got %s", want, got);
-    return FALSE;
-  }
-  *out = i;
-  return TRUE;
+  return FALSE;
 }
 
 gboolean pn__io_get_int(const PnIoCtx *ctx, const cJSON *v, const char *ptr, int64_t min, int64_t max, bool absurd,
@@ -426,22 +416,24 @@ gboolean pn__io_get_int(const PnIoCtx *ctx, const cJSON *v, const char *ptr, int
 gboolean pn__io_get_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr, double dmin, double dmax,
                            bool dmin_exclusive, double *out, GError **error)
 {
-  char lo[G_ASCII_DTOSTR_BUF_SIZE], hi[G_ASCII_DTOSTR_BUF_SIZE];
-  g_ascii_formatd(lo, sizeof lo, "%g", dmin);
-  g_ascii_formatd(hi, sizeof hi, "%g", dmax);
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+    double d = v->valuedouble;
+    if (!(d < dmin || (dmin_exclusive && d == dmin) || d >= dmax)) {
+      *out = d;
+      return TRUE;
+    }
+  }
   g_autofree char *got = pn__io_describe(v);
   if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a finite number, got %s", got);
     return FALSE;
   }
-  double d = v->valuedouble;
-  if (d < dmin || (dmin_exclusive && d == dmin) || d >= dmax) {
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a number in %c%s, %s), got %s",
-                dmin_exclusive ? '(' : '[', lo, hi, got);
-    return FALSE;
-  }
-  *out = d;
-  return TRUE;
+  char lo[G_ASCII_DTOSTR_BUF_SIZE], hi[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd(lo, sizeof lo, "%g", dmin);
+  g_ascii_formatd(hi, sizeof hi, "%g", dmax);
+  pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a number in %c%s, %s), got %s", dmin_exclusive ? '(' : '[',
+              lo, hi, got);
+  return FALSE;
 }
 
 gboolean pn__io_get_string(const PnIoCtx *ctx, const cJSON *v, const char *ptr, gsize max_len, const char **out,
@@ -542,10 +534,18 @@ static void store_enum(void *dst, const PnField *f, int v)
   memcpy((char *)dst + f->offset, &v, sizeof v);
 }
 
+/* *cache, or the description of v stored there. */
+static const char *describe_once(char **cache, const cJSON *v)
+{
+  if (*cache == NULL)
+    *cache = pn__io_describe(v);
+  return *cache;
+}
+
 static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const PnField *f, void *dst,
                           GError **error)
 {
-  g_autofree char *got = pn__io_describe(v);
+  g_autofree char *got = NULL; /* the value, described only for a message (see get_int_impl) */
   bool is_null         = cJSON_IsNull(v);
   switch (f->kind) {
   case PN_FIELD_INT:
@@ -562,7 +562,7 @@ static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, c
   }
   case PN_FIELD_BOOL:
     if (!cJSON_IsBool(v)) {
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected true or false, got %s", got);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected true or false, got %s", describe_once(&got, v));
       return FALSE;
     }
     store_bool(dst, f, cJSON_IsTrue(v));
@@ -576,11 +576,11 @@ static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, c
       store_bool(dst, f, v->valuedouble == 1.0);
       return TRUE;
     }
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected 0, 1, true or false, got %s", got);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected 0, 1, true or false, got %s", describe_once(&got, v));
     return FALSE;
   case PN_FIELD_TRI: {
     if (!cJSON_IsBool(v) && !is_null) {
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected true, false or null, got %s", got);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected true, false or null, got %s", describe_once(&got, v));
       return FALSE;
     }
     PnTri t = is_null ? PN_TRI_UNSET : cJSON_IsTrue(v) ? PN_TRI_TRUE : PN_TRI_FALSE;
@@ -606,7 +606,7 @@ static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, c
     const char *s;
     if (!cJSON_IsString(v)) {
       pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string%s, got %s",
-                  f->kind == PN_FIELD_STRING_NULL ? " or null" : "", got);
+                  f->kind == PN_FIELD_STRING_NULL ? " or null" : "", describe_once(&got, v));
       return FALSE;
     }
     if (!pn__io_get_string(ctx, v, ptr, f->size - 1, &s, error))
@@ -630,13 +630,13 @@ static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, c
       g_string_append_printf(list, "%s\"%s\"", list->len ? ", " : "", e->name);
     }
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected one of %s%s, got %s", list->str,
-                f->kind == PN_FIELD_ENUM_NULL ? ", null" : "", got);
+                f->kind == PN_FIELD_ENUM_NULL ? ", null" : "", describe_once(&got, v));
     g_string_free(list, TRUE);
     return FALSE;
   }
   case PN_FIELD_IGNORED_STRING:
     if (!cJSON_IsString(v)) {
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string, got %s", got);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string, got %s", describe_once(&got, v));
       return FALSE;
     }
     return TRUE;
