@@ -342,6 +342,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   out->coll_outliers     = g_array_new(FALSE, FALSE, sizeof(double));
   out->contention        = g_array_new(FALSE, FALSE, sizeof(double));
   out->contention_median = g_array_new(FALSE, FALSE, sizeof(double));
+  out->points            = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
   out->memory     = g_array_new(FALSE, FALSE, sizeof(double));
   /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
   for (int fp8 = 0; fp8 < 2; fp8++) {
@@ -361,7 +362,11 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
         loo.gemm_fp8 = lt;
       else
         loo.gemm_bf16 = lt;
-      push_err(out->gemm_loo, pn_cost_gemm_ns(&loo, g->m, g->n, g->k, dt, NULL), g->ns);
+      double loo_ns = pn_cost_gemm_ns(&loo, g->m, g->n, g->k, dt, NULL);
+      push_err(out->gemm_loo, loo_ns, g->ns);
+      double fl    = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+      PnCalPoint pt = {fp8 ? "gemm_fp8" : "gemm_bf16", fl, fl / g->ns * 1e-3, fl / loo_ns * 1e-3};
+      g_array_append_val(out->points, pt);
       g_free(rest);
     }
   }
@@ -386,6 +391,13 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
     pn_coll_cost(p, &spec, &cost);
     double t = pn_coll_time_alone_ns(p, &cost);
     push_err(coll_outlier(d, c) ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
+    if (c->ctas == 0) {
+      static const char *const series[] = {"coll_all_gather", "coll_reduce_scatter", "coll_all_reduce",
+                                           "coll_all_to_all", "coll_send_recv"};
+      double bw     = c->busbw_bytes_per_ns;
+      PnCalPoint pt = {series[c->kind], c->bytes, bw, bw * c->ns / t};
+      g_array_append_val(out->points, pt);
+    }
     if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(t / c->ns - 1.0) > 0.05)
       g_printerr("collective %s ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound %.1f)\n",
                  pn_coll_kind_name(c->kind), c->ctas, c->bytes, c->ns, t, cost.latency_ns, cost.max_bytes_per_ns);
@@ -413,8 +425,12 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
         if ((int)c->variant == v && c->sms_held == k)
           g_array_append_val(s, c->slowdown);
       }
-      if (s->len)
-        push_err(out->contention_median, full / pn_curve_eval(curve, p->sm_count - k, 1.0), median_of(s));
+      if (s->len) {
+        double pred = full / pn_curve_eval(curve, p->sm_count - k, 1.0), meas = median_of(s);
+        push_err(out->contention_median, pred, meas);
+        PnCalPoint pt = {v == PN_CAL_SPINNER ? "sm_held" : "sm_margin", (double)k, meas, pred};
+        g_array_append_val(out->points, pt);
+      }
     }
   }
   for (guint i = 0; i < d->memory->len; i++) {
@@ -427,7 +443,8 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 void pn_cal_check_clear(PnCalCheck *c)
 {
   GArray **all[] = {&c->gemm,         &c->gemm_loo,  &c->attn,       &c->coll_default,
-                    &c->coll_ctas,    &c->contention, &c->memory, &c->contention_median, &c->coll_outliers};
+                    &c->coll_ctas,    &c->contention, &c->memory, &c->contention_median, &c->coll_outliers,
+                    &c->points};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }

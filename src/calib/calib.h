@@ -85,6 +85,15 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *fitted, G
 
 /* Replay of every measured case through the simulator's cost model with profile `p`: the
  * relative errors (predicted / measured - 1), per kind, in `errors` (of double). */
+/* One measured case and its prediction, for the calibration plots. `series`: "gemm_bf16",
+ * "gemm_fp8" (x = FLOPs, values in TFLOP/s, prediction leave-one-out), "coll_<kind>" (x =
+ * bytes, values = bus bandwidth GB/s at default channels), "sm_held" / "sm_margin" (x = SMs
+ * held, values = median slowdown). */
+typedef struct {
+  const char *series;
+  double x, measured, predicted;
+} PnCalPoint;
+
 typedef struct {
   GArray *gemm, *gemm_loo, *attn, *memory;
   GArray *coll_default; /* collectives at NCCL's default channel count */
@@ -92,6 +101,7 @@ typedef struct {
   GArray *coll_outliers; /* measurements slower than a larger message of the same collective */
   GArray *contention;   /* every (shape, SMs held) row */
   GArray *contention_median; /* the median slowdown over shapes per SMs held (what the curve fits) */
+  GArray *points;       /* of PnCalPoint: measured vs predicted, for plots */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

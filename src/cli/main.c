@@ -207,7 +207,14 @@ static int cmd_validate(int argc, char **argv)
   g_autofree char *profile = NULL;
   g_autofree char *output  = NULL;
   double max_mape          = 0.0;
+  g_autofree char *e2e     = NULL;
+  g_autofree char *e2e_dir = NULL;
+  g_autofree char *plot    = NULL;
   GOptionEntry entries[]   = {
+    {"e2e", 0, 0, G_OPTION_ARG_FILENAME, &e2e, "Compare our end-to-end runs (microbench/e2e results) instead", "FILE"},
+    {"e2e-scenarios", 0, 0, G_OPTION_ARG_FILENAME, &e2e_dir, "Scenarios of the e2e configs (default microbench/e2e/scenarios)",
+     "DIR"},
+    {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "Also write measured/predicted pairs to FILE (gnuplot)", "FILE"},
     {"profile", 'p', 0, G_OPTION_ARG_STRING, &profile, "Hardware profile for H100 records (default h100-sxm)", "NAME"},
     {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically)", "FILE"},
@@ -233,8 +240,15 @@ static int cmd_validate(int argc, char **argv)
   g_autofree char *dflt = g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
   const char *records   = argc == 2 ? argv[1] : dflt;
   g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
-  if (!pn_validate_file(records, profile ? profile : "h100-sxm", rows, &error))
+  g_autofree char *dflt_e2e = g_build_filename(PN_DATA_DIR, "microbench", "e2e", "scenarios", NULL);
+  if (e2e ? !pn_validate_e2e(e2e, e2e_dir ? e2e_dir : dflt_e2e, rows, &error)
+          : !pn_validate_file(records, profile ? profile : "h100-sxm", rows, &error))
     return fail(error);
+  if (plot) {
+    g_autofree char *dat = pn_validate_plot_data(rows);
+    if (!pn_io_write_file_atomic(plot, dat, strlen(dat), &error))
+      return fail(error);
+  }
   g_autofree char *report = json ? pn_validate_report_json(rows) : pn_validate_report_text(rows);
   if (output) {
     if (!pn_io_write_file_atomic(output, report, strlen(report), &error))
@@ -282,6 +296,7 @@ static int cmd_calibrate(int argc, char **argv)
   g_autofree char *profile = NULL;
   gboolean check           = FALSE;
   double tol_pct           = 5.0;
+  g_autofree char *plot    = NULL;
   GOptionEntry entries[]   = {
     {"base", 'b', 0, G_OPTION_ARG_FILENAME, &base, "Profile to start from (its sourced figures are kept)", "FILE"},
     {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the calibrated profile to FILE (atomically)", "FILE"},
@@ -289,6 +304,8 @@ static int cmd_calibrate(int argc, char **argv)
      NULL},
     {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
     {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
+    {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "--check: write measured vs predicted points to FILE (gnuplot)",
+     "FILE"},
     {NULL, 0, 0, 0, NULL, NULL, NULL}};
   g_autoptr(GOptionContext) ctx =
     g_option_context_new("RESULTS.json... - fit hardware-profile tables from microbenchmark results");
@@ -335,6 +352,24 @@ static int cmd_calibrate(int argc, char **argv)
       check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
       check_line(out, "SM contention, every shape", c.contention, tol);
       fputs(out->str, stdout);
+      if (plot) {
+        /* one gnuplot data block per series ("index" in plots/calibration.gp) */
+        static const char *const series[] = {"gemm_bf16",      "gemm_fp8",        "coll_all_gather",
+                                             "coll_reduce_scatter", "coll_all_reduce", "coll_all_to_all",
+                                             "coll_send_recv", "sm_held",         "sm_margin"};
+        g_autoptr(GString) dat = g_string_new("# penumbra calibrate --check: x measured predicted\n");
+        for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
+          g_string_append_printf(dat, "# %s\n", series[si]);
+          for (guint i = 0; i < c.points->len; i++) {
+            const PnCalPoint *pt = &g_array_index(c.points, PnCalPoint, i);
+            if (strcmp(pt->series, series[si]) == 0)
+              g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
+          }
+          g_string_append(dat, "\n\n");
+        }
+        if (!pn_io_write_file_atomic(plot, dat->str, dat->len, &error))
+          ok = (fail(error), false);
+      }
       pn_cal_check_clear(&c);
       rc = ok ? 0 : 3;
     } else {

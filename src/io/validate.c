@@ -138,6 +138,7 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
   row->gpus            = (long)num_or(hw, "gpus_total", 0);
   row->precision       = g_strdup(str_or(rec, "precision", "?"));
   row->published_step_s = num_or(obj_get(summary, "step_time_s"), "value", (double)NAN);
+  row->measured_exposed_s = (double)NAN;
   const char *gpu      = str_or(hw, "gpu", "");
   if (!strstr(gpu, "H100"))
     return skip(row, "not an H100 record (%s)", gpu);
@@ -246,6 +247,67 @@ gboolean pn_validate_file(const char *records_path, const char *profile, GPtrArr
   }
   cJSON_Delete(root);
   return TRUE;
+}
+
+gboolean pn_validate_e2e(const char *results_path, const char *scenario_dir, GPtrArray *rows, GError **error)
+{
+  cJSON *root = NULL;
+  if (!pn__io_read_json(results_path, results_path, &root, error))
+    return FALSE;
+  const cJSON *results = obj_get(root, "results");
+  if (!cJSON_IsArray(results) || strcmp(str_or(root, "kind", ""), "e2e") != 0) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA, "%s: /kind: expected an end-to-end result file (kind \"e2e\")",
+                results_path);
+    cJSON_Delete(root);
+    return FALSE;
+  }
+  const char *gpu = str_or(obj_get(root, "env"), "gpu", str_or(obj_get(root, "env"), "gpu_name", ""));
+  const cJSON *res;
+  cJSON_ArrayForEach(res, results)
+  {
+    const char *config       = str_or(res, "config", "");
+    g_autofree char *sc_path = g_strdup_printf("%s/%s.json", scenario_dir, config);
+    if (!g_file_test(sc_path, G_FILE_TEST_EXISTS))
+      continue; /* reference runs without communication have no scenario */
+    PnValidationRow *row    = g_new0(PnValidationRow, 1);
+    row->id                 = g_strdup(config);
+    row->source_family      = g_strdup("e2e-2xH200");
+    row->model              = g_strdup("llama-like 8-layer (microbench/e2e)");
+    row->precision          = g_strdup("bf16");
+    row->gpus               = 2;
+    row->published_step_s   = num_or(res, "step_time_ms", (double)NAN) * 1e-3;
+    row->measured_exposed_s = num_or(res, "exposed_comm_ms", (double)NAN) * 1e-3;
+    row->layout = g_strdup_printf("DP%.0f TP%.0f PP%.0f (%s)", num_or(res, "dp", 1), num_or(res, "tp", 1),
+                                  num_or(res, "pp", 1), gpu);
+    g_autoptr(GError) err   = NULL;
+    g_autoptr(PnScenario) s = pn_scenario_load(sc_path, NULL, 0, NULL, &err);
+    g_autoptr(PnResult) r   = s ? pn_sim_run(s, NULL, &err) : NULL;
+    if (!r) {
+      g_ptr_array_add(rows, skip(row, "%s", err->message));
+      continue;
+    }
+    row->predicted_step_s = r->iteration_time_s;
+    row->error_pct        = (row->predicted_step_s - row->published_step_s) / row->published_step_s * 100.0;
+    for (int c = 0; c < PN_CLASS_N; c++)
+      row->exposed_comm_s += r->exposed_comm_s[c];
+    row->bubble_s = r->bubble_s;
+    row->reason   = g_strdup_printf("exposed comm measured %.1f ms, predicted %.1f ms", row->measured_exposed_s * 1e3,
+                                    row->exposed_comm_s * 1e3);
+    g_ptr_array_add(rows, row);
+  }
+  cJSON_Delete(root);
+  return TRUE;
+}
+
+char *pn_validate_plot_data(const GPtrArray *rows)
+{
+  GString *s = g_string_new("# measured_step_s predicted_step_s id\n");
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    if (!r->skipped)
+      g_string_append_printf(s, "%.6g %.6g %s\n", r->published_step_s, r->predicted_step_s, r->id);
+  }
+  return g_string_free(s, FALSE);
 }
 
 double pn_validate_mape(const GPtrArray *rows, int *n_out)

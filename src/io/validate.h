@@ -38,7 +38,8 @@ typedef struct {
   double published_step_s;
   double predicted_step_s;
   double error_pct;   /* (predicted - published) / published * 100 */
-  double exposed_comm_s;
+  double exposed_comm_s;   /* predicted, all classes */
+  double measured_exposed_s; /* e2e runs: measured on rank 0 (NaN when not measured) */
   double bubble_s;
 } PnValidationRow;
 
@@ -47,10 +48,16 @@ void pn_validation_row_free(PnValidationRow *row);
 /* Fills `rows` (a GPtrArray with free func pn_validation_row_free) with one row per record. */
 gboolean pn_validate_file(const char *records_path, const char *profile, GPtrArray *rows, GError **error);
 
+/* Our own end-to-end runs (microbench/e2e, kind "e2e"): each result whose config has a scenario
+ * `<scenario_dir>/<config>.json` is simulated and compared (step time and exposed comm). */
+gboolean pn_validate_e2e(const char *results_path, const char *scenario_dir, GPtrArray *rows, GError **error);
+
 /* Per-record table, then mean absolute percentage error by source family, by model and overall,
  * and the worst five records. */
 char *pn_validate_report_text(const GPtrArray *rows);
 char *pn_validate_report_json(const GPtrArray *rows);
+/* gnuplot data: "published predicted id" per predicted row. */
+char *pn_validate_plot_data(const GPtrArray *rows);
 /* Mean absolute percentage error over the rows that were not skipped (NAN when none). */
 double pn_validate_mape(const GPtrArray *rows, int *n_out);
 

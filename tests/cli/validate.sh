@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# penumbra validate runs from the committed data: every complete dense H100 record is predicted
+# (none may fail to load or simulate), and the end-to-end runs of microbench/e2e are compared.
+# The error table is printed; the accuracy target is reported in the README, not enforced here.
+set -euo pipefail
+bin=$1 src=$2
+cd "$src"
+out=$("$bin" validate)
+echo "$out" | sed -n '/^MAPE/,/^worst five/p'
+n=$(echo "$out" | sed -n 's/^MAPE on step time: .* over \([0-9]*\) records$/\1/p')
+[ "${n:-0}" -ge 23 ] || { echo "FAIL: only ${n:-0} records predicted (expected >= 23)"; exit 1; }
+if echo "$out" | sed -n '/^skipped:/,$p' | grep -q "\.json:"; then
+  echo "FAIL: a record's scenario did not load:"; echo "$out" | sed -n '/^skipped:/,$p' | grep "\.json:"; exit 1
+fi
+"$bin" validate --e2e hwprofiles/calibration/h200-sxm/e2e-results.json | head -8
+"$bin" validate --format json | grep -q '"mape_pct"'
+echo "validate: $n published records predicted"
