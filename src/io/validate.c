@@ -190,6 +190,14 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
     cJSON_AddNumberToObject(p, "virtual_pipeline_model_parallel_size", (double)vp);
   cJSON_AddNumberToObject(p, "context_parallel_size", (double)cp);
   cJSON_AddBoolToObject(p, "sequence_parallel", tp > 1);
+  long layers = (long)num_or(arch, "layers", 0), stages = pp * (vp > 1 ? vp : 1);
+  if (layers % stages != 0 && (layers + 2) % stages == 0) {
+    /* Megatron-Bridge's recipes for such models (Llama 3.1 405B) count the embedding and the
+     * loss as pipeline layers: the only split Megatron accepts for this layout */
+    cJSON_AddBoolToObject(p, "account_for_embedding_in_pipeline_split", true);
+    cJSON_AddBoolToObject(p, "account_for_loss_in_pipeline_split", true);
+    g_string_append(notes, "embedding and loss accounted in the pipeline split; ");
+  }
   cJSON *d = cJSON_AddObjectToObject(sc, "ddp");
   cJSON_AddBoolToObject(d, "use_distributed_optimizer", true);
   cJSON_AddBoolToObject(d, "grad_reduce_in_fp32", false);
