@@ -2,6 +2,7 @@
 #include "sim/sim.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "overlap/gating.h"
 #include "sched/build.h"
@@ -11,19 +12,41 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* One end of an interval on a GPU's timeline: +1 opens, -1 closes; cls PN_CLASS_NONE = compute. */
-typedef struct {
-  PnTimeNs t_ns;
-  int8_t cls;
-  int8_t delta;
-} PnEdge;
+/* One end of an interval on a GPU's timeline, packed into a sortable key:
+ *   bits 63..4: time in ns (>= 0),  bit 3: 1 opens / 0 closes (closes sort first at a tie),
+ *   bits 2..0: class + 1 (0 = compute).
+ * Sorting keys is a radix sort: the accounting of a 10^6-task iteration must not cost more than
+ * its simulation. */
+typedef uint64_t PnEdge;
 
-static gint edge_cmp(gconstpointer a, gconstpointer b)
+static PnEdge edge_make(PnTimeNs t, int8_t cls, bool open)
 {
-  const PnEdge *x = a, *y = b;
-  if (x->t_ns != y->t_ns)
-    return x->t_ns < y->t_ns ? -1 : 1;
-  return (int)x->delta - (int)y->delta; /* closes before opens at the same instant */
+  return ((uint64_t)t << 4) | ((uint64_t)(open ? 1 : 0) << 3) | (uint64_t)(cls + 1);
+}
+
+static void radix_sort(uint64_t *v, size_t n)
+{
+  if (n < 2)
+    return;
+  g_autofree uint64_t *tmp = g_new(uint64_t, n);
+  uint64_t max             = 0;
+  for (size_t i = 0; i < n; i++)
+    max = v[i] > max ? v[i] : max;
+  uint64_t *src = v, *dst = tmp;
+  for (int shift = 0; shift < 64 && (max >> shift) != 0; shift += 16) {
+    size_t count[65537] = {0};
+    for (size_t i = 0; i < n; i++)
+      count[((src[i] >> shift) & 0xffff) + 1]++;
+    for (size_t d = 0; d < 65536; d++)
+      count[d + 1] += count[d];
+    for (size_t i = 0; i < n; i++)
+      dst[count[(src[i] >> shift) & 0xffff]++] = src[i];
+    uint64_t *t = src;
+    src         = dst;
+    dst         = t;
+  }
+  if (src != v)
+    memcpy(v, src, n * sizeof *v);
 }
 
 /* When the data of a P2P task actually moves: from the first leg whose both ends had started. */
@@ -49,7 +72,7 @@ static void add_edges(GArray *edges, int8_t cls, PnTimeNs a, PnTimeNs b, PnTimeN
     b = w1;
   if (b <= a)
     return;
-  PnEdge open = {a, cls, +1}, close = {b, cls, -1};
+  PnEdge open = edge_make(a, cls, true), close = edge_make(b, cls, false);
   g_array_append_val(edges, open);
   g_array_append_val(edges, close);
 }
@@ -58,12 +81,12 @@ static void add_edges(GArray *edges, int8_t cls, PnTimeNs a, PnTimeNs b, PnTimeN
  * equally among the classes in flight while no compute runs), idle. */
 static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st)
 {
-  g_array_sort(edges, edge_cmp);
+  radix_sort((uint64_t *)edges->data, edges->len);
   int active_compute = 0, active[PN_CLASS_N] = {0};
   PnTimeNs prev = w0;
   double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
   for (guint i = 0; i <= edges->len; i++) {
-    PnTimeNs t = i < edges->len ? g_array_index(edges, PnEdge, i).t_ns : w1;
+    PnTimeNs t = i < edges->len ? (PnTimeNs)(g_array_index(edges, PnEdge, i) >> 4) : w1;
     double dt  = (double)(t - prev);
     if (dt > 0) {
       int n_cls = 0;
@@ -80,11 +103,13 @@ static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *s
     }
     if (i == edges->len)
       break;
-    const PnEdge *e = &g_array_index(edges, PnEdge, i);
-    if (e->cls == PN_CLASS_NONE)
-      active_compute += e->delta;
+    PnEdge e  = g_array_index(edges, PnEdge, i);
+    int cls   = (int)(e & 7) - 1;
+    int delta = (e >> 3) & 1 ? +1 : -1;
+    if (cls == PN_CLASS_NONE)
+      active_compute += delta;
     else
-      active[e->cls] += e->delta;
+      active[cls] += delta;
   }
   st->compute_s = compute_ns * 1e-9;
   st->bubble_s  = idle_ns * 1e-9;
