@@ -47,6 +47,7 @@ struct PnEngine {
   uint32_t n_slots, cap_slots;
   uint32_t *free_slots; /* a stack */
   uint32_t n_free, cap_free;
+  uint64_t stall_limit; /* pn_engine_set_stall_limit; 0 = none */
 };
 
 GQuark pn_engine_error_quark(void) { return g_quark_from_static_string("pn-engine-error-quark"); }
@@ -80,6 +81,7 @@ void pn_engine_free(PnEngine *eng)
 }
 
 PnTimeNs pn_engine_now(const PnEngine *eng) { return eng->now_ns; }
+void pn_engine_set_stall_limit(PnEngine *eng, uint64_t max_events) { eng->stall_limit = max_events; }
 uint64_t pn_engine_events_fired(const PnEngine *eng) { return eng->fired; }
 size_t pn_engine_pending(const PnEngine *eng) { return eng->n_queue; }
 
@@ -263,7 +265,8 @@ static bool has_live_event(PnEngine *eng)
 
 gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error)
 {
-  uint64_t n = 0;
+  uint64_t n = 0, same_instant = 0;
+  PnTimeNs instant = eng->now_ns;
   for (;;) {
     if (event_budget != 0 && n == event_budget && has_live_event(eng)) {
       g_set_error(error, PN_ENGINE_ERROR, PN_ENGINE_ERROR_BUDGET,
@@ -275,5 +278,17 @@ gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error)
     if (!pn_engine_step(eng))
       return TRUE;
     n++;
+    /* time advances, or the run is a zero-duration loop */
+    if (eng->now_ns != instant) {
+      instant      = eng->now_ns;
+      same_instant = 1;
+    } else if (eng->stall_limit != 0 && ++same_instant >= eng->stall_limit && has_live_event(eng) &&
+               queue_peek(eng)->t_ns == instant) {
+      g_set_error(error, PN_ENGINE_ERROR, PN_ENGINE_ERROR_STALLED,
+                  "simulated time stopped advancing: %" PRIu64 " events fired at t=%" PRId64
+                  " ns and more are due then (zero-duration loop?)",
+                  same_instant, instant);
+      return FALSE;
+    }
   }
 }

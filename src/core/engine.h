@@ -52,6 +52,11 @@ void pn_engine_cancel(PnEngine *eng, PnEventId id);
  * cancelled events left) is success. */
 gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error);
 
+/* Makes pn_engine_run fail with PN_ENGINE_ERROR_STALLED once more than `max_events` events have
+ * fired in a row without simulated time advancing (0, the default, means no limit): a loop of
+ * zero-duration events ends with an error naming the instant, even under a large budget. */
+void pn_engine_set_stall_limit(PnEngine *eng, uint64_t max_events);
+
 /* Pops and fires one event; returns false when the queue is empty. */
 bool pn_engine_step(PnEngine *eng);
 

@@ -853,14 +853,19 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
     if (ex.qhead[q] != PN_TASK_NONE && ex.waits[ex.qhead[q]] == 0)
       work_push(&ex, ex.qhead[q]);
 
-  uint64_t budget     = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
+  uint64_t budget = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
+  /* At one instant a task fires at most ~10 events (its latency or start, its completion, two per
+   * P2P leg), each followed by at most one settle: more than that means time stopped advancing. */
+  pn_engine_set_stall_limit(ex.eng, 24 * (uint64_t)n + 1000);
   g_autoptr(GError) e = NULL;
   gboolean ok         = pn_engine_run(ex.eng, budget, &e);
   if (!ok) {
     g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_BUDGET,
-                "execution stopped at t=%" PRId64 " ns with %u of %u tasks ended: %s (raise event_budget if the "
-                "graph is just large)",
-                pn_engine_now(ex.eng), ex.n_ended, n, e->message);
+                "execution stopped at t=%" PRId64 " ns with %u of %u tasks ended: %s%s", pn_engine_now(ex.eng),
+                ex.n_ended, n, e->message,
+                g_error_matches(e, PN_ENGINE_ERROR, PN_ENGINE_ERROR_BUDGET)
+                    ? " (raise event_budget if the graph is just large)"
+                    : "");
   } else if (ex.n_ended < n) {
     PnTaskId t = 0;
     while (st(&ex, t) == ST_ENDED)

@@ -16,7 +16,8 @@
  *    dispatches its tasks strictly in issue order; with c > 1, stream s uses queue s % c and each
  *    queue dispatches in issue order.
  *
- * Result: start/end time of every task. Fails (GError) if the event budget is exhausted, if
+ * Result: start/end time of every task. Fails (GError) if the event budget is exhausted or time
+ * stops advancing (more events at one instant than the graph can produce: a zero-duration loop), if
  * tasks remain that can never start (a dependency cycle or unpaired P2P: "deadlock"), or if
  * simulated time would pass 2^62 ns (absurd durations; event times saturate there, never overflow).
  * Cost: O(events * log events) plus the solver; events ~ 3 per task.

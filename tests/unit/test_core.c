@@ -260,6 +260,47 @@ START_TEST(test_budget)
 }
 END_TEST
 
+static void spin(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  pn_engine_schedule(eng, pn_engine_now(eng), spin, ctx, arg + 1);
+}
+
+/* Time must advance: with a stall limit of 50, an event re-scheduling itself at the current
+ * instant fails with PN_ENGINE_ERROR_STALLED after exactly 50 events at t = 7, well inside the
+ * budget. 50 events at one instant followed by a later one are fine, and the count restarts when
+ * time moves (the chain of +2 steps runs unlimited). Limit 0 means none. */
+START_TEST(test_stall)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  pn_engine_set_stall_limit(eng, 50);
+  pn_engine_schedule(eng, 7, spin, NULL, 0);
+  g_autoptr(GError) err = NULL;
+  ck_assert(!pn_engine_run(eng, 1000000, &err));
+  ck_assert(g_error_matches(err, PN_ENGINE_ERROR, PN_ENGINE_ERROR_STALLED));
+  ck_assert_msg(strstr(err->message, "50 events fired at t=7 ns") != NULL, "%s", err->message);
+  ck_assert_uint_eq(pn_engine_events_fired(eng), 50);
+
+  Rec r;
+  rec_init(&r);
+  g_autoptr(PnEngine) e2 = pn_engine_new(kinds[_i]);
+  pn_engine_set_stall_limit(e2, 50);
+  for (int i = 0; i < 50; i++)
+    pn_engine_schedule(e2, 3, record, &r, (uint64_t)i);
+  r.chain_left = 1000;
+  pn_engine_schedule(e2, 4, chain, &r, 0);
+  g_autoptr(GError) err2 = NULL;
+  ck_assert_msg(pn_engine_run(e2, 0, &err2), "%s", err2 ? err2->message : "");
+  ck_assert_uint_eq(pn_engine_events_fired(e2), 1050);
+  rec_clear(&r);
+
+  g_autoptr(PnEngine) e3 = pn_engine_new(kinds[_i]);
+  pn_engine_schedule(e3, 0, spin, NULL, 0);
+  g_autoptr(GError) err3 = NULL;
+  ck_assert(!pn_engine_run(e3, 10000, &err3));
+  ck_assert(g_error_matches(err3, PN_ENGINE_ERROR, PN_ENGINE_ERROR_BUDGET));
+}
+END_TEST
+
 /* Scheduling before now is a programming error: it aborts. */
 START_TEST(test_past_asserts)
 {
@@ -399,6 +440,7 @@ static Suite *core_suite(void)
   LOOP_TCASE("cancel_self", test_cancel_self_in_callback);
   LOOP_TCASE("schedule_from_callback", test_schedule_from_callback);
   LOOP_TCASE("budget", test_budget);
+  LOOP_TCASE("stall", test_stall);
   LOOP_TCASE("ids_unique", test_ids_unique);
   LOOP_TCASE("determinism", test_determinism);
   TCase *tc = tcase_create("monotone_time");
