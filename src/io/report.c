@@ -13,6 +13,8 @@
 /* io/ sits above sim/ but keeps its own names so the report format does not depend on sim's. */
 static const char *const class_names[] = {"dp", "tp", "pp", "cp", "ep"};
 G_STATIC_ASSERT(G_N_ELEMENTS(class_names) == PN_CLASS_N);
+
+static const char *class_name(int c) { return c >= 0 && c < PN_CLASS_N ? class_names[c] : "?"; }
 G_STATIC_ASSERT(PN_CLASS_DP == 0 && PN_CLASS_TP == 1 && PN_CLASS_PP == 2 && PN_CLASS_CP == 3 && PN_CLASS_EP == 4);
 
 static const char *precision_name(PnPrecision p) { return p == PN_PREC_FP8 ? "fp8" : "bf16"; }
@@ -219,6 +221,18 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r)
   }
   jw_close(&w, ']');
 
+  jw_open(&w, "comm_ops", '[');
+  for (guint i = 0; r->comm_ops != NULL && i < r->comm_ops->len; i++) {
+    const PnOpStats *os = &g_array_index(r->comm_ops, PnOpStats, i);
+    jw_open(&w, NULL, '{');
+    jw_str(&w, "op", os->op);
+    jw_str(&w, "class", class_name(os->cls));
+    jw_num(&w, "total_s", os->total_s);
+    jw_num(&w, "exposed_s", os->exposed_s);
+    jw_close(&w, '}');
+  }
+  jw_close(&w, ']');
+
   jw_open(&w, "simulator", '{');
   jw_uint(&w, "tasks", r->tasks);
   jw_uint(&w, "events", r->events);
@@ -319,6 +333,18 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r)
   if (sc->hw != NULL && sc->hw->hbm_bytes > 0.0)
     g_string_append_printf(o, "  %-12s %12s\n", "(HBM)", fmt("%.2f", sc->hw->hbm_bytes / (1024.0 * 1024.0 * 1024.0)).s);
   g_string_append_c(o, '\n');
+
+  if (r->comm_ops != NULL && r->comm_ops->len > 0) {
+    g_string_append_printf(o, "%-30s %-5s %10s %12s\n", "exposed by operation", "class", "total (s)", "exposed (s)");
+    for (guint i = 0; i < r->comm_ops->len && i < 10; i++) {
+      const PnOpStats *os = &g_array_index(r->comm_ops, PnOpStats, i);
+      if (os->exposed_s <= 0.0 && i > 0)
+        break;
+      g_string_append_printf(o, "  %-28s %-5s %10s %12s\n", os->op, class_name(os->cls), fmt("%.4f", os->total_s).s,
+                             fmt("%.4f", os->exposed_s).s);
+    }
+    g_string_append_c(o, '\n');
+  }
 
   if (r->stages != NULL && r->stages->len > 0) {
     g_string_append_printf(o, "%-6s %12s %12s %12s %12s\n", "stage", "compute (s)", "bubble (s)", "exposed (s)",

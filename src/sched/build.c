@@ -354,37 +354,65 @@ static bool slot_is_te_async(const char *slot)
                   g_str_equal(slot, "qkv_wgrad") || g_str_equal(slot, "fc1_wgrad"));
 }
 
+/* The GEMM a TP collective at `i` belongs to: the next op when it carries the same slot, or one
+ * a few memory-bound kernels later (TE casts / transposes dY between the gather and its GEMM in
+ * FP8; with userbuffers the cast happens first and the transpose for the wgrad after). -1 when
+ * none. */
+static int slot_partner(GArray *ops, guint i)
+{
+  const PnOp *op = &g_array_index(ops, PnOp, i);
+  for (guint j = i + 1; j < ops->len && j <= i + 3; j++) {
+    const PnOp *o = &g_array_index(ops, PnOp, j);
+    if (o->ub_slot && g_str_equal(o->ub_slot, op->ub_slot) && (o->kind == PN_OP_COMM) != (op->kind == PN_OP_COMM) &&
+        (o->kind == PN_OP_GEMM || op->kind == PN_OP_GEMM))
+      return (int)j;
+    if (o->kind != PN_OP_MEM || o->ub_slot)
+      return -1;
+  }
+  return -1;
+}
+
+static void tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op)
+{
+  PnTask t;
+  price_op(b, op, &t);
+  tpl_add(tpl, &t, -1, -1, false, false);
+}
+
 static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
 {
   GArray *tpl = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
   for (guint i = 0; i < ops->len; i++) {
     const PnOp *op   = &g_array_index(ops, PnOp, i);
     const PnOp *next = i + 1 < ops->len ? &g_array_index(ops, PnOp, i + 1) : NULL;
-    /* A TP slot group: one COMM and one GEMM sharing a ub_slot, adjacent. */
-    if (op->ub_slot && next && next->ub_slot && g_str_equal(op->ub_slot, next->ub_slot) &&
-        ((op->kind == PN_OP_COMM) != (next->kind == PN_OP_COMM)) &&
-        (op->kind == PN_OP_GEMM || next->kind == PN_OP_GEMM)) {
-      const PnOp *comm = op->kind == PN_OP_COMM ? op : next;
-      const PnOp *gemm = op->kind == PN_OP_COMM ? next : op;
-      int slot         = pn_ub_slot_from_name(op->ub_slot);
-      if (b->plan->tp_comm_overlap && slot >= 0 && b->plan->ub[slot].method != PN_UB_NONE) {
-        tpl_ub_group(b, tpl, comm, gemm, op == comm, &b->plan->ub[slot]);
-        i++;
-        continue;
-      }
-      if (slot_is_te_async(op->ub_slot)) {
-        PnTask t, gt;
-        price_op(b, comm, &t);
-        t.stream = PN_STREAM_TP_COMM;
-        price_op(b, gemm, &gt);
-        if (op == comm) {
-          tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
-          tpl_add(tpl, &gt, -1, -1, false, false);
+    /* A TP slot group: one COMM and one GEMM sharing a ub_slot. */
+    int j = op->ub_slot ? slot_partner(ops, i) : -1;
+    if (j > 0) {
+      const PnOp *partner = &g_array_index(ops, PnOp, j);
+      const PnOp *comm    = op->kind == PN_OP_COMM ? op : partner;
+      const PnOp *gemm    = op->kind == PN_OP_COMM ? partner : op;
+      int slot            = pn_ub_slot_from_name(op->ub_slot);
+      bool ub             = b->plan->tp_comm_overlap && slot >= 0 && b->plan->ub[slot].method != PN_UB_NONE;
+      if (ub || slot_is_te_async(op->ub_slot)) {
+        if (ub) {
+          tpl_ub_group(b, tpl, comm, gemm, op == comm, &b->plan->ub[slot]);
         } else {
-          tpl_add(tpl, &gt, -1, -1, false, false);
-          tpl_add(tpl, &t, -1, -1, true, true);
+          PnTask t, gt;
+          price_op(b, comm, &t);
+          t.stream = PN_STREAM_TP_COMM;
+          price_op(b, gemm, &gt);
+          if (op == comm) {
+            tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
+            tpl_add(tpl, &gt, -1, -1, false, false);
+          } else {
+            tpl_add(tpl, &gt, -1, -1, false, false);
+            tpl_add(tpl, &t, -1, -1, true, true);
+          }
         }
-        i++;
+        /* memory-bound kernels skipped over (dY transposes for the wgrad) run after the pair */
+        for (guint k = i + 1; k < (guint)j; k++)
+          tpl_plain(b, tpl, &g_array_index(ops, PnOp, k));
+        i = (guint)j;
         continue;
       }
     }
@@ -395,9 +423,7 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
       i++;
       continue;
     }
-    PnTask t;
-    price_op(b, op, &t);
-    tpl_add(tpl, &t, -1, -1, false, false);
+    tpl_plain(b, tpl, op);
   }
   return tpl;
 }

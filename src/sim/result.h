@@ -24,6 +24,16 @@ typedef struct {
   double end_s; /* when this stage finished the iteration */
 } PnStageStats;
 
+/* One kind of communication operation (a task label: "dp_grad_reduce_scatter", "fc1_dgrad_ag",
+ * "pp_p2p", ...), summed over the stages and divided by their number, like the class totals:
+ * this is the "per strategy" view of the exposed communication. */
+typedef struct {
+  const char *op; /* static label */
+  int cls;        /* PnCommClass */
+  double total_s;
+  double exposed_s;
+} PnOpStats;
+
 typedef struct {
   double weights_gib;
   double gradients_gib;
@@ -52,6 +62,7 @@ typedef struct {
   int iterations;
   GArray *iteration_times_s; /* of double, one per simulated iteration */
   GArray *stages;            /* of PnStageStats, last iteration */
+  GArray *comm_ops;          /* of PnOpStats, by exposed time (descending), then name */
   GPtrArray *warnings;       /* of char*, owned */
   /* simulator */
   uint64_t tasks;

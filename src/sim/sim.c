@@ -13,15 +13,18 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 /* One end of an interval on a GPU's timeline, packed into a sortable key:
- *   bits 63..4: time in ns (>= 0),  bit 3: 1 opens / 0 closes (closes sort first at a tie),
- *   bits 2..0: class + 1 (0 = compute).
+ *   bits 63..12: time in ns (>= 0, < 2^52 ns = 52 days),  bit 11: 1 opens / 0 closes (closes
+ *   sort first at a tie),  bits 10..3: communication op index (PN_MAX_OPS),  bits 2..0: class + 1
+ *   (0 = compute).
  * Sorting keys is a radix sort: the accounting of a 10^6-task iteration must not cost more than
  * its simulation. */
 typedef uint64_t PnEdge;
 
-static PnEdge edge_make(PnTimeNs t, int8_t cls, bool open)
+#define PN_MAX_OPS 256
+
+static PnEdge edge_make(PnTimeNs t, int8_t cls, int op, bool open)
 {
-  return ((uint64_t)t << 4) | ((uint64_t)(open ? 1 : 0) << 3) | (uint64_t)(cls + 1);
+  return ((uint64_t)t << 12) | ((uint64_t)(open ? 1 : 0) << 11) | ((uint64_t)op << 3) | (uint64_t)(cls + 1);
 }
 
 static void radix_sort(uint64_t *v, size_t n)
@@ -49,6 +52,14 @@ static void radix_sort(uint64_t *v, size_t n)
     memcpy(v, src, n * sizeof *v);
 }
 
+static gint op_cmp(gconstpointer a, gconstpointer b)
+{
+  const PnOpStats *x = a, *y = b;
+  if (x->exposed_s != y->exposed_s)
+    return x->exposed_s > y->exposed_s ? -1 : 1;
+  return strcmp(x->op, y->op);
+}
+
 /* When the data of a P2P task actually moves: from the first leg whose both ends had started. */
 static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnTaskId id)
 {
@@ -64,7 +75,7 @@ static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnT
   return earliest == PN_TIME_NEVER ? own : earliest;
 }
 
-static void add_edges(GArray *edges, int8_t cls, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
+static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
 {
   if (a < w0)
     a = w0;
@@ -72,21 +83,25 @@ static void add_edges(GArray *edges, int8_t cls, PnTimeNs a, PnTimeNs b, PnTimeN
     b = w1;
   if (b <= a)
     return;
-  PnEdge open = edge_make(a, cls, true), close = edge_make(b, cls, false);
+  PnEdge open = edge_make(a, cls, op, true), close = edge_make(b, cls, op, false);
   g_array_append_val(edges, open);
   g_array_append_val(edges, close);
 }
 
 /* Sweep one GPU's intervals inside [w0, w1]: compute busy, exposed comm per class (split
  * equally among the classes in flight while no compute runs), idle. */
-static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st)
+/* `op_exposed` (PN_MAX_OPS entries) accumulates each op's share of the exposed time: an exposed
+ * instant is split equally among the classes in flight, and a class's share equally among its
+ * ops in flight. */
+static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
 {
   radix_sort((uint64_t *)edges->data, edges->len);
   int active_compute = 0, active[PN_CLASS_N] = {0};
+  int op_active[PN_MAX_OPS] = {0}, op_class[PN_MAX_OPS] = {0};
   PnTimeNs prev = w0;
   double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
   for (guint i = 0; i <= edges->len; i++) {
-    PnTimeNs t = i < edges->len ? (PnTimeNs)(g_array_index(edges, PnEdge, i) >> 4) : w1;
+    PnTimeNs t = i < edges->len ? (PnTimeNs)(g_array_index(edges, PnEdge, i) >> 12) : w1;
     double dt  = (double)(t - prev);
     if (dt > 0) {
       int n_cls = 0;
@@ -94,9 +109,13 @@ static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *s
         n_cls += active[c] > 0;
       if (active_compute > 0)
         compute_ns += dt;
-      else if (n_cls > 0)
+      else if (n_cls > 0) {
         for (int c = 0; c < PN_CLASS_N; c++)
           exposed_ns[c] += active[c] > 0 ? dt / n_cls : 0.0;
+        for (int o = 0; o < PN_MAX_OPS; o++)
+          if (op_active[o] > 0)
+            op_exposed[o] += dt / n_cls * op_active[o] / active[op_class[o]] * 1e-9;
+      }
       else
         idle_ns += dt;
       prev = t;
@@ -105,11 +124,15 @@ static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *s
       break;
     PnEdge e  = g_array_index(edges, PnEdge, i);
     int cls   = (int)(e & 7) - 1;
-    int delta = (e >> 3) & 1 ? +1 : -1;
-    if (cls == PN_CLASS_NONE)
+    int op    = (int)((e >> 3) & 0xff);
+    int delta = (e >> 11) & 1 ? +1 : -1;
+    if (cls == PN_CLASS_NONE) {
       active_compute += delta;
-    else
+    } else {
       active[cls] += delta;
+      op_active[op] += delta;
+      op_class[op] = cls;
+    }
   }
   st->compute_s = compute_ns * 1e-9;
   st->bubble_s  = idle_ns * 1e-9;
@@ -138,6 +161,12 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   }
   r->iteration_time_s = (double)(w1 - w0) * 1e-9;
 
+  /* communication ops by label (lookup only; the report order is sorted below) */
+  g_autoptr(GHashTable) op_index = g_hash_table_new(g_str_hash, g_str_equal);
+  const char *op_label[PN_MAX_OPS];
+  int op_cls[PN_MAX_OPS];
+  double op_total[PN_MAX_OPS] = {0}, op_exposed[PN_MAX_OPS] = {0};
+  int n_ops = 0;
   g_autoptr(GPtrArray) edges = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   for (uint32_t gpu = 0; gpu < n_gpus; gpu++)
     g_ptr_array_add(edges, g_array_new(FALSE, FALSE, sizeof(PnEdge)));
@@ -152,21 +181,33 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
     if (tt->end_ns > st->end_s * 1e9)
       st->end_s = (double)tt->end_ns * 1e-9;
     if (t->kind == PN_TASK_COMPUTE) {
-      add_edges(e, PN_CLASS_NONE, tt->start_ns, tt->end_ns, w0, w1);
+      add_edges(e, PN_CLASS_NONE, 0, tt->start_ns, tt->end_ns, w0, w1);
     } else if (t->kind == PN_TASK_COMM || t->kind == PN_TASK_P2P) {
       PnTimeNs a = t->kind == PN_TASK_P2P ? p2p_transfer_start(g, ex, id) : tt->start_ns;
       PnTimeNs b = tt->end_ns;
       a          = a < w0 ? w0 : a;
       b          = b > w1 ? w1 : b;
       if (t->cls >= 0 && b > a) {
-        add_edges(e, t->cls, a, b, w0, w1);
+        const char *label = t->label ? t->label : "comm";
+        gpointer found    = g_hash_table_lookup(op_index, label);
+        int op            = found ? GPOINTER_TO_INT(found) - 1 : -1;
+        if (op < 0) {
+          op = n_ops < PN_MAX_OPS - 1 ? n_ops++ : PN_MAX_OPS - 1; /* the last slot collects any overflow */
+          if (op == n_ops - 1) {
+            op_label[op] = label;
+            op_cls[op]   = t->cls;
+          }
+          g_hash_table_insert(op_index, (gpointer)label, GINT_TO_POINTER(op + 1));
+        }
+        add_edges(e, t->cls, op, a, b, w0, w1);
         st->total_comm_s[t->cls] += (double)(b - a) * 1e-9;
+        op_total[op] += (double)(b - a) * 1e-9;
       }
     }
   }
   for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
     PnStageStats *st = &g_array_index(r->stages, PnStageStats, gpu);
-    account_gpu(g_ptr_array_index(edges, gpu), w0, w1, st);
+    account_gpu(g_ptr_array_index(edges, gpu), w0, w1, st, op_exposed);
     st->end_s -= (double)w0 * 1e-9;
     r->compute_s += st->compute_s / n_gpus;
     r->bubble_s += st->bubble_s / n_gpus;
@@ -175,6 +216,11 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
       r->total_comm_s[c] += st->total_comm_s[c] / n_gpus;
     }
   }
+  for (int o = 0; o < n_ops; o++) {
+    PnOpStats os = {op_label[o], op_cls[o], op_total[o] / n_gpus, op_exposed[o] / n_gpus};
+    g_array_append_val(r->comm_ops, os);
+  }
+  g_array_sort(r->comm_ops, op_cmp);
   (void)sc;
 }
 
