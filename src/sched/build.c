@@ -574,14 +574,62 @@ static double bucket_params(GArray *units, int bucket)
 
 static bool dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
 
+/* A DP collective over an explicit span (ranks, ranks per node), on the DP stream when `side`. */
+static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node,
+                             const char *label, int16_t chunk, bool side)
+{
+  PnCollSpec spec = {.kind           = kind,
+                     .bytes          = bytes,
+                     .ranks          = ranks,
+                     .ranks_per_node = per_node,
+                     .min_ctas       = b->plan->nccl_min_ctas,
+                     .max_ctas       = b->plan->nccl_max_ctas};
+  PnCollCost c;
+  pn_coll_cost(b->sc->hw, &spec, &c);
+  PnTask t;
+  task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
+  t.cls              = PN_CLASS_DP;
+  t.sms              = (int16_t)c.sms;
+  t.latency_ns       = c.latency_ns;
+  t.nvlink_bytes     = c.nvlink_bytes;
+  t.nic_bytes        = c.nic_bytes;
+  t.max_bytes_per_ns = c.max_bytes_per_ns;
+  t.chunk            = chunk;
+  return side ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
+}
+
+/* The data-parallel span of the distributed optimizer: with num_distributed_optimizer_instances
+ * I > 1 the dp x cp group is split into I instances of consecutive DP ranks; gradients are
+ * reduce-scattered inside an instance and the shard all-reduced across instances, parameters
+ * gathered inside an instance (distributed_data_parallel.py, param_and_grad_buffer.py). */
+static int64_t dp_instances(const PnBuilder *b)
+{
+  int64_t i = b->sc->ddp.num_distributed_optimizer_instances;
+  return (b->plan->use_distributed_optimizer && i > 1) ? i : 1;
+}
+
+static void dp_intra_span(const PnBuilder *b, int64_t *ranks, int64_t *per_node)
+{
+  *ranks    = b->dp * b->cp / dp_instances(b);
+  *per_node = pn_sched_ranks_per_node(b->sc, b->tp, *ranks);
+}
+
 static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, const char *label,
                                    int16_t chunk, bool side)
 {
-  PnTask t;
-  task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
-  nccl_task(b, kind, bytes, PN_GROUP_DP, &t);
-  t.chunk = chunk;
-  return side ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
+  int64_t ranks, per_node;
+  dp_intra_span(b, &ranks, &per_node);
+  PnTaskId id = emit_dp_span(b, rank, kind, bytes, ranks, per_node, label, chunk, side);
+  int64_t inst = dp_instances(b);
+  if (kind == PN_COLL_REDUCE_SCATTER && inst > 1) {
+    /* the local shard, all-reduced across instances: ranks one instance apart never share a node
+     * unless the whole data-parallel group fits in one */
+    int64_t stride   = b->tp * ranks;
+    int64_t inter_pn = pn_sched_ranks_per_node(b->sc, stride, inst);
+    id = emit_dp_span(b, rank, PN_COLL_ALL_REDUCE, bytes / (double)ranks, inst, inter_pn, "dp_grad_inter_instance_ar",
+                      chunk, side);
+  }
+  return id;
 }
 
 static PnCollKind grad_coll(const PnBuilder *b)
