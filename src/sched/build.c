@@ -135,11 +135,10 @@ static void task_init(PnTask *t, PnTaskKind kind, PnStream stream, const char *l
   t->layer      = -1;
 }
 
-/* An NCCL collective of `grp` on stream `stream`. */
-static void nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup grp, PnTask *t)
+/* An NCCL collective over `ranks` GPUs, `per_node` of them per node, of communication class `cls`. */
+static void span_task(const PnBuilder *b, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node,
+                      PnCommClass cls, PnTask *t)
 {
-  int64_t ranks, per_node;
-  group_span(b, grp, &ranks, &per_node);
   PnCollSpec spec = {.kind           = kind,
                      .bytes          = bytes,
                      .ranks          = ranks,
@@ -149,12 +148,20 @@ static void nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup
   PnCollCost c;
   pn_coll_cost(b->sc->hw, &spec, &c);
   t->kind             = PN_TASK_COMM;
-  t->cls              = (int8_t)group_class(grp);
+  t->cls              = (int8_t)cls;
   t->sms              = (int16_t)c.sms;
   t->latency_ns       = c.latency_ns;
   t->nvlink_bytes     = c.nvlink_bytes;
   t->nic_bytes        = c.nic_bytes;
   t->max_bytes_per_ns = c.max_bytes_per_ns;
+}
+
+/* An NCCL collective of group `grp`. */
+static void nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup grp, PnTask *t)
+{
+  int64_t ranks, per_node;
+  group_span(b, grp, &ranks, &per_node);
+  span_task(b, kind, bytes, ranks, per_node, group_class(grp), t);
 }
 
 /* A userbuffers comm kernel inside the TP group (NVLink): `sms` CTAs push the data; sms == 0 is
@@ -578,23 +585,10 @@ static bool dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
 static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node,
                              const char *label, int16_t chunk, bool side)
 {
-  PnCollSpec spec = {.kind           = kind,
-                     .bytes          = bytes,
-                     .ranks          = ranks,
-                     .ranks_per_node = per_node,
-                     .min_ctas       = b->plan->nccl_min_ctas,
-                     .max_ctas       = b->plan->nccl_max_ctas};
-  PnCollCost c;
-  pn_coll_cost(b->sc->hw, &spec, &c);
   PnTask t;
   task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
-  t.cls              = PN_CLASS_DP;
-  t.sms              = (int16_t)c.sms;
-  t.latency_ns       = c.latency_ns;
-  t.nvlink_bytes     = c.nvlink_bytes;
-  t.nic_bytes        = c.nic_bytes;
-  t.max_bytes_per_ns = c.max_bytes_per_ns;
-  t.chunk            = chunk;
+  span_task(b, kind, bytes, ranks, per_node, PN_CLASS_DP, &t);
+  t.chunk = chunk;
   return side ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
 }
 
@@ -881,17 +875,12 @@ static void emit_barrier(PnBuilder *b)
     if (id != PN_TASK_NONE)
       g_array_append_val(deps, id);
   }
-  int64_t world   = b->sc->hardware.num_gpus;
-  int64_t gpn     = b->sc->hw->gpus_per_node;
-  PnCollSpec spec = {.kind = PN_COLL_ALL_REDUCE, .bytes = 8.0, .ranks = world, .ranks_per_node = world < gpn ? world : gpn};
-  PnCollCost c;
-  pn_coll_cost(b->sc->hw, &spec, &c);
+  int64_t world = b->sc->hardware.num_gpus;
+  int64_t gpn   = b->sc->hw->gpus_per_node;
   for (uint32_t r = 0; r < b->pp; r++) {
     PnTask t;
     task_init(&t, PN_TASK_COMM, PN_STREAM_COMPUTE, "grad_norm_all_reduce", PN_PHASE_OPTIM);
-    t.cls        = PN_CLASS_DP;
-    t.sms        = (int16_t)c.sms;
-    t.latency_ns = c.latency_ns;
+    span_task(b, PN_COLL_ALL_REDUCE, 8.0, world, world < gpn ? world : gpn, PN_CLASS_DP, &t);
     add_task(b, r, &t, (const PnTaskId *)deps->data, deps->len);
   }
 }
