@@ -42,11 +42,11 @@ static gboolean fail(GError **error, const PnScenario *sc, const char *ptr, cons
  * recompute, which the check before it already refuses. */
 static gboolean check_moe_ep_overlap(const PnScenario *sc, GError **error)
 {
-  static const char ptr[] = "/comm_overlap/overlap_moe_expert_parallel_comm";
+  static const char ptr[]                = "/comm_overlap/overlap_moe_expert_parallel_comm";
   static const char *const dispatchers[] = {"allgather", "alltoall", "flex"};
-  const PnParallelConfig *par = &sc->parallel;
-  const PnModelConfig *m      = &sc->model;
-  const PnRecomputeConfig *rc = &sc->recompute;
+  const PnParallelConfig *par            = &sc->parallel;
+  const PnModelConfig *m                 = &sc->model;
+  const PnRecomputeConfig *rc            = &sc->recompute;
   if (par->expert_model_parallel_size <= 1)
     return fail(error, sc, ptr,
                 "requires /parallel/expert_model_parallel_size > 1, got " I64 " (overlap_moe_expert_parallel_comm is "
@@ -98,11 +98,11 @@ static gboolean check_moe_ep_overlap(const PnScenario *sc, GError **error)
 /* Megatron-Bridge _get_model_comm_overlap_cfgs: the delay_wgrad_compute assertions. Bridge's
  * Transformer Engine version checks (>= 2.7 with overlap_grad_reduce or gradient accumulation
  * fusion, >= 2.12 with a CUDA graph around the wgrad) assume a recent TE when one is installed
- * and fail when comm_overlap.transformer_engine is false. `ep_overlap` is the scenario's
- * overlap_moe_expert_parallel_comm (Bridge accepts it from the model or the user config). */
+ * and fail when comm_overlap.transformer_engine is false. Bridge accepts EP overlap from the
+ * model config or the user's CommOverlapConfig; penumbra has the one scenario key. */
 static gboolean check_delay_wgrad(const PnScenario *sc, GError **error)
 {
-  static const char ptr[] = "/comm_overlap/delay_wgrad_compute";
+  static const char ptr[]    = "/comm_overlap/delay_wgrad_compute";
   const PnTrainingConfig *tr = &sc->training;
   const PnModelConfig *m     = &sc->model;
   bool te                    = sc->comm_overlap.transformer_engine;
@@ -120,7 +120,7 @@ static gboolean check_delay_wgrad(const PnScenario *sc, GError **error)
                 "required for delay_wgrad_compute)");
   /* CUDA-graph scopes that capture a delayed wgrad: attention, or the router when a shared
    * expert runs in the same graph (moe_shared_expert_overlap off). */
-  bool attn_scope = (tr->cuda_graph_modules & PN_CUDA_GRAPH_ATTN) != 0;
+  bool attn_scope   = (tr->cuda_graph_modules & PN_CUDA_GRAPH_ATTN) != 0;
   bool router_scope = (tr->cuda_graph_modules & PN_CUDA_GRAPH_MOE_ROUTER) != 0 &&
                       m->moe_shared_expert_intermediate_size > 0 && !sc->comm_overlap.moe_shared_expert_overlap;
   if (!attn_scope && !router_scope)
@@ -147,8 +147,8 @@ static gboolean check_delay_wgrad(const PnScenario *sc, GError **error)
 
 gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error)
 {
-  const PnParallelConfig *par = &sc->parallel;
-  const PnDdpConfig *ddp      = &sc->ddp;
+  const PnParallelConfig *par   = &sc->parallel;
+  const PnDdpConfig *ddp        = &sc->ddp;
   const PnCommOverlapConfig *co = &sc->comm_overlap;
   *plan                         = (PnPlan){0};
   int64_t dp_cp                 = par->data_parallel_size * par->context_parallel_size;
@@ -183,7 +183,7 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
   }
 
   /* PP: Bridge defaults from PP/VPP, user values win. */
-  bool vpp = par->virtual_pipeline_model_parallel_size > 1;
+  bool vpp           = par->virtual_pipeline_model_parallel_size > 1;
   bool d_overlap_p2p = false, d_batch_p2p = false;
   if (par->pipeline_model_parallel_size > 1) {
     d_overlap_p2p = vpp;
@@ -217,8 +217,9 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
   plan->overlap_moe_expert_parallel_comm = co->overlap_moe_expert_parallel_comm;
   plan->delay_wgrad_compute              = co->delay_wgrad_compute;
   if (plan->overlap_moe_expert_parallel_comm)
-    warn(warnings, "overlap_moe_expert_parallel_comm%s is checked but not simulated: MoE layers run as dense layers, "
-                   "with no expert all-to-all to overlap",
+    warn(warnings,
+         "overlap_moe_expert_parallel_comm%s is checked but not simulated: MoE layers run as dense layers, "
+         "with no expert all-to-all to overlap",
          plan->delay_wgrad_compute ? " (and delay_wgrad_compute)" : "");
 
   /* DP: _get_optimizer_overlap_cfgs applies only with the distributed optimizer (setup()). */
@@ -229,8 +230,8 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
     d_bucket = 128LL * 1024 * 1024;
   plan->overlap_grad_reduce  = tri_or(ddp->overlap_grad_reduce, bridge_dp_defaults);
   plan->overlap_param_gather = tri_or(ddp->overlap_param_gather, bridge_dp_defaults);
-  plan->align_param_gather   = tri_or(ddp->align_param_gather, bridge_dp_defaults && vpp &&
-                                                                  par->pipeline_model_parallel_size > 1);
+  plan->align_param_gather =
+      tri_or(ddp->align_param_gather, bridge_dp_defaults && vpp && par->pipeline_model_parallel_size > 1);
   if (plan->overlap_param_gather && !ddp->use_distributed_optimizer) {
     warn(warnings, "overlap_param_gather requires use_distributed_optimizer (Megatron-Core asserts); turned off");
     plan->overlap_param_gather = false;
@@ -282,8 +283,9 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
   plan->nccl_max_ctas    = sc->env.nccl_max_ctas;
   plan->fwd_ln_sm_margin = sc->env.nvte_fwd_layernorm_sm_margin;
   plan->bwd_ln_sm_margin = sc->env.nvte_bwd_layernorm_sm_margin;
-  if (plan->max_connections != 1 &&
-      (par->tensor_model_parallel_size > 1 || par->context_parallel_size > 1))
+  /* Megatron-LM only warns (EP overlap prefers more connections) with overlap_moe_expert_parallel_comm */
+  if (plan->max_connections != 1 && (par->tensor_model_parallel_size > 1 || par->context_parallel_size > 1) &&
+      !plan->overlap_moe_expert_parallel_comm)
     warn(warnings, "CUDA_DEVICE_MAX_CONNECTIONS=%d with TP or CP > 1: Megatron-LM asserts it is 1 on Hopper",
          plan->max_connections);
   return TRUE;
