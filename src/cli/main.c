@@ -180,7 +180,8 @@ static int cmd_run(int argc, char **argv)
   PnSimOptions so = {.keep_graph = trace != NULL};
   PnSimRun run;
   if (!pn_sim_run_full(sc, warnings, &so, &run, &error)) {
-    g_prefix_error(&error, "%s: ", argv[1]);
+    if (!g_str_has_prefix(error->message, argv[1])) /* overlap errors already name the file */
+      g_prefix_error(&error, "%s: ", argv[1]);
     return fail(error);
   }
   g_autoptr(PnResult) r = g_steal_pointer(&run.result);

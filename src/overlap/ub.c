@@ -11,8 +11,9 @@ const char *pn_ub_method_name(PnUbMethod m)
 
 /* Shorthands of the reference's table: B(n,c,m), P(n,c,s,m), R, R(1,m=T). */
 #define B(n, c, m) {PN_UB_BULK, n, c, 0, m, false, false, false}
-#define P(n, c, s, m) {PN_UB_PIPELINE, n, c, s, m, false, false, false}
-#define P8(n, c, s, m) {PN_UB_PIPELINE, n, c, s, m, false, false, true}
+/* Bridge's PipelineOverlapCfg defaults fp8_buf to the tuple (False,), which is truthy: TE then
+ * keeps the pipelined reduce-scatter buffer in FP8 whenever the run is FP8 (reference §2.5). */
+#define P(n, c, s, m) {PN_UB_PIPELINE, n, c, s, m, false, false, true}
 #define R {PN_UB_RING_EXCHANGE, 1, 1, 0, false, false, false, false}
 #define RM {PN_UB_RING_EXCHANGE, 1, 1, 0, true, false, false, false}
 #define OFF {PN_UB_NONE, 0, 0, 0, false, false, false, false}
@@ -35,7 +36,7 @@ static const PnUbPreset presets[] = {
   {"userbuffers_bf16_h100_h6144_tp2_mbs2_seqlen2048", {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
    P(16, 2, 4, true), P(24, 2, 4, true)},
   {"userbuffers_fp8_h100_h6144_tp2_mbs2_seqlen2048", {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
-   P8(16, 2, 4, true), P8(24, 2, 4, true)},
+   P(16, 2, 4, true), P(24, 2, 4, true)},
   {"userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048", {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
    P(24, 2, 4, true), RM},
   {"userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048", {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
@@ -49,10 +50,13 @@ void pn_ub_defaults(PnUbCfg cfg[PN_UB_N])
    * bulk (num_sm 16, cga 2, margin) for the dgrad/wgrad bulk slots; proj/fc2 wgrad are
    * "external" (no comm of their own). */
   static const PnUbCfg ring = R, pipe = P(16, 2, 4, true), bulk = B(16, 2, true), off = OFF;
+  /* TE's get_default_config: fp8_buf on for the all-gather slots (their AG already moves FP8 in
+   * workload/ops.c) and off for the reduce-scatter slots, unless a preset opts in */
   for (int i = 0; i < PN_UB_N; i++)
     cfg[i] = off;
   cfg[PN_UB_QKV_FPROP] = cfg[PN_UB_FC1_FPROP] = cfg[PN_UB_PROJ_DGRAD] = cfg[PN_UB_FC2_DGRAD] = ring;
   cfg[PN_UB_PROJ_FPROP] = cfg[PN_UB_FC2_FPROP] = pipe;
+  cfg[PN_UB_PROJ_FPROP].fp8_buf = cfg[PN_UB_FC2_FPROP].fp8_buf = false;
   cfg[PN_UB_QKV_DGRAD] = cfg[PN_UB_QKV_WGRAD] = cfg[PN_UB_FC1_DGRAD] = cfg[PN_UB_FC1_WGRAD] = bulk;
 }
 

@@ -252,6 +252,9 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
   double n     = (double)b->tp;
   double S     = comm->bytes;
   int sm_limit = ub_gemm_sm_limit(b, cfg);
+  /* an FP8 reduce-scatter buffer (fp8_buf) moves one byte per element instead of two */
+  if (!comm_first && cfg->fp8_buf && b->sc->training.precision == PN_PREC_FP8)
+    S *= 0.5;
   switch (cfg->method) {
   case PN_UB_BULK: {
     /* One comm kernel beside one GEMM; the stream after them waits for both. */
