@@ -277,6 +277,9 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
   if (ddp->fp8_param_gather && sc->training.precision != PN_PREC_FP8)
     warn(warnings, "fp8_param_gather has no effect when training.precision is not fp8");
 
+  if (sc->env.nccl_nvls_enable)
+    warn(warnings, "NCCL_NVLS_ENABLE=1: NVLink SHARP (NVLS) collectives are not simulated (they could not be measured "
+                   "here); collectives are priced as NCCL ring/tree");
   plan->cp_comm_type     = co->cp_comm_type;
   plan->max_connections  = sc->env.cuda_device_max_connections > 0 ? sc->env.cuda_device_max_connections : 8;
   plan->nccl_min_ctas    = sc->env.nccl_min_ctas;
