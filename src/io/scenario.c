@@ -135,6 +135,12 @@ static const PnField comm_overlap_fields[] = {
     F_KIND(PnCommOverlapConfig, "overlap_moe_expert_parallel_comm", PN_FIELD_BOOL, overlap_moe_expert_parallel_comm),
     F_KIND(PnCommOverlapConfig, "moe_shared_expert_overlap", PN_FIELD_BOOL, moe_shared_expert_overlap),
     F_KIND(PnCommOverlapConfig, "transformer_engine", PN_FIELD_BOOL, transformer_engine),
+    F_KIND(PnCommOverlapConfig, "overlap_p2p_backward_on_comm_stream", PN_FIELD_BOOL,
+           overlap_p2p_backward_on_comm_stream),
+    F_INT(PnCommOverlapConfig, "overlap_p2p_wgrad_delayed_layer_number", overlap_p2p_wgrad_delayed_layer_number, 1,
+          100000),
+    F_KIND(PnCommOverlapConfig, "overlap_p2p_with_transformer_layer_wgrad", PN_FIELD_BOOL,
+           overlap_p2p_with_transformer_layer_wgrad),
     {.key = NULL},
 };
 
@@ -236,6 +242,7 @@ static void scenario_defaults(PnScenario *sc)
   sc->comm_overlap.batch_p2p_comm                   = PN_TRI_UNSET;
   sc->comm_overlap.cp_comm_type                     = PN_CP_P2P;
   sc->comm_overlap.transformer_engine               = true;
+  sc->comm_overlap.overlap_p2p_wgrad_delayed_layer_number = 1;
   sc->recompute.recompute_granularity               = PN_RECOMPUTE_NONE;
   sc->recompute.recompute_method                    = PN_RECOMPUTE_METHOD_UNIFORM;
   sc->recompute.recompute_modules                   = PN_RECOMPUTE_MODULE_CORE_ATTN;

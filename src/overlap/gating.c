@@ -277,6 +277,12 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
   if (ddp->fp8_param_gather && sc->training.precision != PN_PREC_FP8)
     warn(warnings, "fp8_param_gather has no effect when training.precision is not fp8");
 
+  if (co->overlap_p2p_backward_on_comm_stream || co->overlap_p2p_with_transformer_layer_wgrad ||
+      co->overlap_p2p_wgrad_delayed_layer_number != 1)
+    warn(warnings, "overlap_p2p_backward_on_comm_stream / overlap_p2p_wgrad_delayed_layer_number / "
+                   "overlap_p2p_with_transformer_layer_wgrad act inside the fine-grained EP-overlap (combined 1F1B) "
+                   "schedule of Megatron-LM PR #4268 (unmerged); they are validated but not simulated: MoE layers are "
+                   "not simulated yet");
   if (sc->env.nccl_nvls_enable)
     warn(warnings, "NCCL_NVLS_ENABLE=1: NVLink SHARP (NVLS) collectives are not simulated (they could not be measured "
                    "here); collectives are priced as NCCL ring/tree");

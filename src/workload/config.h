@@ -136,6 +136,11 @@ typedef struct {
   bool overlap_moe_expert_parallel_comm; /* EP all-to-all overlap (combined 1F1B); validated, not simulated */
   bool moe_shared_expert_overlap;
   bool transformer_engine; /* Transformer Engine is installed (Bridge HAVE_TE); default true */
+  /* Megatron-LM PR #4268 (unmerged): P2P / delayed-wgrad overlap inside the fine-grained EP-overlap
+   * schedule. Validated and carried; simulated only once MoE layers are. */
+  bool overlap_p2p_backward_on_comm_stream;
+  int64_t overlap_p2p_wgrad_delayed_layer_number; /* default 1 */
+  bool overlap_p2p_with_transformer_layer_wgrad;
 } PnCommOverlapConfig;
 
 typedef struct {
