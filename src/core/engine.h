@@ -8,7 +8,7 @@
  * Invariants: time never goes backwards (scheduling before now() is a programming error and
  * asserts); an event id is never reused within one engine.
  *
- * Cost: schedule O(log n), cancel O(1), pop O(log n) with the binary-heap queue; the sorted-list
+ * Cost: schedule O(log n), cancel O(1), pop O(log n) with the 4-ary heap queue; the sorted-list
  * reference queue (PN_QUEUE_LIST) is O(n) per schedule and exists to be run through the same
  * tests. Neither allocates per event once its arrays have grown.
  */
