@@ -278,7 +278,7 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
     warn(warnings, "fp8_param_gather has no effect when training.precision is not fp8");
 
   if (co->overlap_p2p_backward_on_comm_stream || co->overlap_p2p_with_transformer_layer_wgrad ||
-      co->overlap_p2p_wgrad_delayed_layer_number != 1)
+      co->overlap_p2p_wgrad_delayed_layer_number > 1)
     warn(warnings, "overlap_p2p_backward_on_comm_stream / overlap_p2p_wgrad_delayed_layer_number / "
                    "overlap_p2p_with_transformer_layer_wgrad act inside the fine-grained EP-overlap (combined 1F1B) "
                    "schedule of Megatron-LM PR #4268 (unmerged); they are validated but not simulated: MoE layers are "
