@@ -69,10 +69,15 @@ def memory(doc):
 
 
 def collective(doc):
-    print(f"collective: nccl {doc['env'].get('nccl_version')} truncated={doc['truncated']}")
+    print(f"collective: nccl {doc['env'].get('nccl_version')} groups {doc['env'].get('group_sizes', '2')} "
+          f"truncated={doc['truncated']} {doc.get('note', '')}")
+    gated = [r.get("launch_gated") for r in doc["results"]]
+    if any(g is not None for g in gated):
+        print(f"  launch gate: {sum(1 for g in gated if g)} of {len(gated)} rows gated, "
+              f"{doc['env'].get('launch_gate_timeouts', 0)} timeouts")
     for r in doc["results"]:
-        if r["size_bytes"] in (2 ** 20, 2 ** 26, 2 ** 30):
-            print(f"  {r['collective']:14s} ctas={r['ctas_requested']:2d} {r['size_bytes']:>10d} B "
+        if r["ctas_requested"] == 0 and r["size_bytes"] in (2 ** 10, 2 ** 20, 2 ** 26, 2 ** 30, 2 ** 32):
+            print(f"  n={r.get('nranks', 2)} {r['collective']:14s} ctas={r['ctas_requested']:2d} {r['size_bytes']:>10d} B "
                   f"{r['median_ns'] / 1e3:10.1f} us busbw {r['busbw_gbps']:6.1f} GB/s")
 
 
@@ -88,7 +93,7 @@ def overlap(doc):
     for r in doc["results"]:
         extra = (f"gemm x{r['gemm_slowdown']:.3f}" if r["mode"] == "single"
                  else f"gemm rate {r['gemm_rate_while_overlapped']:.3f}")
-        print(f"  {r['collective']:14s} ctas={r['ctas_requested']:2d} {r['size_bytes'] >> 20:4d}MiB "
+        print(f"  n={r.get('nranks', 2)} {r['collective']:14s} ctas={r['ctas_requested']:2d} {r['size_bytes'] >> 20:4d}MiB "
               f"margin={int(r['sm_margin'])} {r['mode']:7s} coll x{r['coll_slowdown']:.3f} {extra}")
 
 

@@ -6,9 +6,17 @@
 # Writes one JSON per kind (gemm, gemm_contention, attention, memory; with 2+ GPUs also
 # collective, copy_engine, gemm_nccl_overlap) and run_log.txt into OUT_DIR: 8 files at most.
 # With 2+ GPUs the single-GPU suite runs split over GPU 0 (gemm) and GPU 1 (contention,
-# memory, attention) at the same time, then the multi-GPU steps run on GPUs 0 and 1.
+# memory, attention) at the same time, then the multi-GPU steps run: collectives and
+# gemm_nccl_overlap on groups of 2, 4, 8, ... GPUs (every power of two up to the GPU count,
+# largest first, one group at a time; each row records its group size as nranks), the copy
+# engine on GPUs 0 and 1.
 # Knobs (environment): MB_TOTAL_S total wall budget in s (default 530); MB_STEPS comma list
-# of steps to run (build,gemm,contention,attention,memory,collectives,copy,overlap);
+# of steps to run (build,gemm,contention,attention,memory,collectives,copy,overlap; build
+# compiles only the programs of the steps listed); MB_GROUPS group sizes of the collective
+# sweep (e.g. 8,4,2; default all powers of two, largest first); MB_OVL_GROUPS the same for
+# gemm_nccl_overlap (default MB_GROUPS); MB_COLL_CTAS / MB_OVL_CTAS CTA lists (default
+# 0,1,2,4,8,16,32); MB_COLL_LIMIT_S / MB_OVL_LIMIT_S the hard time limits of those two steps
+# (default 120 + 60 s and 50 + 50 s per group size; each program's soft budget is 80% of it);
 # MB_BUILD_DIR (default build-mb beside microbench/); MB_QUICK=1 for a short smoke run.
 set -u -o pipefail
 
@@ -80,9 +88,28 @@ if want build; then
   t0=$(date +%s)
   gen=()
   command -v ninja >/dev/null && gen=(-G Ninja)
+  # Only the programs of the steps asked for (the NCCL ones only where NCCL was found).
+  targets=()
+  want gemm && targets+=(mb_gemm)
+  want contention && targets+=(mb_gemm_contention)
+  want memory && targets+=(mb_memory)
+  want copy && targets+=(mb_copy_engine)
+  nccl_targets=()
+  want collectives && nccl_targets+=(mb_collectives)
+  want overlap && nccl_targets+=(mb_gemm_nccl_overlap)
   if cmake -S "$HERE" -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
-      >"$OUT_DIR/log_build.txt" 2>&1 &&
-    timeout 300 cmake --build "$BUILD" -j "$(nproc)" >>"$OUT_DIR/log_build.txt" 2>&1; then
+      >"$OUT_DIR/log_build.txt" 2>&1; then
+    if grep -q "NCCL not found" "$OUT_DIR/log_build.txt"; then
+      ((${#nccl_targets[@]})) && log "NCCL not found: ${nccl_targets[*]} not built"
+    else
+      targets+=("${nccl_targets[@]}")
+    fi
+    cfg_ok=1
+  else
+    cfg_ok=0
+  fi
+  if ((cfg_ok)) && { ((${#targets[@]} == 0)) ||
+    timeout 300 cmake --build "$BUILD" -j "$(nproc)" --target "${targets[@]}" >>"$OUT_DIR/log_build.txt" 2>&1; }; then
     log "=== build ok after $(($(date +%s) - t0))s"
   else
     log "=== build FAILED"
@@ -113,8 +140,37 @@ else
   ATT_ARGS=()
   CONT_ARGS=()
   MEM_ARGS=()
-  COLL_ARGS=()
-  OVL_ARGS=()
+  COLL_ARGS=(--ctas "${MB_COLL_CTAS:-0,1,2,4,8,16,32}")
+  OVL_ARGS=(--ctas "${MB_OVL_CTAS:-0,1,2,4,8,16,32}")
+fi
+
+# Group sizes of the multi-GPU steps: every power of two from the GPU count down to 2, largest
+# first (the 2-GPU figures exist already; on a short budget the big groups should come first).
+# Each program splits its time budget over its groups (a group that ends early leaves its rest
+# to the next), and within a group the CTA settings run in the order given (0 = NCCL default
+# first, then 1, which calibrate's per-CTA bandwidth needs), so a truncated run loses the
+# largest CTA counts of the last group first and says so in "note".
+pow2_groups() {
+  local p=2 g=""
+  while ((p * 2 <= NGPU)); do p=$((p * 2)); done
+  ((p != NGPU)) && g="$NGPU,"
+  while ((p >= 2)); do
+    g="$g$p,"
+    p=$((p / 2))
+  done
+  echo "${g%,}"
+}
+if ((NGPU >= 2)); then
+  GROUPS_COLL=${MB_GROUPS:-$(pow2_groups)}
+  GROUPS_OVL=${MB_OVL_GROUPS:-$GROUPS_COLL}
+  n_coll=$(echo "$GROUPS_COLL" | tr ',' '\n' | grep -c .)
+  n_ovl=$(echo "$GROUPS_OVL" | tr ',' '\n' | grep -c .)
+  # Hard limits: 2 GPUs took 17 s (collectives) and 18 s (overlap) on 2 x H200; a group of 8
+  # is expected to take about twice as long (7/8 of the bytes cross the links instead of 1/2,
+  # 8 communicators to set up per CTA setting).
+  LIM_COLL=${MB_COLL_LIMIT_S:-$((120 + 60 * n_coll))}
+  LIM_OVL=${MB_OVL_LIMIT_S:-$((50 + 50 * n_ovl))}
+  log "group sizes: collectives $GROUPS_COLL (limit ${LIM_COLL}s), overlap $GROUPS_OVL (limit ${LIM_OVL}s)"
 fi
 
 gemm_step() {
@@ -138,9 +194,11 @@ if ((NGPU >= 2)); then
   other_single_gpu_steps 1 &
   p1=$!
   wait "$p0" "$p1"
-  want collectives && run_step collectives 170 env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV "$BUILD/mb_collectives" "${COLL_ARGS[@]}" --out "$OUT_DIR/collective.json"
+  want collectives && run_step collectives "$LIM_COLL" env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV \
+    "$BUILD/mb_collectives" --group-sizes "$GROUPS_COLL" "${COLL_ARGS[@]}" --out "$OUT_DIR/collective.json"
   want copy && run_step copy 45 "$BUILD/mb_copy_engine" --out "$OUT_DIR/copy_engine.json"
-  want overlap && run_step overlap 100 "$BUILD/mb_gemm_nccl_overlap" "${OVL_ARGS[@]}" --out "$OUT_DIR/gemm_nccl_overlap.json"
+  want overlap && run_step overlap "$LIM_OVL" "$BUILD/mb_gemm_nccl_overlap" --group-sizes "$GROUPS_OVL" \
+    "${OVL_ARGS[@]}" --out "$OUT_DIR/gemm_nccl_overlap.json"
 else
   gemm_step 0
   other_single_gpu_steps 0

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""e2e: real training steps of a Llama-like decoder stack on 2 GPUs, per parallel layout.
+"""e2e: real training steps of a Llama-like decoder stack on W = 2, 4 or 8 GPUs, per parallel layout.
 
+    torchrun --nproc_per_node=W e2e.py --group cdmc8 --out part.json    # the W-GPU configs of a group
     torchrun --nproc_per_node=2 e2e.py --configs dp2_nooverlap,dp2_overlap --out part.json \
         [--steps 10] [--warmup 3] [--profile-steps 2] [--trace-dir DIR]
-    torchrun --nproc_per_node=2 e2e.py --cpu --tiny --configs all     # gloo / fp32 logic check
+    torchrun --nproc_per_node=4 e2e.py --cpu --tiny --configs all     # gloo / fp32 logic check
+
+Every config has a world size (dp x tp x pp, in its name: dp4_overlap, tp8_sp, ...); a run
+takes the configs whose world size is its number of processes ("all" or --group), and refuses
+others.
 
 Plain PyTorch (no Megatron, no Transformer Engine); the Megatron-Core mechanisms are rebuilt:
   * model: token embedding, N x [RMSNorm, QKV (GQA), RoPE, causal SDPA, out-proj, residual,
@@ -19,9 +24,9 @@ Plain PyTorch (no Megatron, no Transformer Engine); the Megatron-Core mechanisms
     backprop order) and, during the last micro-batch's backward only, launches each bucket's
     scale + async all-reduce as soon as its last param's gradient is accumulated; all handles are
     waited after the backward.
-  * TP = 2 with sequence parallelism (Megatron column/row-parallel linears): see e2e_model.py
+  * TP = W with sequence parallelism (Megatron column/row-parallel linears): see e2e_model.py
     for the modes. The ring exchange uses torch.distributed P2P (NCCL send/recv kernels, not the
-    copy engine that TE userbuffers use).
+    copy engine that TE userbuffers use), or at TP = 2 in "overlap" one async all-gather.
   * PP = 2: Megatron's non-interleaved 1F1B (warm-up min(pp - rank - 1, m), steady 1F1B,
     cool-down) with blocking batch_isend_irecv + wait + torch.cuda.synchronize()
     (batch_p2p_comm = True, batch_p2p_sync = True).
@@ -131,11 +136,12 @@ OVERLAP = ("overlap", "overlap_p2p")
 
 
 class TP:
+    """Tensor-parallel communication of one rank in a TP group of `size` ranks (any size)."""
+
     def __init__(self, size, rank, mode, group=None):
         self.size, self.rank, self.mode, self.group = size, rank, mode, group
-        self.peer = 1 - rank if size == 2 else None
-        if mode in ("overlap", "overlap_p2p"):
-            assert size == 2, "ring-exchange overlap is written for TP = 2"
+        self.next = (rank + 1) % size  # ring neighbours (TE's _next_rank / _prev_rank)
+        self.prev = (rank - 1) % size
 
     def all_gather(self, x, async_op=False):
         out = torch.empty((x.shape[0] * self.size,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
@@ -158,14 +164,18 @@ class TP:
             dist.all_reduce(t, op=op, group=self.group)
 
     def ag_gemm(self, x, w, keep_full):
-        """allgather(x) @ w (w already in GEMM orientation) with the comm beside the GEMM.
-        "overlap": TE's ring exchange for TP = 2 (step 0 on the local rows, step 1 on the peer's)
-        with the exchange done by one async NCCL all-gather launched before the local GEMM.
-        "overlap_p2p": the same with torch.distributed batched P2P send/recv."""
-        n = x.shape[0]
-        me, peer = self.rank, self.peer
-        out = torch.empty((2 * n, w.shape[1]), dtype=x.dtype, device=x.device)
-        if self.mode == "overlap":
+        """allgather(x) @ w (w already in GEMM orientation) with the comm beside the GEMM: TE's
+        ring exchange (CommOverlapP2PBase::split_overlap_ag, TP steps). At step i this rank holds
+        the rows of rank c = (r - i) mod TP; it posts their send to the next rank and the receive
+        of rank c - 1's rows from the previous one, then multiplies its rows while they travel,
+        and waits. Every comm is posted before its step's GEMM: an NCCL op waits for the work
+        already on the compute stream, so posting it after the GEMM would serialise the two.
+        "overlap" at TP = 2: the one exchange is an async NCCL all-gather launched before the
+        GEMM on the local rows. Otherwise batched P2P send/recv (NCCL SendRecv kernels)."""
+        n, tp, me = x.shape[0], self.size, self.rank
+        out = torch.empty((tp * n, w.shape[1]), dtype=x.dtype, device=x.device)
+        if self.mode == "overlap" and tp == 2:
+            peer = 1 - me
             full, work = self.all_gather(x, async_op=True)
             torch.mm(x, w, out=out[me * n:(me + 1) * n])
             work.wait()
@@ -173,26 +183,33 @@ class TP:
             return out, (full if keep_full else None)
         full = None
         if keep_full:
-            full = torch.empty((2 * n,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
-            recv = full[peer * n:(peer + 1) * n]
-        else:
-            recv = torch.empty_like(x)
-        works = p2p([("send", x, peer), ("recv", recv, peer)])
-        torch.mm(x, w, out=out[me * n:(me + 1) * n])
-        if keep_full:
-            full[me * n:(me + 1) * n].copy_(x)
-        for wk in works:
-            wk.wait()
-        torch.mm(recv, w, out=out[peer * n:(peer + 1) * n])
+            full = torch.empty((tp * n,) + tuple(x.shape[1:]), dtype=x.dtype, device=x.device)
+        cur, c = x, me
+        for i in range(tp):
+            works, recv = [], None
+            if i < tp - 1:
+                src = (c - 1) % tp
+                recv = full[src * n:(src + 1) * n] if keep_full else torch.empty_like(x)
+                works = p2p([("send", cur, self.next), ("recv", recv, self.prev)])
+            torch.mm(cur, w, out=out[c * n:(c + 1) * n])
+            if i == 0 and keep_full:
+                full[me * n:(me + 1) * n].copy_(x)
+            for wk in works:
+                wk.wait()
+            if recv is not None:
+                cur, c = recv, (c - 1) % tp
         return out, full
 
     def gemm_rs(self, x, w, splits=4):
         """reduce_scatter(x @ w) with the comm beside the GEMM.
         "overlap": TE's pipeline method (its default for proj/fc2 fprop, num_splits 4): the GEMM
         runs in `splits` chunks, chunk i holding the i-th slice of every rank's rows, and chunk
-        i's async reduce-scatter runs beside GEMM chunk i + 1; the last one is exposed.
-        "overlap_p2p": TP = 2 ring exchange: the peer's partial rows first, sent (P2P) while the
-        local partial rows are computed; then one add."""
+        i's async NCCL reduce-scatter runs beside GEMM chunk i + 1; the last one is exposed.
+        "overlap_p2p": TE's ring-exchange RS (CommOverlapP2PBase::split_overlap_rs): step i
+        (0..TP-1) computes the partial rows of rank (r + i + 1) mod TP (the last step: this
+        rank's own), and beside it step i - 1's partial goes to its rank while rank
+        (r - i)'s partial for us arrives; then the TP - 1 received partials are added to ours.
+        At TP = 2: the peer's partial first, sent while the local rows are computed."""
         if self.mode == "overlap":
             T, f = x.shape
             n = T // self.size
@@ -207,15 +224,22 @@ class TP:
             for wk in works:
                 wk.wait()
             return y
-        n = x.shape[0] // 2
-        me, peer = self.rank, self.peer
-        y_peer = torch.mm(x[peer * n:(peer + 1) * n], w)
-        recv = torch.empty_like(y_peer)
-        works = p2p([("send", y_peer, peer), ("recv", recv, peer)])
-        y = torch.mm(x[me * n:(me + 1) * n], w)
+        tp, me = self.size, self.rank
+        n = x.shape[0] // tp
+        works, recvs, sent, prev_part = [], [], [], None
+        for i in range(tp):
+            if i > 0:
+                buf = torch.empty_like(prev_part)
+                recvs.append(buf)
+                sent.append(prev_part)  # alive until its send is waited
+                works += p2p([("send", prev_part, (me + i) % tp), ("recv", buf, (me - i) % tp)])
+            dest = (me + i + 1) % tp
+            prev_part = torch.mm(x[dest * n:(dest + 1) * n], w)
+        y = prev_part  # dest == me at i = tp - 1
         for wk in works:
             wk.wait()
-        y.add_(recv)
+        for buf in recvs:
+            y.add_(buf)
         return y
 
 
@@ -1013,6 +1037,7 @@ def run_config(M, name, args):
     p0 = per_rank[0]["profile"] or {}
     res = {
         "config": name,
+        "world_size": e2e_model.world_size(cfg),
         "dp": cfg["dp"], "tp": cfg["tp"], "pp": cfg["pp"],
         "sequence_parallel": cfg["tp"] > 1,
         "tp_mode": cfg.get("tp_mode"),
@@ -1091,9 +1116,19 @@ def main():
         dist.init_process_group("gloo")
     RT.rank, RT.world = dist.get_rank(), dist.get_world_size()
     RT.gloo = dist.new_group(backend="gloo")
-    names = list(e2e_model.CONFIGS) if args.configs == "all" else args.configs.split(",")
     if args.group:
-        names = list(e2e_model.GROUPS[args.group])
+        names = e2e_model.group_configs(args.group, RT.world)
+    elif args.configs == "all":
+        names = [n for n, c in e2e_model.CONFIGS.items() if e2e_model.world_size(c) == RT.world]
+    else:
+        names = args.configs.split(",")
+    bad = [n for n in names if n not in e2e_model.CONFIGS or e2e_model.world_size(e2e_model.CONFIGS[n]) != RT.world]
+    if bad:
+        if RT.rank == 0:
+            print(f"[e2e] {bad}: unknown, or not for {RT.world} processes; configs for {RT.world}: "
+                  f"{[n for n, c in e2e_model.CONFIGS.items() if e2e_model.world_size(c) == RT.world]}", flush=True)
+        dist.destroy_process_group()
+        sys.exit(2)
     if args.bucket_size:
         for n in names:
             if "bucket_size" in e2e_model.CONFIGS[n]:
@@ -1101,7 +1136,7 @@ def main():
     if RT.cuda:
         torch.backends.cuda.matmul.allow_tf32 = True
     t0 = time.perf_counter()
-    RT.attn_mode = probe_attention(M, 2 if any(e2e_model.CONFIGS[n]["tp"] > 1 for n in names) else 1)
+    RT.attn_mode = probe_attention(M, max([e2e_model.CONFIGS[n]["tp"] for n in names] + [1]))
     if RT.rank == 0:
         print(f"[e2e] attention: {RT.attn_mode}; configs {names}", flush=True)
     env = env_info() if RT.rank == 0 else None

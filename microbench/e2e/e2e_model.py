@@ -24,16 +24,18 @@ MODEL = {
     "rope_theta": 500000.0,
 }
 
-# Tiny dimensions for a CPU / gloo check of the parallel mechanics (same code paths).
+# Tiny dimensions for a CPU / gloo check of the parallel mechanics (same code paths). The head
+# counts divide by 8 (TP up to 8 keeps GQA: 2 query heads per KV head on every rank), and the
+# sequence leaves every TP rank 8 rows (the pipelined RS splits them into 4 chunks of 2).
 TINY = {
     "num_layers": 4,
     "hidden_size": 64,
     "ffn_hidden_size": 96,
-    "num_attention_heads": 8,
-    "num_query_groups": 2,
+    "num_attention_heads": 16,
+    "num_query_groups": 8,
     "kv_channels": 8,
     "vocab_size": 256,
-    "seq_length": 32,
+    "seq_length": 64,
     "micro_batch_size": 1,
     "global_batch_size": 8,
     "norm_eps": 1e-5,
@@ -42,38 +44,65 @@ TINY = {
 
 # Every configuration runs the same global batch (8 sequences), so the first step's loss and
 # gradient norm must agree across layouts (a correctness check of the parallel code).
+# Configurations exist for world sizes W = 2, 4, 8 (DP over all W GPUs, or TP over all W GPUs);
+# the name carries W (dp4_overlap, tp8_sp, ...). pp2_1f1b is for W = 2 only.
 #   tp_mode: "sync"    every TP collective blocks the compute stream (no overlap at all)
 #            "async"   Megatron-Core / TE without userbuffers: column-parallel backward launches
 #                      the input all-gather beside the dgrad GEMM and the dgrad reduce-scatter
 #                      beside the wgrad GEMM; forward AG / RS and the row-parallel backward AG
 #                      are blocking (this is tp_comm_overlap = false)
-#            "overlap" "async" plus TE userbuffers' default methods, rebuilt on NCCL
-#                      collectives: ring-exchange AG->GEMM for qkv/fc1 forward and the proj/fc2
-#                      dgrad (TP = 2: one async all-gather beside the GEMM on the local rows,
-#                      then the GEMM on the peer's rows), pipelined GEMM->RS (4 chunks, chunk
-#                      i's async RS beside GEMM chunk i+1) for proj/fc2 forward
-#            "overlap_p2p" as "overlap", with the ring exchange (AG and RS) done by batched
-#                      torch.distributed P2P send/recv (NCCL SendRecv kernels)
+#            "overlap" "async" plus TE userbuffers' default methods, rebuilt on NCCL: the
+#                      ring-exchange AG->GEMM for qkv/fc1 forward and the proj/fc2 dgrad (TP
+#                      steps; step i computes the GEMM on the rows of rank (r - i) mod TP while
+#                      the next rows travel one hop round the ring; at TP = 2 the one exchange is
+#                      an async NCCL all-gather), the pipelined GEMM->RS for proj/fc2 forward (4
+#                      chunks, chunk i's async NCCL reduce-scatter beside GEMM chunk i + 1)
+#            "overlap_p2p" as "overlap", with every ring step done by batched torch.distributed
+#                      P2P send/recv (NCCL SendRecv kernels), also at TP = 2, and the RS done as
+#                      TE's ring-exchange RS: TP - 1 steps, each computing the partial rows of
+#                      rank (r + i) mod TP and sending them there while the next are computed
 #            "nocomm"  collectives replaced by local copies of the same size (timing only)
 #   cdmc: CUDA_DEVICE_MAX_CONNECTIONS of the process group running the config (Megatron asserts 1
 #         with TP > 1 on Hopper; Megatron-Bridge's launcher uses 8 otherwise).
-CONFIGS = {
-    "dp2_nooverlap": {"dp": 2, "tp": 1, "pp": 1, "dp_overlap": False, "cdmc": 8, "scenario": True},
-    "dp2_overlap": {"dp": 2, "tp": 1, "pp": 1, "dp_overlap": True, "bucket_size": 40_000_000, "cdmc": 8,
-                    "scenario": True},
-    "dp2_nocomm": {"dp": 2, "tp": 1, "pp": 1, "dp_overlap": False, "nocomm": True, "cdmc": 8, "scenario": False},
-    "pp2_1f1b": {"dp": 1, "tp": 1, "pp": 2, "cdmc": 8, "scenario": True},
-    "tp2_sp_sync": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "sync", "cdmc": 1, "scenario": False},
-    "tp2_sp": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "async", "cdmc": 1, "scenario": True},
-    "tp2_sp_overlap": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "overlap", "cdmc": 1, "scenario": True},
-    "tp2_sp_overlap_p2p": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "overlap_p2p", "cdmc": 1, "scenario": False},
-    "tp2_sp_nocomm": {"dp": 1, "tp": 2, "pp": 1, "tp_mode": "nocomm", "cdmc": 1, "scenario": False},
+WORLD_SIZES = (2, 4, 8)
+
+
+def _configs():
+    c = {}
+    for w in WORLD_SIZES:
+        c[f"dp{w}_nooverlap"] = {"dp": w, "tp": 1, "pp": 1, "dp_overlap": False, "cdmc": 8, "scenario": True}
+        c[f"dp{w}_overlap"] = {"dp": w, "tp": 1, "pp": 1, "dp_overlap": True, "bucket_size": 40_000_000,
+                               "cdmc": 8, "scenario": True}
+        c[f"dp{w}_nocomm"] = {"dp": w, "tp": 1, "pp": 1, "dp_overlap": False, "nocomm": True, "cdmc": 8,
+                              "scenario": False}
+        if w == 2:
+            c["pp2_1f1b"] = {"dp": 1, "tp": 1, "pp": 2, "cdmc": 8, "scenario": True}
+        for suffix, mode, scen in (("sp_sync", "sync", False), ("sp", "async", True), ("sp_overlap", "overlap", True),
+                                   ("sp_overlap_p2p", "overlap_p2p", False), ("sp_nocomm", "nocomm", False)):
+            c[f"tp{w}_{suffix}"] = {"dp": 1, "tp": w, "pp": 1, "tp_mode": mode, "cdmc": 1, "scenario": scen}
+    return c
+
+
+CONFIGS = _configs()
+
+
+def world_size(cfg):
+    return cfg["dp"] * cfg["tp"] * cfg["pp"]
+
+
+# Process groups (CUDA_DEVICE_MAX_CONNECTIONS is fixed per process): each holds the configs of
+# every world size; e2e.py runs those whose world size is the number of processes it has.
+GROUPS = {
+    "cdmc8": [n for n, c in CONFIGS.items() if c["cdmc"] == 8],
+    "cdmc1": [n for n, c in CONFIGS.items() if c["cdmc"] == 1],
 }
 
-GROUPS = {
-    "cdmc8": ["dp2_nooverlap", "dp2_overlap", "dp2_nocomm", "pp2_1f1b"],
-    "cdmc1": ["tp2_sp_sync", "tp2_sp", "tp2_sp_overlap", "tp2_sp_overlap_p2p", "tp2_sp_nocomm"],
-}
+
+def group_configs(group, world):
+    """The configs of process group `group` ("cdmc8" / "cdmc1") for `world` processes, those with
+    a penumbra scenario first (a run cut short by its time limit loses the references first)."""
+    names = [n for n in GROUPS[group] if world_size(CONFIGS[n]) == world]
+    return sorted(names, key=lambda n: not CONFIGS[n]["scenario"])
 
 
 def micro_batches(model, cfg):
@@ -103,6 +132,15 @@ def scenario_model(model):
     }
 
 
+# Where each world size's measurement lives (2: the nvidia-h200-x2 runs; 4 and 8: issue 7, to be
+# run on nvidia-h200-x4 / -x8; see microbench/ISSUE7.md).
+RESULTS = {
+    2: "hwprofiles/calibration/h200-sxm/e2e-results.json",
+    4: "hwprofiles/calibration/h200-sxm-8gpu/e2e-results.json (or h200-sxm-4gpu/), not yet measured",
+    8: "hwprofiles/calibration/h200-sxm-8gpu/e2e-results.json, not yet measured",
+}
+
+
 def scenario(name, model=MODEL):
     cfg = CONFIGS[name]
     tp, pp, dp = cfg["tp"], cfg["pp"], cfg["dp"]
@@ -117,8 +155,8 @@ def scenario(name, model=MODEL):
     return {
         "schema_version": 1,
         "name": f"e2e-{name}",
-        "description": (f"microbench/e2e harness config {name}: plain-PyTorch Llama-like stack on 2 x H200, "
-                        f"DP {dp} TP {tp} PP {pp}; measured in hwprofiles/calibration/h200-sxm/e2e-results.json"),
+        "description": (f"microbench/e2e harness config {name}: plain-PyTorch Llama-like stack on {dp * tp * pp} x H200, "
+                        f"DP {dp} TP {tp} PP {pp}; measured in {RESULTS.get(dp * tp * pp, RESULTS[8])}"),
         "model": scenario_model(model),
         "hardware": {"profile": "h200-sxm", "num_gpus": dp * tp * pp},
         "training": {"seq_length": model["seq_length"], "micro_batch_size": model["micro_batch_size"],
@@ -150,7 +188,11 @@ def write_scenarios(out_dir):
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-scenarios", metavar="DIR")
+    ap.add_argument("--group-configs", nargs=2, metavar=("GROUP", "WORLD"),
+                    help="print the configs of a process group for a world size, comma-separated")
     a = ap.parse_args()
     if a.write_scenarios:
         for p in write_scenarios(a.write_scenarios):
             print(p)
+    if a.group_configs:
+        print(",".join(group_configs(a.group_configs[0], int(a.group_configs[1]))))

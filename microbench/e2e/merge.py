@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Merges the per-group result files of e2e.py into one e2e-results.json."""
+"""Merges the per-launch result files of e2e.py (one per world size and process group) into one
+e2e-results.json; the top-level "env" is the first file's, each launch's is under harness.groups."""
 import json
 import sys
 
@@ -18,7 +19,8 @@ def main(out, parts):
             doc["harness"]["groups"] = []
         else:
             doc["results"].extend(d["results"])
-        doc["harness"]["groups"].append({"file": p.rsplit("/", 1)[-1], "env": d["env"].get("env"),
+        doc["harness"]["groups"].append({"file": p.rsplit("/", 1)[-1], "world_size": (d["env"] or {}).get("world_size"),
+                                         "env": (d["env"] or {}).get("env"),
                                          "wall_s": d["harness"].get("wall_s"),
                                          "configs": [r["config"] for r in d["results"]]})
     if doc is None:
