@@ -195,8 +195,16 @@ static bool coll_outlier(const PnCalData *d, const PnCalColl *c)
   return false;
 }
 
-static void fit_coll(const PnCalData *d, PnHwProfile *p)
+/* The nccl_pair_* figures describe groups of 2 GPUs: rows of larger groups (microbench
+ * --group-sizes) are left out here; they need per-group-size tables (microbench/ISSUE7.md). */
+static void fit_coll(const PnCalData *all, PnHwProfile *p)
 {
+  PnCalData pair = *all;
+  pair.coll      = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
+  for (guint i = 0; i < all->coll->len; i++)
+    if (g_array_index(all->coll, PnCalColl, i).nranks == 2)
+      g_array_append_val(pair.coll, g_array_index(all->coll, PnCalColl, i));
+  const PnCalData *d = &pair;
   /* base latency: the smallest all-gather / reduce-scatter at default channels, minus its hops */
   g_autoptr(GArray) small = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) cta   = g_array_new(FALSE, FALSE, sizeof(double));
@@ -269,6 +277,7 @@ static void fit_coll(const PnCalData *d, PnHwProfile *p)
    * one-channel bandwidth reaches the default send/recv bandwidth measured. */
   if (p->nccl_pair_busbw[PN_COLL_SEND_RECV] > 0.0 && p->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0.0)
     p->nccl_p2p_ctas = (int)ceil(p->nccl_pair_busbw[PN_COLL_SEND_RECV] / p->nccl_cta_busbw[PN_COLL_SEND_RECV] - 1e-9);
+  g_array_unref(pair.coll);
 }
 
 static double large_median(GArray *rows)
