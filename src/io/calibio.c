@@ -24,6 +24,23 @@ static gboolean row_num(const PnIoCtx *ctx, const cJSON *row, gsize i, const cha
   return TRUE;
 }
 
+/* A required integer in [min, 1e9] of row `i`: the sizes, counts and SM numbers that end up in a
+ * profile's tables (which hold positive integers up to 1e9) or in an int. */
+static gboolean row_int(const PnIoCtx *ctx, const cJSON *row, gsize i, const char *key, double min, double *out,
+                        GError **error)
+{
+  const cJSON *v = get(row, key);
+  double d       = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
+  if (!(isfinite(d) && d == floor(d) && d >= min && d <= 1e9)) {
+    g_autofree char *rptr = pn__io_ptr_index("/results", i);
+    g_autofree char *ptr  = pn__io_ptr_child(rptr, key);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected an integer from %.0f to 1000000000", min);
+    return FALSE;
+  }
+  *out = d;
+  return TRUE;
+}
+
 static const char *row_str(const cJSON *row, const char *key)
 {
   const cJSON *v = get(row, key);
@@ -53,6 +70,11 @@ static PnCalVariant variant_of(const char *v)
 #define NUM(key, dst)                                                                                                  \
   do {                                                                                                                 \
     if (!row_num(&ctx, row, i, key, &(dst), error))                                                                    \
+      goto fail;                                                                                                       \
+  } while (0)
+#define INT(key, dst, min)                                                                                             \
+  do {                                                                                                                 \
+    if (!row_int(&ctx, row, i, key, min, &(dst), error))                                                               \
       goto fail;                                                                                                       \
   } while (0)
 
@@ -94,19 +116,19 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     }
     if (strcmp(k, "gemm") == 0) {
       double m, n, kk, ns;
-      NUM("m", m);
-      NUM("n", n);
-      NUM("k", kk);
+      INT("m", m, 1);
+      INT("n", n, 1);
+      INT("k", kk, 1);
       NUM("median_ns", ns);
       PnCalGemm g = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, ns};
       if (ns > 0)
         g_array_append_val(d->gemm, g);
     } else if (strcmp(k, "gemm_contention") == 0) {
       double m, n, kk, held, slow;
-      NUM("m", m);
-      NUM("n", n);
-      NUM("k", kk);
-      NUM("sms_held", held);
+      INT("m", m, 1);
+      INT("n", n, 1);
+      INT("k", kk, 1);
+      INT("sms_held", held, 0);
       NUM("slowdown", slow);
       PnCalContention c = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0,
                            variant_of(row_str(row, "variant")), (int)held, slow};
@@ -114,14 +136,14 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
         g_array_append_val(d->contention, c);
     } else if (strcmp(k, "attention") == 0) {
       double seq, heads, kvh, hd, fwd, bwd, batch = 1;
-      NUM("seq_len", seq);
-      NUM("heads", heads);
-      NUM("kv_heads", kvh);
-      NUM("head_dim", hd);
+      INT("seq_len", seq, 1);
+      INT("heads", heads, 1);
+      INT("kv_heads", kvh, 1);
+      INT("head_dim", hd, 1);
       NUM("fwd_ns", fwd);
       NUM("bwd_ns", bwd);
       if (get(row, "batch"))
-        NUM("batch", batch);
+        INT("batch", batch, 1);
       PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, fwd, bwd};
       if (fwd > 0 && bwd > 0)
         g_array_append_val(d->attn, a);
@@ -135,8 +157,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     } else if (strcmp(k, "collective") == 0) {
       int ck = coll_kind(row_str(row, "collective"));
       double ctas, nr, bytes, ns, busbw;
-      NUM("ctas_requested", ctas);
-      NUM("nranks", nr);
+      INT("ctas_requested", ctas, 0);
+      INT("nranks", nr, 0);
       NUM("size_bytes", bytes);
       NUM("median_ns", ns);
       NUM("busbw_gbps", busbw);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,12 +111,21 @@ static void write_standin_profile(const char *dir, const char *name)
     g_error("fuzz stand-in for hwprofiles/%s does not load: %s", file, error->message);
 }
 
+/* GLib ends a fatal log message (g_error, a critical made fatal) with a breakpoint trap, which
+ * libFuzzer does not treat as a crash: it would exit without saving the input. */
+static void trap_to_abort(int sig)
+{
+  (void)sig;
+  abort();
+}
+
 void pn_fuzz_init(void)
 {
   static gboolean done = FALSE;
   if (done)
     return;
   done = TRUE;
+  signal(SIGTRAP, trap_to_abort);
   g_log_set_always_fatal(G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_ERROR);
   g_unsetenv("PENUMBRA_REPORT_WALL");
   /* Profile names resolve first in a private data dir of trimmed stand-ins, then, like model
@@ -134,14 +144,20 @@ const char *pn_fuzz_source_dir(void) { return PN_SOURCE_DIR; }
 
 /* ---- inputs ---- */
 
+char *pn_fuzz_temp_path(const char *name)
+{
+  if (temp_dirs[1] == NULL) {
+    temp_dirs[1] = g_dir_make_tmp("pn-fuzz-XXXXXX", NULL);
+    g_assert(temp_dirs[1] != NULL);
+  }
+  return g_build_filename(temp_dirs[1], name, NULL);
+}
+
 const char *pn_fuzz_temp_file(const uint8_t *data, size_t size)
 {
   static char *path = NULL;
-  if (path == NULL) {
-    temp_dirs[1] = g_dir_make_tmp("pn-fuzz-XXXXXX", NULL);
-    g_assert(temp_dirs[1] != NULL);
-    path = g_build_filename(temp_dirs[1], "input.json", NULL);
-  }
+  if (path == NULL)
+    path = pn_fuzz_temp_path("input.json");
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   g_assert(fd >= 0);
   size_t off = 0;

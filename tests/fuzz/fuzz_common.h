@@ -38,6 +38,9 @@ const char *pn_fuzz_source_dir(void);
  * returns its path (owned by the module, the same every call). */
 const char *pn_fuzz_temp_file(const uint8_t *data, size_t size);
 
+/* A path named `name` in the same temporary directory (g_free); removed at exit. */
+char *pn_fuzz_temp_path(const char *name);
+
 /* A NUL-terminated copy of the input (g_free). */
 char *pn_fuzz_strdup(const uint8_t *data, size_t size);
 
