@@ -72,6 +72,17 @@ static PnCalVariant variant_of(const char *v)
     if (!row_num(&ctx, row, i, key, &(dst), error))                                                                    \
       goto fail;                                                                                                       \
   } while (0)
+/* A duration that may land in a profile table, whose durations are at most 1e15 ns. */
+#define DUR(key, dst)                                                                                                  \
+  do {                                                                                                                 \
+    NUM(key, dst);                                                                                                     \
+    if ((dst) > 1e15) {                                                                                                \
+      g_autofree char *rptr_ = pn__io_ptr_index("/results", i);                                                        \
+      g_autofree char *ptr_  = pn__io_ptr_child(rptr_, key);                                                           \
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, ptr_, "%g ns is absurdly long (at most 1e15)", (dst));              \
+      goto fail;                                                                                                       \
+    }                                                                                                                  \
+  } while (0)
 #define INT(key, dst, min)                                                                                             \
   do {                                                                                                                 \
     if (!row_int(&ctx, row, i, key, min, &(dst), error))                                                               \
@@ -119,7 +130,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       INT("m", m, 1);
       INT("n", n, 1);
       INT("k", kk, 1);
-      NUM("median_ns", ns);
+      DUR("median_ns", ns);
       PnCalGemm g = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, ns};
       if (ns > 0)
         g_array_append_val(d->gemm, g);
@@ -140,8 +151,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       INT("heads", heads, 1);
       INT("kv_heads", kvh, 1);
       INT("head_dim", hd, 1);
-      NUM("fwd_ns", fwd);
-      NUM("bwd_ns", bwd);
+      DUR("fwd_ns", fwd);
+      DUR("bwd_ns", bwd);
       if (get(row, "batch"))
         INT("batch", batch, 1);
       PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, fwd, bwd};
@@ -150,7 +161,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     } else if (strcmp(k, "memory") == 0) {
       double bytes, ns;
       NUM("moved_bytes", bytes);
-      NUM("median_ns", ns);
+      DUR("median_ns", ns);
       PnCalBytes b = {bytes, ns};
       if (ns > 0)
         g_array_append_val(d->memory, b);
@@ -160,7 +171,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       INT("ctas_requested", ctas, 0);
       INT("nranks", nr, 0);
       NUM("size_bytes", bytes);
-      NUM("median_ns", ns);
+      DUR("median_ns", ns);
       NUM("busbw_gbps", busbw);
       PnCalColl c = {(PnCollKind)ck, (int)ctas, (int)nr, bytes, ns, busbw};
       if (ck >= 0 && ns > 0 && nr >= 2)
@@ -168,7 +179,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     } else if (strcmp(k, "copy_engine") == 0) {
       double bytes, ns;
       NUM("moved_bytes", bytes);
-      NUM("median_ns", ns);
+      DUR("median_ns", ns);
       PnCalBytes b = {bytes, ns};
       if (ns > 0 && g_str_has_prefix(row_str(row, "mode"), "peer_") && !strstr(row_str(row, "mode"), "bidir"))
         g_array_append_val(d->copy, b);
