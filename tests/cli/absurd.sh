@@ -50,7 +50,7 @@ for case in "zero-nvlink network nvlink_bytes_per_ns 0" "negative-nic network ni
   "denormal-nvlink network nvlink_bytes_per_ns 1e-300" "tiny-flops compute peak_bf16_flops_per_ns 1e-300" \
   "zero-efficiency compute gemm_efficiency 0" "huge-sm-count compute sm_count 40000" \
   "inf-hbm compute hbm_bytes_per_ns 1e999"; do
-  set -- $case
+  read -r -a words <<<"$case"; set -- "${words[@]}"
   profile "$1" "$2" "$3" "$4"
   scenario_with "$1-scenario.json" "$tmp/$1.json"
   expect "profile-$1" 2 "$1\.json: /$2/$3/value: expected" -- run "$tmp/$1-scenario.json"

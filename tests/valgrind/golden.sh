@@ -8,7 +8,7 @@ if ! command -v valgrind >/dev/null 2>&1; then
   echo "valgrind not installed: skipped (Debian: apt-get install valgrind)"
   exit 77
 fi
-cd "$src"
+cd "$src" || exit 1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0 n=0
 for args in tests/golden/*.args; do
