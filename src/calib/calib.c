@@ -273,10 +273,24 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
     if (xs->len >= 2)
       curve_set(&p->coll_efficiency[kind], xs, ys, true);
   }
+  /* the measured table itself, default rows at NCCL's default channel count (computed below for
+   * send/recv, so filled after it) */
+  g_free(p->nccl_pair_table.pts);
+  p->nccl_pair_table.pts = g_new0(PnCollPoint, d->coll->len ? d->coll->len : 1);
+  p->nccl_pair_table.n   = 0;
   /* NCCL's default p2p channel count is not printed per call: the fewest channels whose
    * one-channel bandwidth reaches the default send/recv bandwidth measured. */
   if (p->nccl_pair_busbw[PN_COLL_SEND_RECV] > 0.0 && p->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0.0)
     p->nccl_p2p_ctas = (int)ceil(p->nccl_pair_busbw[PN_COLL_SEND_RECV] / p->nccl_cta_busbw[PN_COLL_SEND_RECV] - 1e-9);
+  for (guint i = 0; i < d->coll->len; i++) {
+    const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+    if (coll_outlier(d, c))
+      continue;
+    int ctas = c->ctas;
+    if (ctas == 0)
+      ctas = c->kind == PN_COLL_SEND_RECV ? p->nccl_p2p_ctas : p->nccl_ctas_nvlink;
+    p->nccl_pair_table.pts[p->nccl_pair_table.n++] = (PnCollPoint){(int)c->kind, ctas, c->bytes, c->ns};
+  }
   g_array_unref(pair.coll);
 }
 

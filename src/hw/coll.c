@@ -19,6 +19,77 @@ static int clamp_ctas(int dflt, int min_ctas, int max_ctas)
   return c < 1 ? 1 : c;
 }
 
+/* Time of a collective of 2 GPUs from the measured table, interpolated in log(size) within a
+ * channel count and in log(channels) between the two measured counts around `ctas`; sizes below
+ * the smallest measured take its time, sizes above grow at the largest one's bandwidth.
+ * `floor_ns` gets the smallest-size time (the latency). Returns < 0 when the table has no row of
+ * this collective. */
+static double time_at(const PnCollPoint *pts, int n, double bytes)
+{
+  /* pts: one channel count, ascending size */
+  if (bytes <= pts[0].bytes)
+    return pts[0].ns;
+  if (bytes >= pts[n - 1].bytes)
+    return pts[n - 1].ns * bytes / pts[n - 1].bytes;
+  int i = 1;
+  while (pts[i].bytes < bytes)
+    i++;
+  double f = log(bytes / pts[i - 1].bytes) / log(pts[i].bytes / pts[i - 1].bytes);
+  return exp(log(pts[i - 1].ns) + f * log(pts[i].ns / pts[i - 1].ns));
+}
+
+static gint point_cmp(gconstpointer a, gconstpointer b)
+{
+  const PnCollPoint *x = a, *y = b;
+  if (x->ctas != y->ctas)
+    return x->ctas < y->ctas ? -1 : 1;
+  return x->bytes < y->bytes ? -1 : x->bytes > y->bytes ? 1 : 0;
+}
+
+static double pair_table_time(const PnHwProfile *hw, PnCollKind kind, int ctas, double bytes, double *floor_ns,
+                              double *floor_bytes)
+{
+  const PnCollTable *t = &hw->nccl_pair_table;
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCollPoint));
+  for (int i = 0; i < t->n; i++)
+    if (t->pts[i].kind == (int)kind)
+      g_array_append_val(rows, t->pts[i]);
+  if (rows->len == 0)
+    return -1.0;
+  g_array_sort(rows, point_cmp);
+  const PnCollPoint *p = (const PnCollPoint *)rows->data;
+  int n = (int)rows->len, lo = -1, hi = -1; /* [start, end) of the channel counts around ctas */
+  int lo_end = 0, hi_end = 0;
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && p[j].ctas == p[i].ctas)
+      j++;
+    if (p[i].ctas <= ctas) {
+      lo     = i;
+      lo_end = j;
+    }
+    if (p[i].ctas >= ctas && hi < 0) {
+      hi     = i;
+      hi_end = j;
+    }
+    i = j;
+  }
+  if (lo < 0) {
+    lo     = hi;
+    lo_end = hi_end;
+  }
+  if (hi < 0) {
+    hi     = lo;
+    hi_end = lo_end;
+  }
+  double t_lo = time_at(p + lo, lo_end - lo, bytes), t_hi = time_at(p + hi, hi_end - hi, bytes);
+  double f_lo = p[lo].ns, f_hi = p[hi].ns;
+  double w    = (p[hi].ctas == p[lo].ctas) ? 0.0 : log((double)ctas / p[lo].ctas) / log((double)p[hi].ctas / p[lo].ctas);
+  *floor_ns    = exp(log(f_lo) + w * log(f_hi / f_lo));
+  *floor_bytes = fmax(p[lo].bytes, p[hi].bytes);
+  return exp(log(t_lo) + w * log(t_hi / t_lo));
+}
+
 void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
 {
   *out           = (PnCollCost){0};
@@ -89,6 +160,21 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
   out->latency_ns = hw->nccl_base_latency_ns + ring_lat;
   if (!multinode && n == 2.0 && hw->nccl_pair_latency_ns[s->kind] > 0.0)
     out->latency_ns = hw->nccl_pair_latency_ns[s->kind]; /* measured directly */
+
+  /* A pair of GPUs inside a node was measured directly: the table gives latency and rate. */
+  double floor_ns = 0.0, floor_bytes = 0.0, t_pair = -1.0;
+  if (!multinode && n == 2.0 && hw->nccl_pair_table.n > 0)
+    t_pair = pair_table_time(hw, s->kind, out->sms, s->bytes, &floor_ns, &floor_bytes);
+  if (t_pair > 0.0) {
+    double wire = fmax(out->nvlink_bytes, out->nic_bytes);
+    /* the smallest measured message still moved its bytes: the latency is its time less what
+     * the link needs for them */
+    double floor_wire = s->bytes > 0.0 ? wire * floor_bytes / s->bytes : 0.0;
+    out->latency_ns   = fmax(0.0, fmin(floor_ns, t_pair) - floor_wire / hw->nvlink_bytes_per_ns);
+    double transfer       = t_pair - out->latency_ns;
+    out->max_bytes_per_ns = wire > 0.0 ? (transfer > 0.0 ? wire / transfer : 1e9) : 0.0;
+    return;
+  }
 
   /* Channel-limited bandwidth and small-message protocol efficiency, on the dominant resource. */
   double dominant = fmax(out->nvlink_bytes, out->nic_bytes);

@@ -17,6 +17,7 @@ void pn_hw_profile_free(PnHwProfile *p)
   g_free(p->gemm_bf16.pts);
   g_free(p->gemm_fp8.pts);
   g_free(p->attn_bf16.pts);
+  g_free(p->nccl_pair_table.pts);
   g_free(p);
 }
 

@@ -46,6 +46,18 @@ typedef struct {
   PnAttnPoint *pts;
 } PnAttnTable;
 
+typedef struct {
+  int kind;     /* PnCollKind */
+  int ctas;     /* channels (NCCL_MIN_CTAS = NCCL_MAX_CTAS); NCCL's default count for default rows */
+  double bytes; /* nccl-tests size */
+  double ns;    /* median measured time */
+} PnCollPoint;
+
+typedef struct {
+  int n;
+  PnCollPoint *pts; /* sorted by kind, ctas, bytes */
+} PnCollTable;
+
 typedef struct PnHwProfile {
   char name[64];
   char gpu[64];
@@ -87,6 +99,8 @@ typedef struct PnHwProfile {
                                        NVLink, per collective (bytes/ns); 0 = nvlink_bytes_per_ns */
   double nccl_pair_latency_ns[PN_PROFILE_COLL_KINDS]; /* smallest-message time of each collective on 2 GPUs
                                        (ns); 0 = base latency + hops */
+  PnCollTable nccl_pair_table;      /* measured collectives of 2 GPUs over NVLink: interpolated in log(size) and
+                                       log(channels); groups of 2 use it before the curves above */
   double nccl_cta_busbw[PN_PROFILE_COLL_KINDS];  /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per
                                        collective (bytes/ns); 0 = nccl_cta_bytes_per_ns */
   PnGemmTable gemm_bf16;

@@ -323,6 +323,20 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
       cJSON_AddItemToObject(cta, pair_keys[k], o);
     }
   }
+  if (f->coll && p->nccl_pair_table.n > 0) {
+    static const char *const cols[] = {"collective", "ctas", "bytes", "ns"};
+    g_autofree double *v            = g_new(double, (gsize)p->nccl_pair_table.n * 4);
+    for (int i = 0; i < p->nccl_pair_table.n; i++) {
+      const PnCollPoint *c = &p->nccl_pair_table.pts[i];
+      double row[]         = {(double)(c->kind + 1), (double)c->ctas, c->bytes, round(c->ns)};
+      memcpy(v + (gsize)i * 4, row, sizeof row);
+    }
+    g_autofree char *s = g_strdup_printf("NCCL on 2 NVLinked GPUs, median times (collective 1 = all_gather, 2 = "
+                                         "reduce_scatter, 3 = all_reduce, 4 = all_to_all, 5 = send_recv; default rows "
+                                         "at NCCL's default channel count; non-monotone outliers left out); %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "nccl_pair_table", table_json(cols, 4, v, p->nccl_pair_table.n, s));
+  }
   if (f->gemm_bf16) {
     g_autofree char *s = g_strdup_printf("cuBLASLt BF16 GEMMs (median of the passes / layouts of each shape); %s", src);
     cJSON_AddItemToObject(cal, "gemm_bf16", gemm_table_json(&p->gemm_bf16, s));

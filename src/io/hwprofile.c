@@ -111,12 +111,14 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("nccl_pair_busbw"),
                                            KEY("nccl_cta_busbw"),
                                            KEY("nccl_pair_latency_ns"),
+                                           KEY("nccl_pair_table"),
                                            KEY("gemm_bf16"),
                                            KEY("gemm_fp8"),
                                            KEY("attn_bf16"),
                                            {.key = NULL}};
 
 static const char *const gemm_columns[] = {"m", "n", "k", "ns"};
+static const char *const coll_columns[] = {"collective", "ctas", "bytes", "ns"};
 static const char *const attn_columns[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
 
 static char *join(const char *const *names, int n)
@@ -493,6 +495,25 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
     for (int r = 0; r < n; r++) {
       const double *v = vals + (gsize)r * 4;
       tab->pts[r]     = (PnGemmPoint){.m = (int64_t)v[0], .n = (int64_t)v[1], .k = (int64_t)v[2], .ns = v[3]};
+    }
+  }
+  const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_table");
+  if (ct != NULL) {
+    g_autofree double *vals = NULL;
+    int n                   = 0;
+    if (!read_table(ctx, ct, "/calibration/nccl_pair_table", coll_columns, 4, 2, &vals, &n, error))
+      return FALSE;
+    p->nccl_pair_table.pts = n > 0 ? g_new0(PnCollPoint, n) : NULL;
+    p->nccl_pair_table.n   = n;
+    for (int r = 0; r < n; r++) {
+      const double *v = vals + (gsize)r * 4;
+      if (v[0] > PN_PROFILE_COLL_KINDS) {
+        g_autofree char *rp = g_strdup_printf("/calibration/nccl_pair_table/rows/%d", r);
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp, "collective %.0f: expected 1 (all-gather) .. %d (send/recv)",
+                    v[0], PN_PROFILE_COLL_KINDS);
+        return FALSE;
+      }
+      p->nccl_pair_table.pts[r] = (PnCollPoint){(int)v[0] - 1, (int)v[1], v[2], v[3]};
     }
   }
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, "attn_bf16");
