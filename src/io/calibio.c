@@ -2,10 +2,14 @@
 #include "io/calibio.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "io/file.h"
+#include "io/hwprofile.h"
 #include "io/io-private.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
@@ -373,5 +377,27 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
   cJSON_Delete(root);
   g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
   free(text);
-  return pn_io_write_file_atomic(out_path, with_nl, strlen(with_nl), error);
+  /* What calibrate writes must load: the profile goes to a file beside out_path, is read back by
+   * the profile reader and only then renamed over out_path. A fit of absurd measurements (a
+   * 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable profile. */
+  g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", out_path, (int)getpid());
+  if (!pn_io_write_file_atomic(tmp, with_nl, strlen(with_nl), error))
+    return FALSE;
+  g_autoptr(GError) local = NULL;
+  PnHwProfile *back       = pn_hw_profile_load(tmp, &local);
+  if (back == NULL) {
+    g_unlink(tmp);
+    const char *why = g_str_has_prefix(local->message, tmp) ? local->message + strlen(tmp) + 2 : local->message;
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID,
+                "%s: the calibrated profile would not load (absurd measurements?): %s", out_path, why);
+    return FALSE;
+  }
+  pn_hw_profile_free(back);
+  if (g_rename(tmp, out_path) != 0) {
+    int e = errno;
+    g_unlink(tmp);
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_FILE, "%s: cannot write: %s", out_path, g_strerror(e));
+    return FALSE;
+  }
+  return TRUE;
 }

@@ -4,7 +4,8 @@
  * Accepted data is fitted onto the fixture profile tests/data/io/hwprofiles/test-gpu.json (132
  * SMs, like the measured GPUs) and replayed through the cost model (pn_calib_check). A fit that
  * succeeds is written as a calibrated profile and loaded back: what `penumbra calibrate` writes
- * must be a profile penumbra accepts. */
+ * must be a profile penumbra accepts (or the write must fail and leave nothing). */
+#include <glib/gstdio.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -41,11 +42,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   pn_cal_check_clear(&check);
   PnCalFitted fitted;
   if (pn_calib_fit(&d, p, &fitted, &error)) {
-    if (!pn_calib_write_profile(base, out, p, &fitted, prov->str, &error))
-      g_error("writing the calibrated profile failed: %s", error->message);
-    g_autoptr(PnHwProfile) back = pn_hw_profile_load(out, &error);
-    if (back == NULL)
-      g_error("penumbra calibrate would write a profile it cannot load: %s", error->message);
+    g_unlink(out);
+    if (pn_calib_write_profile(base, out, p, &fitted, prov->str, &error)) {
+      g_autoptr(PnHwProfile) back = pn_hw_profile_load(out, &error);
+      if (back == NULL)
+        g_error("penumbra calibrate wrote a profile it cannot load: %s", error->message);
+    } else {
+      /* refused because the fitted profile would not load: nothing may have been written */
+      g_assert(error->domain == PN_IO_ERROR && error->code == PN_IO_ERROR_INVALID);
+      g_assert(!g_file_test(out, G_FILE_TEST_EXISTS));
+    }
   } else {
     g_assert(error != NULL && strchr(error->message, '\n') == NULL);
   }
