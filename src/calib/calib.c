@@ -189,7 +189,7 @@ static bool coll_outlier(const PnCalData *d, const PnCalColl *c)
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *o = &g_array_index(d->coll, PnCalColl, i);
     if (o->kind == c->kind && o->ctas == c->ctas && o->nranks == c->nranks && o->bytes > c->bytes &&
-        o->ns < 0.9 * c->ns)
+        o->ns < 0.9 * (double)c->ns)
       return true;
   }
   return false;
@@ -208,7 +208,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
   /* base latency: the smallest all-gather / reduce-scatter at default channels, minus its hops */
   g_autoptr(GArray) small = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) cta   = g_array_new(FALSE, FALSE, sizeof(double));
-  double min_bytes        = INFINITY, max_bytes = 0.0;
+  double min_bytes        = (double)INFINITY, max_bytes = 0.0;
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
     min_bytes          = fmin(min_bytes, c->bytes);
@@ -218,7 +218,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
     if (c->ctas == 0 && c->bytes == min_bytes &&
         (c->kind == PN_COLL_ALL_GATHER || c->kind == PN_COLL_REDUCE_SCATTER)) {
-      double base = c->ns - coll_hops(c) * p->nccl_nvlink_hop_ns;
+      double base = c->ns - coll_hops(c) * (double)p->nccl_nvlink_hop_ns;
       g_array_append_val(small, base);
     }
     if (c->ctas == 1 && c->bytes == max_bytes)
@@ -240,7 +240,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
       continue;
     p->nccl_pair_busbw[kind] = peak;
     /* the latency floor: the fastest small message (the very first size can carry warm-up) */
-    double floor_ns = INFINITY;
+    double floor_ns = (double)INFINITY;
     for (guint i = 0; i < d->coll->len; i++) {
       const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
       if ((int)c->kind == kind && c->ctas == 0 && c->bytes <= 65536.0 && !coll_outlier(d, c))

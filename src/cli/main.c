@@ -36,7 +36,8 @@ typedef struct {
 static int fail(const GError *error)
 {
   fprintf(stderr, "penumbra: %s\n", error->message);
-  return error->domain == PN_EXEC_ERROR ? 1 : 2;
+  /* an executor failure is ours (exit 1), unless the inputs were absurd enough to overflow time */
+  return (error->domain == PN_EXEC_ERROR && error->code != PN_EXEC_ERROR_HORIZON) ? 1 : 2;
 }
 
 /* One knob of the what-if table: a --set that flips an overlap mechanism the plan resolved. */
@@ -83,7 +84,8 @@ static double total_exposed(const PnResult *r)
 }
 
 /* Each applicable overlap knob switched off and on, from the scenario as given. */
-static int what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r, bool json)
+static int what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r, bool json,
+                   const char *output)
 {
   PnPlan plan;
   g_autoptr(GError) error = NULL;
@@ -128,7 +130,12 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
   }
   if (json)
     g_string_append(out, "\n]\n");
-  fputs(out->str, stdout);
+  if (output) {
+    if (!pn_io_write_file_atomic(output, out->str, out->len, &error))
+      return fail(error);
+  } else {
+    fputs(out->str, stdout);
+  }
   return 0;
 }
 
@@ -191,7 +198,7 @@ static int cmd_run(int argc, char **argv)
   }
   pn_sim_run_clear(&run);
   if (whatif)
-    return what_if(argv[1], sets, n_sets, sc, r, json);
+    return what_if(argv[1], sets, n_sets, sc, r, json, output);
   g_autofree char *report = json ? pn_report_json(sc, r) : pn_report_text(sc, r);
   if (output) {
     if (!pn_io_write_file_atomic(output, report, strlen(report), &error))

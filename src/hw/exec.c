@@ -102,6 +102,7 @@ typedef struct {
 
 typedef struct {
   const PnTask *tasks;
+  const PnP2pLeg *legs; /* the graph's leg array (pn_graph_legs) */
   const PnTaskId *deps;
   const PnHwProfile *hw;
   uint32_t n_tasks;
@@ -467,7 +468,7 @@ static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
   x->ev               = 0;
   const PnTask *snd   = &ex->tasks[x->task];
   const PnTask *rcv   = &ex->tasks[x->peer];
-  const PnP2pLeg *leg = &snd->legs[x->send_leg];
+  const PnP2pLeg *leg = &ex->legs[snd->leg_first + x->send_leg];
   if (!(leg->bytes > 0.0)) {
     leg_done(ex, xi);
     return;
@@ -542,17 +543,19 @@ static bool finite_nonneg(double x) { return isfinite(x) && x >= 0.0; }
 
 /* Index in the peer's legs of the leg matching t's leg k (the o-th leg of t to that peer in the
  * same direction matches the o-th leg of the peer to t in the opposite direction), or -1. */
-static int leg_mate(const PnTask *tasks, PnTaskId t, int k)
+static int leg_mate(const PnTask *tasks, const PnP2pLeg *legs, PnTaskId t, int k)
 {
-  const PnTask *tk  = &tasks[t];
-  const PnP2pLeg *l = &tk->legs[k];
-  int ord           = 0;
+  const PnTask *tk    = &tasks[t];
+  const PnP2pLeg *tl  = legs + tk->leg_first;
+  const PnP2pLeg *l   = &tl[k];
+  int ord             = 0;
   for (int j = 0; j < k; j++)
-    if (tk->legs[j].peer == l->peer && tk->legs[j].is_send == l->is_send)
+    if (tl[j].peer == l->peer && tl[j].is_send == l->is_send)
       ord++;
-  const PnTask *p = &tasks[l->peer];
+  const PnTask *p    = &tasks[l->peer];
+  const PnP2pLeg *pl = legs + p->leg_first;
   for (int j = 0; j < p->n_legs; j++)
-    if (p->legs[j].peer == t && p->legs[j].is_send != l->is_send && ord-- == 0)
+    if (pl[j].peer == t && pl[j].is_send != l->is_send && ord-- == 0)
       return j;
   return -1;
 }
@@ -621,14 +624,17 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
     if (tk->kind != PN_TASK_P2P)
       continue;
     for (int k = 0; k < tk->n_legs; k++) {
-      const PnP2pLeg *l = &tk->legs[k];
+      if (tk->leg_first == UINT32_MAX || tk->leg_first + PN_TASK_MAX_LEGS > g->legs->len)
+        INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(t, tk));
+      const PnP2pLeg *legs = (const PnP2pLeg *)(const void *)g->legs->data;
+      const PnP2pLeg *l    = &legs[tk->leg_first + k];
       if (l->peer >= n || l->peer == t || tasks[l->peer].kind != PN_TASK_P2P)
         INVALID(TASK_FMT ": leg %d's peer %u is not another P2P task", TASK_ARGS(t, tk), k, l->peer);
-      int j = leg_mate(tasks, t, k);
+      int j = leg_mate(tasks, legs, t, k);
       if (j < 0)
         INVALID(TASK_FMT ": leg %d (%s task %u) has no matching %s leg on the peer", TASK_ARGS(t, tk), k,
                 l->is_send ? "send to" : "recv from", l->peer, l->is_send ? "recv" : "send");
-      const PnP2pLeg *m = &tasks[l->peer].legs[j];
+      const PnP2pLeg *m = &legs[tasks[l->peer].leg_first + j];
       if (!finite_nonneg(l->bytes) || m->bytes != l->bytes || m->over_nic != l->over_nic)
         INVALID(TASK_FMT ": leg %d disagrees with its peer task %u on bytes or over_nic (or bytes invalid)",
                 TASK_ARGS(t, tk), k, l->peer);
@@ -671,6 +677,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
 {
   uint32_t n          = g->tasks->len;
   ex->tasks           = (const PnTask *)(const void *)g->tasks->data;
+  ex->legs            = (const PnP2pLeg *)(const void *)g->legs->data;
   ex->deps            = (const PnTaskId *)(const void *)g->deps->data;
   ex->hw              = hw;
   ex->n_tasks         = n;
@@ -755,7 +762,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
       n_x++;
     else if (tk->kind == PN_TASK_P2P)
       for (int k = 0; k < tk->n_legs; k++)
-        n_x += tk->legs[k].peer > t;
+        n_x += ex->legs[tk->leg_first + k].peer > t;
   }
   ex->xf      = g_new0(Xfer, n_x ? n_x : 1);
   ex->n_xfers = n_x;
@@ -767,10 +774,10 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
       ex->rt[t].aux[0] = xi++;
     } else if (tk->kind == PN_TASK_P2P) {
       for (int k = 0; k < tk->n_legs; k++) {
-        const PnP2pLeg *l = &tk->legs[k];
+        const PnP2pLeg *l = &ex->legs[tk->leg_first + k];
         if (l->peer < t)
           continue;
-        int j = leg_mate(ex->tasks, t, k);
+        int j = leg_mate(ex->tasks, ex->legs, t, k);
         g_assert(j >= 0);
         PnTaskId snd = l->is_send ? t : l->peer, rcv = l->is_send ? l->peer : t;
         ex->xf[xi]       = (Xfer){.flow = -1, .task = snd, .peer = rcv, .send_leg = (uint8_t)(l->is_send ? k : j)};

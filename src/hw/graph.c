@@ -8,6 +8,7 @@ PnGraph *pn_graph_new(uint32_t n_gpus)
   g->n_gpus  = n_gpus;
   g->tasks   = g_array_new(FALSE, TRUE, sizeof(PnTask));
   g->deps    = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  g->legs    = g_array_new(FALSE, TRUE, sizeof(PnP2pLeg));
   return g;
 }
 
@@ -17,6 +18,7 @@ void pn_graph_free(PnGraph *g)
     return;
   g_array_free(g->tasks, TRUE);
   g_array_free(g->deps, TRUE);
+  g_array_free(g->legs, TRUE);
   g_free(g);
 }
 
@@ -29,6 +31,12 @@ PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_
   PnTask copy    = *t;
   copy.dep_first = g->deps->len;
   copy.dep_count = n_deps;
+  copy.n_legs    = 0;
+  copy.leg_first = UINT32_MAX;
+  if (copy.kind == PN_TASK_P2P) {
+    copy.leg_first = g->legs->len;
+    g_array_set_size(g->legs, g->legs->len + PN_TASK_MAX_LEGS);
+  }
   for (uint32_t i = 0; i < n_deps; i++)
     g_assert(deps[i] < id); /* deps must be earlier tasks: the graph stays acyclic */
   if (n_deps > 0)
@@ -54,6 +62,13 @@ void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, b
   PnTask *r = pn_graph_task(g, recv);
   g_assert(s->kind == PN_TASK_P2P && r->kind == PN_TASK_P2P);
   g_assert(s->n_legs < PN_TASK_MAX_LEGS && r->n_legs < PN_TASK_MAX_LEGS);
-  s->legs[s->n_legs++] = (PnP2pLeg){.peer = recv, .bytes = bytes, .is_send = true, .over_nic = over_nic};
-  r->legs[r->n_legs++] = (PnP2pLeg){.peer = send, .bytes = bytes, .is_send = false, .over_nic = over_nic};
+  pn_graph_legs(g, s)[s->n_legs++] = (PnP2pLeg){.peer = recv, .bytes = bytes, .is_send = true, .over_nic = over_nic};
+  pn_graph_legs(g, r)[r->n_legs++] = (PnP2pLeg){.peer = send, .bytes = bytes, .is_send = false, .over_nic = over_nic};
+}
+
+void pn_graph_reserve(PnGraph *g, uint32_t n)
+{
+  guint len = g->tasks->len;
+  g_array_set_size(g->tasks, len + n);
+  g_array_set_size(g->tasks, len);
 }

@@ -82,7 +82,7 @@ typedef struct {
   double nvlink_bytes; /* COMM */
   double nic_bytes;    /* COMM */
   double max_bytes_per_ns; /* COMM, P2P: 0 = unbounded */
-  PnP2pLeg legs[PN_TASK_MAX_LEGS];
+  uint32_t leg_first;  /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
   uint32_t dep_first;  /* into PnGraph.deps */
   uint32_t dep_count;
   const char *label;   /* static string */
@@ -98,13 +98,15 @@ typedef struct {
   uint32_t n_gpus;
   GArray *tasks; /* of PnTask, in issue order per GPU (ids are global) */
   GArray *deps;  /* of PnTaskId */
+  GArray *legs;  /* of PnP2pLeg: PN_TASK_MAX_LEGS slots per P2P task (most tasks carry none) */
 } PnGraph;
 
 PnGraph *pn_graph_new(uint32_t n_gpus);
 void pn_graph_free(PnGraph *g); /* NULL is a no-op */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnGraph, pn_graph_free)
 
-/* Appends a task (copied) with `n_deps` dependencies; returns its id. Deps must be earlier ids. */
+/* Appends a task (copied; its n_legs and leg_first are reset: legs come from pn_graph_pair_p2p) with
+ * `n_deps` dependencies; returns its id. Deps must be earlier ids. */
 PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_t n_deps);
 /* Adds one more dependency to the most recently added task. */
 void pn_graph_add_dep(PnGraph *g, PnTaskId task, PnTaskId dep);
@@ -112,6 +114,13 @@ void pn_graph_add_dep(PnGraph *g, PnTaskId task, PnTaskId dep);
 void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, bool over_nic);
 
 static inline PnTask *pn_graph_task(PnGraph *g, PnTaskId id) { return &g_array_index(g->tasks, PnTask, id); }
+/* The legs of a P2P task (n_legs of them are in use). */
+static inline PnP2pLeg *pn_graph_legs(const PnGraph *g, const PnTask *t)
+{
+  return &g_array_index(g->legs, PnP2pLeg, t->leg_first);
+}
+/* Reserves room for `n` more tasks, so that building a large graph does not copy it repeatedly. */
+void pn_graph_reserve(PnGraph *g, uint32_t n);
 static inline uint32_t pn_graph_n_tasks(const PnGraph *g) { return g->tasks->len; }
 
 #endif

@@ -19,6 +19,11 @@
 
 G_DEFINE_QUARK(pn-build-error-quark, pn_build_error)
 
+/* Beyond this a simulation would need gigabytes: the configuration is refused with a message. */
+#define PN_BUILD_MAX_TASKS 2.0e7
+/* Template entries are indexed by int16_t: ring-exchange / CP-ring steps are bounded well below. */
+#define PN_BUILD_MAX_RING_STEPS 1024
+
 /* TE userbuffers: the last pipeline RS chunk runs with UB_MAX_SM CTAs (comm_gemm_overlap.cpp). */
 #define PN_UB_MAX_SM 32
 
@@ -240,7 +245,8 @@ static void gemm_chunk(PnBuilder *b, const PnOp *gemm, int parts, int sm_limit, 
 
 static int ub_gemm_sm_limit(const PnBuilder *b, const PnUbCfg *cfg)
 {
-  return cfg->set_sm_margin ? b->sc->hw->sm_count - cfg->num_sm : 0;
+  int left = b->sc->hw->sm_count - cfg->num_sm;
+  return cfg->set_sm_margin ? (left > 0 ? left : 1) : 0; /* a comm kernel wider than the GPU leaves it one SM */
 }
 
 /* Userbuffers or TE-async overlap of one GEMM with its TP collective. `comm` and `gemm` are the
@@ -983,6 +989,13 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   b.dp  = par->data_parallel_size;
   b.m   = par->num_microbatches;
   g_return_val_if_fail(g->n_gpus == (uint32_t)b.pp, FALSE);
+  if (b.tp > PN_BUILD_MAX_RING_STEPS || b.cp > PN_BUILD_MAX_RING_STEPS) {
+    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
+                "tensor_model_parallel_size %" G_GINT64_FORMAT " / context_parallel_size %" G_GINT64_FORMAT
+                ": ring exchanges of more than %d steps are not simulated",
+                b.tp, b.cp, PN_BUILD_MAX_RING_STEPS);
+    return FALSE;
+  }
   /* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
    * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
    * loss take a layer's place in the first and last virtual stage. */
@@ -1031,8 +1044,26 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   for (uint32_t r = 0; r < b.pp; r++)
     for (int64_t c = 0; c < b.vpp; c++)
       units_build(&b, r, c);
+  gboolean ok_size = TRUE;
   templates_build(&b);
-  gboolean ok = TRUE;
+  /* the graph's final size, roughly: every rank runs m * vpp forwards and backwards of its layers,
+   * plus P2P calls, embedding, head and the optimizer (reserving avoids copying a 10^6-task array) */
+  {
+    double per_layer = (double)(b.tpl.layer_fwd->len + b.tpl.layer_bwd->len);
+    double extra     = (double)(b.tpl.emb_fwd->len + b.tpl.emb_bwd->len + b.tpl.head_fwd->len + b.tpl.head_bwd->len);
+    double estimate  = (double)(sc->training.iterations > 0 ? sc->training.iterations : 1) *
+                      ((double)sc->model.num_layers * (double)b.m * per_layer + (double)b.m * (extra + 8.0 * b.vpp * b.pp));
+    if (!(estimate <= PN_BUILD_MAX_TASKS)) {
+      g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
+                  "the iteration would need about %.3g simulated tasks (layers x micro-batches x kernels per layer); "
+                  "at most %.0f are simulated",
+                  estimate, (double)PN_BUILD_MAX_TASKS);
+      ok_size = FALSE;
+    } else if (estimate > 0) {
+      pn_graph_reserve(g, (uint32_t)(estimate * 1.05));
+    }
+  }
+  gboolean ok = ok_size;
   int iters   = sc->training.iterations > 0 ? sc->training.iterations : 1;
   for (b.iteration = 0; ok && b.iteration < iters; b.iteration++) {
     /* One simulated iteration stands for the steady state; with several, the first is the

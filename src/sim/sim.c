@@ -67,7 +67,7 @@ static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnT
   PnTimeNs own      = g_array_index(ex->times, PnTaskTime, id).start_ns;
   PnTimeNs earliest = PN_TIME_NEVER;
   for (int i = 0; i < t->n_legs; i++) {
-    PnTimeNs peer  = g_array_index(ex->times, PnTaskTime, t->legs[i].peer).start_ns;
+    PnTimeNs peer  = g_array_index(ex->times, PnTaskTime, pn_graph_legs(g, t)[i].peer).start_ns;
     PnTimeNs begin = own > peer ? own : peer;
     if (begin < earliest)
       earliest = begin;

@@ -369,13 +369,14 @@ START_TEST(test_graph_build)
   const PnTask *ts = pn_graph_task(g, s), *tr = pn_graph_task(g, r);
   ck_assert_uint_eq(ts->n_legs, 2);
   ck_assert_uint_eq(tr->n_legs, 2);
-  ck_assert(ts->legs[0].is_send && !tr->legs[0].is_send);
-  ck_assert(ts->legs[0].over_nic && tr->legs[0].over_nic);
-  ck_assert_uint_eq(ts->legs[0].peer, r);
-  ck_assert_uint_eq(tr->legs[0].peer, s);
-  ck_assert_double_eq(ts->legs[0].bytes, 1024.0);
-  ck_assert(!ts->legs[1].is_send && tr->legs[1].is_send && !tr->legs[1].over_nic);
-  ck_assert_double_eq(tr->legs[1].bytes, 2048.0);
+  const PnP2pLeg *sl = pn_graph_legs(g, ts), *rl = pn_graph_legs(g, tr);
+  ck_assert(sl[0].is_send && !rl[0].is_send);
+  ck_assert(sl[0].over_nic && rl[0].over_nic);
+  ck_assert_uint_eq(sl[0].peer, r);
+  ck_assert_uint_eq(rl[0].peer, s);
+  ck_assert_double_eq(sl[0].bytes, 1024.0);
+  ck_assert(!sl[1].is_send && rl[1].is_send && !rl[1].over_nic);
+  ck_assert_double_eq(rl[1].bytes, 2048.0);
   pn_graph_free(NULL);
 }
 END_TEST
@@ -769,10 +770,10 @@ START_TEST(test_exec_p2p_batched)
   PnTaskId y           = add(g, p2p(1, PN_STREAM_PP_SEND, 0, 50, "y"), 0, NULL);
   pn_graph_pair_p2p(g, x, y, 40000, false);
   pn_graph_pair_p2p(g, y, x, 80000, false);
-  PnTask *ty     = pn_graph_task(g, y);
-  PnP2pLeg tmp   = ty->legs[0];
-  ty->legs[0]    = ty->legs[1];
-  ty->legs[1]    = tmp;
+  PnP2pLeg *yl   = pn_graph_legs(g, pn_graph_task(g, y));
+  PnP2pLeg tmp   = yl[0];
+  yl[0]          = yl[1];
+  yl[1]          = tmp;
   PnExecResult r = run_ok(g, &hw, 1);
   ck_span(r, x, 0, 250);
   ck_span(r, y, 0, 250);
@@ -841,7 +842,7 @@ START_TEST(test_exec_invalid)
       pn_graph_task(g, r)->n_legs = 0;
       break;
     case 4:
-      pn_graph_task(g, r)->legs[0].bytes = 99;
+      pn_graph_legs(g, pn_graph_task(g, r))[0].bytes = 99;
       break;
     case 5:
       o.max_connections = 0;
