@@ -294,6 +294,51 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
   g_array_unref(pair.coll);
 }
 
+/* Bandwidth vs size of one memory-kernel class: rows >= 64 MiB, sizes within 2% grouped, the
+ * median bandwidth of each group. */
+static bool fit_mem_class(const PnCalData *d, int cls, PnCurve *c)
+{
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  for (guint i = 0; i < d->memory->len; i++) {
+    const PnCalBytes *b = &g_array_index(d->memory, PnCalBytes, i);
+    if (b->mem_class == cls && b->bytes >= 64.0 * 1024 * 1024 && b->ns > 0)
+      g_array_append_val(rows, *b);
+  }
+  if (rows->len == 0)
+    return false;
+  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) bw = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) sz = g_array_new(FALSE, FALSE, sizeof(double));
+  double done = 0.0; /* sizes up to here are in the curve */
+  for (;;) {
+    double next = (double)INFINITY;
+    for (guint i = 0; i < rows->len; i++) {
+      double b = g_array_index(rows, PnCalBytes, i).bytes;
+      if (b > done * 1.02 && b < next)
+        next = b;
+    }
+    if (!isfinite(next))
+      break;
+    g_array_set_size(bw, 0);
+    g_array_set_size(sz, 0);
+    for (guint i = 0; i < rows->len; i++) {
+      const PnCalBytes *b = &g_array_index(rows, PnCalBytes, i);
+      if (b->bytes >= next && b->bytes <= next * 1.02) {
+        double r = b->bytes / b->ns;
+        g_array_append_val(bw, r);
+        g_array_append_val(sz, b->bytes);
+      }
+    }
+    double x = median_of(sz), y = median_of(bw);
+    g_array_append_val(xs, x);
+    g_array_append_val(ys, y);
+    done = next * 1.02;
+  }
+  curve_set(c, xs, ys, true);
+  return true;
+}
+
 static double large_median(GArray *rows)
 {
   g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
@@ -329,6 +374,8 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
     f->attn        = true;
     f->attn_points = p->attn_bf16.n;
   }
+  for (int c = 0; c < PN_PROFILE_MEM_CLASSES; c++)
+    f->mem_classes = fit_mem_class(d, c, &p->mem_bandwidth[c]) || f->mem_classes;
   double hbm = large_median(d->memory);
   if (isfinite(hbm)) {
     p->hbm_bytes_per_ns = hbm;
@@ -366,6 +413,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   out->contention        = g_array_new(FALSE, FALSE, sizeof(double));
   out->contention_median = g_array_new(FALSE, FALSE, sizeof(double));
   out->points            = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
+  out->memory_other      = g_array_new(FALSE, FALSE, sizeof(double));
   out->memory     = g_array_new(FALSE, FALSE, sizeof(double));
   /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
   for (int fp8 = 0; fp8 < 2; fp8++) {
@@ -458,8 +506,12 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   }
   for (guint i = 0; i < d->memory->len; i++) {
     const PnCalBytes *b = &g_array_index(d->memory, PnCalBytes, i);
-    if (b->bytes >= PN_CAL_LARGE_BYTES)
-      push_err(out->memory, pn_cost_memory_ns(p, b->bytes), b->ns);
+    if (b->bytes < PN_CAL_LARGE_BYTES)
+      continue;
+    if (b->mem_class >= 0)
+      push_err(out->memory, pn_cost_memory_class_ns(p, b->bytes, (PnMemClass)b->mem_class), b->ns);
+    else
+      push_err(out->memory_other, pn_cost_memory_ns(p, b->bytes), b->ns);
   }
 }
 
@@ -467,7 +519,7 @@ void pn_cal_check_clear(PnCalCheck *c)
 {
   GArray **all[] = {&c->gemm,         &c->gemm_loo,  &c->attn,       &c->coll_default,
                     &c->coll_ctas,    &c->contention, &c->memory, &c->contention_median, &c->coll_outliers,
-                    &c->points};
+                    &c->points,       &c->memory_other};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }

@@ -11,6 +11,8 @@
  *   - attn_bf16: fused attention forward/backward per (batch, seq, heads, kv_heads, head_dim),
  *     the fastest backend measured;
  *   - hbm_bytes_per_ns: median bandwidth of the memory-bound kernels moving >= 256 MiB;
+ *   - mem_bandwidth_<class>: bandwidth vs size of each kernel class (copy, norm, activation,
+ *     optimizer) from 64 MiB up (smaller timings are launch-dominated), median over its kernels;
  *   - per collective on 2 GPUs: the large-size bus bandwidth (nccl_pair_busbw), the NCCL base
  *     latency (smallest message minus one NVLink hop), the efficiency curve
  *     y(size) = wire bytes / (t - latency) / large-size busbw, and the bandwidth of one channel
@@ -58,6 +60,7 @@ typedef struct {
 typedef struct {
   double bytes;
   double ns;
+  int mem_class; /* memory rows: PnMemClass, or -1 for kernels no op behaves like (cudaMemcpy) */
 } PnCalBytes;
 
 typedef struct {
@@ -75,7 +78,7 @@ void pn_cal_data_clear(PnCalData *d);
 
 /* Which parts of a profile a fit replaced (so the writer can update their sources). */
 typedef struct {
-  bool gemm_bf16, gemm_fp8, gemm_sm_scaling, gemm_sm_limit_scaling, attn, hbm, coll, copy;
+  bool gemm_bf16, gemm_fp8, gemm_sm_scaling, gemm_sm_limit_scaling, attn, hbm, coll, copy, mem_classes;
   int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
 } PnCalFitted;
 
@@ -102,6 +105,7 @@ typedef struct {
   GArray *contention;   /* every (shape, SMs held) row */
   GArray *contention_median; /* the median slowdown over shapes per SMs held (what the curve fits) */
   GArray *points;       /* of PnCalPoint: measured vs predicted, for plots */
+  GArray *memory_other; /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

@@ -155,3 +155,11 @@ double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q,
 }
 
 double pn_cost_memory_ns(const PnHwProfile *hw, double bytes) { return bytes / hw->hbm_bytes_per_ns; }
+
+double pn_cost_memory_class_ns(const PnHwProfile *hw, double bytes, PnMemClass cls)
+{
+  const PnCurve *c = (unsigned)cls < PN_PROFILE_MEM_CLASSES ? &hw->mem_bandwidth[cls] : NULL;
+  if (!c || c->n == 0)
+    return pn_cost_memory_ns(hw, bytes);
+  return bytes / pn_curve_eval(c, bytes, hw->hbm_bytes_per_ns);
+}

@@ -21,8 +21,16 @@ double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, P
 /* Causal flash attention, per GPU: batch, sequence (q = kv), heads and query groups on this GPU. */
 double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src);
-/* Memory-bound kernel moving `bytes` (reads + writes). */
+/* Memory-bound kernel classes, each with its measured bandwidth curve (microbench memory rows:
+ * copy, rmsnorm, gelu/swiglu, adam). */
+typedef enum { PN_MEM_COPY, PN_MEM_NORM, PN_MEM_ACTIVATION, PN_MEM_OPTIMIZER } PnMemClass;
+
+/* Memory-bound kernel moving `bytes` (reads + writes): bytes / hbm_bytes_per_ns. */
 double pn_cost_memory_ns(const PnHwProfile *hw, double bytes);
+/* Same, at the bandwidth measured for its class and size. Below the smallest size of the curve
+ * the bandwidth of that size is used: small kernels' measured times are dominated by the
+ * launch and timing overhead, which kernel_launch_ns already stands for. */
+double pn_cost_memory_class_ns(const PnHwProfile *hw, double bytes, PnMemClass cls);
 double pn_dtype_bytes(PnDtype dt);
 
 #endif

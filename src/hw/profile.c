@@ -9,7 +9,9 @@ void pn_hw_profile_free(PnHwProfile *p)
     return;
   PnCurve *curves[] = {&p->gemm_sm_scaling,     &p->mem_sm_scaling,     &p->coll_size_efficiency,
                        &p->gemm_sm_limit_scaling, &p->coll_efficiency[0], &p->coll_efficiency[1],
-                       &p->coll_efficiency[2],    &p->coll_efficiency[3], &p->coll_efficiency[4]};
+                       &p->coll_efficiency[2],    &p->coll_efficiency[3], &p->coll_efficiency[4],
+                       &p->mem_bandwidth[0],      &p->mem_bandwidth[1],   &p->mem_bandwidth[2],
+                       &p->mem_bandwidth[3]};
   for (size_t i = 0; i < G_N_ELEMENTS(curves); i++) {
     g_free(curves[i]->x);
     g_free(curves[i]->y);

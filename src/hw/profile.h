@@ -16,6 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Memory-bound kernel classes with their own measured bandwidth (PnMemClass in cost.h). */
+#define PN_PROFILE_MEM_CLASSES 4
+
 /* Collective kinds with their own calibration (the order of PnCollKind in coll.h). */
 #define PN_PROFILE_COLL_KINDS 5
 
@@ -99,6 +102,8 @@ typedef struct PnHwProfile {
                                        NVLink, per collective (bytes/ns); 0 = nvlink_bytes_per_ns */
   double nccl_pair_latency_ns[PN_PROFILE_COLL_KINDS]; /* smallest-message time of each collective on 2 GPUs
                                        (ns); 0 = base latency + hops */
+  PnCurve mem_bandwidth[PN_PROFILE_MEM_CLASSES]; /* per class (elementwise copy, norm, activation, optimizer):
+                                       x = bytes moved, y = achieved bytes/ns; empty: hbm_bytes_per_ns */
   PnCollTable nccl_pair_table;      /* measured collectives of 2 GPUs over NVLink: interpolated in log(size) and
                                        log(channels); groups of 2 use it before the curves above */
   double nccl_cta_busbw[PN_PROFILE_COLL_KINDS];  /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per

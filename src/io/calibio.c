@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hw/cost.h"
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/io-private.h"
@@ -166,7 +167,13 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       double bytes, ns;
       NUM("moved_bytes", bytes);
       DUR("median_ns", ns);
-      PnCalBytes b = {bytes, ns};
+      const char *kn = row_str(row, "kernel");
+      int cls        = strcmp(kn, "copy") == 0                                   ? PN_MEM_COPY
+                       : strcmp(kn, "rmsnorm") == 0                              ? PN_MEM_NORM
+                       : (strcmp(kn, "gelu") == 0 || strcmp(kn, "swiglu") == 0) ? PN_MEM_ACTIVATION
+                       : strcmp(kn, "adam") == 0                                 ? PN_MEM_OPTIMIZER
+                                                                                 : -1;
+      PnCalBytes b = {bytes, ns, cls};
       if (ns > 0)
         g_array_append_val(d->memory, b);
     } else if (strcmp(k, "collective") == 0) {
@@ -184,7 +191,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       double bytes, ns;
       NUM("moved_bytes", bytes);
       DUR("median_ns", ns);
-      PnCalBytes b = {bytes, ns};
+      PnCalBytes b = {bytes, ns, -1};
       if (ns > 0 && g_str_has_prefix(row_str(row, "mode"), "peer_") && !strstr(row_str(row, "mode"), "bidir"))
         g_array_append_val(d->copy, b);
     }
@@ -340,6 +347,18 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
                                          "at NCCL's default channel count; non-monotone outliers left out); %s",
                                          src);
     cJSON_AddItemToObject(cal, "nccl_pair_table", table_json(cols, 4, v, p->nccl_pair_table.n, s));
+  }
+  if (f->mem_classes) {
+    static const char *const keys[] = {"mem_bandwidth_copy", "mem_bandwidth_norm", "mem_bandwidth_activation",
+                                       "mem_bandwidth_optimizer"};
+    for (int c = 0; c < PN_PROFILE_MEM_CLASSES; c++) {
+      if (p->mem_bandwidth[c].n == 0)
+        continue;
+      g_autofree char *s = g_strdup_printf("memory-bound kernel class measured by microbench mb_memory (x = bytes "
+                                           "moved, y = bytes/ns; sizes >= 64 MiB, median over the class's kernels); %s",
+                                           src);
+      cJSON_AddItemToObject(cal, keys[c], curve_json(&p->mem_bandwidth[c], s));
+    }
   }
   if (f->gemm_bf16) {
     g_autofree char *s = g_strdup_printf("cuBLASLt BF16 GEMMs (median of the passes / layouts of each shape); %s", src);

@@ -112,6 +112,10 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("nccl_cta_busbw"),
                                            KEY("nccl_pair_latency_ns"),
                                            KEY("nccl_pair_table"),
+                                           KEY("mem_bandwidth_copy"),
+                                           KEY("mem_bandwidth_norm"),
+                                           KEY("mem_bandwidth_activation"),
+                                           KEY("mem_bandwidth_optimizer"),
                                            KEY("gemm_bf16"),
                                            KEY("gemm_fp8"),
                                            KEY("attn_bf16"),
@@ -452,6 +456,10 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
       {"coll_efficiency_all_reduce", offsetof(PnHwProfile, coll_efficiency[2]), true},
       {"coll_efficiency_all_to_all", offsetof(PnHwProfile, coll_efficiency[3]), true},
       {"coll_efficiency_send_recv", offsetof(PnHwProfile, coll_efficiency[4]), true},
+      {"mem_bandwidth_copy", offsetof(PnHwProfile, mem_bandwidth[0]), true},
+      {"mem_bandwidth_norm", offsetof(PnHwProfile, mem_bandwidth[1]), true},
+      {"mem_bandwidth_activation", offsetof(PnHwProfile, mem_bandwidth[2]), true},
+      {"mem_bandwidth_optimizer", offsetof(PnHwProfile, mem_bandwidth[3]), true},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(curves); i++) {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(cal, curves[i].key);

@@ -183,6 +183,18 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
                                   : hw->nvlink_ce_bytes_per_ns;
 }
 
+/* Which measured memory-bound kernel an op behaves like. */
+static PnMemClass mem_class(const char *name)
+{
+  if (g_str_has_prefix(name, "ln") || g_str_has_prefix(name, "final_norm"))
+    return PN_MEM_NORM;
+  if (g_str_has_prefix(name, "act"))
+    return PN_MEM_ACTIVATION;
+  if (g_str_has_prefix(name, "adam") || g_str_has_prefix(name, "grad_norm"))
+    return PN_MEM_OPTIMIZER;
+  return PN_MEM_COPY;
+}
+
 static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
 {
   const PnHwProfile *hw = b->sc->hw;
@@ -199,7 +211,7 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
                                       op->causal, op->backward, &src);
     break;
   case PN_OP_MEM:
-    t->work_ns = pn_cost_memory_ns(hw, op->bytes);
+    t->work_ns = pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name));
     t->scaling = PN_SCALE_MEMORY;
     /* TE's persistent norm kernels run on sm_count - margin SMs (NVTE_*_LAYERNORM_SM_MARGIN). */
     if (g_str_has_prefix(op->name, "ln") || g_str_has_prefix(op->name, "final_norm")) {
