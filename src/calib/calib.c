@@ -367,6 +367,37 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   f->gemm_fp8_points    = p->gemm_fp8.n;
   f->gemm_bf16          = p->gemm_bf16.n > 0;
   f->gemm_fp8           = p->gemm_fp8.n > 0;
+  /* per shape: the median of each (shape, variant, SMs held) */
+  {
+    g_free(p->contention_points);
+    p->contention_points   = g_new0(PnContentionPoint, d->contention->len ? d->contention->len : 1);
+    p->n_contention_points = 0;
+    g_autoptr(GArray) v    = g_array_new(FALSE, FALSE, sizeof(double));
+    for (guint i = 0; i < d->contention->len; i++) {
+      const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
+      int variant = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
+      if (variant < 0 || c->sms_held < 1 || c->sms_held >= p->sm_count)
+        continue;
+      bool seen = false;
+      for (int j = 0; j < p->n_contention_points && !seen; j++) {
+        const PnContentionPoint *q = &p->contention_points[j];
+        seen = q->m == c->m && q->n == c->n && q->k == c->k && q->fp8 == c->fp8 && q->variant == variant &&
+               q->sms_held == c->sms_held;
+      }
+      if (seen)
+        continue;
+      g_array_set_size(v, 0);
+      for (guint j = i; j < d->contention->len; j++) {
+        const PnCalContention *o = &g_array_index(d->contention, PnCalContention, j);
+        if (o->m == c->m && o->n == c->n && o->k == c->k && o->fp8 == c->fp8 && o->variant == c->variant &&
+            o->sms_held == c->sms_held)
+          g_array_append_val(v, o->slowdown);
+      }
+      p->contention_points[p->n_contention_points++] =
+        (PnContentionPoint){c->m, c->n, c->k, c->fp8, variant, c->sms_held, fmax(median_of(v), 1e-3)};
+    }
+    pn_hw_profile_index_contention(p);
+  }
   f->gemm_sm_scaling    = fit_contention(d, PN_CAL_SPINNER, p->sm_count, &p->gemm_sm_scaling);
   f->gemm_sm_limit_scaling = fit_contention(d, PN_CAL_SPINNER_SM_TARGET, p->sm_count, &p->gemm_sm_limit_scaling);
   if (d->attn->len) {
@@ -473,15 +504,17 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
       g_printerr("collective %s ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound %.1f)\n",
                  pn_coll_kind_name(c->kind), c->ctas, c->bytes, c->ns, t, cost.latency_ns, cost.max_bytes_per_ns);
   }
+  /* every (shape, SMs held) row through the curves of its shape, as the executor uses them */
   for (guint i = 0; i < d->contention->len; i++) {
     const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
-    const PnCurve *curve     = c->variant == PN_CAL_SPINNER           ? &p->gemm_sm_scaling
-                               : c->variant == PN_CAL_SPINNER_SM_TARGET ? &p->gemm_sm_limit_scaling
-                                                                        : NULL;
-    if (!curve || curve->n == 0)
+    int v = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
+    if (v < 0 || c->sms_held < 1)
       continue;
-    double full = pn_curve_eval(curve, p->sm_count, 1.0);
-    double rate = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / full;
+    int s = pn_hw_profile_nearest_contention(p, c->m, c->n, c->k, c->fp8);
+    if (s < 0 || p->shape_contention[s].curve[v].n == 0)
+      continue;
+    const PnCurve *curve = &p->shape_contention[s].curve[v];
+    double rate          = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
     push_err(out->contention, 1.0 / rate, c->slowdown);
   }
   for (int v = PN_CAL_SPINNER; v <= PN_CAL_SPINNER_SM_TARGET; v += PN_CAL_SPINNER_SM_TARGET - PN_CAL_SPINNER) {

@@ -356,10 +356,10 @@ static int cmd_calibrate(int argc, char **argv)
       ok = check_line(out, "collectives, NCCL_MAX_CTAS forced", c.coll_ctas, tol) && ok;
       ok = check_line(out, "SM contention, median per SMs held", c.contention_median, tol) && ok;
       ok = check_line(out, "memory-bound kernels >= 256 MiB", c.memory, tol) && ok;
+      ok = check_line(out, "SM contention, every shape", c.contention, tol) && ok;
       g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
       check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c.memory_other, tol);
       check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
-      check_line(out, "SM contention, every shape", c.contention, tol);
       fputs(out->str, stdout);
       if (plot) {
         /* one gnuplot data block per series ("index" in plots/calibration.gp) */

@@ -237,11 +237,22 @@ static PnTaskId work_pop(Exec *ex)
  * launched for exactly these SMs (TE set_sm_margin), so it fills them in whole waves; otherwise
  * it was launched for all SMs and other kernels hold the rest (wave quantization, interference):
  * two different measured curves. */
-static double sm_rate(const Exec *ex, uint8_t scaling, double sms, bool own_limit)
+static double sm_rate(const Exec *ex, const PnTask *tk, double sms, bool own_limit)
 {
-  double n_sm = (double)ex->hw->sm_count;
+  uint8_t scaling = tk->scaling;
+  double n_sm     = (double)ex->hw->sm_count;
   if (sms >= n_sm)
     return 1.0;
+  /* a GEMM with curves measured for a shape near its own (wave quantization differs by shape) */
+  if (scaling == PN_SCALE_GEMM && tk->sm_shape > 0 && tk->sm_shape <= ex->hw->n_shape_contention) {
+    const PnCurve *c = &ex->hw->shape_contention[tk->sm_shape - 1].curve[own_limit ? 1 : 0];
+    if (c->n > 0) {
+      double r = pn_curve_eval(c, sms, 1.0) / pn_curve_eval(c, n_sm, 1.0);
+      if (!(r > 1e-9))
+        r = 1e-9;
+      return r > 1.0 ? 1.0 : r;
+    }
+  }
   const PnCurve *c = scaling == PN_SCALE_MEMORY ? &ex->hw->mem_sm_scaling : &ex->hw->gemm_sm_scaling;
   double full      = scaling == PN_SCALE_MEMORY ? ex->full_mem : ex->full_gemm;
   if (own_limit && scaling == PN_SCALE_GEMM && ex->hw->gemm_sm_limit_scaling.n > 0) {
@@ -307,7 +318,7 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   }
   for (uint32_t i = 0; i < n; i++) {
     double s = share[i] < 0.0 ? level : share[i];
-    run_set_rate(ex, &g->run[i], sm_rate(ex, ex->tasks[g->run[i].task].scaling, s, share[i] >= 0.0));
+    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->tasks[g->run[i].task], s, share[i] >= 0.0));
   }
 }
 

@@ -76,6 +76,7 @@ typedef struct {
   uint8_t scaling;     /* PnSmScaling (compute) */
   int16_t sms;         /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
   uint8_t n_legs;      /* P2P: 1..PN_TASK_MAX_LEGS */
+  uint8_t sm_shape;    /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
   double work_ns;      /* COMPUTE, DELAY */
   double flops;        /* COMPUTE: for reports */
   double latency_ns;   /* COMM, P2P */

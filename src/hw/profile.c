@@ -20,6 +20,13 @@ void pn_hw_profile_free(PnHwProfile *p)
   g_free(p->gemm_fp8.pts);
   g_free(p->attn_bf16.pts);
   g_free(p->nccl_pair_table.pts);
+  g_free(p->contention_points);
+  for (int i = 0; i < p->n_shape_contention; i++)
+    for (int v = 0; v < 2; v++) {
+      g_free(p->shape_contention[i].curve[v].x);
+      g_free(p->shape_contention[i].curve[v].y);
+    }
+  g_free(p->shape_contention);
   g_free(p);
 }
 
@@ -50,4 +57,77 @@ double pn_curve_eval(const PnCurve *c, double x, double dflt)
   else
     t = (x - x0) / (x1 - x0);
   return c->y[lo] + t * (c->y[hi] - c->y[lo]);
+}
+
+static bool same_shape(const PnShapeContention *s, const PnContentionPoint *c)
+{
+  return s->m == c->m && s->n == c->n && s->k == c->k && s->fp8 == c->fp8;
+}
+
+void pn_hw_profile_index_contention(PnHwProfile *p)
+{
+  for (int i = 0; i < p->n_shape_contention; i++)
+    for (int v = 0; v < 2; v++) {
+      g_free(p->shape_contention[i].curve[v].x);
+      g_free(p->shape_contention[i].curve[v].y);
+    }
+  g_free(p->shape_contention);
+  p->shape_contention   = g_new0(PnShapeContention, p->n_contention_points ? p->n_contention_points : 1);
+  p->n_shape_contention = 0;
+  for (int i = 0; i < p->n_contention_points; i++) {
+    const PnContentionPoint *c = &p->contention_points[i];
+    int s                      = 0;
+    while (s < p->n_shape_contention && !same_shape(&p->shape_contention[s], c))
+      s++;
+    if (s == p->n_shape_contention)
+      p->shape_contention[p->n_shape_contention++] = (PnShapeContention){.m = c->m, .n = c->n, .k = c->k, .fp8 = c->fp8};
+  }
+  for (int s = 0; s < p->n_shape_contention; s++) {
+    PnShapeContention *sc = &p->shape_contention[s];
+    for (int v = 0; v < 2; v++) {
+      /* points by SMs usable, ascending (= SMs held descending), and all SMs at 1 */
+      GArray *xs = g_array_new(FALSE, FALSE, sizeof(double)), *ys = g_array_new(FALSE, FALSE, sizeof(double));
+      for (int held = p->sm_count - 1; held >= 1; held--)
+        for (int i = 0; i < p->n_contention_points; i++) {
+          const PnContentionPoint *c = &p->contention_points[i];
+          if (same_shape(sc, c) && c->variant == v && c->sms_held == held) {
+            double x = (double)(p->sm_count - held), y = 1.0 / c->slowdown;
+            g_array_append_val(xs, x);
+            g_array_append_val(ys, y);
+            break;
+          }
+        }
+      if (xs->len > 0) {
+        double x = (double)p->sm_count, y = 1.0;
+        g_array_append_val(xs, x);
+        g_array_append_val(ys, y);
+        sc->curve[v] = (PnCurve){.n = (int)xs->len, .x = (double *)(void *)g_array_free(xs, FALSE),
+                                 .y = (double *)(void *)g_array_free(ys, FALSE)};
+      } else {
+        g_array_free(xs, TRUE);
+        g_array_free(ys, TRUE);
+      }
+    }
+  }
+}
+
+int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n, int64_t k, bool fp8)
+{
+  int best = -1;
+  double best_d = 0.0;
+  for (int s = 0; s < p->n_shape_contention; s++) {
+    const PnShapeContention *sc = &p->shape_contention[s];
+    double dm = log2((double)m / (double)sc->m), dn = log2((double)n / (double)sc->n), dk = log2((double)k / (double)sc->k);
+    /* contention depends on how the GEMM's tiles fill the waves of SMs, which nearby shapes need
+     * not share: only a shape within a factor of sqrt(2) in every dimension, of the same dtype,
+     * stands for another */
+    if (fabs(dm) > 0.5 || fabs(dn) > 0.5 || fabs(dk) > 0.5 || sc->fp8 != fp8)
+      continue;
+    double d = dm * dm + dn * dn + dk * dk;
+    if (best < 0 || d < best_d) {
+      best   = s;
+      best_d = d;
+    }
+  }
+  return best;
 }

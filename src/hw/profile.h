@@ -61,6 +61,24 @@ typedef struct {
   PnCollPoint *pts; /* sorted by kind, ctas, bytes */
 } PnCollTable;
 
+/* A GEMM's measured slowdown while `sms_held` SMs run another kernel (variant 0: the GEMM is
+ * launched for all SMs; 1: it is restricted to the others, TE's set_sm_margin). */
+typedef struct {
+  int64_t m, n, k;
+  bool fp8;
+  int variant;
+  int sms_held;
+  double slowdown;
+} PnContentionPoint;
+
+/* Per measured GEMM shape, its two contention curves (x = SMs usable, y = throughput relative to
+ * all SMs), built from the points by pn_hw_profile_index_contention(). */
+typedef struct {
+  int64_t m, n, k;
+  bool fp8;
+  PnCurve curve[2];
+} PnShapeContention;
+
 typedef struct PnHwProfile {
   char name[64];
   char gpu[64];
@@ -104,6 +122,10 @@ typedef struct PnHwProfile {
                                        (ns); 0 = base latency + hops */
   PnCurve mem_bandwidth[PN_PROFILE_MEM_CLASSES]; /* per class (elementwise copy, norm, activation, optimizer):
                                        x = bytes moved, y = achieved bytes/ns; empty: hbm_bytes_per_ns */
+  int n_contention_points;          /* measured per shape (calibration gemm_contention_table) */
+  PnContentionPoint *contention_points;
+  int n_shape_contention;           /* derived from the points */
+  PnShapeContention *shape_contention;
   PnCollTable nccl_pair_table;      /* measured collectives of 2 GPUs over NVLink: interpolated in log(size) and
                                        log(channels); groups of 2 use it before the curves above */
   double nccl_cta_busbw[PN_PROFILE_COLL_KINDS];  /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per
@@ -115,6 +137,13 @@ typedef struct PnHwProfile {
 
 void pn_hw_profile_free(PnHwProfile *p); /* frees the tables and p; NULL is a no-op */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnHwProfile, pn_hw_profile_free)
+
+/* Rebuilds shape_contention from contention_points (call after changing the points). */
+void pn_hw_profile_index_contention(PnHwProfile *p);
+/* Index (>= 0) of the measured shape nearest to a GEMM (log distance over m, n, k), among those
+ * of the same dtype within a factor sqrt(2) in every dimension; -1 when there is none (the
+ * median curves gemm_sm_scaling / gemm_sm_limit_scaling then apply). */
+int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n, int64_t k, bool fp8);
 
 /* Value of the curve at x (clamped at both ends); `dflt` when the curve is empty. */
 double pn_curve_eval(const PnCurve *c, double x, double dflt);

@@ -348,6 +348,21 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
                                          src);
     cJSON_AddItemToObject(cal, "nccl_pair_table", table_json(cols, 4, v, p->nccl_pair_table.n, s));
   }
+  if (p->n_contention_points > 0) {
+    static const char *const cols[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
+    g_autofree double *v            = g_new(double, (gsize)p->n_contention_points * 7);
+    for (int i = 0; i < p->n_contention_points; i++) {
+      const PnContentionPoint *c = &p->contention_points[i];
+      double row[] = {(double)c->m,        (double)c->n,   (double)c->k, c->fp8 ? 2.0 : 1.0, (double)(c->variant + 1),
+                      (double)c->sms_held, c->slowdown};
+      memcpy(v + (gsize)i * 7, row, sizeof row);
+    }
+    g_autofree char *s = g_strdup_printf("cuBLASLt GEMM slowdown while a spinner holds sms_held SMs, per measured "
+                                         "shape (dtype 1 bf16, 2 fp8; variant 1: GEMM launched for all SMs, 2: "
+                                         "restricted to the others with SM_COUNT_TARGET; median of the repeats); %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "gemm_contention_table", table_json(cols, 7, v, p->n_contention_points, s));
+  }
   if (f->mem_classes) {
     static const char *const keys[] = {"mem_bandwidth_copy", "mem_bandwidth_norm", "mem_bandwidth_activation",
                                        "mem_bandwidth_optimizer"};

@@ -112,6 +112,7 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("nccl_cta_busbw"),
                                            KEY("nccl_pair_latency_ns"),
                                            KEY("nccl_pair_table"),
+                                           KEY("gemm_contention_table"),
                                            KEY("mem_bandwidth_copy"),
                                            KEY("mem_bandwidth_norm"),
                                            KEY("mem_bandwidth_activation"),
@@ -123,6 +124,7 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
 
 static const char *const gemm_columns[] = {"m", "n", "k", "ns"};
 static const char *const coll_columns[] = {"collective", "ctas", "bytes", "ns"};
+static const char *const contention_columns[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
 static const char *const attn_columns[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
 
 static char *join(const char *const *names, int n)
@@ -504,6 +506,28 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
       const double *v = vals + (gsize)r * 4;
       tab->pts[r]     = (PnGemmPoint){.m = (int64_t)v[0], .n = (int64_t)v[1], .k = (int64_t)v[2], .ns = v[3]};
     }
+  }
+  const cJSON *gt = cJSON_GetObjectItemCaseSensitive(cal, "gemm_contention_table");
+  if (gt != NULL) {
+    g_autofree double *vals = NULL;
+    int n                   = 0;
+    if (!read_table(ctx, gt, "/calibration/gemm_contention_table", contention_columns, 7, 6, &vals, &n, error))
+      return FALSE;
+    p->contention_points   = n > 0 ? g_new0(PnContentionPoint, n) : NULL;
+    p->n_contention_points = n;
+    for (int r = 0; r < n; r++) {
+      const double *v = vals + (gsize)r * 7;
+      if (v[3] > 2 || v[4] > 2 || v[5] >= p->sm_count) {
+        g_autofree char *rp = g_strdup_printf("/calibration/gemm_contention_table/rows/%d", r);
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp,
+                    "expected dtype 1 (bf16) or 2 (fp8), variant 1 (SMs held) or 2 (SM margin), sms_held < sm_count %d",
+                    p->sm_count);
+        return FALSE;
+      }
+      p->contention_points[r] = (PnContentionPoint){(int64_t)v[0], (int64_t)v[1], (int64_t)v[2], v[3] == 2,
+                                                    (int)v[4] - 1, (int)v[5], v[6]};
+    }
+    pn_hw_profile_index_contention(p);
   }
   const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_table");
   if (ct != NULL) {

@@ -203,9 +203,12 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
   t->scaling = PN_SCALE_GEMM;
   t->flops   = op->flops;
   switch (op->kind) {
-  case PN_OP_GEMM:
+  case PN_OP_GEMM: {
     t->work_ns = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src);
+    int shape  = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
+    t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
+  }
   case PN_OP_ATTN:
     t->work_ns = pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads, op->head_dim,
                                       op->causal, op->backward, &src);
