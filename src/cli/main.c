@@ -27,6 +27,19 @@
 
 typedef int (*PnCommandFn)(int argc, char **argv);
 
+static int fail(const GError *error);
+
+/* A command's report: to FILE (written atomically) with -o, else to stdout. */
+static int emit(const char *output, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  if (!output) {
+    fputs(text, stdout);
+    return 0;
+  }
+  return pn_io_write_file_atomic(output, text, strlen(text), &error) ? 0 : fail(error);
+}
+
 typedef struct {
   const char *name;
   PnCommandFn fn;
@@ -130,13 +143,7 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
   }
   if (json)
     g_string_append(out, "\n]\n");
-  if (output) {
-    if (!pn_io_write_file_atomic(output, out->str, out->len, &error))
-      return fail(error);
-  } else {
-    fputs(out->str, stdout);
-  }
-  return 0;
+  return emit(output, out->str);
 }
 
 static int cmd_run(int argc, char **argv)
@@ -200,13 +207,7 @@ static int cmd_run(int argc, char **argv)
   if (whatif)
     return what_if(argv[1], sets, n_sets, sc, r, json, output);
   g_autofree char *report = json ? pn_report_json(sc, r) : pn_report_text(sc, r);
-  if (output) {
-    if (!pn_io_write_file_atomic(output, report, strlen(report), &error))
-      return fail(error);
-  } else {
-    fputs(report, stdout);
-  }
-  return 0;
+  return emit(output, report);
 }
 
 static int cmd_validate(int argc, char **argv)
@@ -258,12 +259,9 @@ static int cmd_validate(int argc, char **argv)
       return fail(error);
   }
   g_autofree char *report = json ? pn_validate_report_json(rows) : pn_validate_report_text(rows);
-  if (output) {
-    if (!pn_io_write_file_atomic(output, report, strlen(report), &error))
-      return fail(error);
-  } else {
-    fputs(report, stdout);
-  }
+  int rc                  = emit(output, report);
+  if (rc != 0)
+    return rc;
   int n;
   double mape = pn_validate_mape(rows, &n);
   if (n == 0) {

@@ -248,6 +248,20 @@ static int16_t tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1,
  * must not wait for it, the compute that follows the pair must. */
 static void tpl_join_after_next(GArray *tpl, int16_t entry) { g_array_index(tpl, PnTplEntry, entry).join_at = entry + 1; }
 
+/* A side-stream collective `t` and its GEMM `gt`. Issued first, the collective runs beside the
+ * GEMM (it moves a tensor the GEMM does not read) and the compute after the GEMM joins it; issued
+ * after, it consumes the GEMM's output and the next compute joins it. */
+static void tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt, bool comm_first)
+{
+  if (comm_first) {
+    tpl_join_after_next(tpl, tpl_add(tpl, t, -1, -1, true, true));
+    tpl_add(tpl, gt, -1, -1, false, false);
+  } else {
+    tpl_add(tpl, gt, -1, -1, false, false);
+    tpl_add(tpl, t, -1, -1, true, true);
+  }
+}
+
 /* A GEMM op priced for `parts` equal chunks along M. */
 static void gemm_chunk(PnBuilder *b, const PnOp *gemm, int parts, int sm_limit, PnTask *t)
 {
@@ -284,13 +298,7 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     PnTask gt;
     price_op(b, gemm, &gt);
     gt.sms = (int16_t)sm_limit;
-    if (comm_first) {
-      tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
-      tpl_add(tpl, &gt, -1, -1, false, false);
-    } else { /* the comm consumes the GEMM's output: no overlap possible with it */
-      tpl_add(tpl, &gt, -1, -1, false, false);
-      tpl_add(tpl, &t, -1, -1, true, true);
-    }
+    tpl_comm_beside_gemm(tpl, &t, &gt, comm_first);
     break;
   }
   case PN_UB_PIPELINE: {
@@ -432,13 +440,7 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
           price_op(b, comm, &t);
           t.stream = PN_STREAM_TP_COMM;
           price_op(b, gemm, &gt);
-          if (op == comm) {
-            tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
-            tpl_add(tpl, &gt, -1, -1, false, false);
-          } else {
-            tpl_add(tpl, &gt, -1, -1, false, false);
-            tpl_add(tpl, &t, -1, -1, true, true);
-          }
+          tpl_comm_beside_gemm(tpl, &t, &gt, op == comm);
         }
         /* memory-bound kernels skipped over (dY transposes for the wgrad) run after the pair */
         for (guint k = i + 1; k < (guint)j; k++)
