@@ -97,6 +97,7 @@ static const PnField parallel_fields[] = {
                100000, true, 1),
     F_INT(PnParallelConfig, "context_parallel_size", context_parallel_size, 1, 10000000),
     F_INT(PnParallelConfig, "expert_model_parallel_size", expert_model_parallel_size, 1, 10000000),
+    F_INT_NULL(PnParallelConfig, "expert_tensor_parallel_size", expert_tensor_parallel_size, 1, 10000000, true, 0),
     F_ENUM(PnParallelConfig, "moe_token_dispatcher_type", PN_FIELD_ENUM, moe_token_dispatcher_type, dispatcher_names,
            0),
     F_KIND(PnParallelConfig, "sequence_parallel", PN_FIELD_BOOL, sequence_parallel),
@@ -536,28 +537,42 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     return FALSE;
   }
 
-  /* experts */
-  if (ep > 1) {
-    if (m->num_moe_experts == 0) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_model_parallel_size",
-                  I64 " needs a MoE model (num_moe_experts > 0)", ep);
-      return FALSE;
-    }
+  /* experts: Megatron-Core lays the expert ranks of a stage out as etp x ep x edp over its
+   * tp x cp x dp ranks; expert_tensor_parallel_size defaults to tensor_model_parallel_size */
+  if (par->expert_tensor_parallel_size == 0)
+    par->expert_tensor_parallel_size = tp;
+  int64_t etp = par->expert_tensor_parallel_size;
+  if (m->num_moe_experts == 0 && (ep > 1 || etp != tp)) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx,
+                ep > 1 ? "/parallel/expert_model_parallel_size" : "/parallel/expert_tensor_parallel_size",
+                I64 " needs a MoE model (num_moe_experts > 0)", ep > 1 ? ep : etp);
+    return FALSE;
+  }
+  if (m->num_moe_experts > 0) {
     if (m->num_moe_experts % ep != 0) {
       pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_model_parallel_size",
                   I64 " does not divide num_moe_experts " I64, ep, m->num_moe_experts);
       return FALSE;
     }
-    if ((dp * cp) % ep != 0) {
+    if (etp > gpus || ep > gpus || (tp * cp * dp) % (etp * ep) != 0) {
       pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_model_parallel_size",
-                  I64 " does not divide data_parallel_size x context_parallel_size = " I64, ep, dp * cp);
+                  "expert_tensor_parallel_size x expert_model_parallel_size = " I64 " x " I64
+                  " does not divide the ranks of a pipeline stage (tp x cp x dp = " I64 ")",
+                  etp, ep, tp * cp * dp);
+      return FALSE;
+    }
+    int64_t moe_ffn = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
+    if (moe_ffn % etp != 0) {
+      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_tensor_parallel_size",
+                  I64 " does not divide moe_ffn_hidden_size " I64, etp, moe_ffn);
+      return FALSE;
+    }
+    if (tp > 1 && ep > 1 && !par->sequence_parallel) {
+      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/sequence_parallel",
+                  "expected true: Megatron-Core requires sequence parallelism with tensor and expert parallelism");
       return FALSE;
     }
   }
-  if (m->num_moe_experts > 0)
-    warn(warnings, ctx, "/model/num_moe_experts",
-         "MoE layers are simulated as dense in this version (" I64 " experts, top-" I64 " routing ignored)",
-         m->num_moe_experts, m->moe_router_topk);
   if (m->mtp_num_layers > 0)
     warn(warnings, ctx, "/model/mtp_num_layers",
          "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)", m->mtp_num_layers);

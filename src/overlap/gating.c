@@ -216,11 +216,10 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
     return FALSE;
   plan->overlap_moe_expert_parallel_comm = co->overlap_moe_expert_parallel_comm;
   plan->delay_wgrad_compute              = co->delay_wgrad_compute;
-  if (plan->overlap_moe_expert_parallel_comm)
-    warn(warnings,
-         "overlap_moe_expert_parallel_comm%s is checked but not simulated: MoE layers run as dense layers, "
-         "with no expert all-to-all to overlap",
-         plan->delay_wgrad_compute ? " (and delay_wgrad_compute)" : "");
+  if (plan->overlap_moe_expert_parallel_comm && sc->env.cuda_device_max_connections == 1)
+    warn(warnings, "overlap_moe_expert_parallel_comm with CUDA_DEVICE_MAX_CONNECTIONS=1: every stream feeds one "
+                   "hardware queue, so the expert all-to-all of one micro-batch waits behind the other's kernels "
+                   "(Megatron-LM warns; recipes use 8 or 32)");
 
   /* DP: _get_optimizer_overlap_cfgs applies only with the distributed optimizer (setup()). */
   plan->use_distributed_optimizer = ddp->use_distributed_optimizer;
@@ -277,12 +276,22 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
   if (ddp->fp8_param_gather && sc->training.precision != PN_PREC_FP8)
     warn(warnings, "fp8_param_gather has no effect when training.precision is not fp8");
 
-  if (co->overlap_p2p_backward_on_comm_stream || co->overlap_p2p_with_transformer_layer_wgrad ||
-      co->overlap_p2p_wgrad_delayed_layer_number > 1)
+  /* Megatron-LM PR #4268 (unmerged) acts inside the combined 1F1B schedule only. */
+  bool pr4268 = co->overlap_p2p_backward_on_comm_stream || co->overlap_p2p_with_transformer_layer_wgrad ||
+                co->overlap_p2p_wgrad_delayed_layer_number > 1;
+  if (pr4268 && !plan->overlap_moe_expert_parallel_comm)
     warn(warnings, "overlap_p2p_backward_on_comm_stream / overlap_p2p_wgrad_delayed_layer_number / "
                    "overlap_p2p_with_transformer_layer_wgrad act inside the fine-grained EP-overlap (combined 1F1B) "
-                   "schedule of Megatron-LM PR #4268 (unmerged); they are validated but not simulated: MoE layers are "
-                   "not simulated yet");
+                   "schedule of Megatron-LM PR #4268 (unmerged); ignored without overlap_moe_expert_parallel_comm");
+  else if (pr4268)
+    warn(warnings, "overlap_p2p_backward_on_comm_stream / overlap_p2p_wgrad_delayed_layer_number / "
+                   "overlap_p2p_with_transformer_layer_wgrad are Megatron-LM PR #4268, not merged upstream: simulated "
+                   "as its description says");
+  plan->p2p_backward_on_comm_stream  = plan->overlap_moe_expert_parallel_comm && co->overlap_p2p_backward_on_comm_stream;
+  plan->p2p_wgrad_delayed_layers     = plan->overlap_moe_expert_parallel_comm
+                                           ? MAX(co->overlap_p2p_wgrad_delayed_layer_number, 1) : 1;
+  plan->p2p_delay_mlp_wgrad          = plan->overlap_moe_expert_parallel_comm &&
+                                       co->overlap_p2p_with_transformer_layer_wgrad;
   if (sc->env.nccl_nvls_enable)
     warn(warnings, "NCCL_NVLS_ENABLE=1: NVLink SHARP (NVLS) collectives are not simulated (they could not be measured "
                    "here); collectives are priced as NCCL ring/tree");

@@ -39,6 +39,10 @@ typedef struct {
   GArray *layer_fwd, *layer_bwd, *layer_bwd_plain; /* of PnTplEntry; plain: not recomputed */
   GArray *emb_fwd, *emb_bwd;
   GArray *head_fwd, *head_bwd;
+  /* combined 1F1B (EP overlap): a layer split into the nodes of Megatron's fine-grained layer
+   * schedule (PnLayerNode), forward and backward, and the two delayed-wgrad parts */
+  GArray *node_fwd[PN_NODE_N], *node_bwd[PN_NODE_N];
+  GArray *attn_dw, *mlp_dw;
 } PnTemplates;
 
 /* A unit of a model chunk for DP bucketing: the embedding, one layer, or the output head. */
@@ -46,7 +50,8 @@ typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
 typedef struct {
   PnUnitKind kind;
   int64_t layer;   /* global layer index (PN_UNIT_LAYER) */
-  double params;   /* parameters on this GPU */
+  double params;   /* parameters on this GPU reduced over dp x cp */
+  double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
   int16_t bucket;  /* DP bucket, numbered in backprop order */
 } PnUnit;
 
@@ -96,6 +101,8 @@ static PnCommClass group_class(PnGroup grp)
     return PN_CLASS_DP;
   case PN_GROUP_EP:
     return PN_CLASS_EP;
+  case PN_GROUP_ETP:
+    return PN_CLASS_TP;
   case PN_GROUP_PP:
   default:
     return PN_CLASS_PP;
@@ -118,7 +125,22 @@ static void group_span(const PnBuilder *b, PnGroup grp, int64_t *ranks, int64_t 
     *ranks    = b->dp * b->cp;
     *per_node = pn_sched_ranks_per_node(b->sc, b->tp, b->dp * b->cp);
     break;
-  case PN_GROUP_EP:
+  case PN_GROUP_EP: { /* expert ranks: etp x ep x edp; the allgather dispatcher spans etp x ep */
+    int64_t etp = b->sc->parallel.expert_tensor_parallel_size;
+    int64_t ep  = b->sc->parallel.expert_model_parallel_size;
+    if (b->sc->parallel.moe_token_dispatcher_type == PN_MOE_DISPATCHER_ALLGATHER) {
+      *ranks    = etp * ep;
+      *per_node = pn_sched_ranks_per_node(b->sc, 1, *ranks);
+    } else {
+      *ranks    = ep;
+      *per_node = pn_sched_ranks_per_node(b->sc, etp, ep);
+    }
+    break;
+  }
+  case PN_GROUP_ETP:
+    *ranks    = b->sc->parallel.expert_tensor_parallel_size;
+    *per_node = pn_sched_ranks_per_node(b->sc, 1, *ranks);
+    break;
   case PN_GROUP_PP:
   default:
     *ranks    = 2;
@@ -183,6 +205,30 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
                                   : hw->nvlink_ce_bytes_per_ns;
 }
 
+/* The flex dispatcher (DeepEP / HybridEP kernels) is hierarchical: a token bound for experts on
+ * another node crosses the network once per destination node, over the GPU's rail NIC, and the
+ * GPU that receives it forwards its copies to their experts' GPUs over NVLink; NCCL's
+ * all-to-all sends every one of the top-k copies. With balanced routing a token's top-k
+ * experts hit a given remote node with probability 1 - C(E - E/nodes, k) / C(E, k). `S` is the
+ * per-rank buffer of all top-k copies (Tm*topk*h*2). Inside one node nothing changes. */
+static void flex_dispatch_bytes(const PnBuilder *b, double S, PnTask *t)
+{
+  int64_t ranks, per_node;
+  group_span(b, PN_GROUP_EP, &ranks, &per_node);
+  int64_t nodes = (ranks + per_node - 1) / per_node;
+  if (nodes <= 1)
+    return;
+  int64_t E = b->sc->model.num_moe_experts, k = MAX(b->sc->model.moe_router_topk, 1);
+  int64_t e_node = E / nodes;
+  double miss    = 1.0; /* probability that none of the k experts is on a given remote node */
+  for (int64_t i = 0; i < k && E - i > 0; i++)
+    miss *= fmax(0.0, (double)(E - e_node - i)) / (double)(E - i);
+  double token_bytes = S / (double)k;
+  t->nic_bytes       = token_bytes * (double)(nodes - 1) * (1.0 - miss);
+  t->nvlink_bytes    = S * (double)(per_node - 1) / (double)per_node;
+  t->max_bytes_per_ns = 0.0; /* bound by the links (the kernels are not NCCL's channels) */
+}
+
 /* Which measured memory-bound kernel an op behaves like. */
 static PnMemClass mem_class(const char *name)
 {
@@ -204,7 +250,9 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
   t->flops   = op->flops;
   switch (op->kind) {
   case PN_OP_GEMM: {
-    t->work_ns = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src);
+    /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
+     * Hopper overlaps only their launch and tail) */
+    t->work_ns = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src) * (double)MAX(op->groups, 1);
     int shape  = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
     t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
@@ -225,6 +273,9 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     break;
   case PN_OP_COMM:
     nccl_task(b, op->coll, op->bytes, op->group, t);
+    if (op->group == PN_GROUP_EP && op->coll == PN_COLL_ALL_TO_ALL &&
+        b->sc->parallel.moe_token_dispatcher_type == PN_MOE_DISPATCHER_FLEX)
+      flex_dispatch_bytes(b, op->bytes, t);
     break;
   }
   if (op->kind == PN_OP_GEMM || op->kind == PN_OP_ATTN) {
@@ -449,6 +500,15 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
         continue;
       }
     }
+    /* A TE async collective whose wgrad GEMM was deferred to backward_dw() (delay_wgrad_compute)
+     * still runs on its stream beside what follows; the next compute after it joins it. */
+    if (j < 0 && op->kind == PN_OP_COMM && slot_is_te_async(op->ub_slot)) {
+      PnTask t;
+      price_op(b, op, &t);
+      t.stream = PN_STREAM_TP_COMM;
+      tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
+      continue;
+    }
     /* Context-parallel P2P ring: the KV exchange op followed by its attention op. */
     if (op->kind == PN_OP_COMM && op->group == PN_GROUP_CP && op->coll == PN_COLL_SEND_RECV && next &&
         next->kind == PN_OP_ATTN && b->cp > 1) {
@@ -470,6 +530,40 @@ static GArray *template_of(PnBuilder *b, PnOpsFn fn, PnPhase phase)
   return tpl_from_ops(b, ops);
 }
 
+/* The layer's op lists split by schedule node. With delay_wgrad_compute the TE-linear wgrad
+ * GEMMs leave their node for the backward_dw() parts: the experts' (and MLP's) for mlp_dw, the
+ * attention's and shared experts' for attn_dw (fine_grained_callables.py backward_dw). Every
+ * layer is recomputed alike here (EP overlap rules out full recompute). */
+static void node_templates_build(PnBuilder *b)
+{
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  g_autoptr(GArray) part = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  g_autoptr(GArray) dw   = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  for (int phase = 0; phase < 2; phase++) {
+    g_array_set_size(ops, 0);
+    pn_workload_layer_ops(b->sc, phase == 0 ? PN_PHASE_FWD : PN_PHASE_BWD, ops);
+    for (int n = 0; n < PN_NODE_N; n++) {
+      g_array_set_size(part, 0);
+      g_array_set_size(dw, 0);
+      for (guint i = 0; i < ops->len; i++) {
+        const PnOp *o = &g_array_index(ops, PnOp, i);
+        if (o->node != n)
+          continue;
+        if (phase == 1 && b->plan->delay_wgrad_compute && o->kind == PN_OP_GEMM && o->te_wgrad)
+          g_array_append_val(dw, *o);
+        else
+          g_array_append_val(part, *o);
+      }
+      GArray **slot = phase == 0 ? &b->tpl.node_fwd[n] : &b->tpl.node_bwd[n];
+      *slot         = tpl_from_ops(b, part);
+      if (phase == 1 && n == PN_NODE_ATTN)
+        b->tpl.attn_dw = tpl_from_ops(b, dw);
+      else if (phase == 1 && n == PN_NODE_MLP)
+        b->tpl.mlp_dw = tpl_from_ops(b, dw);
+    }
+  }
+}
+
 static void templates_build(PnBuilder *b)
 {
   b->tpl.layer_fwd = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
@@ -481,6 +575,8 @@ static void templates_build(PnBuilder *b)
   b->tpl.emb_bwd         = template_of(b, pn_workload_embedding_ops, PN_PHASE_BWD);
   b->tpl.head_fwd        = template_of(b, pn_workload_head_ops, PN_PHASE_FWD);
   b->tpl.head_bwd        = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
+  if (b->plan->overlap_moe_expert_parallel_comm)
+    node_templates_build(b);
 }
 
 static void templates_free(PnTemplates *t)
@@ -489,6 +585,12 @@ static void templates_free(PnTemplates *t)
                     &t->emb_bwd,   &t->head_fwd,  &t->head_bwd};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
+  for (int n = 0; n < PN_NODE_N; n++) {
+    g_clear_pointer(&t->node_fwd[n], g_array_unref);
+    g_clear_pointer(&t->node_bwd[n], g_array_unref);
+  }
+  g_clear_pointer(&t->attn_dw, g_array_unref);
+  g_clear_pointer(&t->mlp_dw, g_array_unref);
 }
 
 /* ---- emission ---------------------------------------------------------------------------- */
@@ -568,16 +670,17 @@ static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
   int64_t vs   = vstage_of(b, rank, chunk);
   int64_t last = b->pp * b->vpp - 1;
   if (vs == 0) {
-    PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0};
+    PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0.0, 0};
     g_array_append_val(u, e);
   }
   int64_t first = g_array_index(b->vs_first_layer, int64_t, vs);
   for (int64_t l = 0; l < g_array_index(b->vs_layers, int64_t, vs); l++) {
-    PnUnit e = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc), 0};
+    double experts = pn_workload_layer_expert_params(b->sc);
+    PnUnit e       = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc) - experts, experts, 0};
     g_array_append_val(u, e);
   }
   if (vs == last) {
-    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0};
+    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0.0, 0};
     g_array_append_val(u, e);
   }
   bool multi    = b->plan->bucket_size > 0 && rank == 0 && chunk == 0;
@@ -586,7 +689,7 @@ static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
   for (gint i = (gint)u->len - 1; i >= 0; i--) {
     PnUnit *e  = &g_array_index(u, PnUnit, i);
     e->bucket  = bucket;
-    fill      += e->params;
+    fill      += e->params + e->expert_params;
     if (multi && fill >= (double)b->plan->bucket_size && i > 0) {
       bucket++;
       fill = 0.0;
@@ -596,16 +699,23 @@ static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
 
 static int n_buckets(GArray *units) { return units->len ? g_array_index(units, PnUnit, 0).bucket + 1 : 0; }
 
-static double bucket_params(GArray *units, int bucket)
+/* Parameters of one bucket (bucket < 0: the whole chunk), dense and expert. */
+static double bucket_params(GArray *units, int bucket, double *expert)
 {
-  double p = 0.0;
-  for (guint i = 0; i < units->len; i++)
-    if (g_array_index(units, PnUnit, i).bucket == bucket)
-      p += g_array_index(units, PnUnit, i).params;
+  double p = 0.0, e = 0.0;
+  for (guint i = 0; i < units->len; i++) {
+    const PnUnit *u = &g_array_index(units, PnUnit, i);
+    if (bucket < 0 || u->bucket == bucket) {
+      p += u->params;
+      e += u->expert_params;
+    }
+  }
+  *expert = e;
   return p;
 }
 
-static bool dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
+static bool dense_dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
+static bool dp_active(const PnBuilder *b) { return dense_dp_active(b) || pn_workload_expert_dp(b->sc) > 1; }
 
 /* A DP collective over an explicit span (ranks, ranks per node), on the DP stream when `side`. */
 static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node,
@@ -652,6 +762,25 @@ static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind,
   return id;
 }
 
+/* A DP collective of a bucket: the dense parameters over dp x cp, then the experts' over the
+ * expert data-parallel group (Megatron keeps them in separate buffers; expert ranks are laid
+ * out etp x ep x edp, so edp ranks are etp*ep apart). Returns the last task (both run on the
+ * same stream), or PN_TASK_NONE when neither group has more than one rank. */
+static PnTaskId emit_dp_pair(PnBuilder *b, uint32_t rank, PnCollKind kind, double dense_bytes, double expert_bytes,
+                             const char *label, int16_t chunk, bool side)
+{
+  PnTaskId id = PN_TASK_NONE;
+  if (dense_dp_active(b))
+    id = emit_dp_collective(b, rank, kind, dense_bytes, label, chunk, side);
+  int64_t edp = pn_workload_expert_dp(b->sc);
+  if (edp > 1 && expert_bytes > 0.0) {
+    int64_t stride = b->sc->parallel.expert_tensor_parallel_size * b->sc->parallel.expert_model_parallel_size;
+    id = emit_dp_span(b, rank, kind, expert_bytes, edp, pn_sched_ranks_per_node(b->sc, stride, edp), label, chunk,
+                      side);
+  }
+  return id;
+}
+
 static PnCollKind grad_coll(const PnBuilder *b)
 {
   return b->plan->use_distributed_optimizer ? PN_COLL_REDUCE_SCATTER : PN_COLL_ALL_REDUCE;
@@ -672,8 +801,9 @@ static bool param_overlap_now(const PnBuilder *b)
 static PnTaskId emit_param_ag(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
 {
   GArray *units = units_of(b, rank, chunk);
-  return emit_dp_collective(b, rank, PN_COLL_ALL_GATHER, bucket_params(units, bucket) * b->plan->param_bytes_per_elem,
-                            "dp_param_all_gather", (int16_t)chunk, true);
+  double experts, dense = bucket_params(units, bucket, &experts);
+  double e = b->plan->param_bytes_per_elem;
+  return emit_dp_pair(b, rank, PN_COLL_ALL_GATHER, dense * e, experts * e, "dp_param_all_gather", (int16_t)chunk, true);
 }
 
 static GArray *chunk_ag_of(PnBuilder *b, uint32_t rank, int64_t chunk)
@@ -760,9 +890,11 @@ static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
     emit_unit(b, rank, u, false, a->microbatch, a->chunk);
     bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
     if (reduce && bucket_done) {
-      double bytes = bucket_params(units, u->bucket) * b->plan->grad_bytes_per_elem;
-      PnTaskId id  = emit_dp_collective(b, rank, grad_coll(b), bytes, grad_label(b), a->chunk, true);
-      g_array_append_val(waits, id);
+      double experts, dense = bucket_params(units, u->bucket, &experts);
+      double g     = b->plan->grad_bytes_per_elem;
+      PnTaskId id  = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), a->chunk, true);
+      if (id != PN_TASK_NONE)
+        g_array_append_val(waits, id);
     }
   }
 }
@@ -883,11 +1015,9 @@ static void emit_grad_sync(PnBuilder *b, uint32_t rank)
     return;
   }
   for (int64_t c = b->vpp - 1; c >= 0; c--) {
-    GArray *units = units_of(b, rank, c);
-    double params = 0.0;
-    for (guint i = 0; i < units->len; i++)
-      params += g_array_index(units, PnUnit, i).params;
-    emit_dp_collective(b, rank, grad_coll(b), params * b->plan->grad_bytes_per_elem, grad_label(b), (int16_t)c, false);
+    double experts, dense = bucket_params(units_of(b, rank, c), -1, &experts);
+    double g = b->plan->grad_bytes_per_elem;
+    emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), (int16_t)c, false);
   }
 }
 
@@ -913,13 +1043,15 @@ static void emit_barrier(PnBuilder *b)
 
 static void emit_optimizer(PnBuilder *b, uint32_t rank)
 {
-  double params = 0.0;
+  double params = 0.0, experts = 0.0;
   for (int64_t c = 0; c < b->vpp; c++) {
-    GArray *units = units_of(b, rank, c);
-    for (guint i = 0; i < units->len; i++)
-      params += g_array_index(units, PnUnit, i).params;
+    double e;
+    params += bucket_params(units_of(b, rank, c), -1, &e);
+    experts += e;
   }
-  double local = b->plan->use_distributed_optimizer ? params / (double)(b->dp * b->cp) : params;
+  double local = b->plan->use_distributed_optimizer
+                     ? params / (double)(b->dp * b->cp) + experts / (double)pn_workload_expert_dp(b->sc)
+                     : params + experts;
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_optimizer_ops(b->sc, local, ops);
   g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
@@ -928,13 +1060,281 @@ static void emit_optimizer(PnBuilder *b, uint32_t rank)
    * with it, in the next iteration's forward (and in the first iteration not at all). */
   if (b->plan->use_distributed_optimizer && dp_active(b) && !b->plan->overlap_param_gather)
     for (int64_t c = 0; c < b->vpp; c++) {
-      GArray *units = units_of(b, rank, c);
-      double p      = 0.0;
-      for (guint i = 0; i < units->len; i++)
-        p += g_array_index(units, PnUnit, i).params;
-      emit_dp_collective(b, rank, PN_COLL_ALL_GATHER, p * b->plan->param_bytes_per_elem, "dp_param_all_gather",
-                         (int16_t)c, false);
+      double experts_c, dense = bucket_params(units_of(b, rank, c), -1, &experts_c);
+      double e = b->plan->param_bytes_per_elem;
+      emit_dp_pair(b, rank, PN_COLL_ALL_GATHER, dense * e, experts_c * e, "dp_param_all_gather", (int16_t)c, false);
     }
+}
+
+/* ---- combined 1F1B (overlap_moe_expert_parallel_comm) ------------------------------------ */
+
+/* The two event chains of a combined step: every node of the forward (backward) micro-batch
+ * waits for the previous node of the same chain, whatever its stream (ScheduleNode waits for
+ * and records one CUDA event per model-chunk plan, pipeline_parallel/utils.py). */
+typedef struct {
+  PnTaskId f, b;
+} PnChains;
+
+/* Emits one node template after `*chain` and advances the chain to the node's last task on its
+ * stream. Communication nodes (dispatch, combine) run on the EP stream, with everything in them
+ * (the unpermutation and residual add of moe_combine included); compute nodes on the compute
+ * stream, where their userbuffers / TE-async side tasks keep their own streams. */
+static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                      int16_t chunk, int16_t layer)
+{
+  if (tpl->len == 0)
+    return;
+  PnTaskId ids[tpl->len];
+  PnStream node_stream = comm_node ? PN_STREAM_EP_COMM : PN_STREAM_COMPUTE;
+  PnTaskId last        = PN_TASK_NONE;
+  for (guint i = 0; i < tpl->len; i++) {
+    const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
+    PnTask t            = e->task;
+    t.microbatch        = mb;
+    t.chunk             = chunk;
+    t.layer             = layer;
+    if (comm_node)
+      t.stream = (uint8_t)node_stream;
+    PnTaskId deps[4];
+    uint32_t n = 0;
+    for (int k = 0; k < 2; k++)
+      if (e->dep[k] >= 0)
+        deps[n++] = ids[e->dep[k]];
+    PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
+    if (!comm_node && e->after_compute && lc != PN_TASK_NONE)
+      deps[n++] = lc;
+    if (i == 0 && *chain != PN_TASK_NONE)
+      deps[n++] = *chain;
+    ids[i] = add_task(b, gpu, &t, deps, n);
+    if (t.stream == node_stream)
+      last = ids[i];
+    if (!comm_node)
+      for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
+        const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
+        if (ej->join && (guint)ej->join_at == i)
+          push_pending(b, gpu, ids[j]);
+      }
+  }
+  if (last != PN_TASK_NONE)
+    *chain = last;
+}
+
+/* A backward_dw() call: issued on the compute stream in program order, no event wait. */
+static void emit_dw(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
+{
+  if (tpl && tpl->len)
+    emit_template(b, gpu, tpl, mb, chunk, layer);
+}
+
+typedef struct {
+  const PnSchedAction *f, *b;
+  int64_t f_first, b_first; /* first global layer of each chunk */
+  int64_t nf, nb;           /* transformer layers in each */
+} PnCombined;
+
+/* TransformerLayerSchedulePlan.run(f_layer, b_layer): the issue order of its nodes.
+ *   comm stream:    combine_bwd | dispatch_fwd -> dispatch_bwd | combine_fwd
+ *   compute stream: pre_dispatch_fwd | mlp_bwd -> mlp_dw -> mlp_fwd | pre_dispatch_bwd -> attn_dw
+ * `fi` / `bi` are layer indices within their chunk (-1: none); the pre-dispatch wgrad of the
+ * first `delayed` backward layers waits for post_backward (the chunk-level call). */
+static void emit_layer_pair(PnBuilder *b, uint32_t gpu, const PnCombined *c, int64_t fi, int64_t bi, PnChains *ch)
+{
+  const PnTemplates *T = &b->tpl;
+  bool F = fi >= 0, B = bi >= 0;
+  int32_t fmb = F ? c->f->microbatch : -1, bmb = B ? c->b->microbatch : -1;
+  int16_t fc = F ? c->f->chunk : -1, bc = B ? c->b->chunk : -1;
+  int16_t fl = F ? (int16_t)(c->f_first + fi) : -1, bl = B ? (int16_t)(c->b_first + bi) : -1;
+  bool delayed = B && bi < b->plan->p2p_wgrad_delayed_layers;
+  if (B)
+    emit_node(b, gpu, T->node_bwd[PN_NODE_COMBINE], true, &ch->b, bmb, bc, bl);
+  if (F)
+    emit_node(b, gpu, T->node_fwd[PN_NODE_ATTN], false, &ch->f, fmb, fc, fl);
+  if (B)
+    emit_node(b, gpu, T->node_bwd[PN_NODE_MLP], false, &ch->b, bmb, bc, bl);
+  if (F)
+    emit_node(b, gpu, T->node_fwd[PN_NODE_DISPATCH], true, &ch->f, fmb, fc, fl);
+  if (B && !(delayed && b->plan->p2p_delay_mlp_wgrad))
+    emit_dw(b, gpu, T->mlp_dw, bmb, bc, bl);
+  if (B)
+    emit_node(b, gpu, T->node_bwd[PN_NODE_DISPATCH], true, &ch->b, bmb, bc, bl);
+  if (F) {
+    emit_node(b, gpu, T->node_fwd[PN_NODE_MLP], false, &ch->f, fmb, fc, fl);
+    emit_node(b, gpu, T->node_fwd[PN_NODE_COMBINE], true, &ch->f, fmb, fc, fl);
+  }
+  if (B) {
+    emit_node(b, gpu, T->node_bwd[PN_NODE_ATTN], false, &ch->b, bmb, bc, bl);
+    if (!delayed)
+      emit_dw(b, gpu, T->attn_dw, bmb, bc, bl);
+  }
+}
+
+/* The compute stream waits for a chain's event (wait_current_stream): a zero-length marker. */
+static void emit_event_wait(PnBuilder *b, uint32_t gpu, PnTaskId chain)
+{
+  if (chain == PN_TASK_NONE)
+    return;
+  PnTask t;
+  task_init(&t, PN_TASK_DELAY, PN_STREAM_COMPUTE, "event_wait", PN_PHASE_OTHER);
+  add_task(b, gpu, &t, &chain, 1);
+}
+
+/* A p2p action launched as if from `from` (a chain end) instead of the compute stream's tail. */
+static void emit_p2p_from(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint index, PnTaskId from)
+{
+  PnTaskId *lc = &g_array_index(b->last_compute, PnTaskId, rank);
+  PnTaskId keep = *lc;
+  if (from != PN_TASK_NONE)
+    *lc = from;
+  emit_p2p(b, rank, a, index);
+  *lc = keep;
+}
+
+static void combined_param_gather(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
+{
+  if (!(a->first_forward_of_chunk && param_overlap_now(b)))
+    return;
+  /* Megatron's per-bucket pre-hooks run inside the layers; at chunk granularity here: every
+   * bucket of the chunk (and, aligned, of the next) is gathered before the chunk starts. */
+  dispatch_chunk_ag(b, rank, a->chunk);
+  if (b->plan->align_param_gather)
+    dispatch_chunk_ag(b, rank, a->chunk + 1);
+  GArray *ags = chunk_ag_of(b, rank, a->chunk);
+  for (guint i = 0; i < ags->len; i++)
+    push_pending(b, rank, g_array_index(ags, PnTaskId, i));
+}
+
+static void combined_grad_reduce(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
+{
+  if (!(a->last_backward_of_chunk && grad_overlap_now(b)))
+    return;
+  /* at chunk granularity: the buckets launch when the chunk's backward ends */
+  GArray *units = units_of(b, rank, a->chunk);
+  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
+  double g      = b->plan->grad_bytes_per_elem;
+  for (int k = 0; k < n_buckets(units); k++) {
+    double experts, dense = bucket_params(units, k, &experts);
+    PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), a->chunk, true);
+    if (id != PN_TASK_NONE)
+      g_array_append_val(waits, id);
+  }
+}
+
+/* TransformerModelChunkSchedulePlan.run(f, b) (model_chunk_schedule_plan.py): a forward step
+ * and a backward step of other micro-batches merged layer by layer; either may be absent
+ * (warm-up, cool-down). Actions (fi, bi) of this rank's list are between the two steps (the
+ * forward's p2p: post_forward, launched from the forward chain on the comm stream) and
+ * (bi, end) after the backward (post_backward, launched from the compute stream, or from the
+ * backward chain with overlap_p2p_backward_on_comm_stream). */
+static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint end)
+{
+  const GArray *acts = b->actions;
+  PnCombined c       = {0};
+  c.f                = fi < acts->len ? &g_array_index(acts, PnSchedAction, fi) : NULL;
+  c.b                = bi < acts->len ? &g_array_index(acts, PnSchedAction, bi) : NULL;
+  if (c.f && c.f->kind != PN_ACT_FWD)
+    c.f = NULL;
+  if (c.b && c.b->kind != PN_ACT_BWD)
+    c.b = NULL;
+  int64_t last_vs = b->pp * b->vpp - 1;
+  int64_t fvs = c.f ? vstage_of(b, rank, c.f->chunk) : -1, bvs = c.b ? vstage_of(b, rank, c.b->chunk) : -1;
+  if (c.f) {
+    c.f_first = g_array_index(b->vs_first_layer, int64_t, fvs);
+    c.nf      = g_array_index(b->vs_layers, int64_t, fvs);
+  }
+  if (c.b) {
+    c.b_first = g_array_index(b->vs_first_layer, int64_t, bvs);
+    c.nb      = g_array_index(b->vs_layers, int64_t, bvs);
+  }
+  /* pre_backward: waits on receives posted before this step */
+  if (c.f && c.b)
+    for (guint x = fi + 1; x < bi; x++) {
+      const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
+      if (a->kind == PN_ACT_WAIT && a->wait_action < (int32_t)fi)
+        emit_wait(b, rank, a);
+    }
+  if (c.f)
+    combined_param_gather(b, rank, c.f);
+  PnChains ch = {PN_TASK_NONE, PN_TASK_NONE};
+  if (c.f && fvs == 0)
+    emit_template(b, rank, b->tpl.emb_fwd, c.f->microbatch, c.f->chunk, -1);
+  ch.f = g_array_index(b->last_compute, PnTaskId, rank);
+  if (c.b && bvs == last_vs)
+    emit_template(b, rank, b->tpl.head_bwd, c.b->microbatch, c.b->chunk, -1);
+  ch.b = g_array_index(b->last_compute, PnTaskId, rank);
+
+  int64_t both = MIN(c.nf, c.nb);
+  for (int64_t i = 0; i < both; i++)
+    emit_layer_pair(b, rank, &c, i, c.nb - 1 - i, &ch);
+  for (int64_t i = both; i < c.nb; i++)
+    emit_layer_pair(b, rank, &c, -1, c.nb - 1 - i, &ch);
+  for (int64_t i = both; i < c.nf; i++)
+    emit_layer_pair(b, rank, &c, i, -1, &ch);
+
+  if (c.f && c.b)
+    for (guint x = fi + 1; x < bi; x++) {
+      const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
+      if (a->kind == PN_ACT_COMM)
+        emit_p2p_from(b, rank, a, x, ch.f);
+      else if (a->kind == PN_ACT_WAIT && a->wait_action >= (int32_t)fi)
+        emit_wait(b, rank, a);
+    }
+  if (c.b)
+    for (guint x = bi + 1; x < end; x++) {
+      const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
+      if (a->kind == PN_ACT_COMM)
+        emit_p2p_from(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
+      else if (a->kind == PN_ACT_WAIT)
+        emit_wait(b, rank, a);
+    }
+  /* the delayed pre-dispatch wgrads of the last backward layers, after post_backward */
+  if (c.b)
+    for (int64_t i = 0; i < MIN(b->plan->p2p_wgrad_delayed_layers, c.nb); i++) {
+      int16_t layer = (int16_t)(c.b_first + i);
+      if (b->plan->p2p_delay_mlp_wgrad)
+        emit_dw(b, rank, b->tpl.mlp_dw, c.b->microbatch, c.b->chunk, layer);
+      emit_dw(b, rank, b->tpl.attn_dw, c.b->microbatch, c.b->chunk, layer);
+    }
+  emit_event_wait(b, rank, ch.f);
+  emit_event_wait(b, rank, ch.b);
+  if (c.f && fvs == last_vs)
+    emit_template(b, rank, b->tpl.head_fwd, c.f->microbatch, c.f->chunk, -1);
+  if (c.b && bvs == 0)
+    emit_template(b, rank, b->tpl.emb_bwd, c.b->microbatch, c.b->chunk, -1);
+  if (c.b)
+    combined_grad_reduce(b, rank, c.b);
+}
+
+/* Index of the next FWD or BWD action at or after `from` (actions->len when none). */
+static guint next_step(const GArray *acts, guint from)
+{
+  for (guint x = from; x < acts->len; x++) {
+    uint8_t k = g_array_index(acts, PnSchedAction, x).kind;
+    if (k == PN_ACT_FWD || k == PN_ACT_BWD)
+      return x;
+  }
+  return acts->len;
+}
+
+/* One rank's actions under the combined 1F1B schedule: a steady-state forward is merged with the
+ * backward that follows it; warm-up forwards and cool-down backwards run alone, through the
+ * same node schedule. Returns the index of the first action not consumed. */
+static guint emit_combined_step(PnBuilder *b, uint32_t rank, guint i)
+{
+  const GArray *acts     = b->actions;
+  const PnSchedAction *a = &g_array_index(acts, PnSchedAction, i);
+  if (a->kind == PN_ACT_FWD && a->phase == PN_PHASE_STEADY) {
+    guint bi = next_step(acts, i + 1);
+    if (bi < acts->len && g_array_index(acts, PnSchedAction, bi).kind == PN_ACT_BWD) {
+      guint end = next_step(acts, bi + 1);
+      emit_combined(b, rank, i, bi, end);
+      return end;
+    }
+  }
+  if (a->kind == PN_ACT_FWD)
+    emit_combined(b, rank, i, G_MAXUINT, i + 1);
+  else
+    emit_combined(b, rank, G_MAXUINT, i, i + 1);
+  return i + 1;
 }
 
 static gboolean emit_iteration(PnBuilder *b, GError **error)
@@ -945,6 +1345,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
                       .group_size                    = b->sc->parallel.microbatch_group_size_per_vp_stage,
                       .overlap_p2p_comm              = b->plan->overlap_p2p_comm,
                       .overlap_p2p_comm_warmup_flush = b->plan->overlap_p2p_comm_warmup_flush,
+                      .combined_1f1b                 = b->plan->overlap_moe_expert_parallel_comm,
                       .deallocate_pipeline_outputs   = true};
   for (guint i = 0; i < b->chunk_ag->len; i++)
     g_array_set_size(g_ptr_array_index(b->chunk_ag, i), 0);
@@ -956,6 +1357,10 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
       g_array_index(b->action_task, PnTaskId, i) = PN_TASK_NONE;
     for (guint i = 0; i < b->actions->len; i++) {
       const PnSchedAction *a = &g_array_index(b->actions, PnSchedAction, i);
+      if (b->plan->overlap_moe_expert_parallel_comm && (a->kind == PN_ACT_FWD || a->kind == PN_ACT_BWD)) {
+        i = emit_combined_step(b, r, i) - 1;
+        continue;
+      }
       switch (a->kind) {
       case PN_ACT_FWD:
         emit_forward(b, r, a);

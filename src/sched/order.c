@@ -139,11 +139,11 @@ int64_t pn_sched_num_warmup(const PnSchedParams *p, int64_t pp_rank)
 {
   g_assert(pp_rank >= 0 && pp_rank < p->pp);
   if (p->pp == 1)
-    return 0;
+    return p->combined_1f1b ? MIN(1, p->num_microbatches) : 0;
   if (p->vpp == 1)
     return MIN(p->pp - pp_rank - 1, p->num_microbatches);
   int64_t total = p->num_microbatches * p->vpp;
-  int64_t w     = (p->pp - pp_rank - 1) * 2 + (p->vpp - 1) * effective_group(p);
+  int64_t w     = (p->pp - pp_rank - 1) * 2 + (p->vpp - 1) * effective_group(p) + (p->combined_1f1b ? 1 : 0);
   return MIN(w, total);
 }
 

@@ -136,6 +136,11 @@ typedef struct {
   int64_t group_size;                 /* microbatch_group_size_per_vp_stage; 0 = pp (Megatron's default) */
   bool overlap_p2p_comm;              /* interleaved only: async forward/backward p2p in the steady state */
   bool overlap_p2p_comm_warmup_flush; /* interleaved + overlap: async p2p in warm-up / cool-down */
+  bool combined_1f1b;                 /* overlap_moe_expert_parallel_comm: Megatron's combined 1F1B. pp == 1:
+                                         F(0), then [F(i+1) + B(i)], then B(m-1) (one warm-up forward);
+                                         interleaved: one more warm-up forward (schedules.py
+                                         get_pp_rank_microbatches), so every steady F and B are
+                                         independent and can be merged layer by layer */
   bool deallocate_pipeline_outputs;   /* overlap path: wait each activation send right after
                                          posting it. ModelParallelConfig default False;
                                          Megatron-LM training sets True */

@@ -63,10 +63,13 @@ typedef struct {
   bool overlap_p2p_comm_warmup_flush;
   /* context parallel */
   PnCpCommType cp_comm_type;
-  /* expert parallel (validated by the gating; MoE layers are simulated as dense, so the
-   * builder does not read these yet) */
-  bool overlap_moe_expert_parallel_comm;
-  bool delay_wgrad_compute;
+  /* expert parallel */
+  bool overlap_moe_expert_parallel_comm; /* combined 1F1B: EP all-to-all on its own stream */
+  bool delay_wgrad_compute;              /* TE defers TE-linear wgrads to backward_dw() */
+  /* Megatron-LM PR #4268, only with the combined 1F1B schedule */
+  bool p2p_backward_on_comm_stream; /* post_backward launched from the B chain, not the compute stream */
+  int64_t p2p_wgrad_delayed_layers; /* last backward layers whose pre-dispatch wgrad runs after post_backward */
+  bool p2p_delay_mlp_wgrad;         /* ... and their MLP (expert) wgrad too */
   /* environment */
   int max_connections;
   int nccl_min_ctas, nccl_max_ctas;

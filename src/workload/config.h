@@ -77,7 +77,7 @@ typedef struct {
   double attention_dropout;
   int64_t max_position_embeddings;
   char position_embedding_type[24]; /* "rope" | "learned_absolute" | "none" */
-  /* mixture of experts (not simulated yet; validated and carried) */
+  /* mixture of experts: every layer is a MoE layer when num_moe_experts > 0 (moe_layer_freq 1) */
   int64_t num_moe_experts;
   int64_t moe_router_topk;
   int64_t moe_ffn_hidden_size;
@@ -102,6 +102,7 @@ typedef struct {
   int64_t virtual_pipeline_model_parallel_size; /* 1 when not interleaved */
   int64_t context_parallel_size;
   int64_t expert_model_parallel_size;
+  int64_t expert_tensor_parallel_size; /* 0 = unset: Megatron-Core takes tensor_model_parallel_size */
   PnMoeDispatcher moe_token_dispatcher_type;
   bool sequence_parallel;
   int64_t microbatch_group_size_per_vp_stage; /* 0 = default (pp) */
@@ -133,11 +134,11 @@ typedef struct {
   PnCpCommType cp_comm_type;
   bool defer_embedding_wgrad_compute;
   bool delay_wgrad_compute;
-  bool overlap_moe_expert_parallel_comm; /* EP all-to-all overlap (combined 1F1B); validated, not simulated */
+  bool overlap_moe_expert_parallel_comm; /* EP all-to-all overlap: Megatron's combined 1F1B schedule */
   bool moe_shared_expert_overlap;
   bool transformer_engine; /* Transformer Engine is installed (Bridge HAVE_TE); default true */
   /* Megatron-LM PR #4268 (unmerged): P2P / delayed-wgrad overlap inside the fine-grained EP-overlap
-   * schedule. Validated and carried; simulated only once MoE layers are. */
+   * (combined 1F1B) schedule. */
   bool overlap_p2p_backward_on_comm_stream;
   int64_t overlap_p2p_wgrad_delayed_layer_number; /* default 1 */
   bool overlap_p2p_with_transformer_layer_wgrad;

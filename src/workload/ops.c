@@ -18,6 +18,13 @@ typedef struct {
   PnCpCommType cp_type;
   double e;        /* bytes per element of a quantizable GEMM input: 1 (fp8) or 2 */
   PnDtype gemm_dt; /* dtype of the layer GEMMs */
+  /* mixture of experts (ops.h) */
+  bool moe;
+  PnMoeDispatcher dispatcher;
+  int64_t E, topk, ep, etp, L; /* experts, top-k, expert parallel, expert tensor parallel, local experts */
+  int64_t Tm, R, rows_e;       /* tokens entering the layer, rows reaching local experts, rows per expert */
+  int64_t mf, mfc1;            /* expert fc2 input width F/etp, fc1 output width F*(2 if gated)/etp */
+  int64_t sf_tp, sfc1_tp;      /* shared experts: width/tp, fc1 output width/tp */
 } Dims;
 
 static void dims_init(const PnScenario *sc, Dims *d)
@@ -54,6 +61,23 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->cp_type   = sc->comm_overlap.cp_comm_type;
   d->e         = d->fp8 ? 1.0 : 2.0;
   d->gemm_dt   = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
+  d->moe       = m->num_moe_experts > 0;
+  if (d->moe) {
+    int64_t F     = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
+    d->dispatcher = sc->parallel.moe_token_dispatcher_type;
+    d->E          = m->num_moe_experts;
+    d->topk       = MAX(m->moe_router_topk, 1);
+    d->ep         = MAX(sc->parallel.expert_model_parallel_size, 1);
+    d->etp        = sc->parallel.expert_tensor_parallel_size > 0 ? sc->parallel.expert_tensor_parallel_size : d->tp;
+    d->L          = MAX(d->E / d->ep, 1);
+    d->Tm         = d->Tsp;
+    d->R          = d->Tm * d->topk * d->etp;
+    d->rows_e     = (d->R + d->L - 1) / d->L;
+    d->mf         = F / d->etp;
+    d->mfc1       = d->mf * (d->gated ? 2 : 1);
+    d->sf_tp      = m->moe_shared_expert_intermediate_size / d->tp;
+    d->sfc1_tp    = d->sf_tp * (d->gated ? 2 : 1);
+  }
 }
 
 /* ---- op constructors ---- */
@@ -62,11 +86,13 @@ static PnOp op_base(PnOpKind kind, const char *name, PnPhase phase)
 {
   PnOp o;
   memset(&o, 0, sizeof o);
-  o.kind  = kind;
-  o.name  = name;
-  o.phase = (uint8_t)phase;
-  o.role  = PN_GEMM_NONE;
-  o.dtype = PN_DT_BF16;
+  o.kind   = kind;
+  o.name   = name;
+  o.phase  = (uint8_t)phase;
+  o.role   = PN_GEMM_NONE;
+  o.dtype  = PN_DT_BF16;
+  o.groups = 1;
+  o.node   = PN_NODE_ATTN;
   return o;
 }
 
@@ -90,7 +116,23 @@ static void push_gemm(GArray *out, const char *name, const char *slot, PnPhase p
   o.k           = k;
   o.flops       = 2.0 * (double)m * (double)n * (double)k;
   o.saved_bytes = saved_bytes;
+  o.te_wgrad    = role == PN_GEMM_WGRAD;
   g_array_append_val(out, o);
+}
+
+/* The ops appended since `from` belong to layer-schedule node `node`. */
+static void tag_node(GArray *out, guint from, PnLayerNode node)
+{
+  for (guint i = from; i < out->len; i++)
+    g_array_index(out, PnOp, i).node = (uint8_t)node;
+}
+
+/* The last op appended is a TE grouped GEMM over `groups` experts. */
+static void make_grouped(GArray *out, int64_t groups)
+{
+  PnOp *o   = &g_array_index(out, PnOp, out->len - 1);
+  o->groups = groups;
+  o->flops *= (double)groups;
 }
 
 /* A GEMM's dgrad and wgrad from its forward shape (m, n, k): dgrad (m, k, n), wgrad (n, k, m). */
@@ -277,6 +319,169 @@ static double attn_o_lse_bytes(const Dims *d)
   return (double)d->T * (double)d->q_tp * 2.0 + (double)d->T * (double)(d->heads / d->tp) * 4.0;
 }
 
+/* ---- mixture of experts (ops.h) ---- */
+
+static bool moe_permute_separate(const Dims *d) { return d->dispatcher != PN_MOE_DISPATCHER_FLEX; }
+
+/* Bytes of the tokens one GPU sends to (receives from) the experts: Tm*topk rows of h, bf16. */
+static double moe_a2a_bytes(const Dims *d) { return (double)d->Tm * (double)d->topk * (double)d->h * 2.0; }
+
+/* allgather dispatcher: the hidden states of the etp*ep group, gathered (and reduce-scattered back). */
+static double moe_ag_bytes(const Dims *d) { return (double)d->Tm * (double)d->h * 2.0 * (double)(d->etp * d->ep); }
+
+/* Shared experts: a dense TP MLP beside the routed experts (SharedExpertMLP). */
+static void moe_shared_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
+{
+  if (d->sf_tp <= 0)
+    return;
+  const double hsp = (double)d->Tsp * (double)d->h;
+  push_column_fwd(out, d, "shared_fc1", "shared_fc1_ag", NULL, phase, d->sfc1_tp, keep * hsp * d->e);
+  double f_out = (double)d->T * (double)d->sf_tp;
+  push_mem(out, "shared_act", phase, f_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->sfc1_tp * 2.0);
+  push_row_fwd(out, d, "shared_fc2", "shared_fc2_in_cast", "shared_fc2_rs", NULL, phase, d->sf_tp,
+               keep * f_out * (d->fp8 ? 1.0 : 2.0));
+}
+
+static void moe_shared_backward(GArray *out, const Dims *d, PnPhase B)
+{
+  if (d->sf_tp <= 0)
+    return;
+  push_row_bwd(out, d, "shared_fc2_dgrad", "shared_fc2_wgrad", "shared_fc2_dy_cast", "shared_fc2_dgrad_ag",
+               "shared_fc2_dy_transpose", NULL, NULL, B, d->sf_tp);
+  push_mem(out, "shared_act_bwd", B, (double)d->T * (double)d->sf_tp * (d->swiglu ? 10.0 : 6.0), 0.0);
+  push_column_bwd(out, d, "shared_fc1_dgrad", "shared_fc1_wgrad", "shared_fc1_dy_cast", "shared_fc1_dgrad_ag",
+                  "shared_fc1_in_transpose", "shared_fc1_wgrad_rs", NULL, NULL, B, d->sfc1_tp);
+}
+
+static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
+{
+  const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
+  const bool a2a  = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+  /* pre_dispatch_computation: norm, shared experts, router, permutation */
+  push_norm_fwd(out, d, "ln2", phase, 2.0, keep * (hm * 2.0 + norm_stats_bytes(d)));
+  moe_shared_forward(out, d, phase, keep);
+  push_gemm(out, "router", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d->Tm, d->E, d->h, keep * hm * 2.0);
+  push_mem(out, "router_topk", phase, (double)d->Tm * (double)d->E * 12.0, keep * (double)d->Tm * (double)d->E * 4.0);
+  if (a2a && moe_permute_separate(d))
+    push_mem(out, "permute", phase, hm * 2.0 + hm * (double)d->topk * 2.0, 0.0);
+
+  guint node = out->len;
+  if (a2a) {
+    push_comm(out, "moe_dispatch_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
+    if (d->etp > 1)
+      push_comm(out, "moe_dispatch_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_ETP, rh * 2.0, PN_DT_BF16);
+  } else {
+    push_comm(out, "moe_dispatch_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
+  }
+  tag_node(out, node, PN_NODE_DISPATCH);
+
+  node = out->len;
+  if (!a2a)
+    push_mem(out, "permute", phase, rh * 4.0, 0.0);
+  else if (d->ep > 1 && d->L > 1)
+    push_mem(out, "sort_chunks", phase, rh * 4.0, 0.0);
+  if (d->fp8)
+    push_mem(out, "moe_fc1_in_cast", phase, rh * 4.0, 0.0);
+  push_gemm(out, "moe_fc1", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->mfc1, d->h, keep * rh * d->e);
+  make_grouped(out, d->L);
+  double act_in = (double)d->R * (double)d->mf;
+  push_mem(out, "moe_act", phase, act_in * (d->swiglu ? 6.0 : 4.0), keep * (double)d->R * (double)d->mfc1 * 2.0);
+  if (d->fp8)
+    push_mem(out, "moe_fc2_in_cast", phase, act_in * 4.0, 0.0);
+  push_gemm(out, "moe_fc2", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->h, d->mf,
+            keep * act_in * (d->fp8 ? 1.0 : 2.0));
+  make_grouped(out, d->L);
+  if (!a2a)
+    push_mem(out, "unpermute", phase, rh * 4.0, 0.0);
+  else if (d->ep > 1 && d->L > 1)
+    push_mem(out, "unsort_chunks", phase, rh * 4.0, 0.0);
+  tag_node(out, node, PN_NODE_MLP);
+
+  node = out->len;
+  if (a2a) {
+    if (d->etp > 1)
+      push_comm(out, "moe_combine_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_ETP, rh * 2.0, PN_DT_BF16);
+    push_comm(out, "moe_combine_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
+    if (moe_permute_separate(d))
+      push_mem(out, "unpermute", phase, hm * (double)d->topk * 2.0 + hm * 2.0, 0.0);
+  } else {
+    push_comm(out, "moe_combine_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
+  }
+  const double hsp = (double)d->Tsp * (double)d->h;
+  push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+  tag_node(out, node, PN_NODE_COMBINE);
+}
+
+/* Backward of the MoE half of a layer (the mirror image of moe_forward), then the pre-MLP norm:
+ * combine, mlp, dispatch, then the pre_dispatch part (node ATTN, with the attention backward
+ * that follows). */
+static void moe_backward(GArray *out, const Dims *d)
+{
+  const PnPhase B = PN_PHASE_BWD;
+  const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
+  const bool a2a  = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+  const double hsp = (double)d->Tsp * (double)d->h;
+
+  guint node = out->len;
+  if (d->dropout)
+    push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
+  if (a2a) {
+    if (moe_permute_separate(d))
+      push_mem(out, "unpermute_bwd", B, hm * 2.0 + hm * (double)d->topk * 4.0, 0.0);
+    push_comm(out, "moe_combine_a2a_bwd", NULL, B, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
+    if (d->etp > 1)
+      push_comm(out, "moe_combine_ag_bwd", NULL, B, PN_COLL_ALL_GATHER, PN_GROUP_ETP, rh * 2.0, PN_DT_BF16);
+  } else {
+    push_comm(out, "moe_combine_ag_bwd", NULL, B, PN_COLL_ALL_GATHER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
+  }
+  tag_node(out, node, PN_NODE_COMBINE);
+
+  node = out->len;
+  if (!a2a)
+    push_mem(out, "unpermute_bwd", B, rh * 6.0, 0.0);
+  else if (d->ep > 1 && d->L > 1)
+    push_mem(out, "unsort_chunks_bwd", B, rh * 4.0, 0.0);
+  double act_in = (double)d->R * (double)d->mf;
+  if (d->fp8)
+    push_mem(out, "moe_fc2_dy_cast", B, rh * 4.0, 0.0);
+  push_dgrad(out, "moe_fc2_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
+  make_grouped(out, d->L);
+  push_wgrad(out, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
+  make_grouped(out, d->L);
+  push_mem(out, "moe_act_bwd", B, act_in * (d->swiglu ? 10.0 : 6.0), 0.0);
+  if (d->fp8)
+    push_mem(out, "moe_fc1_dy_cast", B, (double)d->R * (double)d->mfc1 * 4.0, 0.0);
+  push_dgrad(out, "moe_fc1_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);
+  make_grouped(out, d->L);
+  push_wgrad(out, "moe_fc1_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);
+  make_grouped(out, d->L);
+  if (!a2a)
+    push_mem(out, "permute_bwd", B, rh * 6.0, 0.0);
+  else if (d->ep > 1 && d->L > 1)
+    push_mem(out, "sort_chunks_bwd", B, rh * 4.0, 0.0);
+  tag_node(out, node, PN_NODE_MLP);
+
+  node = out->len;
+  if (a2a) {
+    if (d->etp > 1)
+      push_comm(out, "moe_dispatch_rs_bwd", NULL, B, PN_COLL_REDUCE_SCATTER, PN_GROUP_ETP, rh * 2.0, PN_DT_BF16);
+    push_comm(out, "moe_dispatch_a2a_bwd", NULL, B, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
+  } else {
+    push_comm(out, "moe_dispatch_rs_bwd", NULL, B, PN_COLL_REDUCE_SCATTER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
+  }
+  tag_node(out, node, PN_NODE_DISPATCH);
+
+  /* pre_dispatch backward (node ATTN): permutation (a scatter-add), router, shared experts, norm */
+  if (a2a && moe_permute_separate(d))
+    push_mem(out, "permute_bwd", B, hm * (double)d->topk * 2.0 + hm * 4.0, 0.0);
+  push_mem(out, "router_topk_bwd", B, (double)d->Tm * (double)d->E * 12.0, 0.0);
+  push_dgrad(out, "router_dgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h);
+  push_wgrad(out, "router_wgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h);
+  g_array_index(out, PnOp, out->len - 1).te_wgrad = false; /* a torch Linear: not deferred */
+  moe_shared_backward(out, d, B);
+  push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
+}
+
 /* The forward of one layer. `phase` FWD or RECOMPUTE; `gran` decides what FWD ops save. */
 static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecomputeGranularity gran)
 {
@@ -303,6 +508,11 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
   push_mem(out, "dropout_add", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
 
+  if (d->moe) {
+    moe_forward(out, d, phase, keep);
+    return;
+  }
+  guint mlp = out->len;
   push_norm_fwd(out, d, "ln2", phase, d->e, keep * (hsp * 2.0 + norm_stats_bytes(d)));
   push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", phase, d->fc1_tp, keep * hsp * d->e);
   double fc1_out = (double)d->T * (double)d->f_tp;
@@ -310,6 +520,7 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
                keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
   push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+  tag_node(out, mlp, PN_NODE_MLP);
 }
 
 /* CP exchange in the attention backward. */
@@ -354,15 +565,21 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   if (gran == PN_RECOMPUTE_FULL)
     layer_forward(out, d, PN_PHASE_RECOMPUTE, PN_RECOMPUTE_NONE);
 
-  if (d->dropout)
-    push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
-  push_row_bwd(out, d, "fc2_dgrad", "fc2_wgrad", "fc2_dy_cast", "fc2_dgrad_ag", "fc2_dy_transpose", "fc2_dgrad",
-               "fc2_wgrad", B, d->f_tp);
-  double fc1_out = (double)d->T * (double)d->f_tp;
-  push_mem(out, "act_bwd", B, fc1_out * (d->swiglu ? 10.0 : 6.0), 0.0);
-  push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose", "fc1_wgrad_rs",
-                  "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
-  push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
+  if (d->moe) {
+    moe_backward(out, d);
+  } else {
+    guint mlp = out->len;
+    if (d->dropout)
+      push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
+    push_row_bwd(out, d, "fc2_dgrad", "fc2_wgrad", "fc2_dy_cast", "fc2_dgrad_ag", "fc2_dy_transpose", "fc2_dgrad",
+                 "fc2_wgrad", B, d->f_tp);
+    double fc1_out = (double)d->T * (double)d->f_tp;
+    push_mem(out, "act_bwd", B, fc1_out * (d->swiglu ? 10.0 : 6.0), 0.0);
+    push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose",
+                    "fc1_wgrad_rs", "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
+    push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
+    tag_node(out, mlp, PN_NODE_MLP);
+  }
 
   if (d->dropout)
     push_mem(out, "dropout_add_bwd", B, hsp * 5.0, 0.0);
@@ -503,12 +720,37 @@ void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArra
 
 /* ---- parameters ---- */
 
+bool pn_workload_is_moe(const PnScenario *sc) { return sc->model.num_moe_experts > 0; }
+
+int64_t pn_workload_expert_dp(const PnScenario *sc)
+{
+  if (!pn_workload_is_moe(sc))
+    return 1;
+  const PnParallelConfig *p = &sc->parallel;
+  int64_t stage = MAX(p->tensor_model_parallel_size, 1) * MAX(p->context_parallel_size, 1) *
+                  MAX(p->data_parallel_size, 1);
+  int64_t etp = p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : MAX(p->tensor_model_parallel_size, 1);
+  return MAX(stage / (etp * MAX(p->expert_model_parallel_size, 1)), 1);
+}
+
+double pn_workload_layer_expert_params(const PnScenario *sc)
+{
+  Dims d;
+  dims_init(sc, &d);
+  if (!d.moe)
+    return 0.0;
+  return (double)d.L * ((double)d.h * (double)d.mfc1 + (double)d.mf * (double)d.h);
+}
+
 double pn_workload_layer_linear_params(const PnScenario *sc)
 {
   Dims d;
   dims_init(sc, &d);
-  double h = (double)d.h;
-  return h * (double)(d.q_tp + 2 * d.kv_tp) + (double)d.q_tp * h + h * (double)d.fc1_tp + (double)d.f_tp * h;
+  double h    = (double)d.h;
+  double attn = h * (double)(d.q_tp + 2 * d.kv_tp) + (double)d.q_tp * h;
+  if (!d.moe)
+    return attn + h * (double)d.fc1_tp + (double)d.f_tp * h;
+  return attn + h * (double)d.sfc1_tp + (double)d.sf_tp * h + pn_workload_layer_expert_params(sc);
 }
 
 double pn_workload_layer_params(const PnScenario *sc)
@@ -519,8 +761,12 @@ double pn_workload_layer_params(const PnScenario *sc)
   double p = pn_workload_layer_linear_params(sc);
   if (sc->model.add_bias_linear || sc->model.add_qkv_bias)
     p += (double)(d.q_tp + 2 * d.kv_tp);
-  if (sc->model.add_bias_linear)
+  if (sc->model.add_bias_linear && !d.moe)
     p += h + (double)d.fc1_tp + h; /* proj and fc2 biases are replicated, fc1's split */
+  else if (sc->model.add_bias_linear)
+    p += h + (double)d.L * ((double)d.mfc1 + h); /* proj; the local experts' biases */
+  if (d.moe)
+    p += (double)d.E * h; /* router */
   p += 2.0 * (d.layernorm ? 2.0 * h : h);
   return p;
 }

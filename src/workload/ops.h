@@ -82,8 +82,30 @@
  * consecutive layers; pn_workload_layer_is_recomputed() says which layers the block method
  * recomputes.
  *
- * Not modelled: MoE (a layer with num_moe_experts > 0 is built as the dense MLP of
- * ffn_hidden_size), bias-add kernels (fused in GEMM epilogues), QK layernorm, fp8 attention.
+ * Mixture of experts (num_moe_experts = E > 0: every layer; Megatron-Core MoELayer with
+ * TEGroupedMLP, router top-k, token dispatcher), per GPU, balanced routing (the published runs
+ * force-balance their routers): ep = expert_model_parallel_size, etp =
+ * expert_tensor_parallel_size, L = E/ep local experts, F = moe_ffn_hidden_size.
+ *   Tm  = Tsp tokens enter the MoE layer (the sequence-parallel shard);
+ *   R   = Tm*topk*etp rows reach this GPU's experts, R/L per expert.
+ *   pre_dispatch: ln2 (a separate TENorm: bf16 output), [shared experts: a dense TP MLP of
+ *     moe_shared_expert_intermediate_size], router GEMM (Tm, E, h) + softmax/top-k
+ *     (Tm*E*12 B), permute (read Tm*h, write Tm*topk*h, bf16; fused into the dispatch kernel
+ *     with the flex dispatcher).
+ *   dispatch: alltoall/flex: A2A over ep, S = Tm*topk*h*2 per rank; then with etp > 1 an AG over
+ *     etp of R*h*2. allgather: AG over etp*ep of S = Tm*h*2*etp*ep.
+ *   mlp: sort_chunks_by_idxs (alltoall, L > 1: R*h*4 B) | local permute (allgather: R*h*4),
+ *     [fp8 cast], grouped fc1 (R/L, F*(2 if gated)/etp, h) x L, activation (R rows),
+ *     [fp8 cast], grouped fc2 (R/L, h, F/etp) x L, unsort (alltoall) | local unpermute.
+ *   combine: [RS over etp], A2A back | RS over etp*ep (allgather), unpermute (read Tm*topk*h,
+ *     write Tm*h; fused with flex), residual add.
+ *   backward: the mirror image; a2a bytes equal, unpermute_bwd also reads the expert output
+ *     for the probability gradient.
+ * A2A bytes are bf16 (no fp8 dispatch). Not modelled: token dropping / capacity factor,
+ * router load imbalance, aux-loss kernels, the host sync of the alltoall dispatcher's token
+ * counts, MoE layer frequency (all layers are MoE), latent MoE, MTP.
+ *
+ * Not modelled: bias-add kernels (fused in GEMM epilogues), QK layernorm, fp8 attention.
  *
  * Ownership: functions append to a caller-owned GArray of PnOp; names are static strings.
  * Cost: O(ops) per call (~30 ops per layer), no allocation besides the GArray growth.
@@ -102,7 +124,15 @@
 
 typedef enum { PN_OP_GEMM, PN_OP_ATTN, PN_OP_MEM, PN_OP_COMM } PnOpKind;
 typedef enum { PN_GEMM_FPROP, PN_GEMM_DGRAD, PN_GEMM_WGRAD, PN_GEMM_NONE } PnGemmRole;
-typedef enum { PN_GROUP_TP, PN_GROUP_CP, PN_GROUP_DP, PN_GROUP_EP, PN_GROUP_PP } PnGroup;
+/* Groups: EP = the expert-parallel group (etp x ep ranks for the allgather dispatcher, ep for
+ * the others); ETP = expert tensor parallel (etp consecutive ranks). */
+typedef enum { PN_GROUP_TP, PN_GROUP_CP, PN_GROUP_DP, PN_GROUP_EP, PN_GROUP_PP, PN_GROUP_ETP } PnGroup;
+
+/* Which node of Megatron-Core's fine-grained layer schedule (model_chunk_schedule_plan.py
+ * TransformerLayerSchedulePlan) an op belongs to: pre_dispatch_computation (attention, pre-MLP
+ * norm, router, permutation), moe_dispatch (its all-to-all), mlp (experts, or the dense MLP),
+ * moe_combine (all-to-all, unpermutation, residual add). Dense layers use ATTN and MLP only. */
+typedef enum { PN_NODE_ATTN, PN_NODE_DISPATCH, PN_NODE_MLP, PN_NODE_COMBINE, PN_NODE_N } PnLayerNode;
 
 typedef struct {
   PnOpKind kind;
@@ -114,6 +144,9 @@ typedef struct {
   PnDtype dtype;       /* GEMM input dtype (fp8 when training.precision == fp8); COMM: element
                           dtype moved; bf16 otherwise */
   int64_t m, n, k;     /* GEMM, per GPU: C[m,n] = A[m,k] B[k,n] */
+  int64_t groups;      /* GEMM: TE grouped GEMM of `groups` GEMMs of this shape (local experts); 1 otherwise */
+  uint8_t node;        /* PnLayerNode of layer ops; PN_NODE_ATTN elsewhere */
+  bool te_wgrad;       /* GEMM: a wgrad TE can defer to backward_dw() (delay_wgrad_compute) */
   int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU */
   bool causal;
   bool backward;      /* ATTN: backward kernel */
@@ -152,8 +185,16 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out);
 void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out);
 
 /* Parameters per GPU. Layer: qkv, proj, fc1, fc2 weights split by TP, their biases (column
- * biases split, row biases replicated), both norms replicated. */
+ * biases split, row biases replicated), both norms replicated. MoE layers: attention, norms,
+ * router (E*h, replicated), shared experts (split by TP) and the L local experts (split by
+ * etp). */
 double pn_workload_layer_params(const PnScenario *sc);
+/* Of which expert parameters (their gradients reduce over the expert data-parallel group
+ * tp*cp*dp / (etp*ep), not over dp*cp). 0 for dense models. */
+double pn_workload_layer_expert_params(const PnScenario *sc);
+/* Expert data-parallel size: tp*cp*dp / (etp*ep); 1 for dense models. */
+int64_t pn_workload_expert_dp(const PnScenario *sc);
+bool pn_workload_is_moe(const PnScenario *sc);
 /* Of which weight matrices (the fp8-cast ones). */
 double pn_workload_layer_linear_params(const PnScenario *sc);
 /* Word embedding (padded_vocab/tp rows) + learned position embedding (replicated). */

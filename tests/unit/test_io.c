@@ -579,7 +579,7 @@ START_TEST(test_semantic_errors)
 }
 END_TEST
 
-/* Warnings: TP across nodes, MoE simulated as dense, SP dropped at TP 1; they do not fail. */
+/* Warnings: TP across nodes, SP dropped at TP 1; they do not fail (a MoE model no longer warns). */
 START_TEST(test_warnings)
 {
   /* tiny's 4 query groups do not split 16 ways: give it 16 (MHA) */
@@ -590,14 +590,10 @@ START_TEST(test_warnings)
   g_autoptr(GPtrArray) w   = g_ptr_array_new_with_free_func(g_free);
   g_autoptr(PnScenario) sc = load(j2, NULL, 0, w, &e);
   ck_assert_msg(sc != NULL, "%s", e ? e->message : "");
-  ck_assert_uint_eq(w->len, 2);
-  g_autofree char *disp = display();
-  g_autofree char *w0 =
-      g_strdup_printf("%s: /model/num_moe_experts: MoE layers are simulated as dense in this version*", disp);
-  w0[strlen(w0) - 1] = '\0';
-  ck_assert_msg(g_str_has_prefix(w->pdata[0], w0), "%s", (char *)w->pdata[0]);
-  ck_assert_msg(strstr(w->pdata[1], "/parallel/tensor_model_parallel_size: 16 exceeds gpus_per_node 8") != NULL, "%s",
-                (char *)w->pdata[1]);
+  ck_assert_uint_eq(w->len, 1);
+  ck_assert_uint_eq(sc->parallel.expert_tensor_parallel_size, 16); /* Megatron-Core's default: tp */
+  ck_assert_msg(strstr(w->pdata[0], "/parallel/tensor_model_parallel_size: 16 exceeds gpus_per_node 8") != NULL, "%s",
+                (char *)w->pdata[0]);
   /* NULL warnings array is fine */
   g_autoptr(GError) e2      = NULL;
   g_autoptr(PnScenario) sc2 = load(j2, NULL, 0, NULL, &e2);
