@@ -44,6 +44,7 @@ static const char *model_file(const char *name)
     {"LLAMA3-8B", "llama3-8b"},   {"LLAMA3-70B", "llama3-70b"}, {"LLAMA3.1-405B", "llama3.1-405b"},
     {"LLAMA2-7B", "llama2-7b"},   {"LLAMA2-13B", "llama2-13b"}, {"LLAMA2-70B", "llama2-70b"},
     {"GPT3-175B", "gpt3-175b"},   {"Nemotron4-340B", "nemotron4-340b"}, {"Nemotron4-15B", "nemotron4-15b"},
+    {"Qwen3-30B-A3B", "qwen3-30b-a3b"}, {"Qwen3-235B-A22B", "qwen3-235b-a22b"}, {"GPT-OSS-120B", "gpt-oss-120b"},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(map); i++)
     if (strcmp(name, map[i][0]) == 0)
@@ -148,8 +149,8 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
     return skip(row, "not pretraining");
   if (!cJSON_IsObject(arch))
     return skip(row, "architecture not stated");
-  if (obj_get(arch, "moe") || obj_get(arch, "mla"))
-    return skip(row, "MoE / MLA models are not simulated yet");
+  if (obj_get(arch, "mla"))
+    return skip(row, "MLA (multi-latent attention) is not simulated yet");
   if (num_or(par, "fsdp", 0) > 0)
     return skip(row, "Megatron-FSDP is not simulated yet");
   if (!isfinite(row->published_step_s) || row->published_step_s <= 0)
@@ -198,6 +199,19 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
     cJSON_AddBoolToObject(p, "account_for_loss_in_pipeline_split", true);
     g_string_append(notes, "embedding and loss accounted in the pipeline split; ");
   }
+  const cJSON *moe = obj_get(arch, "moe");
+  long ep          = (long)num_or(par, "ep", 1);
+  bool ep_overlap  = cJSON_IsTrue(obj_get(obj_get(par, "overlap"), "overlap_moe_expert_parallel_comm"));
+  if (moe) {
+    /* Megatron-Bridge's MoE recipes: expert TP 1, the alltoall dispatcher of the model providers
+     * unless the record names another, EP overlap and delayed wgrad only when it says so */
+    const char *disp = str_or(par, "moe_dispatcher", "");
+    cJSON_AddNumberToObject(p, "expert_model_parallel_size", (double)ep);
+    cJSON_AddNumberToObject(p, "expert_tensor_parallel_size", 1);
+    cJSON_AddStringToObject(p, "moe_token_dispatcher_type", g_str_has_prefix(disp, "flex") ? "flex" : "alltoall");
+    if (!*disp)
+      g_string_append(notes, "MoE dispatcher not stated: alltoall assumed; ");
+  }
   cJSON *d = cJSON_AddObjectToObject(sc, "ddp");
   cJSON_AddBoolToObject(d, "use_distributed_optimizer", true);
   cJSON_AddBoolToObject(d, "grad_reduce_in_fp32", false);
@@ -211,10 +225,19 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
   long hidden = (long)num_or(arch, "hidden", 0);
   if (tp > 1 && ub_preset_for(preset, sizeof preset, fp8, hidden, tp, cp, mbs, seq))
     cJSON_AddStringToObject(co, "tp_comm_overlap_cfg", preset);
+  if (moe) {
+    cJSON_AddBoolToObject(co, "overlap_moe_expert_parallel_comm", ep_overlap);
+    cJSON_AddBoolToObject(co, "delay_wgrad_compute", cJSON_IsTrue(obj_get(par, "delay_wgrad_compute")));
+  }
   cJSON *env = cJSON_AddObjectToObject(sc, "env");
-  cJSON_AddNumberToObject(env, "CUDA_DEVICE_MAX_CONNECTIONS", (tp > 1 || cp > 1) ? 1 : 8);
+  /* Megatron-LM asserts one connection with TP / CP on Hopper; the MoE recipes run 8 or 32 */
+  cJSON_AddNumberToObject(env, "CUDA_DEVICE_MAX_CONNECTIONS", (!moe && (tp > 1 || cp > 1)) ? 1 : 8);
 
-  row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld", tp, pp, vp, cp, mbs, gbs);
+  if (moe)
+    row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld EP%ld MBS%ld GBS%ld%s", tp, pp, vp, cp, ep, mbs, gbs,
+                                  ep_overlap ? " EP-overlap" : "");
+  else
+    row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld", tp, pp, vp, cp, mbs, gbs);
   g_autofree char *text = cJSON_PrintUnformatted(sc);
   cJSON_Delete(sc);
   g_autoptr(GError) error = NULL;

@@ -1227,6 +1227,12 @@ static void combined_grad_reduce(PnBuilder *b, uint32_t rank, const PnSchedActio
  * backward chain with overlap_p2p_backward_on_comm_stream). */
 static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint end)
 {
+  /* the actions after the forward (post_forward) and after the backward (post_backward) */
+  guint pf0 = fi + 1, pf1 = bi < end ? bi : end, pb0 = bi + 1, pb1 = end;
+  if (fi == G_MAXUINT)
+    pf0 = pf1 = 0;
+  if (bi == G_MAXUINT)
+    pb0 = pb1 = 0;
   const GArray *acts = b->actions;
   PnCombined c       = {0};
   c.f                = fi < acts->len ? &g_array_index(acts, PnSchedAction, fi) : NULL;
@@ -1247,7 +1253,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   }
   /* pre_backward: waits on receives posted before this step */
   if (c.f && c.b)
-    for (guint x = fi + 1; x < bi; x++) {
+    for (guint x = pf0; x < pf1; x++) {
       const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
       if (a->kind == PN_ACT_WAIT && a->wait_action < (int32_t)fi)
         emit_wait(b, rank, a);
@@ -1270,16 +1276,15 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   for (int64_t i = both; i < c.nf; i++)
     emit_layer_pair(b, rank, &c, i, -1, &ch);
 
-  if (c.f && c.b)
-    for (guint x = fi + 1; x < bi; x++) {
-      const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
-      if (a->kind == PN_ACT_COMM)
-        emit_p2p_from(b, rank, a, x, ch.f);
-      else if (a->kind == PN_ACT_WAIT && a->wait_action >= (int32_t)fi)
-        emit_wait(b, rank, a);
-    }
+  for (guint x = pf0; x < pf1; x++) {
+    const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
+    if (a->kind == PN_ACT_COMM)
+      emit_p2p_from(b, rank, a, x, ch.f);
+    else if (a->kind == PN_ACT_WAIT && (!c.b || a->wait_action >= (int32_t)fi))
+      emit_wait(b, rank, a);
+  }
   if (c.b)
-    for (guint x = bi + 1; x < end; x++) {
+    for (guint x = pb0; x < pb1; x++) {
       const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
       if (a->kind == PN_ACT_COMM)
         emit_p2p_from(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
@@ -1317,7 +1322,8 @@ static guint next_step(const GArray *acts, guint from)
 
 /* One rank's actions under the combined 1F1B schedule: a steady-state forward is merged with the
  * backward that follows it; warm-up forwards and cool-down backwards run alone, through the
- * same node schedule. Returns the index of the first action not consumed. */
+ * same node schedule; the p2p calls that follow a step are its post_forward / post_backward.
+ * Returns the index of the first action not consumed. */
 static guint emit_combined_step(PnBuilder *b, uint32_t rank, guint i)
 {
   const GArray *acts     = b->actions;
@@ -1330,11 +1336,12 @@ static guint emit_combined_step(PnBuilder *b, uint32_t rank, guint i)
       return end;
     }
   }
+  guint end = next_step(acts, i + 1);
   if (a->kind == PN_ACT_FWD)
-    emit_combined(b, rank, i, G_MAXUINT, i + 1);
+    emit_combined(b, rank, i, G_MAXUINT, end);
   else
-    emit_combined(b, rank, G_MAXUINT, i, i + 1);
-  return i + 1;
+    emit_combined(b, rank, G_MAXUINT, i, end);
+  return end;
 }
 
 static gboolean emit_iteration(PnBuilder *b, GError **error)

@@ -6,6 +6,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "io/report.h"
 #include "io/scenario.h"
@@ -176,6 +177,158 @@ START_TEST(model_flops_layout_independent)
 }
 END_TEST
 
+/* ---- mixture of experts ------------------------------------------------------------------ */
+
+/* A small MoE model (16 experts, top-2) on `gpus` GPUs with expert parallelism `ep`; `extra`
+ * adds top-level members. */
+static char *moe_json(int gpus, int pp, int vpp, int ep, int gbs, const char *extra)
+{
+  return g_strdup_printf(
+    "{\"schema_version\": 1, \"name\": \"moe\","
+    " \"model\": {\"name\": \"moe\", \"num_layers\": 8, \"hidden_size\": 2048, \"ffn_hidden_size\": 8192,"
+    "   \"num_attention_heads\": 16, \"num_query_groups\": 4, \"gated_linear_unit\": true, \"vocab_size\": 256,"
+    "   \"normalization\": \"RMSNorm\", \"position_embedding_type\": \"rope\", \"add_bias_linear\": false,"
+    "   \"untie_embeddings_and_output_weights\": true, \"num_moe_experts\": 16, \"moe_router_topk\": 2,"
+    "   \"moe_ffn_hidden_size\": 2048},"
+    " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": %d},"
+    " \"training\": {\"seq_length\": 4096, \"micro_batch_size\": 1, \"global_batch_size\": %d, \"precision\": \"bf16\"},"
+    " \"parallel\": {\"pipeline_model_parallel_size\": %d, \"virtual_pipeline_model_parallel_size\": %d,"
+    "   \"expert_model_parallel_size\": %d, \"moe_token_dispatcher_type\": \"alltoall\"},"
+    " \"env\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": 8}%s%s}",
+    gpus, gbs, pp, vpp, ep, extra ? ", " : "", extra ? extra : "");
+}
+
+/* Without EP overlap the dispatcher's all-to-alls run on the compute stream: all exposed. With
+ * it (combined 1F1B) one micro-batch's all-to-all runs beside the other's compute: less exposed,
+ * a shorter step, and never more exposed than issued. */
+START_TEST(moe_ep_overlap_hides_all_to_all)
+{
+  g_autofree char *off = moe_json(16, 1, 1, 16, 128, "\"comm_overlap\": {\"overlap_moe_expert_parallel_comm\": false}");
+  g_autofree char *on  = moe_json(16, 1, 1, 16, 128, "\"comm_overlap\": {\"overlap_moe_expert_parallel_comm\": true}");
+  g_autoptr(PnResult) a = simulate(off, NULL, 0);
+  g_autoptr(PnResult) b = simulate(on, NULL, 0);
+  ck_assert(a->total_comm_s[PN_CLASS_EP] > 0.0);
+  ck_assert(a->exposed_comm_s[PN_CLASS_EP] > 0.95 * a->total_comm_s[PN_CLASS_EP]);
+  ck_assert(b->exposed_comm_s[PN_CLASS_EP] < 0.5 * a->exposed_comm_s[PN_CLASS_EP]);
+  ck_assert(b->iteration_time_s < a->iteration_time_s);
+  for (int c = 0; c < PN_CLASS_N; c++)
+    ck_assert(b->exposed_comm_s[c] <= b->total_comm_s[c] * (1.0 + 1e-9) + 1e-12);
+}
+END_TEST
+
+/* The run with its graph and task times kept. */
+static void simulate_full(const char *json, PnSimRun *run)
+{
+  g_autoptr(GError) error  = NULL;
+  g_autoptr(PnScenario) sc = pn_scenario_load_string(json, "test.json", NULL, 0, NULL, &error);
+  ck_assert_msg(sc != NULL, "load: %s", error ? error->message : "?");
+  PnSimOptions opt = {.keep_graph = true};
+  ck_assert_msg(pn_sim_run_full(sc, NULL, &opt, run, &error), "sim: %s", error ? error->message : "?");
+}
+
+static const PnTask *find_task(const PnSimRun *run, const char *label, int32_t mb, int16_t layer, PnTaskId *id)
+{
+  for (guint i = 0; i < run->graph->tasks->len; i++) {
+    const PnTask *t = &g_array_index(run->graph->tasks, PnTask, i);
+    if (t->gpu == 0 && t->label && strcmp(t->label, label) == 0 && t->microbatch == mb && t->layer == layer) {
+      if (id)
+        *id = i;
+      return t;
+    }
+  }
+  return NULL;
+}
+
+static PnTaskTime task_time(const PnSimRun *run, PnTaskId id) { return g_array_index(run->exec.times, PnTaskTime, id); }
+
+/* delay_wgrad_compute: the experts' wgrad leaves mlp_bwd for mlp.backward_dw(), so the backward
+ * dispatch all-to-all (which waits for mlp_bwd) starts before that wgrad ends; without it the
+ * all-to-all waits for the wgrad. Micro-batch 0, layer 3, a combined step. */
+START_TEST(delay_wgrad_moves_expert_wgrad_beside_dispatch)
+{
+  for (int delay = 0; delay < 2; delay++) {
+    g_autofree char *extra =
+        g_strdup_printf("\"comm_overlap\": {\"overlap_moe_expert_parallel_comm\": true, \"delay_wgrad_compute\": %s}",
+                        delay ? "true" : "false");
+    g_autofree char *json = moe_json(16, 1, 1, 16, 64, extra);
+    PnSimRun run          = {0};
+    simulate_full(json, &run);
+    PnTaskId a2a_id, wgrad_id;
+    ck_assert_ptr_nonnull(find_task(&run, "moe_dispatch_a2a_bwd", 0, 3, &a2a_id));
+    ck_assert_ptr_nonnull(find_task(&run, "moe_fc1_wgrad", 0, 3, &wgrad_id));
+    PnTaskTime a2a = task_time(&run, a2a_id), wgrad = task_time(&run, wgrad_id);
+    if (delay)
+      ck_assert_msg(a2a.start_ns < wgrad.end_ns, "delayed: a2a starts %lld, wgrad ends %lld", (long long)a2a.start_ns,
+                    (long long)wgrad.end_ns);
+    else
+      ck_assert_msg(a2a.start_ns >= wgrad.end_ns, "not delayed: a2a starts %lld, wgrad ends %lld",
+                    (long long)a2a.start_ns, (long long)wgrad.end_ns);
+    pn_sim_run_clear(&run);
+  }
+}
+END_TEST
+
+/* Combined 1F1B: the forward dispatch of micro-batch 1 runs while the backward of micro-batch 0
+ * computes (TransformerLayerSchedulePlan.run): some expert dgrad of micro-batch 0 overlaps it in
+ * time. */
+START_TEST(combined_1f1b_overlaps_forward_comm_with_backward_compute)
+{
+  g_autofree char *json = moe_json(16, 1, 1, 16, 64, "\"comm_overlap\": {\"overlap_moe_expert_parallel_comm\": true}");
+  PnSimRun run          = {0};
+  simulate_full(json, &run);
+  bool overlap = false;
+  for (int16_t layer = 0; layer < 8 && !overlap; layer++) {
+    PnTaskId f_id;
+    if (!find_task(&run, "moe_dispatch_a2a", 1, layer, &f_id))
+      continue;
+    PnTaskTime f = task_time(&run, f_id);
+    for (int16_t l2 = 0; l2 < 8 && !overlap; l2++) {
+      PnTaskId d_id;
+      if (!find_task(&run, "moe_fc2_dgrad", 0, l2, &d_id))
+        continue;
+      PnTaskTime d = task_time(&run, d_id);
+      overlap      = d.start_ns < f.end_ns && f.start_ns < d.end_ns;
+    }
+  }
+  ck_assert(overlap);
+  pn_sim_run_clear(&run);
+}
+END_TEST
+
+/* Megatron-LM PR #4268: with overlap_p2p_wgrad_delayed_layer_number = all layers of a chunk,
+ * every attention wgrad of a backward step is issued after that step's post_backward P2P; by
+ * default (1) only the chunk's first layer waits. PP 2, VPP 2, EP overlap, delayed wgrad. */
+START_TEST(pr4268_delays_attention_wgrads_after_post_backward)
+{
+  for (int n = 1; n <= 4; n += 3) {
+    g_autofree char *extra = g_strdup_printf(
+        "\"comm_overlap\": {\"overlap_moe_expert_parallel_comm\": true, \"delay_wgrad_compute\": true,"
+        " \"overlap_p2p_comm\": true, \"batch_p2p_comm\": false, \"overlap_p2p_wgrad_delayed_layer_number\": %d}",
+        n);
+    g_autofree char *json = moe_json(32, 2, 2, 16, 64, extra);
+    PnSimRun run          = {0};
+    simulate_full(json, &run);
+    /* rank 0, chunk 1 (layers 4, 5 of stage 0's second chunk: global layers 4..5), micro-batch 1 */
+    PnTaskId send = PN_TASK_NONE, first_wgrad = PN_TASK_NONE;
+    for (guint i = 0; i < run.graph->tasks->len; i++) {
+      const PnTask *t = &g_array_index(run.graph->tasks, PnTask, i);
+      if (t->gpu != 0 || t->microbatch != 1 || t->chunk != 1)
+        continue;
+      if (t->kind == PN_TASK_P2P && t->phase == PN_PHASE_BWD && send == PN_TASK_NONE)
+        send = i;
+      if (t->label && strcmp(t->label, "qkv_wgrad") == 0 && first_wgrad == PN_TASK_NONE)
+        first_wgrad = i;
+    }
+    ck_assert(send != PN_TASK_NONE && first_wgrad != PN_TASK_NONE);
+    if (n == 1)
+      ck_assert_msg(first_wgrad < send, "default: a layer's attention wgrad is issued before post_backward");
+    else
+      ck_assert_msg(first_wgrad > send, "all delayed: every attention wgrad after post_backward");
+    pn_sim_run_clear(&run);
+  }
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
   Suite *s = suite_create("sim");
@@ -192,6 +345,10 @@ static Suite *sim_suite(void)
     {"max_connections_irrelevant_without_side_streams", max_connections_irrelevant_without_side_streams},
     {"deterministic_report", deterministic_report},
     {"model_flops_layout_independent", model_flops_layout_independent},
+    {"moe_ep_overlap_hides_all_to_all", moe_ep_overlap_hides_all_to_all},
+    {"delay_wgrad_moves_expert_wgrad_beside_dispatch", delay_wgrad_moves_expert_wgrad_beside_dispatch},
+    {"combined_1f1b_overlaps_forward_comm_with_backward_compute", combined_1f1b_overlaps_forward_comm_with_backward_compute},
+    {"pr4268_delays_attention_wgrads_after_post_backward", pr4268_delays_attention_wgrads_after_post_backward},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
