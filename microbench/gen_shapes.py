@@ -11,7 +11,19 @@ Output, one shape a line:  M N K LAYOUT PASS
 
 Shapes are deduplicated on (M,N,K,LAYOUT,PASS); a comment line before the
 shapes lists how many (model, tp, T, gemm) sources produced them.
-Usage: gen_shapes.py [--grid] > shapes.txt
+
+--moe: the expert GEMMs of the MoE models (Transformer Engine's grouped linear runs n_local
+GEMMs of one shape per micro-batch), with balanced routing and expert TP size etp = 1:
+  Tmoe = seq * mbs / tp       tokens of the sequence-parallel shard entering the MoE layer
+  n_local = experts / ep      experts per rank
+  m = Tmoe * topk * etp / n_local   token rows per expert
+  fc1: K = hidden, N = moe_ffn (2 if gated) / etp;  fc2: K = moe_ffn / etp, N = hidden
+  (fprop/dgrad/wgrad as above, T = m), and the router: T = Tmoe, K = hidden, N = experts.
+Router lines carry a sixth field "bf16": mb_gemm times them in bf16 only (the router runs
+outside the fp8 autocast). Shapes whose (M,N,K) the model or grid list already holds are left
+out (the table keys on (M,N,K), so they are measured already); the header says how many.
+A comment line per (model, tp, ep, mbs) case gives its Tmoe, n_local and m.
+Usage: gen_shapes.py [--grid | --moe] > shapes.txt
 """
 import sys
 
@@ -27,6 +39,14 @@ MODELS = {
     "nemotron4-15b": (6144, 24576, 48, 8, 128, 256000, False),
     "nemotron4-340b": (18432, 73728, 96, 8, 192, 256000, False),
 }
+# name: hidden, moe_ffn, experts, topk, gated, seq, cases (tp, ep, mbs)
+MOE_MODELS = {
+    "qwen3-30b-a3b": (2048, 768, 128, 8, True, 4096, ((1, 8, 2), (1, 16, 1), (1, 8, 1))),
+    "qwen3-235b-a22b": (4096, 1536, 128, 8, True, 4096, ((2, 32, 1), (1, 8, 1))),
+    "gpt-oss-120b": (2880, 2880, 128, 4, True, 4096, ((1, 8, 4), (1, 8, 1))),
+    "mixtral-8x7b": (4096, 14336, 8, 2, True, 4096, ((1, 8, 1), (2, 4, 1), (4, 8, 1))),
+}
+MOE_ETP = 1
 TPS = (1, 2, 4, 8)
 TOKENS = (2048, 4096, 8192, 16384)
 GRID = (256, 512, 1024, 2048, 4096, 8192, 16384)
@@ -58,6 +78,47 @@ def model_shapes():
     return seen
 
 
+def passes(t, k_in, n_out):
+    """fprop, dgrad, wgrad keys of a linear K=k_in -> N=n_out over t token rows."""
+    return ((t, n_out, k_in, "TN", "fprop"),
+            (t, k_in, n_out, "NN", "dgrad"),
+            (n_out, k_in, t, "NT", "wgrad"))
+
+
+def exact_div(a, b, what):
+    if a % b:
+        raise SystemExit(f"gen_shapes.py: {what}: {a} is not a multiple of {b}")
+    return a // b
+
+
+def moe_shapes():
+    """(shapes, cases, already): shape key -> [sources, bf16_only]; one comment per case; the
+    number of MoE keys left out because the model or grid list holds their (M,N,K)."""
+    measured = {key[:3] for key in model_shapes()} | {key[:3] for key in grid_shapes()}
+    seen, cases, already = {}, [], set()
+    etp = MOE_ETP
+    for name, (h, ffn, experts, topk, gated, seq, runs) in MOE_MODELS.items():
+        for tp, ep, mbs in runs:
+            tmoe = exact_div(seq * mbs, tp, f"{name} seq*mbs/tp")
+            n_local = exact_div(experts, ep, f"{name} experts/ep")
+            m = exact_div(tmoe * topk * etp, n_local, f"{name} Tmoe*topk*etp/n_local")
+            n_fc1 = exact_div(ffn * (2 if gated else 1), etp, f"{name} fc1 width/etp")
+            k_fc2 = exact_div(ffn, etp, f"{name} moe_ffn/etp")
+            cases.append(f"# {name} tp={tp} ep={ep} etp={etp} mbs={mbs}: Tmoe={tmoe} "
+                         f"n_local={n_local} m={m} fc1 {h}->{n_fc1} fc2 {k_fc2}->{h} "
+                         f"router {h}->{experts} over Tmoe")
+            gemms = [(m, h, n_fc1, False), (m, k_fc2, h, False), (tmoe, h, experts, True)]
+            for t, k_in, n_out, bf16_only in gemms:
+                for key in passes(t, k_in, n_out):
+                    if key[:3] in measured:
+                        already.add(key)
+                        continue
+                    src = seen.setdefault(key, [0, True])
+                    src[0] += 1
+                    src[1] = src[1] and bf16_only  # an expert GEMM of that shape needs fp8 too
+    return seen, cases, len(already)
+
+
 def grid_shapes():
     out = {}
     for m in GRID:
@@ -73,7 +134,22 @@ def grid_shapes():
     return out
 
 
+def main_moe():
+    shapes, cases, already = moe_shapes()
+    total = sum(2.0 * m * n * k for (m, n, k, _, _) in shapes)
+    print(f"# moe shapes: {len(shapes)} unique, {sum(s[0] for s in shapes.values())} sources, "
+          f"{total:.3e} flop per pass over the list; {already} more already in the model/grid "
+          f"lists; sixth field: dtypes (router: bf16 only)")
+    for c in cases:
+        print(c)
+    for (m, n, k, lay, p), (_, bf16_only) in sorted(shapes.items()):
+        print(m, n, k, lay, p, *(["bf16"] if bf16_only else []))
+
+
 def main():
+    if "--moe" in sys.argv[1:]:
+        main_moe()
+        return
     grid = "--grid" in sys.argv[1:]
     shapes = grid_shapes() if grid else model_shapes()
     total = sum(2.0 * m * n * k for (m, n, k, _, _) in shapes)

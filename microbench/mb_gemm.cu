@@ -1,9 +1,13 @@
 // mb_gemm: cuBLASLt GEMM time per shape, bf16 and fp8 (kind "gemm").
 //
-//   mb_gemm --shapes models.txt [--grid grid.txt] [--dtypes bf16,fp8] [--out gemm.json]
-//           [--budget-s 170] [--target-ms 8] [--min-reps 3] [--max-reps 20] [--device 0]
+//   mb_gemm --shapes models.txt [--grid grid.txt] [--moe moe.txt] [--dtypes bf16,fp8]
+//           [--out gemm.json] [--budget-s 170] [--target-ms 8] [--min-reps 3] [--max-reps 20]
+//           [--device 0]
 //
-// Shape files hold "M N K LAYOUT PASS" lines (gen_shapes.py). For each shape: the heuristic's
+// Shape files hold "M N K LAYOUT PASS [DTYPES]" lines (gen_shapes.py; rows are labelled
+// source "model", "grid", "moe" by the option that named the file). The optional sixth field
+// is a comma list of the dtypes the shape is timed in (gen_shapes.py --moe marks the router
+// "bf16"); without it, every dtype of --dtypes. For each shape: the heuristic's
 // best algorithm with a 64 MiB workspace, warm-up, then `reps` timed runs (CUDA events, one
 // pair per run), rotating over enough input/output buffer sets that the working set is at
 // least 3x L2, inputs uniform random in [-1, 1). Reported: the median and the minimum.
@@ -21,6 +25,11 @@ struct Job {
   std::string pass, source;
 };
 
+// Whether the comma list `list` names `item`.
+bool in_list(const std::string &list, const std::string &item) {
+  return ("," + list + ",").find("," + item + ",") != std::string::npos;
+}
+
 std::vector<Job> read_shapes(const char *path, const char *source, bool fp8) {
   std::vector<Job> out;
   FILE *f = std::fopen(path, "r");
@@ -33,8 +42,10 @@ std::vector<Job> read_shapes(const char *path, const char *source, bool fp8) {
   while (std::fgets(line, sizeof line, f)) {
     if (line[0] == '#' || line[0] == '\n') continue;
     long m, n, k;
-    char lay[8] = {0}, pass[16] = {0};
-    if (std::sscanf(line, "%ld %ld %ld %7s %15s", &m, &n, &k, lay, pass) != 5) continue;
+    char lay[8] = {0}, pass[16] = {0}, only[32] = {0};
+    const int fields = std::sscanf(line, "%ld %ld %ld %7s %15s %31s", &m, &n, &k, lay, pass, only);
+    if (fields < 5) continue;
+    if (fields == 6 && !in_list(only, fp8 ? "fp8" : "bf16")) continue;
     Job j;
     j.s.m = m;
     j.s.n = n;
@@ -70,8 +81,10 @@ int main(int argc, char **argv) {
   const std::string dtypes = args.get("--dtypes", "bf16,fp8");
   const char *shapes = args.get("--shapes", nullptr);
   const char *grid = args.get("--grid", nullptr);
-  if (!shapes && !grid) {
-    std::fprintf(stderr, "usage: mb_gemm --shapes FILE [--grid FILE] [--dtypes bf16,fp8] [--out FILE]\n");
+  const char *moe = args.get("--moe", nullptr);
+  if (!shapes && !grid && !moe) {
+    std::fprintf(stderr,
+                 "usage: mb_gemm [--shapes FILE] [--grid FILE] [--moe FILE] [--dtypes bf16,fp8] [--out FILE]\n");
     return 1;
   }
   mb::Report rep("gemm", args.get("--out", "gemm.json"), args.joined("mb_gemm"), {dev});
@@ -117,6 +130,8 @@ int main(int argc, char **argv) {
       for (auto &j : read_shapes(shapes, "model", f8)) jobs.push_back(j);
     if (grid)
       for (auto &j : read_shapes(grid, "grid", f8)) jobs.push_back(j);
+    if (moe)
+      for (auto &j : read_shapes(moe, "moe", f8)) jobs.push_back(j);
   }
 
   // Buffer pools sized for the largest job; small jobs rotate over several sets inside them.

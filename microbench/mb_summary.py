@@ -25,6 +25,10 @@ def gemm(doc):
     rows = [r for r in doc["results"] if r.get("status") == "ok"]
     bad = [r for r in doc["results"] if r.get("status") != "ok"]
     print(f"gemm: {len(rows)} ok, {len(bad)} failed, truncated={doc['truncated']} {doc['note']}")
+    by_source = {}
+    for r in rows:
+        by_source[r.get("source", "?")] = by_source.get(r.get("source", "?"), 0) + 1
+    print("  ok rows by source: " + ", ".join(f"{k} {v}" for k, v in sorted(by_source.items())))
     want = [(8192, 8192, 8192, "TN"), (4096, 4096, 4096, "TN"), (16384, 16384, 16384, "TN"),
             (8192, 7168, 8192, "TN"), (8192, 8192, 7168, "TN"), (8192, 14336, 8192, "TN"),
             (16384, 8192, 28672, "TN"), (4096, 28672, 8192, "TN")]

@@ -17,7 +17,9 @@
 # gemm_nccl_overlap (default MB_GROUPS); MB_COLL_CTAS / MB_OVL_CTAS CTA lists (default
 # 0,1,2,4,8,16,32); MB_COLL_LIMIT_S / MB_OVL_LIMIT_S the hard time limits of those two steps
 # (default 120 + 60 s and 50 + 50 s per group size; each program's soft budget is 80% of it);
-# MB_BUILD_DIR (default build-mb beside microbench/); MB_QUICK=1 for a short smoke run.
+# MB_GEMM_SETS comma list of the GEMM shape lists the gemm step times (models,grid,moe; default
+# all three; e.g. MB_STEPS=build,gemm MB_GEMM_SETS=moe times only the MoE expert and router
+# GEMMs); MB_BUILD_DIR (default build-mb beside microbench/); MB_QUICK=1 for a short smoke run.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -26,6 +28,7 @@ BUILD=${MB_BUILD_DIR:-$HERE/../build-mb}
 TOTAL=${MB_TOTAL_S:-530}
 STEPS=${MB_STEPS:-build,gemm,contention,attention,memory,collectives,copy,overlap}
 QUICK=${MB_QUICK:-0}
+GEMM_SETS=${MB_GEMM_SETS:-models,grid,moe}
 START=$(date +%s)
 
 # NVLink multicast (NVLS) stays off in every process started from here.
@@ -38,6 +41,7 @@ LOG=$OUT_DIR/run_log.txt
 log() { echo "$*" | tee -a "$LOG"; }
 left() { echo $((TOTAL - ($(date +%s) - START))); }
 want() { [[ ",$STEPS," == *",$1,"* ]]; }
+want_set() { [[ ",$GEMM_SETS," == *",$1,"* ]]; }
 
 # run_step NAME HARD_LIMIT_S CMD...: runs CMD under `timeout`, clamped to the time left;
 # the step's own output goes to a per-step log merged into run_log.txt at the end.
@@ -122,21 +126,27 @@ fi
 # Model shapes: regenerate when python3 is there, else the committed copy.
 SHAPES=$HERE/shapes_models.txt
 GRID=$HERE/shapes_grid.txt
+MOE=$HERE/shapes_moe.txt
 if command -v python3 >/dev/null; then
   python3 "$HERE/gen_shapes.py" >"$BUILD/shapes_models.txt" && SHAPES=$BUILD/shapes_models.txt
   python3 "$HERE/gen_shapes.py" --grid >"$BUILD/shapes_grid.txt" && GRID=$BUILD/shapes_grid.txt
+  python3 "$HERE/gen_shapes.py" --moe >"$BUILD/shapes_moe.txt" && MOE=$BUILD/shapes_moe.txt
 fi
 if ((QUICK)); then
   { head -40 "$SHAPES"; echo "8192 8192 8192 TN fprop"; tail -3 "$SHAPES"; } >"$BUILD/shapes_quick.txt"
   SHAPES=$BUILD/shapes_quick.txt
-  GRID_ARGS=()
+  GEMM_ARGS=()
+  want_set models && GEMM_ARGS=(--shapes "$SHAPES")
   ATT_ARGS=(--seqs 2048,8192 --heads 8,32 --head-dims 128)
   CONT_ARGS=(--sms 0,16,32 --shapes 8192x8192x8192)
   MEM_ARGS=(--sizes-mib 1,64,1024)
   COLL_ARGS=(--ctas 0,8 --max-bytes 67108864)
   OVL_ARGS=(--ctas 0,16 --sizes-mib 128)
 else
-  GRID_ARGS=(--grid "$GRID")
+  GEMM_ARGS=()
+  want_set models && GEMM_ARGS+=(--shapes "$SHAPES")
+  want_set grid && GEMM_ARGS+=(--grid "$GRID")
+  want_set moe && GEMM_ARGS+=(--moe "$MOE")
   ATT_ARGS=()
   CONT_ARGS=()
   MEM_ARGS=()
@@ -174,8 +184,8 @@ if ((NGPU >= 2)); then
 fi
 
 gemm_step() {
-  want gemm && run_step gemm 230 env CUDA_VISIBLE_DEVICES="$1" "$BUILD/mb_gemm" --shapes "$SHAPES" \
-    "${GRID_ARGS[@]}" --out "$OUT_DIR/gemm.json"
+  want gemm && run_step gemm 230 env CUDA_VISIBLE_DEVICES="$1" "$BUILD/mb_gemm" "${GEMM_ARGS[@]}" \
+    --out "$OUT_DIR/gemm.json"
 }
 other_single_gpu_steps() {
   local dev=$1
