@@ -56,7 +56,7 @@ static int fail(const GError *error)
 /* One knob of the what-if table: a --set that flips an overlap mechanism the plan resolved. */
 typedef struct {
   const char *name;
-  const char *set_on, *set_off;
+  const char *set_on[2], *set_off[2]; /* one or two --set each (NULL: none) */
   bool (*applies)(const PnScenario *sc);
   bool (*is_on)(const PnPlan *plan, const PnScenario *sc);
 } PnKnob;
@@ -66,26 +66,48 @@ static bool applies_dist_opt(const PnScenario *sc) { return applies_dp(sc) && sc
 static bool applies_tp(const PnScenario *sc) { return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel; }
 static bool applies_vpp(const PnScenario *sc) { return sc->parallel.virtual_pipeline_model_parallel_size > 1; }
 static bool applies_cp(const PnScenario *sc) { return sc->parallel.context_parallel_size > 1; }
-static bool applies_conn(const PnScenario *sc) { return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc); }
+/* EP overlap where Megatron accepts it: MoE with EP > 1, alltoall / flex, VPP when pipelined, no
+ * full recompute (overlap/gating.c has the whole list and says why when it refuses) */
+static bool applies_ep(const PnScenario *sc)
+{
+  const PnParallelConfig *p = &sc->parallel;
+  return sc->model.num_moe_experts > 1 && p->expert_model_parallel_size > 1 &&
+         p->moe_token_dispatcher_type != PN_MOE_DISPATCHER_ALLGATHER &&
+         (p->pipeline_model_parallel_size == 1 || p->virtual_pipeline_model_parallel_size > 1) &&
+         sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL && !sc->comm_overlap.moe_shared_expert_overlap;
+}
+static bool applies_delay(const PnScenario *sc) { return applies_ep(sc) && sc->comm_overlap.overlap_moe_expert_parallel_comm; }
+static bool applies_conn(const PnScenario *sc)
+{
+  return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc) || applies_delay(sc);
+}
 static bool on_grad(const PnPlan *p, const PnScenario *sc) { return p->overlap_grad_reduce; }
 static bool on_param(const PnPlan *p, const PnScenario *sc) { return p->overlap_param_gather; }
 static bool on_tp(const PnPlan *p, const PnScenario *sc) { return p->tp_comm_overlap; }
 static bool on_p2p(const PnPlan *p, const PnScenario *sc) { return p->overlap_p2p_comm; }
 static bool on_cp(const PnPlan *p, const PnScenario *sc) { return p->cp_comm_type == PN_CP_P2P; }
 static bool on_conn(const PnPlan *p, const PnScenario *sc) { return p->max_connections == 1; }
+static bool on_ep(const PnPlan *p, const PnScenario *sc) { return p->overlap_moe_expert_parallel_comm; }
+static bool on_delay(const PnPlan *p, const PnScenario *sc) { return p->delay_wgrad_compute; }
 
 static const PnKnob knobs[] = {
-  {"ddp.overlap_grad_reduce", "ddp.overlap_grad_reduce=true", "ddp.overlap_grad_reduce=false", applies_dp, on_grad},
-  {"ddp.overlap_param_gather", "ddp.overlap_param_gather=true", "ddp.overlap_param_gather=false", applies_dist_opt,
+  {"ddp.overlap_grad_reduce", {"ddp.overlap_grad_reduce=true"}, {"ddp.overlap_grad_reduce=false"}, applies_dp, on_grad},
+  {"ddp.overlap_param_gather", {"ddp.overlap_param_gather=true"}, {"ddp.overlap_param_gather=false"}, applies_dist_opt,
    on_param},
-  {"comm_overlap.tp_comm_overlap", "comm_overlap.tp_comm_overlap=true", "comm_overlap.tp_comm_overlap=false", applies_tp,
-   on_tp},
-  {"comm_overlap.overlap_p2p_comm", "comm_overlap.overlap_p2p_comm=true", "comm_overlap.overlap_p2p_comm=false",
+  {"comm_overlap.tp_comm_overlap", {"comm_overlap.tp_comm_overlap=true"}, {"comm_overlap.tp_comm_overlap=false"},
+   applies_tp, on_tp},
+  {"comm_overlap.overlap_p2p_comm", {"comm_overlap.overlap_p2p_comm=true"}, {"comm_overlap.overlap_p2p_comm=false"},
    applies_vpp, on_p2p},
-  {"comm_overlap.cp_comm_type (p2p ring vs all_gather)", "comm_overlap.cp_comm_type=\"p2p\"",
-   "comm_overlap.cp_comm_type=\"all_gather\"", applies_cp, on_cp},
-  {"env.CUDA_DEVICE_MAX_CONNECTIONS (1 vs 8)", "env.CUDA_DEVICE_MAX_CONNECTIONS=1", "env.CUDA_DEVICE_MAX_CONNECTIONS=8",
-   applies_conn, on_conn},
+  {"comm_overlap.cp_comm_type (p2p ring vs all_gather)", {"comm_overlap.cp_comm_type=\"p2p\""},
+   {"comm_overlap.cp_comm_type=\"all_gather\""}, applies_cp, on_cp},
+  /* off also drops delay_wgrad_compute, which Bridge accepts only with EP overlap */
+  {"comm_overlap.overlap_moe_expert_parallel_comm", {"comm_overlap.overlap_moe_expert_parallel_comm=true"},
+   {"comm_overlap.overlap_moe_expert_parallel_comm=false", "comm_overlap.delay_wgrad_compute=false"}, applies_ep,
+   on_ep},
+  {"comm_overlap.delay_wgrad_compute", {"comm_overlap.delay_wgrad_compute=true"},
+   {"comm_overlap.delay_wgrad_compute=false"}, applies_delay, on_delay},
+  {"env.CUDA_DEVICE_MAX_CONNECTIONS (1 vs 8)", {"env.CUDA_DEVICE_MAX_CONNECTIONS=1"},
+   {"env.CUDA_DEVICE_MAX_CONNECTIONS=8"}, applies_conn, on_conn},
 };
 
 static double total_exposed(const PnResult *r)
@@ -120,7 +142,9 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
       g_autoptr(GPtrArray) all = g_ptr_array_new();
       for (int i = 0; i < n_sets; i++)
         g_ptr_array_add(all, sets[i]);
-      g_ptr_array_add(all, (gpointer)(v ? knobs[k].set_on : knobs[k].set_off));
+      const char *const *add = v ? knobs[k].set_on : knobs[k].set_off;
+      for (int i = 0; i < 2 && add[i]; i++)
+        g_ptr_array_add(all, (gpointer)add[i]);
       g_autoptr(PnScenario) sc = pn_scenario_load(path, (const char *const *)all->pdata, (int)all->len, NULL, &error);
       if (!sc)
         return fail(error);
