@@ -142,11 +142,15 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, PnWorkloadMem
     out->weights_bytes += linear * 2.0;
   double grad_b        = sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0;
   out->gradients_bytes = params * grad_b;
-  double shard         = 1.0;
-  if (sc->ddp.use_distributed_optimizer)
-    shard = (double)(dp * cp) / (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
+  double shard = 1.0, expert_shard = 1.0;
+  if (sc->ddp.use_distributed_optimizer) {
+    shard        = (double)(dp * cp) / (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
+    expert_shard = (double)pn_workload_expert_dp(sc); /* expert states shard over expert-DP */
+  }
   shard                = MAX(shard, 1.0);
-  out->optimizer_bytes = params * (12.0 + (grad_b < 4.0 ? 4.0 : 0.0)) / shard;
+  double experts       = (double)stage_layers * pn_workload_layer_expert_params(sc);
+  double per_param     = 12.0 + (grad_b < 4.0 ? 4.0 : 0.0);
+  out->optimizer_bytes = (params - experts) * per_param / shard + experts * per_param / MAX(expert_shard, 1.0);
 
   /* activations */
   int64_t inflight     = pn_workload_inflight_microbatches(sc, stage);

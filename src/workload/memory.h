@@ -10,7 +10,8 @@
  *   optimizer    P * 12 (fp32 master params + Adam m, v) / shard, shard = dp * cp /
  *                num_distributed_optimizer_instances with the distributed optimizer, 1 without;
  *                + P * 4 / shard for the fp32 copy of the grads the optimizer makes when the
- *                grad buffer is bf16.
+ *                grad buffer is bf16. MoE: the experts' share shards over the expert data-parallel
+ *                group instead (tp*cp*dp / (etp*ep)), so with edp = 1 it is not sharded at all.
  *   activations  (in-flight micro-batches) * (saved bytes of one micro-batch on the stage)
  *                + what is live while one recomputation runs; the per-layer saved bytes are the
  *                sum of PnOp.saved_bytes over the layer's FWD op list (ops.h says what each op
