@@ -4,7 +4,8 @@
 #include "io/file.h"
 
 static const char *const stream_names[PN_STREAM_N] = {"compute", "tp_comm", "dp_comm", "pp_next", "pp_prev",
-                                                      "cp_comm", "ep_comm", "ub_compute1", "ub_compute2"};
+                                                      "cp_comm", "ep_comm", "ub_compute1", "ub_compute2",
+                                                      "shared_expert"};
 static const char *const class_names[PN_CLASS_N]   = {"dp", "tp", "pp", "cp", "ep"};
 
 gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, GError **error)

@@ -33,6 +33,7 @@ typedef struct {
   bool after_compute; /* waits for the last compute-stream task issued before it */
   bool join;          /* a later compute-stream task waits for it: the first one issued after entry `join_at` */
   int16_t join_at;    /* template index; the entry itself when it is the last of its group */
+  int16_t extra_join; /* an entry whose join_at is this one, other than itself and the previous (-1: none) */
 } PnTplEntry;
 
 typedef struct {
@@ -290,7 +291,8 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
 static int16_t tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join)
 {
   int16_t self = (int16_t)tpl->len;
-  PnTplEntry e = {.task = *t, .dep = {dep0, dep1}, .after_compute = after_compute, .join = join, .join_at = self};
+  PnTplEntry e = {
+      .task = *t, .dep = {dep0, dep1}, .after_compute = after_compute, .join = join, .join_at = self, .extra_join = -1};
   g_array_append_val(tpl, e);
   return self;
 }
@@ -469,12 +471,42 @@ static void tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op)
   tpl_add(tpl, &t, -1, -1, false, false);
 }
 
+/* Joins further away than the next entry are recorded on their target (emit_template checks an
+ * entry, the previous one and extra_join). */
+static void tpl_link_far_joins(GArray *tpl)
+{
+  for (guint i = 0; i < tpl->len; i++) {
+    const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
+    if (e->join && e->join_at != (int16_t)i && e->join_at != (int16_t)(i + 1)) {
+      PnTplEntry *target = &g_array_index(tpl, PnTplEntry, e->join_at);
+      g_assert(target->extra_join < 0);
+      target->extra_join = (int16_t)i;
+    }
+  }
+}
+
 static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
 {
-  GArray *tpl = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+  GArray *tpl    = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+  int16_t side_last = -1; /* last entry on the shared-expert stream, not yet joined */
   for (guint i = 0; i < ops->len; i++) {
     const PnOp *op   = &g_array_index(ops, PnOp, i);
     const PnOp *next = i + 1 < ops->len ? &g_array_index(ops, PnOp, i + 1) : NULL;
+    /* moe_shared_expert_overlap: on their own stream, launched after the compute before them */
+    if (op->side) {
+      PnTask t;
+      price_op(b, op, &t);
+      t.stream  = PN_STREAM_SHARED_EXPERT;
+      side_last = tpl_add(tpl, &t, -1, -1, side_last < 0, false);
+      continue;
+    }
+    if (op->join_side && side_last >= 0 && tpl->len > 0) {
+      /* the compute issued after the previous entry (this op) waits for the side stream */
+      PnTplEntry *e = &g_array_index(tpl, PnTplEntry, side_last);
+      e->join       = true;
+      e->join_at    = (int16_t)(tpl->len - 1);
+      side_last     = -1;
+    }
     /* A TP slot group: one COMM and one GEMM sharing a ub_slot. */
     int j = op->ub_slot ? slot_partner(ops, i) : -1;
     if (j > 0) {
@@ -518,6 +550,7 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
     }
     tpl_plain(b, tpl, op);
   }
+  tpl_link_far_joins(tpl);
   return tpl;
 }
 
@@ -645,12 +678,15 @@ static void emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t
     if (e->after_compute && lc != PN_TASK_NONE)
       deps[n++] = lc;
     ids[i] = add_task(b, gpu, &t, deps, n);
-    /* joins become pending once their partner entry is issued (join_at is the entry or the next) */
+    /* joins become pending once their partner entry is issued (join_at is the entry or the
+     * next, or further on through extra_join) */
     for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
       const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
       if (ej->join && (guint)ej->join_at == i)
         push_pending(b, gpu, ids[j]);
     }
+    if (e->extra_join >= 0)
+      push_pending(b, gpu, ids[e->extra_join]);
   }
 }
 
@@ -1108,12 +1144,15 @@ static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_n
     ids[i] = add_task(b, gpu, &t, deps, n);
     if (t.stream == node_stream)
       last = ids[i];
-    if (!comm_node)
+    if (!comm_node) {
       for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
         const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
         if (ej->join && (guint)ej->join_at == i)
           push_pending(b, gpu, ids[j]);
       }
+      if (e->extra_join >= 0)
+        push_pending(b, gpu, ids[e->extra_join]);
+    }
   }
   if (last != PN_TASK_NONE)
     *chain = last;

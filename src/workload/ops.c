@@ -25,6 +25,7 @@ typedef struct {
   int64_t Tm, R, rows_e;       /* tokens entering the layer, rows reaching local experts, rows per expert */
   int64_t mf, mfc1;            /* expert fc2 input width F/etp, fc1 output width F*(2 if gated)/etp */
   int64_t sf_tp, sfc1_tp;      /* shared experts: width/tp, fc1 output width/tp */
+  bool shared_overlap;         /* moe_shared_expert_overlap with the alltoall dispatcher */
 } Dims;
 
 static void dims_init(const PnScenario *sc, Dims *d)
@@ -77,6 +78,8 @@ static void dims_init(const PnScenario *sc, Dims *d)
     d->mfc1       = d->mf * (d->gated ? 2 : 1);
     d->sf_tp      = m->moe_shared_expert_intermediate_size / d->tp;
     d->sfc1_tp    = d->sf_tp * (d->gated ? 2 : 1);
+    d->shared_overlap = sc->comm_overlap.moe_shared_expert_overlap && d->sf_tp > 0 &&
+                        d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
   }
 }
 
@@ -329,6 +332,16 @@ static double moe_a2a_bytes(const Dims *d) { return (double)d->Tm * (double)d->t
 /* allgather dispatcher: the hidden states of the etp*ep group, gathered (and reduce-scattered back). */
 static double moe_ag_bytes(const Dims *d) { return (double)d->Tm * (double)d->h * 2.0 * (double)(d->etp * d->ep); }
 
+/* The ops appended since `from` run on the shared-expert stream. */
+static void mark_side(GArray *out, guint from)
+{
+  for (guint i = from; i < out->len; i++)
+    g_array_index(out, PnOp, i).side = true;
+}
+
+/* The last op appended waits for the side ops before it. */
+static void mark_join_side(GArray *out) { g_array_index(out, PnOp, out->len - 1).join_side = true; }
+
 /* Shared experts: a dense TP MLP beside the routed experts (SharedExpertMLP). */
 static void moe_shared_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
 {
@@ -359,11 +372,17 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   const bool a2a  = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
   /* pre_dispatch_computation: norm, shared experts, router, permutation */
   push_norm_fwd(out, d, "ln2", phase, 2.0, keep * (hm * 2.0 + norm_stats_bytes(d)));
-  moe_shared_forward(out, d, phase, keep);
+  if (!d->shared_overlap)
+    moe_shared_forward(out, d, phase, keep);
   push_gemm(out, "router", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d->Tm, d->E, d->h, keep * hm * 2.0);
   push_mem(out, "router_topk", phase, (double)d->Tm * (double)d->E * 12.0, keep * (double)d->Tm * (double)d->E * 4.0);
   if (a2a && moe_permute_separate(d))
     push_mem(out, "permute", phase, hm * 2.0 + hm * (double)d->topk * 2.0, 0.0);
+  if (d->shared_overlap) {
+    guint side = out->len;
+    moe_shared_forward(out, d, phase, keep);
+    mark_side(out, side);
+  }
 
   guint node = out->len;
   if (a2a) {
@@ -404,11 +423,15 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
     push_comm(out, "moe_combine_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
     if (moe_permute_separate(d))
       push_mem(out, "unpermute", phase, hm * (double)d->topk * 2.0 + hm * 2.0, 0.0);
+    if (d->shared_overlap)
+      mark_join_side(out); /* the shared experts' output is added here */
   } else {
     push_comm(out, "moe_combine_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
   }
   const double hsp = (double)d->Tsp * (double)d->h;
   push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+  if (d->shared_overlap && !moe_permute_separate(d))
+    mark_join_side(out); /* flex: no unpermutation kernel; the residual add takes the sum */
   tag_node(out, node, PN_NODE_COMBINE);
 }
 
@@ -428,6 +451,11 @@ static void moe_backward(GArray *out, const Dims *d)
   if (a2a) {
     if (moe_permute_separate(d))
       push_mem(out, "unpermute_bwd", B, hm * 2.0 + hm * (double)d->topk * 4.0, 0.0);
+    if (d->shared_overlap) {
+      guint side = out->len;
+      moe_shared_backward(out, d, B);
+      mark_side(out, side);
+    }
     push_comm(out, "moe_combine_a2a_bwd", NULL, B, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
     if (d->etp > 1)
       push_comm(out, "moe_combine_ag_bwd", NULL, B, PN_COLL_ALL_GATHER, PN_GROUP_ETP, rh * 2.0, PN_DT_BF16);
@@ -472,13 +500,19 @@ static void moe_backward(GArray *out, const Dims *d)
   tag_node(out, node, PN_NODE_DISPATCH);
 
   /* pre_dispatch backward (node ATTN): permutation (a scatter-add), router, shared experts, norm */
-  if (a2a && moe_permute_separate(d))
+  if (a2a && moe_permute_separate(d)) {
     push_mem(out, "permute_bwd", B, hm * (double)d->topk * 2.0 + hm * 4.0, 0.0);
+    if (d->shared_overlap)
+      mark_join_side(out); /* the input gradient sums both branches */
+  }
   push_mem(out, "router_topk_bwd", B, (double)d->Tm * (double)d->E * 12.0, 0.0);
+  if (d->shared_overlap && !moe_permute_separate(d))
+    mark_join_side(out);
   push_dgrad(out, "router_dgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h);
   push_wgrad(out, "router_wgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h);
   g_array_index(out, PnOp, out->len - 1).te_wgrad = false; /* a torch Linear: not deferred */
-  moe_shared_backward(out, d, B);
+  if (!d->shared_overlap)
+    moe_shared_backward(out, d, B);
   push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
 }
 

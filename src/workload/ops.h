@@ -101,6 +101,11 @@
  *     write Tm*h; fused with flex), residual add.
  *   backward: the mirror image; a2a bytes equal, unpermute_bwd also reads the expert output
  *     for the probability gradient.
+ *   moe_shared_expert_overlap (alltoall dispatcher): the shared experts run on their own stream
+ *     (`side`), launched after the permutation, beside the dispatch all-to-all and the experts,
+ *     and the unpermutation waits for them (moe/shared_experts.py: pre_forward_comm and fc1 beside
+ *     the dispatch, fc2 and post_forward_comm before / after the combine); their backward runs
+ *     beside the backward all-to-alls, and the permutation's backward waits for it.
  * A2A bytes are bf16 (no fp8 dispatch). Not modelled: token dropping / capacity factor,
  * router load imbalance, aux-loss kernels, the host sync of the alltoall dispatcher's token
  * counts, MoE layer frequency (all layers are MoE), latent MoE, MTP.
@@ -147,6 +152,8 @@ typedef struct {
   int64_t groups;      /* GEMM: TE grouped GEMM of `groups` GEMMs of this shape (local experts); 1 otherwise */
   uint8_t node;        /* PnLayerNode of layer ops; PN_NODE_ATTN elsewhere */
   bool te_wgrad;       /* GEMM: a wgrad TE can defer to backward_dw() (delay_wgrad_compute) */
+  bool side;           /* runs on the shared-expert stream (moe_shared_expert_overlap) */
+  bool join_side;      /* the first op that needs the side ops before it */
   int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU */
   bool causal;
   bool backward;      /* ATTN: backward kernel */

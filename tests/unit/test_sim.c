@@ -329,6 +329,42 @@ START_TEST(pr4268_delays_attention_wgrads_after_post_backward)
 }
 END_TEST
 
+/* moe_shared_expert_overlap: the shared experts run on their own stream beside the dispatch
+ * all-to-all (shared_fc1 of layer 2, micro-batch 0 overlaps its moe_dispatch_a2a in time), the
+ * unpermutation waits for them, and the step is shorter than with the shared experts in line. */
+START_TEST(shared_expert_overlap_runs_beside_dispatch)
+{
+  double t[2];
+  for (int ov = 0; ov < 2; ov++) {
+    g_autofree char *extra = g_strdup_printf("\"comm_overlap\": {\"moe_shared_expert_overlap\": %s}", ov ? "true" : "false");
+    g_autofree char *base  = moe_json(16, 1, 1, 16, 64, extra);
+    /* the same model with shared experts of width 4096 */
+    gchar **parts         = g_strsplit(base, "\"moe_ffn_hidden_size\": 2048", 2);
+    g_autofree char *json = g_strjoinv("\"moe_ffn_hidden_size\": 2048, \"moe_shared_expert_intermediate_size\": 4096", parts);
+    g_strfreev(parts);
+    PnSimRun run = {0};
+    simulate_full(json, &run);
+    t[ov] = run.result->iteration_time_s;
+    PnTaskId fc1_id, a2a_id, unperm_id;
+    ck_assert_ptr_nonnull(find_task(&run, "shared_fc1", 0, 2, &fc1_id));
+    ck_assert_ptr_nonnull(find_task(&run, "moe_dispatch_a2a", 0, 2, &a2a_id));
+    ck_assert_ptr_nonnull(find_task(&run, "unpermute", 0, 2, &unperm_id));
+    PnTaskTime fc1 = task_time(&run, fc1_id), a2a = task_time(&run, a2a_id), un = task_time(&run, unperm_id);
+    const PnTask *fc1_task = &g_array_index(run.graph->tasks, PnTask, fc1_id);
+    if (ov) {
+      ck_assert_int_eq(fc1_task->stream, PN_STREAM_SHARED_EXPERT);
+      ck_assert(fc1.start_ns < a2a.end_ns && a2a.start_ns < fc1.end_ns);
+      ck_assert(un.start_ns >= fc1.end_ns);
+    } else {
+      ck_assert_int_eq(fc1_task->stream, PN_STREAM_COMPUTE);
+      ck_assert(fc1.end_ns <= a2a.start_ns);
+    }
+    pn_sim_run_clear(&run);
+  }
+  ck_assert_double_lt(t[1], t[0]);
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
   Suite *s = suite_create("sim");
@@ -349,6 +385,7 @@ static Suite *sim_suite(void)
     {"delay_wgrad_moves_expert_wgrad_beside_dispatch", delay_wgrad_moves_expert_wgrad_beside_dispatch},
     {"combined_1f1b_overlaps_forward_comm_with_backward_compute", combined_1f1b_overlaps_forward_comm_with_backward_compute},
     {"pr4268_delays_attention_wgrads_after_post_backward", pr4268_delays_attention_wgrads_after_post_backward},
+    {"shared_expert_overlap_runs_beside_dispatch", shared_expert_overlap_runs_beside_dispatch},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
