@@ -75,7 +75,23 @@ static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnT
   return earliest == PN_TIME_NEVER ? own : earliest;
 }
 
-static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
+/* One GPU's interval ends, appended in task order and sorted before the sweep. A plain
+ * pointer/count/capacity triple: two appends per task of a 10^6-task graph. */
+typedef struct {
+  PnEdge *v;
+  size_t n, cap;
+} PnEdges;
+
+static inline void edges_push(PnEdges *e, PnEdge x)
+{
+  if (e->n == e->cap) {
+    e->cap = e->cap ? 2 * e->cap : 1024;
+    e->v   = g_renew(PnEdge, e->v, e->cap);
+  }
+  e->v[e->n++] = x;
+}
+
+static void add_edges(PnEdges *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
 {
   if (a < w0)
     a = w0;
@@ -83,9 +99,34 @@ static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b,
     b = w1;
   if (b <= a)
     return;
-  PnEdge open = edge_make(a, cls, op, true), close = edge_make(b, cls, op, false);
-  g_array_append_val(edges, open);
-  g_array_append_val(edges, close);
+  edges_push(edges, edge_make(a, cls, op, true));
+  edges_push(edges, edge_make(b, cls, op, false));
+}
+
+/* The communication ops in flight during a sweep, as a list with O(1) insert and remove: an
+ * exposed interval charges only these, not all PN_MAX_OPS slots. Each op's share is its own
+ * accumulator, so the order of the list does not change any sum. */
+typedef struct {
+  int count[PN_MAX_OPS]; /* tasks of the op in flight */
+  int cls[PN_MAX_OPS];
+  int pos[PN_MAX_OPS];   /* index in `live` while count > 0 */
+  int live[PN_MAX_OPS];
+  int n_live;
+} PnOpsInFlight;
+
+static void ops_in_flight_add(PnOpsInFlight *f, int op, int cls, int delta)
+{
+  f->cls[op] = cls;
+  int before = f->count[op];
+  f->count[op] += delta;
+  if (before <= 0 && f->count[op] > 0) {
+    f->pos[op]             = f->n_live;
+    f->live[f->n_live++]   = op;
+  } else if (before > 0 && f->count[op] <= 0) {
+    int last           = f->live[--f->n_live];
+    f->live[f->pos[op]] = last;
+    f->pos[last]       = f->pos[op];
+  }
 }
 
 /* Sweep one GPU's intervals inside [w0, w1]: compute busy, exposed comm per class (split
@@ -93,15 +134,15 @@ static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b,
 /* `op_exposed` (PN_MAX_OPS entries) accumulates each op's share of the exposed time: an exposed
  * instant is split equally among the classes in flight, and a class's share equally among its
  * ops in flight. */
-static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
+static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
 {
-  radix_sort((uint64_t *)edges->data, edges->len);
+  radix_sort(edges->v, edges->n);
   int active_compute = 0, active[PN_CLASS_N] = {0};
-  int op_active[PN_MAX_OPS] = {0}, op_class[PN_MAX_OPS] = {0};
+  PnOpsInFlight *ops = g_new0(PnOpsInFlight, 1);
   PnTimeNs prev = w0;
   double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
-  for (guint i = 0; i <= edges->len; i++) {
-    PnTimeNs t = i < edges->len ? (PnTimeNs)(g_array_index(edges, PnEdge, i) >> 12) : w1;
+  for (size_t i = 0; i <= edges->n; i++) {
+    PnTimeNs t = i < edges->n ? (PnTimeNs)(edges->v[i] >> 12) : w1;
     double dt  = (double)(t - prev);
     if (dt > 0) {
       int n_cls = 0;
@@ -112,17 +153,18 @@ static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *s
       else if (n_cls > 0) {
         for (int c = 0; c < PN_CLASS_N; c++)
           exposed_ns[c] += active[c] > 0 ? dt / n_cls : 0.0;
-        for (int o = 0; o < PN_MAX_OPS; o++)
-          if (op_active[o] > 0)
-            op_exposed[o] += dt / n_cls * op_active[o] / active[op_class[o]] * 1e-9;
+        for (int k = 0; k < ops->n_live; k++) {
+          int o = ops->live[k];
+          op_exposed[o] += dt / n_cls * ops->count[o] / active[ops->cls[o]] * 1e-9;
+        }
       }
       else
         idle_ns += dt;
       prev = t;
     }
-    if (i == edges->len)
+    if (i == edges->n)
       break;
-    PnEdge e  = g_array_index(edges, PnEdge, i);
+    PnEdge e  = edges->v[i];
     int cls   = (int)(e & 7) - 1;
     int op    = (int)((e >> 3) & 0xff);
     int delta = (e >> 11) & 1 ? +1 : -1;
@@ -130,14 +172,46 @@ static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *s
       active_compute += delta;
     } else {
       active[cls] += delta;
-      op_active[op] += delta;
-      op_class[op] = cls;
+      ops_in_flight_add(ops, op, cls, delta);
     }
   }
+  g_free(ops);
   st->compute_s = compute_ns * 1e-9;
   st->bubble_s  = idle_ns * 1e-9;
   for (int c = 0; c < PN_CLASS_N; c++)
     st->exposed_comm_s[c] = exposed_ns[c] * 1e-9;
+}
+
+/* Op index by label. Labels are static strings, so a label pointer seen before maps to its op
+ * through a small direct-mapped cache; the string table (equal text, different pointers) is
+ * consulted only on a cache miss. */
+typedef struct {
+  GHashTable *by_text; /* label -> op + 1 */
+  const char *key[64];
+  int op[64];
+  const char *label[PN_MAX_OPS];
+  int cls[PN_MAX_OPS];
+  int n;
+} PnOpIndex;
+
+static int op_index_of(PnOpIndex *ix, const char *label, int cls)
+{
+  guint slot = (guint)(((uintptr_t)label >> 3) * 0x9E3779B1u) >> 26; /* 0..63 */
+  if (ix->key[slot] == label)
+    return ix->op[slot];
+  gpointer found = g_hash_table_lookup(ix->by_text, label);
+  int op         = found ? GPOINTER_TO_INT(found) - 1 : -1;
+  if (op < 0) {
+    op = ix->n < PN_MAX_OPS - 1 ? ix->n++ : PN_MAX_OPS - 1; /* the last slot collects any overflow */
+    if (op == ix->n - 1) {
+      ix->label[op] = label;
+      ix->cls[op]   = cls;
+    }
+    g_hash_table_insert(ix->by_text, (gpointer)label, GINT_TO_POINTER(op + 1));
+  }
+  ix->key[slot] = label;
+  ix->op[slot]  = op;
+  return op;
 }
 
 static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *ex, const PnBuildInfo *info,
@@ -146,11 +220,13 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   uint32_t n_gpus = g->n_gpus;
   int iters       = (int)(info->iteration_end->len / n_gpus);
   PnTimeNs prev   = 0, w0 = 0, w1 = 0;
+  const PnTaskTime *times = (const PnTaskTime *)(const void *)ex->times->data;
+  const PnTask *tasks     = (const PnTask *)(const void *)g->tasks->data;
   for (int it = 0; it < iters; it++) {
     PnTimeNs end = 0;
     for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
       PnTaskId id = g_array_index(info->iteration_end, PnTaskId, it * n_gpus + gpu);
-      PnTimeNs e  = g_array_index(ex->times, PnTaskTime, id).end_ns;
+      PnTimeNs e  = times[id].end_ns;
       end         = e > end ? e : end;
     }
     double secs = (double)(end - prev) * 1e-9;
@@ -162,20 +238,17 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   r->iteration_time_s = (double)(w1 - w0) * 1e-9;
 
   /* communication ops by label (lookup only; the report order is sorted below) */
-  g_autoptr(GHashTable) op_index = g_hash_table_new(g_str_hash, g_str_equal);
-  const char *op_label[PN_MAX_OPS];
-  int op_cls[PN_MAX_OPS];
+  PnOpIndex ops = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)};
   double op_total[PN_MAX_OPS] = {0}, op_exposed[PN_MAX_OPS] = {0};
-  int n_ops = 0;
-  g_autoptr(GPtrArray) edges = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  for (uint32_t gpu = 0; gpu < n_gpus; gpu++)
-    g_ptr_array_add(edges, g_array_new(FALSE, FALSE, sizeof(PnEdge)));
+  PnEdges *edges = g_new0(PnEdges, n_gpus ? n_gpus : 1);
   g_array_set_size(r->stages, n_gpus);
-  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
-    const PnTask *t      = &g_array_index(g->tasks, PnTask, id);
-    const PnTaskTime *tt = &g_array_index(ex->times, PnTaskTime, id);
-    GArray *e            = g_ptr_array_index(edges, t->gpu);
-    PnStageStats *st     = &g_array_index(r->stages, PnStageStats, t->gpu);
+  PnStageStats *stages = (PnStageStats *)(void *)r->stages->data;
+  uint32_t n_tasks     = pn_graph_n_tasks(g);
+  for (PnTaskId id = 0; id < n_tasks; id++) {
+    const PnTask *t      = &tasks[id];
+    const PnTaskTime *tt = &times[id];
+    PnEdges *e           = &edges[t->gpu];
+    PnStageStats *st     = &stages[t->gpu];
     if (tt->end_ns <= w0 || tt->start_ns >= w1)
       continue;
     if (tt->end_ns > st->end_s * 1e9)
@@ -188,17 +261,7 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
       a          = a < w0 ? w0 : a;
       b          = b > w1 ? w1 : b;
       if (t->cls >= 0 && b > a) {
-        const char *label = t->label ? t->label : "comm";
-        gpointer found    = g_hash_table_lookup(op_index, label);
-        int op            = found ? GPOINTER_TO_INT(found) - 1 : -1;
-        if (op < 0) {
-          op = n_ops < PN_MAX_OPS - 1 ? n_ops++ : PN_MAX_OPS - 1; /* the last slot collects any overflow */
-          if (op == n_ops - 1) {
-            op_label[op] = label;
-            op_cls[op]   = t->cls;
-          }
-          g_hash_table_insert(op_index, (gpointer)label, GINT_TO_POINTER(op + 1));
-        }
+        int op = op_index_of(&ops, t->label ? t->label : "comm", t->cls);
         add_edges(e, t->cls, op, a, b, w0, w1);
         st->total_comm_s[t->cls] += (double)(b - a) * 1e-9;
         op_total[op] += (double)(b - a) * 1e-9;
@@ -206,8 +269,9 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
     }
   }
   for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
-    PnStageStats *st = &g_array_index(r->stages, PnStageStats, gpu);
-    account_gpu(g_ptr_array_index(edges, gpu), w0, w1, st, op_exposed);
+    PnStageStats *st = &stages[gpu];
+    account_gpu(&edges[gpu], w0, w1, st, op_exposed);
+    g_free(edges[gpu].v);
     st->end_s -= (double)w0 * 1e-9;
     r->compute_s += st->compute_s / n_gpus;
     r->bubble_s += st->bubble_s / n_gpus;
@@ -216,10 +280,12 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
       r->total_comm_s[c] += st->total_comm_s[c] / n_gpus;
     }
   }
-  for (int o = 0; o < n_ops; o++) {
-    PnOpStats os = {op_label[o], op_cls[o], op_total[o] / n_gpus, op_exposed[o] / n_gpus};
+  g_free(edges);
+  for (int o = 0; o < ops.n; o++) {
+    PnOpStats os = {ops.label[o], ops.cls[o], op_total[o] / n_gpus, op_exposed[o] / n_gpus};
     g_array_append_val(r->comm_ops, os);
   }
+  g_hash_table_unref(ops.by_text);
   g_array_sort(r->comm_ops, op_cmp);
   (void)sc;
 }
