@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "core/mem.h"
 #include "hw/maxmin.h"
 
 GQuark pn_exec_error_quark(void) { return g_quark_from_static_string("pn-exec-error-quark"); }
@@ -701,6 +702,8 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   ex->rt              = g_new(TaskRt, n ? n : 1);
   ex->waits           = g_new(uint32_t, n ? n : 1);
   ex->state           = g_new0(uint8_t, n ? n : 1);
+  pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
+  pn_mem_hint_large(ex->waits, (size_t)n * sizeof(uint32_t));
   ex->gpus            = g_new0(GpuRt, ex->n_gpus ? ex->n_gpus : 1);
   ex->changed         = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
   ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
@@ -751,6 +754,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
 
   /* Dependents, CSR. */
   ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
+  pn_mem_hint_large(ex->dep_off, ((size_t)n + 1) * sizeof(uint32_t));
   for (PnTaskId t = 0; t < n; t++)
     for (uint32_t i = 0; i < ex->tasks[t].dep_count; i++)
       ex->dep_off[ex->deps[ex->tasks[t].dep_first + i] + 1]++;
@@ -758,6 +762,8 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     ex->dep_off[t + 1] += ex->dep_off[t];
   ex->dep_list   = g_new(uint32_t, ex->dep_off[n] ? ex->dep_off[n] : 1);
   uint32_t *fill = g_new(uint32_t, n ? n : 1);
+  pn_mem_hint_large(ex->dep_list, (size_t)ex->dep_off[n] * sizeof(uint32_t));
+  pn_mem_hint_large(fill, (size_t)n * sizeof(uint32_t));
   for (uint32_t t = 0; t < n; t++)
     fill[t] = ex->dep_off[t];
   for (PnTaskId t = 0; t < n; t++)
@@ -776,6 +782,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
         n_x += ex->legs[tk->leg_first + k].peer > t;
   }
   ex->xf      = g_new0(Xfer, n_x ? n_x : 1);
+  pn_mem_hint_large(ex->xf, (size_t)n_x * sizeof(Xfer));
   ex->n_xfers = n_x;
   uint32_t xi = 0;
   for (PnTaskId t = 0; t < n; t++) {
@@ -860,6 +867,7 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
 
   uint32_t n    = g->tasks->len;
   GArray *times = g_array_sized_new(FALSE, FALSE, sizeof(PnTaskTime), n);
+  pn_mem_hint_large(times->data, (size_t)n * sizeof(PnTaskTime));
   g_array_set_size(times, n);
   PnTaskTime *tt = (PnTaskTime *)(void *)times->data;
   for (uint32_t i = 0; i < n; i++)

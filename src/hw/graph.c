@@ -2,6 +2,8 @@
  * assertions on programming errors: pn_exec_run() validates the finished graph. */
 #include "hw/graph.h"
 
+#include "core/mem.h"
+
 PnGraph *pn_graph_new(uint32_t n_gpus)
 {
   PnGraph *g = g_new0(PnGraph, 1);
@@ -68,7 +70,12 @@ void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, b
 
 void pn_graph_reserve(PnGraph *g, uint32_t n)
 {
+  /* A new array allocated at the final size rather than a set_size round trip, which would zero
+   * (and so fault in) every page of it now instead of as tasks are written. */
   guint len = g->tasks->len;
-  g_array_set_size(g->tasks, len + n);
-  g_array_set_size(g->tasks, len);
+  GArray *a = g_array_sized_new(FALSE, TRUE, sizeof(PnTask), len + n);
+  pn_mem_hint_large(a->data, ((size_t)len + n) * sizeof(PnTask));
+  g_array_append_vals(a, g->tasks->data, len);
+  g_array_free(g->tasks, TRUE);
+  g->tasks = a;
 }

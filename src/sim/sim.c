@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "overlap/gating.h"
 #include "sched/build.h"
 #include "workload/flops.h"
@@ -50,6 +51,7 @@ static void sort_edges_by_time(PnEdge *v, size_t n)
   if (span == 0)
     return;
   g_autofree PnEdge *tmp = g_new(PnEdge, n);
+  pn_mem_hint_large(tmp, n * sizeof *tmp);
   g_autofree size_t *count = g_new(size_t, PN_RADIX_SIZE + 1);
   PnEdge *src = v, *dst = tmp;
   for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += PN_RADIX_BITS) {
@@ -103,6 +105,7 @@ static inline void edges_push(PnEdges *e, PnEdge x)
   if (e->n == e->cap) {
     e->cap = e->cap ? 2 * e->cap : 1024;
     e->v   = g_renew(PnEdge, e->v, e->cap);
+    pn_mem_hint_large(e->v, e->cap * sizeof *e->v);
   }
   e->v[e->n++] = x;
 }
