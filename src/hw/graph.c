@@ -29,21 +29,22 @@ PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_
   g_assert(t != NULL);
   g_assert(n_deps == 0 || deps != NULL);
   g_assert(g->tasks->len < PN_TASK_NONE);
-  PnTaskId id    = g->tasks->len;
-  PnTask copy    = *t;
-  copy.dep_first = g->deps->len;
-  copy.dep_count = n_deps;
-  copy.n_legs    = 0;
-  copy.leg_first = UINT32_MAX;
-  if (copy.kind == PN_TASK_P2P) {
-    copy.leg_first = g->legs->len;
-    g_array_set_size(g->legs, g->legs->len + PN_TASK_MAX_LEGS);
-  }
+  PnTaskId id = g->tasks->len;
   for (uint32_t i = 0; i < n_deps; i++)
     g_assert(deps[i] < id); /* deps must be earlier tasks: the graph stays acyclic */
+  /* Appended first, then completed in place: one copy of the task instead of two. */
+  g_array_append_vals(g->tasks, t, 1);
+  PnTask *copy    = pn_graph_task(g, id);
+  copy->dep_first = g->deps->len;
+  copy->dep_count = n_deps;
+  copy->n_legs    = 0;
+  copy->leg_first = UINT32_MAX;
+  if (copy->kind == PN_TASK_P2P) {
+    copy->leg_first = g->legs->len;
+    g_array_set_size(g->legs, g->legs->len + PN_TASK_MAX_LEGS);
+  }
   if (n_deps > 0)
     g_array_append_vals(g->deps, deps, n_deps);
-  g_array_append_val(g->tasks, copy);
   return id;
 }
 
