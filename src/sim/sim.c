@@ -93,14 +93,21 @@ static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnT
   return earliest == PN_TIME_NEVER ? own : earliest;
 }
 
-/* One GPU's interval ends, appended in task order and sorted before the sweep. A plain
- * pointer/count/capacity triple: two appends per task of a 10^6-task graph. */
+/* A growable array of interval ends (a plain pointer/count/capacity triple: two appends per
+ * task of a 10^6-task graph). */
 typedef struct {
   PnEdge *v;
   size_t n, cap;
+} PnEdgeVec;
+
+/* One GPU's interval ends, appended in task order. Opens and closes are kept apart: tasks start
+ * in issue order on most runs, so the opens usually arrive already sorted and only the closes
+ * need sorting; the sweep merges the two. */
+typedef struct {
+  PnEdgeVec open, close;
 } PnEdges;
 
-static inline void edges_push(PnEdges *e, PnEdge x)
+static inline void edges_push(PnEdgeVec *e, PnEdge x)
 {
   if (e->n == e->cap) {
     e->cap = e->cap ? 2 * e->cap : 1024;
@@ -118,8 +125,17 @@ static void add_edges(PnEdges *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b
     b = w1;
   if (b <= a)
     return;
-  edges_push(edges, edge_make(a, cls, op, true));
-  edges_push(edges, edge_make(b, cls, op, false));
+  edges_push(&edges->open, edge_make(a, cls, op, true));
+  edges_push(&edges->close, edge_make(b, cls, op, false));
+}
+
+static void sort_if_needed(PnEdgeVec *e)
+{
+  for (size_t i = 1; i < e->n; i++)
+    if (edge_time(e->v[i]) < edge_time(e->v[i - 1])) {
+      sort_edges_by_time(e->v, e->n);
+      return;
+    }
 }
 
 /* The communication ops in flight during a sweep, as a list with O(1) insert and remove: an
@@ -155,13 +171,20 @@ static void ops_in_flight_add(PnOpsInFlight *f, int op, int cls, int delta)
  * ops in flight. */
 static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
 {
-  sort_edges_by_time(edges->v, edges->n);
+  sort_if_needed(&edges->open);
+  sort_if_needed(&edges->close);
   int active_compute = 0, active[PN_CLASS_N] = {0};
   PnOpsInFlight *ops = g_new0(PnOpsInFlight, 1);
   PnTimeNs prev = w0;
   double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
-  for (size_t i = 0; i <= edges->n; i++) {
-    PnTimeNs t = i < edges->n ? (PnTimeNs)(edges->v[i] >> 12) : w1;
+  const PnEdgeVec *op = &edges->open, *cl = &edges->close;
+  size_t io = 0, ic = 0;
+  for (;;) {
+    /* the earlier of the two heads (at a tie either: ends at one instant commute) */
+    bool done  = io == op->n && ic == cl->n;
+    bool take_open = !done && (ic == cl->n || (io < op->n && edge_time(op->v[io]) < edge_time(cl->v[ic])));
+    PnEdge e   = done ? 0 : take_open ? op->v[io++] : cl->v[ic++];
+    PnTimeNs t = done ? w1 : (PnTimeNs)edge_time(e);
     double dt  = (double)(t - prev);
     if (dt > 0) {
       int n_cls = 0;
@@ -181,17 +204,16 @@ static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *
         idle_ns += dt;
       prev = t;
     }
-    if (i == edges->n)
+    if (done)
       break;
-    PnEdge e  = edges->v[i];
     int cls   = (int)(e & 7) - 1;
-    int op    = (int)((e >> 3) & 0xff);
+    int opi   = (int)((e >> 3) & 0xff);
     int delta = (e >> 11) & 1 ? +1 : -1;
     if (cls == PN_CLASS_NONE) {
       active_compute += delta;
     } else {
       active[cls] += delta;
-      ops_in_flight_add(ops, op, cls, delta);
+      ops_in_flight_add(ops, opi, cls, delta);
     }
   }
   g_free(ops);
@@ -290,7 +312,8 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
     PnStageStats *st = &stages[gpu];
     account_gpu(&edges[gpu], w0, w1, st, op_exposed);
-    g_free(edges[gpu].v);
+    g_free(edges[gpu].open.v);
+    g_free(edges[gpu].close.v);
     st->end_s -= (double)w0 * 1e-9;
     r->compute_s += st->compute_s / n_gpus;
     r->bubble_s += st->bubble_s / n_gpus;
