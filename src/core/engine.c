@@ -11,6 +11,12 @@
  * no-op. A slot whose generation would wrap is retired instead of reused, so ids are never
  * reused (generation starts at 1, hence id 0 is never valid).
  *
+ * Events due now: an event scheduled at the current time (a simulator's "settle" or a zero
+ * delay) goes to a FIFO beside the heap instead of into it. Its key is larger than every key
+ * already queued at this instant and the FIFO drains before time can advance, so the FIFO holds
+ * only keys at `now`, in seq order: popping the smaller of the FIFO's head and the heap's top
+ * gives exactly the (t_ns, seq) order, at O(1) for these events.
+ *
  * Queues: PN_QUEUE_HEAP is a 4-ary min-heap on (t_ns, seq) in a plain array; PN_QUEUE_LIST keeps
  * the same keys sorted in descending order, so the earliest is at the end (O(1) pop) and an
  * insertion scans from the end (O(n)): the obviously-correct reference the tests compare with.
@@ -48,6 +54,8 @@ struct PnEngine {
   uint32_t *free_slots; /* a stack */
   uint32_t n_free, cap_free;
   uint64_t stall_limit; /* pn_engine_set_stall_limit; 0 = none */
+  PnQueueKey *due;      /* HEAP only: events scheduled at now_ns, oldest first, from due_head */
+  size_t due_head, n_due, cap_due;
 };
 
 GQuark pn_engine_error_quark(void) { return g_quark_from_static_string("pn-engine-error-quark"); }
@@ -77,13 +85,14 @@ void pn_engine_free(PnEngine *eng)
   g_free(eng->queue);
   g_free(eng->slots);
   g_free(eng->free_slots);
+  g_free(eng->due);
   g_free(eng);
 }
 
 PnTimeNs pn_engine_now(const PnEngine *eng) { return eng->now_ns; }
 void pn_engine_set_stall_limit(PnEngine *eng, uint64_t max_events) { eng->stall_limit = max_events; }
 uint64_t pn_engine_events_fired(const PnEngine *eng) { return eng->fired; }
-size_t pn_engine_pending(const PnEngine *eng) { return eng->n_queue; }
+size_t pn_engine_pending(const PnEngine *eng) { return eng->n_queue + (eng->n_due - eng->due_head); }
 
 /* ---- slots ---- */
 
@@ -202,10 +211,42 @@ static void list_push(PnEngine *eng, PnQueueKey key)
 
 static inline PnQueueKey list_pop(PnEngine *eng) { return eng->queue[--eng->n_queue]; }
 
-static inline PnQueueKey queue_pop(PnEngine *eng) { return eng->kind == PN_QUEUE_HEAP ? heap_pop(eng) : list_pop(eng); }
+/* ---- events due now (HEAP) ---- */
+
+static inline void due_push(PnEngine *eng, PnQueueKey key)
+{
+  if (eng->n_due == eng->cap_due) {
+    eng->cap_due = eng->cap_due ? 2 * eng->cap_due : 64;
+    eng->due     = g_renew(PnQueueKey, eng->due, eng->cap_due);
+  }
+  eng->due[eng->n_due++] = key;
+}
+
+/* True when the next event is the FIFO's head rather than the heap's top. */
+static inline bool due_first(const PnEngine *eng)
+{
+  return eng->due_head < eng->n_due && (eng->n_queue == 0 || key_less(&eng->due[eng->due_head], &eng->queue[0]));
+}
+
+static inline PnQueueKey due_pop(PnEngine *eng)
+{
+  PnQueueKey key = eng->due[eng->due_head++];
+  if (eng->due_head == eng->n_due)
+    eng->due_head = eng->n_due = 0; /* drained: reuse from the start */
+  return key;
+}
+
+static inline PnQueueKey queue_pop(PnEngine *eng)
+{
+  if (eng->kind != PN_QUEUE_HEAP)
+    return list_pop(eng);
+  return due_first(eng) ? due_pop(eng) : heap_pop(eng);
+}
 
 static inline const PnQueueKey *queue_peek(const PnEngine *eng)
 {
+  if (eng->kind == PN_QUEUE_HEAP && due_first(eng))
+    return &eng->due[eng->due_head];
   if (eng->n_queue == 0)
     return NULL;
   return eng->kind == PN_QUEUE_HEAP ? &eng->queue[0] : &eng->queue[eng->n_queue - 1];
@@ -224,7 +265,9 @@ PnEventId pn_engine_schedule(PnEngine *eng, PnTimeNs at_ns, PnEventFn fn, void *
   s->arg         = arg;
   s->cancelled   = false;
   PnQueueKey key = {.t_ns = at_ns, .seq = eng->next_seq++, .slot = slot};
-  if (eng->kind == PN_QUEUE_HEAP)
+  if (eng->kind == PN_QUEUE_HEAP && at_ns == eng->now_ns)
+    due_push(eng, key);
+  else if (eng->kind == PN_QUEUE_HEAP)
     heap_push(eng, key);
   else
     list_push(eng, key);
@@ -244,7 +287,7 @@ void pn_engine_cancel(PnEngine *eng, PnEventId id)
 
 bool pn_engine_step(PnEngine *eng)
 {
-  while (eng->n_queue > 0) {
+  while (eng->n_queue > 0 || eng->due_head < eng->n_due) {
     PnQueueKey key = queue_pop(eng);
     PnEventSlot *s = &eng->slots[key.slot];
     bool cancelled = s->cancelled;

@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <math.h>
 
+#include "core/mem.h"
 #include "hw/maxmin.h"
 
 GQuark pn_exec_error_quark(void) { return g_quark_from_static_string("pn-exec-error-quark"); }
@@ -134,6 +135,7 @@ typedef struct {
   double full_gemm_limit;
   double full_mem;
   uint32_t n_ended;
+  PnTimeNs makespan_ns; /* the latest end so far (time only moves forward: the last end) */
   PnTaskId horizon_task; /* first task scheduled at the horizon, PN_TASK_NONE if none */
   bool settle_pending;
   bool mm_dirty;
@@ -338,6 +340,7 @@ static void end_task(Exec *ex, PnTaskId t)
   g_assert(st(ex, t) == ST_RUNNING);
   set_st(ex, t, ST_ENDED);
   ex->times[t].end_ns = pn_engine_now(ex->eng);
+  ex->makespan_ns     = ex->times[t].end_ns;
   ex->n_ended++;
   if (tk->kind == PN_TASK_COMPUTE) {
     GpuRt *g                        = &ex->gpus[tk->gpu];
@@ -367,11 +370,30 @@ static void start_leg(Exec *ex, uint32_t xi)
   ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
 }
 
+/* Tasks are dispatched in issue order per GPU, and a GPU's tasks are mostly consecutive ids:
+ * while one starts, the lines of the tasks a few places further on are requested from memory,
+ * so that they are in cache when their turn comes (eight GPUs walk the arrays at once, which
+ * defeats the hardware's stream detection). A hint only: it changes no value. */
+#define PN_EXEC_PREFETCH_AHEAD 4
+
+static inline void prefetch_ahead(const Exec *ex, PnTaskId t)
+{
+  PnTaskId a = t + PN_EXEC_PREFETCH_AHEAD;
+  if (a >= ex->n_tasks)
+    return;
+  __builtin_prefetch(&ex->tasks[a]);
+  __builtin_prefetch((const char *)&ex->tasks[a] + 64);
+  __builtin_prefetch(&ex->rt[a]);
+  __builtin_prefetch(&ex->times[a], 1);
+  __builtin_prefetch(&ex->dep_off[a]);
+}
+
 static void start_task(Exec *ex, PnTaskId t)
 {
   const PnTask *tk = &ex->tasks[t];
   TaskRt *r        = &ex->rt[t];
   PnTimeNs now     = pn_engine_now(ex->eng);
+  prefetch_ahead(ex, t);
   set_st(ex, t, ST_RUNNING);
   ex->times[t].start_ns = now;
   ex->qhead[r->gq]      = r->queue_next;
@@ -574,7 +596,9 @@ static int leg_mate(const PnTask *tasks, const PnP2pLeg *legs, PnTaskId t, int k
 #define TASK_FMT "task %u '%s' (gpu %u, stream %u)"
 #define TASK_ARGS(id, tk) (id), (tk)->label ? (tk)->label : "", (tk)->gpu, (unsigned)(tk)->stream
 
-static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, GError **error)
+/* Checks the graph against the profile; `n_edges` gets the number of dependencies (for setup). */
+static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, size_t *n_edges,
+                         GError **error)
 {
 #define INVALID(...)                                                                                                   \
   do {                                                                                                                 \
@@ -598,6 +622,8 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
     INVALID("graph has %u tasks but no GPU", n);
   const PnTask *tasks  = (const PnTask *)(const void *)g->tasks->data;
   const PnTaskId *deps = (const PnTaskId *)(const void *)g->deps->data;
+  *n_edges             = 0;
+  g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId)); /* few: one pass over all tasks */
   for (PnTaskId t = 0; t < n; t++) {
     const PnTask *tk = &tasks[t];
     if (tk->gpu >= g->n_gpus)
@@ -608,6 +634,7 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
       INVALID(TASK_FMT ": unknown kind %u", TASK_ARGS(t, tk), (unsigned)tk->kind);
     if ((uint64_t)tk->dep_first + tk->dep_count > g->deps->len)
       INVALID(TASK_FMT ": dependency range outside the graph's dependency array", TASK_ARGS(t, tk));
+    *n_edges += tk->dep_count;
     for (uint32_t i = 0; i < tk->dep_count; i++)
       if (deps[tk->dep_first + i] >= t)
         INVALID(TASK_FMT ": depends on task %u, which is not an earlier task", TASK_ARGS(t, tk),
@@ -629,11 +656,13 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
     if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > PN_TASK_MAX_LEGS))
       INVALID(TASK_FMT ": a P2P task needs 1 to 4 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
               (unsigned)tk->n_legs);
+    if (tk->kind == PN_TASK_P2P)
+      g_array_append_val(p2p_ids, t);
   }
-  for (PnTaskId t = 0; t < n; t++) {
+  /* Legs are checked once every task's own fields are known to be sane (a leg reads its peer). */
+  for (guint i = 0; i < p2p_ids->len; i++) {
+    PnTaskId t       = g_array_index(p2p_ids, PnTaskId, i);
     const PnTask *tk = &tasks[t];
-    if (tk->kind != PN_TASK_P2P)
-      continue;
     for (int k = 0; k < tk->n_legs; k++) {
       if (tk->leg_first == UINT32_MAX || tk->leg_first + PN_TASK_MAX_LEGS > g->legs->len)
         INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(t, tk));
@@ -684,7 +713,8 @@ static void exec_free(Exec *ex)
   pn_engine_free(ex->eng);
 }
 
-static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnTaskTime *times)
+static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, size_t n_dep_edges,
+                       PnTaskTime *times)
 {
   uint32_t n          = g->tasks->len;
   ex->tasks           = (const PnTask *)(const void *)g->tasks->data;
@@ -701,6 +731,8 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   ex->rt              = g_new(TaskRt, n ? n : 1);
   ex->waits           = g_new(uint32_t, n ? n : 1);
   ex->state           = g_new0(uint8_t, n ? n : 1);
+  pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
+  pn_mem_hint_large(ex->waits, (size_t)n * sizeof(uint32_t));
   ex->gpus            = g_new0(GpuRt, ex->n_gpus ? ex->n_gpus : 1);
   ex->changed         = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
   ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
@@ -717,7 +749,10 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     gp->res[RES_NIC_RX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
   }
 
-  /* Stream and hardware-queue successors, in issue order (task id order within a GPU). */
+  /* One pass over the tasks (the task array is the largest thing in memory: each pass costs a
+   * trip through it): stream and hardware-queue successors in issue order (task id order within
+   * a GPU), dependency counts, the dependency edges in a compact list for the CSR below, and the
+   * transfers (one per COMM task, one per P2P leg, numbered when its lower-id end is seen). */
   size_t n_sq      = (size_t)ex->n_gpus * PN_STREAM_N;
   size_t n_gq      = (size_t)ex->n_gpus * ex->n_queues;
   uint32_t *s_last = g_new(uint32_t, n_sq ? n_sq : 1);
@@ -727,10 +762,18 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     s_last[i] = PN_TASK_NONE;
   for (size_t i = 0; i < n_gq; i++)
     q_last[i] = ex->qhead[i] = PN_TASK_NONE;
+  ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
+  pn_mem_hint_large(ex->dep_off, ((size_t)n + 1) * sizeof(uint32_t));
+  size_t n_edges = 0, cap_x = 0;
+  PnTaskId *edge_from = g_new(PnTaskId, n_dep_edges ? n_dep_edges : 1);
+  PnTaskId *edge_to   = g_new(PnTaskId, n_dep_edges ? n_dep_edges : 1);
+  uint32_t n_x = 0;
   for (PnTaskId t = 0; t < n; t++) {
     const PnTask *tk = &ex->tasks[t];
     TaskRt *r        = &ex->rt[t];
-    *r               = (TaskRt){.stream_next = PN_TASK_NONE, .queue_next = PN_TASK_NONE};
+    r->stream_next   = PN_TASK_NONE; /* aux[] is left alone: a P2P task's lower-id peer may have set it */
+    r->queue_next    = PN_TASK_NONE;
+    r->legs_left     = 0;
     ex->waits[t]     = tk->dep_count;
     size_t sq        = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
     if (s_last[sq] != PN_TASK_NONE) {
@@ -745,60 +788,46 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     else
       ex->qhead[r->gq] = t;
     q_last[r->gq] = t;
-  }
-  g_free(s_last);
-  g_free(q_last);
-
-  /* Dependents, CSR. */
-  ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
-  for (PnTaskId t = 0; t < n; t++)
-    for (uint32_t i = 0; i < ex->tasks[t].dep_count; i++)
-      ex->dep_off[ex->deps[ex->tasks[t].dep_first + i] + 1]++;
-  for (uint32_t t = 0; t < n; t++)
-    ex->dep_off[t + 1] += ex->dep_off[t];
-  ex->dep_list   = g_new(uint32_t, ex->dep_off[n] ? ex->dep_off[n] : 1);
-  uint32_t *fill = g_new(uint32_t, n ? n : 1);
-  for (uint32_t t = 0; t < n; t++)
-    fill[t] = ex->dep_off[t];
-  for (PnTaskId t = 0; t < n; t++)
-    for (uint32_t i = 0; i < ex->tasks[t].dep_count; i++)
-      ex->dep_list[fill[ex->deps[ex->tasks[t].dep_first + i]]++] = t;
-  g_free(fill);
-
-  /* Transfers: one per COMM task, one per P2P leg (assigned when its lower-id end is seen). */
-  uint32_t n_x = 0;
-  for (PnTaskId t = 0; t < n; t++) {
-    const PnTask *tk = &ex->tasks[t];
-    if (tk->kind == PN_TASK_COMM)
-      n_x++;
-    else if (tk->kind == PN_TASK_P2P)
-      for (int k = 0; k < tk->n_legs; k++)
-        n_x += ex->legs[tk->leg_first + k].peer > t;
-  }
-  ex->xf      = g_new0(Xfer, n_x ? n_x : 1);
-  ex->n_xfers = n_x;
-  uint32_t xi = 0;
-  for (PnTaskId t = 0; t < n; t++) {
-    const PnTask *tk = &ex->tasks[t];
+    for (uint32_t i = 0; i < tk->dep_count; i++) {
+      PnTaskId d = ex->deps[tk->dep_first + i];
+      ex->dep_off[d]++; /* counts; turned into range ends below */
+      edge_from[n_edges] = d;
+      edge_to[n_edges++] = t;
+    }
     if (tk->kind == PN_TASK_COMM) {
-      ex->xf[xi]       = (Xfer){.flow = -1, .task = t, .peer = PN_TASK_NONE};
-      ex->rt[t].aux[0] = xi++;
+      VEC_PUSH(ex->xf, n_x, cap_x, ((Xfer){.flow = -1, .task = t, .peer = PN_TASK_NONE}));
+      r->aux[0] = n_x - 1;
     } else if (tk->kind == PN_TASK_P2P) {
       for (int k = 0; k < tk->n_legs; k++) {
         const PnP2pLeg *l = &ex->legs[tk->leg_first + k];
         if (l->peer < t)
-          continue;
+          continue; /* numbered when the peer was seen */
         int j = leg_mate(ex->tasks, ex->legs, t, k);
         g_assert(j >= 0);
         PnTaskId snd = l->is_send ? t : l->peer, rcv = l->is_send ? l->peer : t;
-        ex->xf[xi]       = (Xfer){.flow = -1, .task = snd, .peer = rcv, .send_leg = (uint8_t)(l->is_send ? k : j)};
-        ex->rt[t].aux[k] = xi;
-        ex->rt[l->peer].aux[j] = xi;
-        xi++;
+        VEC_PUSH(ex->xf, n_x, cap_x,
+                 ((Xfer){.flow = -1, .task = snd, .peer = rcv, .send_leg = (uint8_t)(l->is_send ? k : j)}));
+        r->aux[k]              = n_x - 1;
+        ex->rt[l->peer].aux[j] = n_x - 1;
       }
     }
   }
-  g_assert(xi == n_x);
+  g_free(s_last);
+  g_free(q_last);
+  ex->n_xfers = n_x;
+  if (ex->xf == NULL)
+    ex->xf = g_new0(Xfer, 1);
+
+  /* Dependents, CSR: counts become range ends, and each edge, taken last to first, is written
+   * just below its end; a range thus lists its dependents in increasing id order. */
+  for (uint32_t t = 0; t < n; t++)
+    ex->dep_off[t + 1] += ex->dep_off[t];
+  ex->dep_list = g_new(uint32_t, n_edges ? n_edges : 1);
+  pn_mem_hint_large(ex->dep_list, n_edges * sizeof(uint32_t));
+  for (size_t e = n_edges; e-- > 0;)
+    ex->dep_list[--ex->dep_off[edge_from[e]]] = edge_to[e];
+  g_free(edge_from);
+  g_free(edge_to);
 }
 
 /* ---- failure reports ---- */
@@ -855,18 +884,20 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   if (!opt)
     opt = &dflt;
   *out = (PnExecResult){0};
-  if (!validate(g, hw, opt, error))
+  size_t n_dep_edges = 0;
+  if (!validate(g, hw, opt, &n_dep_edges, error))
     return FALSE;
 
   uint32_t n    = g->tasks->len;
   GArray *times = g_array_sized_new(FALSE, FALSE, sizeof(PnTaskTime), n);
+  pn_mem_hint_large(times->data, (size_t)n * sizeof(PnTaskTime));
   g_array_set_size(times, n);
   PnTaskTime *tt = (PnTaskTime *)(void *)times->data;
   for (uint32_t i = 0; i < n; i++)
     tt[i] = (PnTaskTime){-1, -1};
 
   Exec ex = {.horizon_task = PN_TASK_NONE};
-  exec_setup(&ex, g, hw, opt, tt);
+  exec_setup(&ex, g, hw, opt, n_dep_edges, tt);
   for (size_t q = 0; q < (size_t)ex.n_gpus * ex.n_queues; q++)
     if (ex.qhead[q] != PN_TASK_NONE && ex.waits[ex.qhead[q]] == 0)
       work_push(&ex, ex.qhead[q]);
@@ -906,11 +937,8 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
     ok = FALSE;
   }
   if (ok) {
-    PnTimeNs mk = 0;
-    for (uint32_t i = 0; i < n; i++)
-      mk = MAX(mk, tt[i].end_ns);
     out->times       = times;
-    out->makespan_ns = mk;
+    out->makespan_ns = ex.makespan_ns;
     out->events      = pn_engine_events_fired(ex.eng);
   } else {
     g_array_free(times, TRUE);

@@ -2,6 +2,8 @@
  * assertions on programming errors: pn_exec_run() validates the finished graph. */
 #include "hw/graph.h"
 
+#include "core/mem.h"
+
 PnGraph *pn_graph_new(uint32_t n_gpus)
 {
   PnGraph *g = g_new0(PnGraph, 1);
@@ -27,21 +29,22 @@ PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_
   g_assert(t != NULL);
   g_assert(n_deps == 0 || deps != NULL);
   g_assert(g->tasks->len < PN_TASK_NONE);
-  PnTaskId id    = g->tasks->len;
-  PnTask copy    = *t;
-  copy.dep_first = g->deps->len;
-  copy.dep_count = n_deps;
-  copy.n_legs    = 0;
-  copy.leg_first = UINT32_MAX;
-  if (copy.kind == PN_TASK_P2P) {
-    copy.leg_first = g->legs->len;
-    g_array_set_size(g->legs, g->legs->len + PN_TASK_MAX_LEGS);
-  }
+  PnTaskId id = g->tasks->len;
   for (uint32_t i = 0; i < n_deps; i++)
     g_assert(deps[i] < id); /* deps must be earlier tasks: the graph stays acyclic */
+  /* Appended first, then completed in place: one copy of the task instead of two. */
+  g_array_append_vals(g->tasks, t, 1);
+  PnTask *copy    = pn_graph_task(g, id);
+  copy->dep_first = g->deps->len;
+  copy->dep_count = n_deps;
+  copy->n_legs    = 0;
+  copy->leg_first = UINT32_MAX;
+  if (copy->kind == PN_TASK_P2P) {
+    copy->leg_first = g->legs->len;
+    g_array_set_size(g->legs, g->legs->len + PN_TASK_MAX_LEGS);
+  }
   if (n_deps > 0)
     g_array_append_vals(g->deps, deps, n_deps);
-  g_array_append_val(g->tasks, copy);
   return id;
 }
 
@@ -68,7 +71,12 @@ void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, b
 
 void pn_graph_reserve(PnGraph *g, uint32_t n)
 {
+  /* A new array allocated at the final size rather than a set_size round trip, which would zero
+   * (and so fault in) every page of it now instead of as tasks are written. */
   guint len = g->tasks->len;
-  g_array_set_size(g->tasks, len + n);
-  g_array_set_size(g->tasks, len);
+  GArray *a = g_array_sized_new(FALSE, TRUE, sizeof(PnTask), len + n);
+  pn_mem_hint_large(a->data, ((size_t)len + n) * sizeof(PnTask));
+  g_array_append_vals(a, g->tasks->data, len);
+  g_array_free(g->tasks, TRUE);
+  g->tasks = a;
 }

@@ -416,15 +416,88 @@ static void gather_component(PnMaxMin *mm)
   }
 }
 
-void pn_maxmin_solve(PnMaxMin *mm, GArray *changed)
+/* Publishes flow f's new level: its rate moves (and f is reported) when the level differs by more
+ * than the tolerance, or when f is new. */
+static inline void publish_rate(PnMaxMin *mm, PnFlowId f, PnFlowId *changed, uint32_t *n_changed)
 {
-  if (changed) {
-    g_assert(g_array_get_element_size(changed) == sizeof(PnFlowId));
-    g_array_set_size(changed, 0);
+  Flow *fl = flow_at(mm, f);
+  g_assert(fl->fixed);
+  double x   = fl->level > 0.0 ? fl->level : 0.0; /* also maps NaN to 0 */
+  double old = fl->rate;
+  bool moved = fabs(x - old) > PN_MAXMIN_REL_TOL * fmax(fabs(x), fabs(old));
+  if (moved || fl->fresh) {
+    fl->rate = x;
+    if (changed)
+      changed[(*n_changed)++] = f;
+  }
+  fl->fresh = false;
+}
+
+/* A resource's usage, summed over its flows in their order. */
+static inline void recompute_usage(PnMaxMin *mm, Res *r)
+{
+  double u = 0.0;
+  for (uint32_t j = 0; j < r->n_users; j++) {
+    ElemRef ref = r->users[j];
+    Flow *fl    = flow_at(mm, ref.f);
+    u += fl->elems[ref.k].a * fl->rate;
+  }
+  r->usage = u;
+}
+
+/* A component with at most one flow (most of them: a transfer alone on its links, or links a
+ * transfer just left). Progressive filling would push the flow's bound and each resource's
+ * level capacity / (sum of the flow's coefficients on it), pop the smallest and fix the flow
+ * there: the same minimum is taken here, from the same expressions, without the heap. */
+static void solve_single(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
+{
+  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
+    Res *r   = res_at(mm, mm->comp_res[i]);
+    r->sum_a = 0.0;
+  }
+  if (mm->n_comp_flows == 1) {
+    PnFlowId f = mm->comp_flows[0];
+    Flow *fl   = flow_at(mm, f);
+    for (int k = 0; k < fl->n; k++)
+      res_at(mm, fl->elems[k].r)->sum_a += fl->elems[k].a;
+    double level = fl->bound > 0.0 ? fl->bound : HUGE_VAL;
+    for (int k = 0; k < fl->n; k++) {
+      Res *r = res_at(mm, fl->elems[k].r);
+      r->rem = r->capacity;
+      double l = res_level(r);
+      if (l < level)
+        level = l;
+    }
+    fl->fixed = true;
+    fl->level = level;
+    publish_rate(mm, f, changed, n_changed);
+  }
+  for (uint32_t i = 0; i < mm->n_comp_res; i++)
+    recompute_usage(mm, res_at(mm, mm->comp_res[i]));
+}
+
+void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
+{
+  if (changed_out) {
+    g_assert(g_array_get_element_size(changed_out) == sizeof(PnFlowId));
+    g_array_set_size(changed_out, 0);
   }
   if (mm->n_dirty_res == 0 && mm->n_dirty_flows == 0)
     return;
   gather_component(mm);
+  /* Every flow of the component may be reported: room for all of them, trimmed at the end. */
+  PnFlowId *changed  = NULL;
+  uint32_t n_changed = 0;
+  if (changed_out) {
+    g_array_set_size(changed_out, mm->n_comp_flows);
+    changed = (PnFlowId *)(void *)changed_out->data;
+  }
+  if (mm->n_comp_flows <= 1) {
+    solve_single(mm, changed, &n_changed);
+    if (changed_out)
+      g_array_set_size(changed_out, n_changed);
+    return;
+  }
 
   /* Progressive filling on the component. */
   for (uint32_t i = 0; i < mm->n_comp_res; i++) {
@@ -475,28 +548,10 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed)
   }
 
   /* Publish rates, report the ones that moved, and recompute usages exactly. */
-  for (uint32_t i = 0; i < mm->n_comp_flows; i++) {
-    PnFlowId f = mm->comp_flows[i];
-    Flow *fl   = flow_at(mm, f);
-    g_assert(fl->fixed);
-    double x   = fl->level > 0.0 ? fl->level : 0.0; /* also maps NaN to 0 */
-    double old = fl->rate;
-    bool moved = fabs(x - old) > PN_MAXMIN_REL_TOL * fmax(fabs(x), fabs(old));
-    if (moved || fl->fresh) {
-      fl->rate = x;
-      if (changed)
-        g_array_append_val(changed, f);
-    }
-    fl->fresh = false;
-  }
-  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
-    Res *r   = res_at(mm, mm->comp_res[i]);
-    double u = 0.0;
-    for (uint32_t j = 0; j < r->n_users; j++) {
-      ElemRef ref = r->users[j];
-      Flow *fl    = flow_at(mm, ref.f);
-      u += fl->elems[ref.k].a * fl->rate;
-    }
-    r->usage = u;
-  }
+  for (uint32_t i = 0; i < mm->n_comp_flows; i++)
+    publish_rate(mm, mm->comp_flows[i], changed, &n_changed);
+  for (uint32_t i = 0; i < mm->n_comp_res; i++)
+    recompute_usage(mm, res_at(mm, mm->comp_res[i]));
+  if (changed_out)
+    g_array_set_size(changed_out, n_changed);
 }

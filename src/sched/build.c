@@ -11,6 +11,7 @@
 #include "sched/build.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "hw/coll.h"
 #include "hw/cost.h"
@@ -634,16 +635,24 @@ static GArray *pending_of(PnBuilder *b, uint32_t gpu) { return g_ptr_array_index
 static PnTaskId add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *deps, uint32_t n_deps)
 {
   t->gpu       = gpu;
-  GArray *all  = b->scratch_deps;
-  g_array_set_size(all, 0);
-  g_array_append_vals(all, deps, n_deps);
   bool compute = t->stream == PN_STREAM_COMPUTE;
-  if (compute) {
-    GArray *pend = pending_of(b, gpu);
-    g_array_append_vals(all, pend->data, pend->len);
+  GArray *pend = compute ? pending_of(b, gpu) : NULL;
+  uint32_t n   = n_deps + (pend ? pend->len : 0);
+  /* The dependency list is assembled on the stack (a million tasks, a few deps each); only the
+   * rare long ones (a barrier over every stream) go through the scratch array. */
+  PnTaskId small[16];
+  PnTaskId *all = small;
+  if (n > G_N_ELEMENTS(small)) {
+    g_array_set_size(b->scratch_deps, n);
+    all = (PnTaskId *)(void *)b->scratch_deps->data;
+  }
+  if (n_deps > 0)
+    memcpy(all, deps, n_deps * sizeof *all);
+  if (pend && pend->len > 0) {
+    memcpy(all + n_deps, pend->data, pend->len * sizeof *all);
     g_array_set_size(pend, 0);
   }
-  PnTaskId id = pn_graph_add(b->g, t, (const PnTaskId *)all->data, all->len);
+  PnTaskId id = pn_graph_add(b->g, t, all, n);
   g_array_index(b->last_on_gpu, PnTaskId, gpu) = id;
   g_array_index(b->last_on_stream, PnTaskId, gpu * PN_STREAM_N + t->stream) = id;
   if (compute)

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/mem.h"
 #include "overlap/gating.h"
 #include "sched/build.h"
 #include "workload/flops.h"
@@ -12,11 +13,12 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* One end of an interval on a GPU's timeline, packed into a sortable key:
- *   bits 63..12: time in ns (>= 0, < 2^52 ns = 52 days),  bit 11: 1 opens / 0 closes (closes
- *   sort first at a tie),  bits 10..3: communication op index (PN_MAX_OPS),  bits 2..0: class + 1
- *   (0 = compute).
- * Sorting keys is a radix sort: the accounting of a 10^6-task iteration must not cost more than
+/* One end of an interval on a GPU's timeline, packed into a key:
+ *   bits 63..12: time in ns (>= 0, < 2^52 ns = 52 days),  bit 11: 1 opens / 0 closes,
+ *   bits 10..3: communication op index (PN_MAX_OPS),  bits 2..0: class + 1 (0 = compute).
+ * The sweep needs the ends in time order only: ends at the same instant are all applied before
+ * the next interval is charged, so their order among themselves changes nothing. Sorting is a
+ * radix sort on the time bits: the accounting of a 10^6-task iteration must not cost more than
  * its simulation. */
 typedef uint64_t PnEdge;
 
@@ -27,26 +29,42 @@ static PnEdge edge_make(PnTimeNs t, int8_t cls, int op, bool open)
   return ((uint64_t)t << 12) | ((uint64_t)(open ? 1 : 0) << 11) | ((uint64_t)op << 3) | (uint64_t)(cls + 1);
 }
 
-static void radix_sort(uint64_t *v, size_t n)
+static inline uint64_t edge_time(PnEdge e) { return e >> 12; }
+
+/* Radix digits of 12 bits: a 4096-entry count table stays in L1 and the scatter writes to few
+ * enough places to stay in cache (16-bit digits scattered to 65536 places ran at memory speed). */
+#define PN_RADIX_BITS 12
+#define PN_RADIX_SIZE (1u << PN_RADIX_BITS)
+
+/* Sorts edges by time (LSD radix on time - earliest, stable; ties keep their order). */
+static void sort_edges_by_time(PnEdge *v, size_t n)
 {
   if (n < 2)
     return;
-  g_autofree uint64_t *tmp = g_new(uint64_t, n);
-  uint64_t max             = 0;
-  for (size_t i = 0; i < n; i++)
-    max = v[i] > max ? v[i] : max;
-  uint64_t *src = v, *dst = tmp;
-  for (int shift = 0; shift < 64 && (max >> shift) != 0; shift += 16) {
-    size_t count[65537] = {0};
+  uint64_t t_min = UINT64_MAX, t_max = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t t = edge_time(v[i]);
+    t_min      = t < t_min ? t : t_min;
+    t_max      = t > t_max ? t : t_max;
+  }
+  uint64_t span = t_max - t_min;
+  if (span == 0)
+    return;
+  g_autofree PnEdge *tmp = g_new(PnEdge, n);
+  pn_mem_hint_large(tmp, n * sizeof *tmp);
+  g_autofree size_t *count = g_new(size_t, PN_RADIX_SIZE + 1);
+  PnEdge *src = v, *dst = tmp;
+  for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += PN_RADIX_BITS) {
+    memset(count, 0, (PN_RADIX_SIZE + 1) * sizeof *count);
     for (size_t i = 0; i < n; i++)
-      count[((src[i] >> shift) & 0xffff) + 1]++;
-    for (size_t d = 0; d < 65536; d++)
+      count[((edge_time(src[i]) - t_min) >> shift & (PN_RADIX_SIZE - 1)) + 1]++;
+    for (size_t d = 0; d < PN_RADIX_SIZE; d++)
       count[d + 1] += count[d];
     for (size_t i = 0; i < n; i++)
-      dst[count[(src[i] >> shift) & 0xffff]++] = src[i];
-    uint64_t *t = src;
-    src         = dst;
-    dst         = t;
+      dst[count[(edge_time(src[i]) - t_min) >> shift & (PN_RADIX_SIZE - 1)]++] = src[i];
+    PnEdge *t = src;
+    src       = dst;
+    dst       = t;
   }
   if (src != v)
     memcpy(v, src, n * sizeof *v);
@@ -75,7 +93,31 @@ static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnT
   return earliest == PN_TIME_NEVER ? own : earliest;
 }
 
-static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
+/* A growable array of interval ends (a plain pointer/count/capacity triple: two appends per
+ * task of a 10^6-task graph). */
+typedef struct {
+  PnEdge *v;
+  size_t n, cap;
+} PnEdgeVec;
+
+/* One GPU's interval ends, appended in task order. Opens and closes are kept apart: tasks start
+ * in issue order on most runs, so the opens usually arrive already sorted and only the closes
+ * need sorting; the sweep merges the two. */
+typedef struct {
+  PnEdgeVec open, close;
+} PnEdges;
+
+static inline void edges_push(PnEdgeVec *e, PnEdge x)
+{
+  if (e->n == e->cap) {
+    e->cap = e->cap ? 2 * e->cap : 1024;
+    e->v   = g_renew(PnEdge, e->v, e->cap);
+    pn_mem_hint_large(e->v, e->cap * sizeof *e->v);
+  }
+  e->v[e->n++] = x;
+}
+
+static void add_edges(PnEdges *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
 {
   if (a < w0)
     a = w0;
@@ -83,9 +125,43 @@ static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b,
     b = w1;
   if (b <= a)
     return;
-  PnEdge open = edge_make(a, cls, op, true), close = edge_make(b, cls, op, false);
-  g_array_append_val(edges, open);
-  g_array_append_val(edges, close);
+  edges_push(&edges->open, edge_make(a, cls, op, true));
+  edges_push(&edges->close, edge_make(b, cls, op, false));
+}
+
+static void sort_if_needed(PnEdgeVec *e)
+{
+  for (size_t i = 1; i < e->n; i++)
+    if (edge_time(e->v[i]) < edge_time(e->v[i - 1])) {
+      sort_edges_by_time(e->v, e->n);
+      return;
+    }
+}
+
+/* The communication ops in flight during a sweep, as a list with O(1) insert and remove: an
+ * exposed interval charges only these, not all PN_MAX_OPS slots. Each op's share is its own
+ * accumulator, so the order of the list does not change any sum. */
+typedef struct {
+  int count[PN_MAX_OPS]; /* tasks of the op in flight */
+  int cls[PN_MAX_OPS];
+  int pos[PN_MAX_OPS];   /* index in `live` while count > 0 */
+  int live[PN_MAX_OPS];
+  int n_live;
+} PnOpsInFlight;
+
+static void ops_in_flight_add(PnOpsInFlight *f, int op, int cls, int delta)
+{
+  f->cls[op] = cls;
+  int before = f->count[op];
+  f->count[op] += delta;
+  if (before <= 0 && f->count[op] > 0) {
+    f->pos[op]             = f->n_live;
+    f->live[f->n_live++]   = op;
+  } else if (before > 0 && f->count[op] <= 0) {
+    int last           = f->live[--f->n_live];
+    f->live[f->pos[op]] = last;
+    f->pos[last]       = f->pos[op];
+  }
 }
 
 /* Sweep one GPU's intervals inside [w0, w1]: compute busy, exposed comm per class (split
@@ -93,15 +169,22 @@ static void add_edges(GArray *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b,
 /* `op_exposed` (PN_MAX_OPS entries) accumulates each op's share of the exposed time: an exposed
  * instant is split equally among the classes in flight, and a class's share equally among its
  * ops in flight. */
-static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
+static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
 {
-  radix_sort((uint64_t *)edges->data, edges->len);
+  sort_if_needed(&edges->open);
+  sort_if_needed(&edges->close);
   int active_compute = 0, active[PN_CLASS_N] = {0};
-  int op_active[PN_MAX_OPS] = {0}, op_class[PN_MAX_OPS] = {0};
+  PnOpsInFlight *ops = g_new0(PnOpsInFlight, 1);
   PnTimeNs prev = w0;
   double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
-  for (guint i = 0; i <= edges->len; i++) {
-    PnTimeNs t = i < edges->len ? (PnTimeNs)(g_array_index(edges, PnEdge, i) >> 12) : w1;
+  const PnEdgeVec *op = &edges->open, *cl = &edges->close;
+  size_t io = 0, ic = 0;
+  for (;;) {
+    /* the earlier of the two heads (at a tie either: ends at one instant commute) */
+    bool done  = io == op->n && ic == cl->n;
+    bool take_open = !done && (ic == cl->n || (io < op->n && edge_time(op->v[io]) < edge_time(cl->v[ic])));
+    PnEdge e   = done ? 0 : take_open ? op->v[io++] : cl->v[ic++];
+    PnTimeNs t = done ? w1 : (PnTimeNs)edge_time(e);
     double dt  = (double)(t - prev);
     if (dt > 0) {
       int n_cls = 0;
@@ -112,32 +195,64 @@ static void account_gpu(GArray *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *s
       else if (n_cls > 0) {
         for (int c = 0; c < PN_CLASS_N; c++)
           exposed_ns[c] += active[c] > 0 ? dt / n_cls : 0.0;
-        for (int o = 0; o < PN_MAX_OPS; o++)
-          if (op_active[o] > 0)
-            op_exposed[o] += dt / n_cls * op_active[o] / active[op_class[o]] * 1e-9;
+        for (int k = 0; k < ops->n_live; k++) {
+          int o = ops->live[k];
+          op_exposed[o] += dt / n_cls * ops->count[o] / active[ops->cls[o]] * 1e-9;
+        }
       }
       else
         idle_ns += dt;
       prev = t;
     }
-    if (i == edges->len)
+    if (done)
       break;
-    PnEdge e  = g_array_index(edges, PnEdge, i);
     int cls   = (int)(e & 7) - 1;
-    int op    = (int)((e >> 3) & 0xff);
+    int opi   = (int)((e >> 3) & 0xff);
     int delta = (e >> 11) & 1 ? +1 : -1;
     if (cls == PN_CLASS_NONE) {
       active_compute += delta;
     } else {
       active[cls] += delta;
-      op_active[op] += delta;
-      op_class[op] = cls;
+      ops_in_flight_add(ops, opi, cls, delta);
     }
   }
+  g_free(ops);
   st->compute_s = compute_ns * 1e-9;
   st->bubble_s  = idle_ns * 1e-9;
   for (int c = 0; c < PN_CLASS_N; c++)
     st->exposed_comm_s[c] = exposed_ns[c] * 1e-9;
+}
+
+/* Op index by label. Labels are static strings, so a label pointer seen before maps to its op
+ * through a small direct-mapped cache; the string table (equal text, different pointers) is
+ * consulted only on a cache miss. */
+typedef struct {
+  GHashTable *by_text; /* label -> op + 1 */
+  const char *key[64];
+  int op[64];
+  const char *label[PN_MAX_OPS];
+  int cls[PN_MAX_OPS];
+  int n;
+} PnOpIndex;
+
+static int op_index_of(PnOpIndex *ix, const char *label, int cls)
+{
+  guint slot = (guint)(((uintptr_t)label >> 3) * 0x9E3779B1u) >> 26; /* 0..63 */
+  if (ix->key[slot] == label)
+    return ix->op[slot];
+  gpointer found = g_hash_table_lookup(ix->by_text, label);
+  int op         = found ? GPOINTER_TO_INT(found) - 1 : -1;
+  if (op < 0) {
+    op = ix->n < PN_MAX_OPS - 1 ? ix->n++ : PN_MAX_OPS - 1; /* the last slot collects any overflow */
+    if (op == ix->n - 1) {
+      ix->label[op] = label;
+      ix->cls[op]   = cls;
+    }
+    g_hash_table_insert(ix->by_text, (gpointer)label, GINT_TO_POINTER(op + 1));
+  }
+  ix->key[slot] = label;
+  ix->op[slot]  = op;
+  return op;
 }
 
 static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *ex, const PnBuildInfo *info,
@@ -146,11 +261,13 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   uint32_t n_gpus = g->n_gpus;
   int iters       = (int)(info->iteration_end->len / n_gpus);
   PnTimeNs prev   = 0, w0 = 0, w1 = 0;
+  const PnTaskTime *times = (const PnTaskTime *)(const void *)ex->times->data;
+  const PnTask *tasks     = (const PnTask *)(const void *)g->tasks->data;
   for (int it = 0; it < iters; it++) {
     PnTimeNs end = 0;
     for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
       PnTaskId id = g_array_index(info->iteration_end, PnTaskId, it * n_gpus + gpu);
-      PnTimeNs e  = g_array_index(ex->times, PnTaskTime, id).end_ns;
+      PnTimeNs e  = times[id].end_ns;
       end         = e > end ? e : end;
     }
     double secs = (double)(end - prev) * 1e-9;
@@ -162,20 +279,17 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   r->iteration_time_s = (double)(w1 - w0) * 1e-9;
 
   /* communication ops by label (lookup only; the report order is sorted below) */
-  g_autoptr(GHashTable) op_index = g_hash_table_new(g_str_hash, g_str_equal);
-  const char *op_label[PN_MAX_OPS];
-  int op_cls[PN_MAX_OPS];
+  PnOpIndex ops = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)};
   double op_total[PN_MAX_OPS] = {0}, op_exposed[PN_MAX_OPS] = {0};
-  int n_ops = 0;
-  g_autoptr(GPtrArray) edges = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  for (uint32_t gpu = 0; gpu < n_gpus; gpu++)
-    g_ptr_array_add(edges, g_array_new(FALSE, FALSE, sizeof(PnEdge)));
+  PnEdges *edges = g_new0(PnEdges, n_gpus ? n_gpus : 1);
   g_array_set_size(r->stages, n_gpus);
-  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
-    const PnTask *t      = &g_array_index(g->tasks, PnTask, id);
-    const PnTaskTime *tt = &g_array_index(ex->times, PnTaskTime, id);
-    GArray *e            = g_ptr_array_index(edges, t->gpu);
-    PnStageStats *st     = &g_array_index(r->stages, PnStageStats, t->gpu);
+  PnStageStats *stages = (PnStageStats *)(void *)r->stages->data;
+  uint32_t n_tasks     = pn_graph_n_tasks(g);
+  for (PnTaskId id = 0; id < n_tasks; id++) {
+    const PnTask *t      = &tasks[id];
+    const PnTaskTime *tt = &times[id];
+    PnEdges *e           = &edges[t->gpu];
+    PnStageStats *st     = &stages[t->gpu];
     if (tt->end_ns <= w0 || tt->start_ns >= w1)
       continue;
     if (tt->end_ns > st->end_s * 1e9)
@@ -188,17 +302,7 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
       a          = a < w0 ? w0 : a;
       b          = b > w1 ? w1 : b;
       if (t->cls >= 0 && b > a) {
-        const char *label = t->label ? t->label : "comm";
-        gpointer found    = g_hash_table_lookup(op_index, label);
-        int op            = found ? GPOINTER_TO_INT(found) - 1 : -1;
-        if (op < 0) {
-          op = n_ops < PN_MAX_OPS - 1 ? n_ops++ : PN_MAX_OPS - 1; /* the last slot collects any overflow */
-          if (op == n_ops - 1) {
-            op_label[op] = label;
-            op_cls[op]   = t->cls;
-          }
-          g_hash_table_insert(op_index, (gpointer)label, GINT_TO_POINTER(op + 1));
-        }
+        int op = op_index_of(&ops, t->label ? t->label : "comm", t->cls);
         add_edges(e, t->cls, op, a, b, w0, w1);
         st->total_comm_s[t->cls] += (double)(b - a) * 1e-9;
         op_total[op] += (double)(b - a) * 1e-9;
@@ -206,8 +310,10 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
     }
   }
   for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
-    PnStageStats *st = &g_array_index(r->stages, PnStageStats, gpu);
-    account_gpu(g_ptr_array_index(edges, gpu), w0, w1, st, op_exposed);
+    PnStageStats *st = &stages[gpu];
+    account_gpu(&edges[gpu], w0, w1, st, op_exposed);
+    g_free(edges[gpu].open.v);
+    g_free(edges[gpu].close.v);
     st->end_s -= (double)w0 * 1e-9;
     r->compute_s += st->compute_s / n_gpus;
     r->bubble_s += st->bubble_s / n_gpus;
@@ -216,10 +322,12 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
       r->total_comm_s[c] += st->total_comm_s[c] / n_gpus;
     }
   }
-  for (int o = 0; o < n_ops; o++) {
-    PnOpStats os = {op_label[o], op_cls[o], op_total[o] / n_gpus, op_exposed[o] / n_gpus};
+  g_free(edges);
+  for (int o = 0; o < ops.n; o++) {
+    PnOpStats os = {ops.label[o], ops.cls[o], op_total[o] / n_gpus, op_exposed[o] / n_gpus};
     g_array_append_val(r->comm_ops, os);
   }
+  g_hash_table_unref(ops.by_text);
   g_array_sort(r->comm_ops, op_cmp);
   (void)sc;
 }
