@@ -733,6 +733,98 @@ START_TEST(test_inflight)
 }
 END_TEST
 
+/* ---- mixture of experts ---- */
+
+/* Llama-3-8B attention with 16 experts of width 2048, top-2, on 64 GPUs, TP 2 + SP, EP 8, expert
+ * TP 1, alltoall: T = 8192 tokens, Tm = 4096 (the SP shard) enter the MoE layer, R = Tm * 2 = 8192
+ * rows reach this GPU's L = 2 experts, 4096 each. */
+static void moe_scenario_ops(PnScenario *sc, int64_t etp, PnMoeDispatcher disp)
+{
+  scenario(sc, 64, 2, true, 1, 1, 1);
+  sc->model.num_moe_experts                  = 16;
+  sc->model.moe_router_topk                  = 2;
+  sc->model.moe_ffn_hidden_size              = 2048;
+  sc->parallel.expert_model_parallel_size    = 8;
+  sc->parallel.expert_tensor_parallel_size   = etp;
+  sc->parallel.moe_token_dispatcher_type     = disp;
+}
+
+START_TEST(test_moe_ops)
+{
+  PnScenario sc;
+  moe_scenario_ops(&sc, 1, PN_MOE_DISPATCHER_ALLTOALL);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  const PnOp *a2a     = find(f, "moe_dispatch_a2a");
+  ck_assert_ptr_nonnull(a2a);
+  ck_assert_int_eq(a2a->coll, PN_COLL_ALL_TO_ALL);
+  ck_assert_int_eq(a2a->group, PN_GROUP_EP);
+  ck_assert_double_eq(a2a->bytes, 4096.0 * 2 * 4096 * 2); /* Tm * topk * h * 2 B */
+  ck_assert_double_eq(find(f, "moe_combine_a2a")->bytes, a2a->bytes);
+  const PnOp *fc1 = find(f, "moe_fc1"), *fc2 = find(f, "moe_fc2");
+  ck_assert(fc1->m == 4096 && fc1->n == 4096 && fc1->k == 4096 && fc1->groups == 2); /* (R/L, 2F, h) x L */
+  ck_assert(fc2->m == 4096 && fc2->n == 4096 && fc2->k == 2048 && fc2->groups == 2); /* (R/L, h, F) x L */
+  ck_assert_double_eq(fc1->flops + fc2->flops, 2.0 * 8192 * 4096 * (4096 + 2048));
+  const PnOp *router = find(f, "router");
+  ck_assert(router->m == 4096 && router->n == 16 && router->k == 4096);
+  ck_assert_ptr_null(find(f, "fc1")); /* no dense MLP */
+  /* nodes in schedule order: pre-dispatch, dispatch, experts, combine */
+  uint8_t node = PN_NODE_ATTN;
+  for (guint i = 0; i < f->len; i++) {
+    const PnOp *o = &g_array_index(f, PnOp, i);
+    ck_assert_msg(o->node >= node, "%s: node %u after %u", o->name, o->node, node);
+    node = o->node;
+  }
+  ck_assert_int_eq(find(f, "ln2")->node, PN_NODE_ATTN);
+  ck_assert_int_eq(find(f, "permute")->node, PN_NODE_ATTN);
+  ck_assert_int_eq(a2a->node, PN_NODE_DISPATCH);
+  ck_assert_int_eq(find(f, "sort_chunks")->node, PN_NODE_MLP);
+  ck_assert_int_eq(find(f, "unpermute")->node, PN_NODE_COMBINE);
+
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  static const uint8_t order[] = {PN_NODE_COMBINE, PN_NODE_MLP, PN_NODE_DISPATCH, PN_NODE_ATTN};
+  int at = 0;
+  for (guint i = 0; i < b->len; i++) {
+    const PnOp *o = &g_array_index(b, PnOp, i);
+    while (at < 4 && order[at] != o->node)
+      at++;
+    ck_assert_msg(at < 4, "%s out of the backward node order", o->name);
+  }
+  ck_assert(find(b, "moe_fc1_wgrad")->te_wgrad && find(b, "qkv_wgrad")->te_wgrad);
+  ck_assert(!find(b, "router_wgrad")->te_wgrad); /* a torch Linear, not deferred by TE */
+  ck_assert_double_eq(find(b, "moe_dispatch_a2a_bwd")->bytes, a2a->bytes);
+
+  /* parameters: L experts of h*2F + F*h; expert DP = tp*cp*dp / (etp*ep) = 64 / 8 */
+  ck_assert_double_eq(pn_workload_layer_expert_params(&sc), 2.0 * (4096.0 * 4096 + 2048.0 * 4096));
+  ck_assert_int_eq(pn_workload_expert_dp(&sc), 8);
+}
+END_TEST
+
+/* Expert TP 2: R doubles (the etp group's tokens), expert widths halve, and the dispatcher adds
+ * an all-gather / reduce-scatter over the etp group. The allgather dispatcher gathers the
+ * hidden states of the etp x ep group instead of the all-to-all. */
+START_TEST(test_moe_etp_and_allgather)
+{
+  PnScenario sc;
+  moe_scenario_ops(&sc, 2, PN_MOE_DISPATCHER_ALLTOALL);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  const PnOp *fc1     = find(f, "moe_fc1");
+  ck_assert(fc1->m == 8192 && fc1->n == 2048 && fc1->k == 4096);
+  const PnOp *ag = find(f, "moe_dispatch_ag");
+  ck_assert(ag && ag->group == PN_GROUP_ETP && ag->coll == PN_COLL_ALL_GATHER);
+  ck_assert_double_eq(ag->bytes, 16384.0 * 4096 * 2);
+  ck_assert_ptr_nonnull(find(f, "moe_combine_rs"));
+  ck_assert_int_eq(pn_workload_expert_dp(&sc), 4);
+
+  moe_scenario_ops(&sc, 1, PN_MOE_DISPATCHER_ALLGATHER);
+  g_autoptr(GArray) g = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(g, "moe_dispatch_a2a"));
+  const PnOp *gag = find(g, "moe_dispatch_ag");
+  ck_assert(gag && gag->group == PN_GROUP_EP);
+  ck_assert_double_eq(gag->bytes, 4096.0 * 4096 * 2 * 8); /* Tm * h * 2 B * (etp * ep) */
+  ck_assert_double_eq(find(g, "moe_combine_rs")->bytes, gag->bytes);
+}
+END_TEST
+
 static Suite *workload_suite(void)
 {
   Suite *s = suite_create("workload");
@@ -762,6 +854,8 @@ static Suite *workload_suite(void)
       {"activation_sp_and_recompute", test_activation_sp_and_recompute},
       {"memory_dist_opt", test_memory_dist_opt},
       {"inflight", test_inflight},
+      {"moe_ops", test_moe_ops},
+      {"moe_etp_and_allgather", test_moe_etp_and_allgather},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
