@@ -34,14 +34,19 @@ static GArray *all_params(void)
     const Shape *s  = &kShapes1f1b[i];
     PnSchedParams p = {.pp = s->pp, .vpp = s->vpp, .num_microbatches = s->m, .group_size = s->group};
     g_array_append_val(ps, p);
+    if (s->pp == 1) { /* combined 1F1B (EP overlap) without pipelining */
+      p.combined_1f1b = true;
+      g_array_append_val(ps, p);
+    }
   }
   for (size_t i = 0; i < G_N_ELEMENTS(kShapesInterleaved); i++) {
     const Shape *s = &kShapesInterleaved[i];
-    for (int variant = 0; variant < 5; variant++) {
+    for (int variant = 0; variant < 10; variant++) {
       PnSchedParams p                 = {.pp = s->pp, .vpp = s->vpp, .num_microbatches = s->m, .group_size = s->group};
-      p.overlap_p2p_comm              = variant > 0;
-      p.deallocate_pipeline_outputs   = variant == 2 || variant == 4;
-      p.overlap_p2p_comm_warmup_flush = variant >= 3;
+      p.overlap_p2p_comm              = variant % 5 > 0;
+      p.deallocate_pipeline_outputs   = variant % 5 == 2 || variant % 5 == 4;
+      p.overlap_p2p_comm_warmup_flush = variant % 5 >= 3;
+      p.combined_1f1b                 = variant >= 5;
       if (!pn_sched_validate(&p, NULL))
         continue; /* pp == 2 without overlap */
       g_array_append_val(ps, p);
@@ -53,9 +58,9 @@ static GArray *all_params(void)
 static char *params_str(const PnSchedParams *p)
 {
   return g_strdup_printf("pp=%" G_GINT64_FORMAT " vpp=%" G_GINT64_FORMAT " m=%" G_GINT64_FORMAT " g=%" G_GINT64_FORMAT
-                         " overlap=%d dealloc=%d flush=%d",
+                         " overlap=%d dealloc=%d flush=%d combined=%d",
                          p->pp, p->vpp, p->num_microbatches, p->group_size, p->overlap_p2p_comm,
-                         p->deallocate_pipeline_outputs, p->overlap_p2p_comm_warmup_flush);
+                         p->deallocate_pipeline_outputs, p->overlap_p2p_comm_warmup_flush, p->combined_1f1b);
 }
 
 /* All ranks' action lists; element r is a GArray of PnSchedAction. */
@@ -206,9 +211,10 @@ START_TEST(test_warmup_counts)
     g_autoptr(GPtrArray) rs = all_ranks(pi);
     for (guint r = 0; r < rs->len; r++) {
       int64_t w = pn_sched_num_warmup(pi, r), total = pi->num_microbatches * pi->vpp;
-      int64_t expect_w =
-          pi->vpp == 1 ? MIN((int64_t)pi->pp - r - 1, pi->num_microbatches)
-                       : MIN((pi->pp - r - 1) * 2 + (pi->vpp - 1) * (pi->group_size ? pi->group_size : pi->pp), total);
+      int64_t extra    = pi->combined_1f1b ? 1 : 0; /* combined 1F1B: one more warm-up forward */
+      int64_t expect_w = pi->vpp == 1 ? MIN((int64_t)pi->pp - r - 1 + extra, pi->num_microbatches)
+                                      : MIN((pi->pp - r - 1) * 2 + (pi->vpp - 1) * (pi->group_size ? pi->group_size : pi->pp) + extra,
+                                            total);
       ck_assert_int_eq(w, expect_w);
       GArray *acts = g_ptr_array_index(rs, r);
       int64_t nf = 0, nwarm = 0;
