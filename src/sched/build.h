@@ -8,6 +8,22 @@
  * (plan.h) decides streams and dependencies; with every overlap off, all work of a rank runs on
  * its compute stream in issue order.
  *
+ * MoE EP overlap (plan.overlap_moe_expert_parallel_comm): Megatron's combined 1F1B
+ * (pipeline_parallel/combined_1f1b.py, models/common/model_chunk_schedule_plan.py). A steady
+ * forward and the backward after it are merged layer by layer: each layer is split into the
+ * nodes of ops.h (PnLayerNode); the forward's nodes form one chain of event waits and the
+ * backward's another, each node waiting for the previous node of its chain whatever its stream;
+ * dispatch / combine nodes run on the EP stream, the others on the compute stream, issued in
+ * TransformerLayerSchedulePlan.run's order (combine_bwd, pre_dispatch_fwd, mlp_bwd,
+ * dispatch_fwd, mlp_dw, dispatch_bwd, mlp_fwd, combine_fwd, pre_dispatch_bwd, attn_dw). With
+ * delay_wgrad_compute the TE-linear wgrads move into the dw parts. The forward's P2P
+ * (post_forward) launches from the forward chain, the backward's (post_backward) from the
+ * compute stream (PR #4268: from the backward chain), then the delayed attention wgrad of the
+ * chunk's first layer (PR #4268: of its first N layers). Warm-up forwards and cool-down
+ * backwards run alone through the same nodes. DP hooks act per chunk here: the parameter
+ * all-gather of a chunk's buckets before its first forward, the gradient reduce-scatter of all
+ * its buckets after its last backward.
+ *
  * Ownership: the caller owns `g`. Cost: O(tasks) with per-layer op templates priced once.
  */
 #ifndef PN_SCHED_BUILD_H
