@@ -1324,10 +1324,15 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   for (int64_t i = both; i < c.nf; i++)
     emit_layer_pair(b, rank, &c, i, -1, &ch);
 
+  /* a wait on a receive after a step is for the next step's input: it is made at the start of
+   * the next step (pre_forward / pre_backward), after this one's delayed wgrads */
+  g_autoptr(GArray) next_input = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint x = pf0; x < pf1; x++) {
     const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
     if (a->kind == PN_ACT_COMM)
       emit_p2p_from(b, rank, a, x, ch.f);
+    else if (a->kind == PN_ACT_WAIT && !a->xfer[0].send && !c.b)
+      g_array_append_val(next_input, x);
     else if (a->kind == PN_ACT_WAIT && (!c.b || a->wait_action >= (int32_t)fi))
       emit_wait(b, rank, a);
   }
@@ -1336,6 +1341,8 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
       const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
       if (a->kind == PN_ACT_COMM)
         emit_p2p_from(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
+      else if (a->kind == PN_ACT_WAIT && !a->xfer[0].send)
+        g_array_append_val(next_input, x);
       else if (a->kind == PN_ACT_WAIT)
         emit_wait(b, rank, a);
     }
@@ -1355,6 +1362,8 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
     emit_template(b, rank, b->tpl.emb_bwd, c.b->microbatch, c.b->chunk, -1);
   if (c.b)
     combined_grad_reduce(b, rank, c.b);
+  for (guint k = 0; k < next_input->len; k++)
+    emit_wait(b, rank, &g_array_index(acts, PnSchedAction, g_array_index(next_input, guint, k)));
 }
 
 /* Index of the next FWD or BWD action at or after `from` (actions->len when none). */
