@@ -1780,7 +1780,8 @@ START_TEST(test_properties)
     if (n % 2 == 0) { /* and its MoE variant */
       gen_moe(&g, n);
       g_autofree char *mjson    = gen_json(&g);
-      g_autofree char *mwhat    = g_strdup_printf("[%d] %s", n, gen_str(&g));
+      g_autofree char *mdesc    = gen_str(&g);
+      g_autofree char *mwhat    = g_strdup_printf("[%d] %s", n, mdesc);
       g_autoptr(PnScenario) msc = load_json(mjson, flat, NULL);
       g_autoptr(PnResult) m1    = sim(msc);
       g_autoptr(PnResult) m2    = sim(msc);
