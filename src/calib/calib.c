@@ -6,7 +6,7 @@
 
 #include "hw/cost.h"
 
-G_DEFINE_QUARK(pn-calib-error-quark, pn_calib_error)
+G_DEFINE_QUARK(pn - calib - error - quark, pn_calib_error)
 
 #define PN_CAL_LARGE_BYTES (256.0 * 1024 * 1024)
 
@@ -179,7 +179,9 @@ static double coll_wire(const PnCalColl *c)
 static double coll_hops(const PnCalColl *c)
 {
   double n = (double)c->nranks;
-  return c->kind == PN_COLL_ALL_REDUCE ? 2.0 * (n - 1.0) : (c->kind == PN_COLL_SEND_RECV || c->kind == PN_COLL_ALL_TO_ALL) ? 1.0 : n - 1.0;
+  return c->kind == PN_COLL_ALL_REDUCE                                     ? 2.0 * (n - 1.0)
+         : (c->kind == PN_COLL_SEND_RECV || c->kind == PN_COLL_ALL_TO_ALL) ? 1.0
+                                                                           : n - 1.0;
 }
 
 /* A measurement slower than a larger message of the same collective and channel count is not
@@ -208,7 +210,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
   /* base latency: the smallest all-gather / reduce-scatter at default channels, minus its hops */
   g_autoptr(GArray) small = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) cta   = g_array_new(FALSE, FALSE, sizeof(double));
-  double min_bytes        = (double)INFINITY, max_bytes = 0.0;
+  double min_bytes = (double)INFINITY, max_bytes = 0.0;
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
     min_bytes          = fmin(min_bytes, c->bytes);
@@ -216,8 +218,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
   }
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-    if (c->ctas == 0 && c->bytes == min_bytes &&
-        (c->kind == PN_COLL_ALL_GATHER || c->kind == PN_COLL_REDUCE_SCATTER)) {
+    if (c->ctas == 0 && c->bytes == min_bytes && (c->kind == PN_COLL_ALL_GATHER || c->kind == PN_COLL_REDUCE_SCATTER)) {
       double base = c->ns - coll_hops(c) * (double)p->nccl_nvlink_hop_ns;
       g_array_append_val(small, base);
     }
@@ -253,14 +254,14 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
       if ((int)c->kind == kind && c->ctas == 1 && c->bytes == max_bytes)
         p->nccl_cta_busbw[kind] = c->busbw_bytes_per_ns;
     }
-    g_autoptr(GArray) xs     = g_array_new(FALSE, FALSE, sizeof(double));
-    g_autoptr(GArray) ys     = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+    g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
     for (guint i = 0; i < d->coll->len; i++) {
       const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
       if ((int)c->kind != kind || c->ctas != 0 || coll_outlier(d, c))
         continue;
       double lat = p->nccl_pair_latency_ns[kind] > 0.0 ? p->nccl_pair_latency_ns[kind]
-                                                      : p->nccl_base_latency_ns + coll_hops(c) * p->nccl_nvlink_hop_ns;
+                                                       : p->nccl_base_latency_ns + coll_hops(c) * p->nccl_nvlink_hop_ns;
       double t   = c->ns - lat;
       double y   = t > 0.0 ? coll_wire(c) / t / peak : 1.0;
       y          = fmin(1.0, fmax(y, 1e-3));
@@ -310,7 +311,7 @@ static bool fit_mem_class(const PnCalData *d, int cls, PnCurve *c)
   g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) bw = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) sz = g_array_new(FALSE, FALSE, sizeof(double));
-  double done = 0.0; /* sizes up to here are in the curve */
+  double done          = 0.0; /* sizes up to here are in the curve */
   for (;;) {
     double next = (double)INFINITY;
     for (guint i = 0; i < rows->len; i++) {
@@ -363,10 +364,10 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   }
   fit_gemm(d, false, &p->gemm_bf16);
   fit_gemm(d, true, &p->gemm_fp8);
-  f->gemm_bf16_points   = p->gemm_bf16.n;
-  f->gemm_fp8_points    = p->gemm_fp8.n;
-  f->gemm_bf16          = p->gemm_bf16.n > 0;
-  f->gemm_fp8           = p->gemm_fp8.n > 0;
+  f->gemm_bf16_points = p->gemm_bf16.n;
+  f->gemm_fp8_points  = p->gemm_fp8.n;
+  f->gemm_bf16        = p->gemm_bf16.n > 0;
+  f->gemm_fp8         = p->gemm_fp8.n > 0;
   /* per shape: the median of each (shape, variant, SMs held) */
   {
     g_free(p->contention_points);
@@ -375,7 +376,7 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
     g_autoptr(GArray) v    = g_array_new(FALSE, FALSE, sizeof(double));
     for (guint i = 0; i < d->contention->len; i++) {
       const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
-      int variant = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
+      int variant              = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
       if (variant < 0 || c->sms_held < 1 || c->sms_held >= p->sm_count)
         continue;
       bool seen = false;
@@ -394,11 +395,11 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
           g_array_append_val(v, o->slowdown);
       }
       p->contention_points[p->n_contention_points++] =
-        (PnContentionPoint){c->m, c->n, c->k, c->fp8, variant, c->sms_held, fmax(median_of(v), 1e-3)};
+          (PnContentionPoint){c->m, c->n, c->k, c->fp8, variant, c->sms_held, fmax(median_of(v), 1e-3)};
     }
     pn_hw_profile_index_contention(p);
   }
-  f->gemm_sm_scaling    = fit_contention(d, PN_CAL_SPINNER, p->sm_count, &p->gemm_sm_scaling);
+  f->gemm_sm_scaling       = fit_contention(d, PN_CAL_SPINNER, p->sm_count, &p->gemm_sm_scaling);
   f->gemm_sm_limit_scaling = fit_contention(d, PN_CAL_SPINNER_SM_TARGET, p->sm_count, &p->gemm_sm_limit_scaling);
   if (d->attn->len) {
     fit_attn(d, &p->attn_bf16);
@@ -435,9 +436,9 @@ static void push_err(GArray *a, double predicted, double measured)
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
-  out->gemm       = g_array_new(FALSE, FALSE, sizeof(double));
-  out->gemm_loo   = g_array_new(FALSE, FALSE, sizeof(double));
-  out->attn       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->gemm              = g_array_new(FALSE, FALSE, sizeof(double));
+  out->gemm_loo          = g_array_new(FALSE, FALSE, sizeof(double));
+  out->attn              = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_default      = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_ctas         = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_outliers     = g_array_new(FALSE, FALSE, sizeof(double));
@@ -445,7 +446,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   out->contention_median = g_array_new(FALSE, FALSE, sizeof(double));
   out->points            = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
   out->memory_other      = g_array_new(FALSE, FALSE, sizeof(double));
-  out->memory     = g_array_new(FALSE, FALSE, sizeof(double));
+  out->memory            = g_array_new(FALSE, FALSE, sizeof(double));
   /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
   for (int fp8 = 0; fp8 < 2; fp8++) {
     const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
@@ -466,7 +467,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
         loo.gemm_bf16 = lt;
       double loo_ns = pn_cost_gemm_ns(&loo, g->m, g->n, g->k, dt, NULL);
       push_err(out->gemm_loo, loo_ns, g->ns);
-      double fl    = 2.0 * (double)g->m * (double)g->n * (double)g->k;
+      double fl     = 2.0 * (double)g->m * (double)g->n * (double)g->k;
       PnCalPoint pt = {fp8 ? "gemm_fp8" : "gemm_bf16", fl, fl / g->ns * 1e-3, fl / loo_ns * 1e-3};
       g_array_append_val(out->points, pt);
       g_free(rest);
@@ -487,8 +488,12 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   g_free(fastest.pts);
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-    PnCollSpec spec    = {.kind = c->kind, .bytes = c->bytes, .ranks = c->nranks, .ranks_per_node = c->nranks,
-                          .min_ctas = c->ctas, .max_ctas = c->ctas};
+    PnCollSpec spec    = {.kind           = c->kind,
+                          .bytes          = c->bytes,
+                          .ranks          = c->nranks,
+                          .ranks_per_node = c->nranks,
+                          .min_ctas       = c->ctas,
+                          .max_ctas       = c->ctas};
     PnCollCost cost;
     pn_coll_cost(p, &spec, &cost);
     double t = pn_coll_time_alone_ns(p, &cost);
@@ -496,8 +501,8 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
     if (c->ctas == 0) {
       static const char *const series[] = {"coll_all_gather", "coll_reduce_scatter", "coll_all_reduce",
                                            "coll_all_to_all", "coll_send_recv"};
-      double bw     = c->busbw_bytes_per_ns;
-      PnCalPoint pt = {series[c->kind], c->bytes, bw, bw * c->ns / t};
+      double bw                         = c->busbw_bytes_per_ns;
+      PnCalPoint pt                     = {series[c->kind], c->bytes, bw, bw * c->ns / t};
       g_array_append_val(out->points, pt);
     }
     if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(t / c->ns - 1.0) > 0.05)
@@ -507,14 +512,14 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   /* every (shape, SMs held) row through the curves of its shape, as the executor uses them */
   for (guint i = 0; i < d->contention->len; i++) {
     const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
-    int v = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
+    int v                    = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
     if (v < 0 || c->sms_held < 1)
       continue;
     int s = pn_hw_profile_nearest_contention(p, c->m, c->n, c->k, c->fp8);
     if (s < 0 || p->shape_contention[s].curve[v].n == 0)
       continue;
     const PnCurve *curve = &p->shape_contention[s].curve[v];
-    double rate          = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
+    double rate = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
     push_err(out->contention, 1.0 / rate, c->slowdown);
   }
   for (int v = PN_CAL_SPINNER; v <= PN_CAL_SPINNER_SM_TARGET; v += PN_CAL_SPINNER_SM_TARGET - PN_CAL_SPINNER) {
@@ -550,9 +555,9 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 
 void pn_cal_check_clear(PnCalCheck *c)
 {
-  GArray **all[] = {&c->gemm,         &c->gemm_loo,  &c->attn,       &c->coll_default,
-                    &c->coll_ctas,    &c->contention, &c->memory, &c->contention_median, &c->coll_outliers,
-                    &c->points,       &c->memory_other};
+  GArray **all[] = {&c->gemm,          &c->gemm_loo,   &c->attn,        &c->coll_default,
+                    &c->coll_ctas,     &c->contention, &c->memory,      &c->contention_median,
+                    &c->coll_outliers, &c->points,     &c->memory_other};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }

@@ -50,7 +50,7 @@ typedef struct {
 
 typedef struct {
   PnCollKind kind;
-  int ctas;   /* 0 = NCCL default */
+  int ctas; /* 0 = NCCL default */
   int nranks;
   double bytes; /* nccl-tests size */
   double ns;
@@ -99,13 +99,13 @@ typedef struct {
 
 typedef struct {
   GArray *gemm, *gemm_loo, *attn, *memory;
-  GArray *coll_default; /* collectives at NCCL's default channel count */
-  GArray *coll_ctas;    /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
-  GArray *coll_outliers; /* measurements slower than a larger message of the same collective */
-  GArray *contention;   /* every (shape, SMs held) row */
+  GArray *coll_default;      /* collectives at NCCL's default channel count */
+  GArray *coll_ctas;         /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
+  GArray *coll_outliers;     /* measurements slower than a larger message of the same collective */
+  GArray *contention;        /* every (shape, SMs held) row */
   GArray *contention_median; /* the median slowdown over shapes per SMs held (what the curve fits) */
-  GArray *points;       /* of PnCalPoint: measured vs predicted, for plots */
-  GArray *memory_other; /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
+  GArray *points;            /* of PnCalPoint: measured vs predicted, for plots */
+  GArray *memory_other;      /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

@@ -61,9 +61,15 @@ typedef struct {
   bool (*is_on)(const PnPlan *plan, const PnScenario *sc);
 } PnKnob;
 
-static bool applies_dp(const PnScenario *sc) { return sc->parallel.data_parallel_size * sc->parallel.context_parallel_size > 1; }
+static bool applies_dp(const PnScenario *sc)
+{
+  return sc->parallel.data_parallel_size * sc->parallel.context_parallel_size > 1;
+}
 static bool applies_dist_opt(const PnScenario *sc) { return applies_dp(sc) && sc->ddp.use_distributed_optimizer; }
-static bool applies_tp(const PnScenario *sc) { return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel; }
+static bool applies_tp(const PnScenario *sc)
+{
+  return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel;
+}
 static bool applies_vpp(const PnScenario *sc) { return sc->parallel.virtual_pipeline_model_parallel_size > 1; }
 static bool applies_cp(const PnScenario *sc) { return sc->parallel.context_parallel_size > 1; }
 /* EP overlap where Megatron accepts it: MoE with EP > 1, alltoall / flex, VPP when pipelined, no
@@ -76,7 +82,10 @@ static bool applies_ep(const PnScenario *sc)
          (p->pipeline_model_parallel_size == 1 || p->virtual_pipeline_model_parallel_size > 1) &&
          sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL && !sc->comm_overlap.moe_shared_expert_overlap;
 }
-static bool applies_delay(const PnScenario *sc) { return applies_ep(sc) && sc->comm_overlap.overlap_moe_expert_parallel_comm; }
+static bool applies_delay(const PnScenario *sc)
+{
+  return applies_ep(sc) && sc->comm_overlap.overlap_moe_expert_parallel_comm;
+}
 static bool applies_conn(const PnScenario *sc)
 {
   return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc) || applies_delay(sc);
@@ -91,23 +100,47 @@ static bool on_ep(const PnPlan *p, const PnScenario *sc) { return p->overlap_moe
 static bool on_delay(const PnPlan *p, const PnScenario *sc) { return p->delay_wgrad_compute; }
 
 static const PnKnob knobs[] = {
-  {"ddp.overlap_grad_reduce", {"ddp.overlap_grad_reduce=true"}, {"ddp.overlap_grad_reduce=false"}, applies_dp, on_grad},
-  {"ddp.overlap_param_gather", {"ddp.overlap_param_gather=true"}, {"ddp.overlap_param_gather=false"}, applies_dist_opt,
-   on_param},
-  {"comm_overlap.tp_comm_overlap", {"comm_overlap.tp_comm_overlap=true"}, {"comm_overlap.tp_comm_overlap=false"},
-   applies_tp, on_tp},
-  {"comm_overlap.overlap_p2p_comm", {"comm_overlap.overlap_p2p_comm=true"}, {"comm_overlap.overlap_p2p_comm=false"},
-   applies_vpp, on_p2p},
-  {"comm_overlap.cp_comm_type (p2p ring vs all_gather)", {"comm_overlap.cp_comm_type=\"p2p\""},
-   {"comm_overlap.cp_comm_type=\"all_gather\""}, applies_cp, on_cp},
-  /* off also drops delay_wgrad_compute, which Bridge accepts only with EP overlap */
-  {"comm_overlap.overlap_moe_expert_parallel_comm", {"comm_overlap.overlap_moe_expert_parallel_comm=true"},
-   {"comm_overlap.overlap_moe_expert_parallel_comm=false", "comm_overlap.delay_wgrad_compute=false"}, applies_ep,
-   on_ep},
-  {"comm_overlap.delay_wgrad_compute", {"comm_overlap.delay_wgrad_compute=true"},
-   {"comm_overlap.delay_wgrad_compute=false"}, applies_delay, on_delay},
-  {"env.CUDA_DEVICE_MAX_CONNECTIONS (1 vs 8)", {"env.CUDA_DEVICE_MAX_CONNECTIONS=1"},
-   {"env.CUDA_DEVICE_MAX_CONNECTIONS=8"}, applies_conn, on_conn},
+    {"ddp.overlap_grad_reduce",
+     {"ddp.overlap_grad_reduce=true"},
+     {"ddp.overlap_grad_reduce=false"},
+     applies_dp,
+     on_grad},
+    {"ddp.overlap_param_gather",
+     {"ddp.overlap_param_gather=true"},
+     {"ddp.overlap_param_gather=false"},
+     applies_dist_opt,
+     on_param},
+    {"comm_overlap.tp_comm_overlap",
+     {"comm_overlap.tp_comm_overlap=true"},
+     {"comm_overlap.tp_comm_overlap=false"},
+     applies_tp,
+     on_tp},
+    {"comm_overlap.overlap_p2p_comm",
+     {"comm_overlap.overlap_p2p_comm=true"},
+     {"comm_overlap.overlap_p2p_comm=false"},
+     applies_vpp,
+     on_p2p},
+    {"comm_overlap.cp_comm_type (p2p ring vs all_gather)",
+     {"comm_overlap.cp_comm_type=\"p2p\""},
+     {"comm_overlap.cp_comm_type=\"all_gather\""},
+     applies_cp,
+     on_cp},
+    /* off also drops delay_wgrad_compute, which Bridge accepts only with EP overlap */
+    {"comm_overlap.overlap_moe_expert_parallel_comm",
+     {"comm_overlap.overlap_moe_expert_parallel_comm=true"},
+     {"comm_overlap.overlap_moe_expert_parallel_comm=false", "comm_overlap.delay_wgrad_compute=false"},
+     applies_ep,
+     on_ep},
+    {"comm_overlap.delay_wgrad_compute",
+     {"comm_overlap.delay_wgrad_compute=true"},
+     {"comm_overlap.delay_wgrad_compute=false"},
+     applies_delay,
+     on_delay},
+    {"env.CUDA_DEVICE_MAX_CONNECTIONS (1 vs 8)",
+     {"env.CUDA_DEVICE_MAX_CONNECTIONS=1"},
+     {"env.CUDA_DEVICE_MAX_CONNECTIONS=8"},
+     applies_conn,
+     on_conn},
 };
 
 static double total_exposed(const PnResult *r)
@@ -130,7 +163,8 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
   if (json)
     g_string_append(out, "[\n");
   else
-    g_string_append_printf(out, "what-if for %s (baseline %.4f s, exposed comm %.4f s)\n%-48s %-5s %12s %12s %12s %12s\n",
+    g_string_append_printf(out,
+                           "what-if for %s (baseline %.4f s, exposed comm %.4f s)\n%-48s %-5s %12s %12s %12s %12s\n",
                            path, base_r->iteration_time_s, total_exposed(base_r), "knob", "now", "off (s)", "on (s)",
                            "on-off (s)", "exposed on-off");
   bool first = true;
@@ -157,7 +191,8 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
     }
     bool now = knobs[k].is_on(&plan, base);
     if (json)
-      g_string_append_printf(out, "%s  {\"knob\": \"%s\", \"now\": %s, \"off_s\": %.9g, \"on_s\": %.9g, "
+      g_string_append_printf(out,
+                             "%s  {\"knob\": \"%s\", \"now\": %s, \"off_s\": %.9g, \"on_s\": %.9g, "
                              "\"exposed_off_s\": %.9g, \"exposed_on_s\": %.9g}",
                              first ? "" : ",\n", knobs[k].name, now ? "true" : "false", t[0], t[1], e[0], e[1]);
     else
@@ -172,20 +207,22 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
 
 static int cmd_run(int argc, char **argv)
 {
-  g_auto(GStrv) sets       = NULL;
-  g_autofree char *format  = NULL;
-  g_autofree char *output  = NULL;
-  int iterations           = 0;
-  gboolean whatif          = FALSE;
-  g_autofree char *trace   = NULL;
-  GOptionEntry entries[]   = {
-    {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "Write the timeline as a Chrome/Perfetto trace to FILE", "FILE"},
-    {"what-if", 0, 0, G_OPTION_ARG_NONE, &whatif, "Also simulate each applicable overlap knob off and on", NULL},
-    {"set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario value (repeatable)", "dotted.key=value"},
-    {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
-    {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations, "Simulate N iterations (overrides training.iterations)", "N"},
-    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout", "FILE"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL}};
+  g_auto(GStrv) sets      = NULL;
+  g_autofree char *format = NULL;
+  g_autofree char *output = NULL;
+  int iterations          = 0;
+  gboolean whatif         = FALSE;
+  g_autofree char *trace  = NULL;
+  GOptionEntry entries[]  = {
+       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "Write the timeline as a Chrome/Perfetto trace to FILE", "FILE"},
+       {"what-if", 0, 0, G_OPTION_ARG_NONE, &whatif, "Also simulate each applicable overlap knob off and on", NULL},
+       {"set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario value (repeatable)", "dotted.key=value"},
+       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
+       {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations, "Simulate N iterations (overrides training.iterations)",
+        "N"},
+       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout",
+        "FILE"},
+       {NULL, 0, 0, 0, NULL, NULL, NULL}};
   g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.json - simulate one training iteration");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_autoptr(GError) error = NULL;
@@ -244,17 +281,20 @@ static int cmd_validate(int argc, char **argv)
   g_autofree char *e2e_dir = NULL;
   g_autofree char *plot    = NULL;
   GOptionEntry entries[]   = {
-    {"e2e", 0, 0, G_OPTION_ARG_FILENAME, &e2e, "Compare our end-to-end runs (microbench/e2e results) instead", "FILE"},
-    {"e2e-scenarios", 0, 0, G_OPTION_ARG_FILENAME, &e2e_dir, "Scenarios of the e2e configs (default microbench/e2e/scenarios)",
-     "DIR"},
-    {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "Also write measured/predicted pairs to FILE (gnuplot)", "FILE"},
-    {"profile", 'p', 0, G_OPTION_ARG_STRING, &profile, "Hardware profile for H100 records (default h100-sxm)", "NAME"},
-    {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
-    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically)", "FILE"},
-    {"max-mape", 0, 0, G_OPTION_ARG_DOUBLE, &max_mape, "Exit 3 when the mean absolute error exceeds PCT", "PCT"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL}};
+        {"e2e", 0, 0, G_OPTION_ARG_FILENAME, &e2e, "Compare our end-to-end runs (microbench/e2e results) instead",
+         "FILE"},
+        {"e2e-scenarios", 0, 0, G_OPTION_ARG_FILENAME, &e2e_dir,
+         "Scenarios of the e2e configs (default microbench/e2e/scenarios)", "DIR"},
+        {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "Also write measured/predicted pairs to FILE (gnuplot)",
+         "FILE"},
+        {"profile", 'p', 0, G_OPTION_ARG_STRING, &profile, "Hardware profile for H100 records (default h100-sxm)",
+         "NAME"},
+        {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically)", "FILE"},
+        {"max-mape", 0, 0, G_OPTION_ARG_DOUBLE, &max_mape, "Exit 3 when the mean absolute error exceeds PCT", "PCT"},
+        {NULL, 0, 0, 0, NULL, NULL, NULL}};
   g_autoptr(GOptionContext) ctx =
-    g_option_context_new("[RECORDS.json] - predict published measured runs and report the step-time error");
+      g_option_context_new("[RECORDS.json] - predict published measured runs and report the step-time error");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
@@ -328,17 +368,17 @@ static int cmd_calibrate(int argc, char **argv)
   double tol_pct           = 5.0;
   g_autofree char *plot    = NULL;
   GOptionEntry entries[]   = {
-    {"base", 'b', 0, G_OPTION_ARG_FILENAME, &base, "Profile to start from (its sourced figures are kept)", "FILE"},
-    {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the calibrated profile to FILE (atomically)", "FILE"},
-    {"check", 'c', 0, G_OPTION_ARG_NONE, &check, "Replay every measured case through --profile and report errors",
-     NULL},
-    {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
-    {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
-    {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "--check: write measured vs predicted points to FILE (gnuplot)",
-     "FILE"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL}};
+        {"base", 'b', 0, G_OPTION_ARG_FILENAME, &base, "Profile to start from (its sourced figures are kept)", "FILE"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the calibrated profile to FILE (atomically)", "FILE"},
+        {"check", 'c', 0, G_OPTION_ARG_NONE, &check, "Replay every measured case through --profile and report errors",
+         NULL},
+        {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
+        {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
+        {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "--check: write measured vs predicted points to FILE (gnuplot)",
+         "FILE"},
+        {NULL, 0, 0, 0, NULL, NULL, NULL}};
   g_autoptr(GOptionContext) ctx =
-    g_option_context_new("RESULTS.json... - fit hardware-profile tables from microbenchmark results");
+      g_option_context_new("RESULTS.json... - fit hardware-profile tables from microbenchmark results");
   g_option_context_add_main_entries(ctx, entries, NULL);
   g_autoptr(GError) error = NULL;
   if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
@@ -385,10 +425,10 @@ static int cmd_calibrate(int argc, char **argv)
       fputs(out->str, stdout);
       if (plot) {
         /* one gnuplot data block per series ("index" in plots/calibration.gp) */
-        static const char *const series[] = {"gemm_bf16",      "gemm_fp8",        "coll_all_gather",
+        static const char *const series[] = {"gemm_bf16",           "gemm_fp8",        "coll_all_gather",
                                              "coll_reduce_scatter", "coll_all_reduce", "coll_all_to_all",
-                                             "coll_send_recv", "sm_held",         "sm_margin"};
-        g_autoptr(GString) dat = g_string_new("# penumbra calibrate --check: x measured predicted\n");
+                                             "coll_send_recv",      "sm_held",         "sm_margin"};
+        g_autoptr(GString) dat            = g_string_new("# penumbra calibrate --check: x measured predicted\n");
         for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
           g_string_append_printf(dat, "# %s\n", series[si]);
           for (guint i = 0; i < c.points->len; i++) {
@@ -421,9 +461,10 @@ static int cmd_calibrate(int argc, char **argv)
 }
 
 static const PnCommand commands[] = {
-  {"run", cmd_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
-  {"calibrate", cmd_calibrate, "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
-  {"validate", cmd_validate, "predict published measured runs and report the step-time error"},
+    {"run", cmd_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
+    {"calibrate", cmd_calibrate,
+     "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
+    {"validate", cmd_validate, "predict published measured runs and report the step-time error"},
 };
 
 static void usage(FILE *to)

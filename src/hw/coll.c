@@ -49,7 +49,7 @@ static gint point_cmp(gconstpointer a, gconstpointer b)
 static double pair_table_time(const PnHwProfile *hw, PnCollKind kind, int ctas, double bytes, double *floor_ns,
                               double *floor_bytes)
 {
-  const PnCollTable *t = &hw->nccl_pair_table;
+  const PnCollTable *t   = &hw->nccl_pair_table;
   g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCollPoint));
   for (int i = 0; i < t->n; i++)
     if (t->pts[i].kind == (int)kind)
@@ -84,17 +84,17 @@ static double pair_table_time(const PnHwProfile *hw, PnCollKind kind, int ctas, 
   }
   double t_lo = time_at(p + lo, lo_end - lo, bytes), t_hi = time_at(p + hi, hi_end - hi, bytes);
   double f_lo = p[lo].ns, f_hi = p[hi].ns;
-  double w    = (p[hi].ctas == p[lo].ctas) ? 0.0 : log((double)ctas / p[lo].ctas) / log((double)p[hi].ctas / p[lo].ctas);
-  *floor_ns    = exp(log(f_lo) + w * log(f_hi / f_lo));
+  double w  = (p[hi].ctas == p[lo].ctas) ? 0.0 : log((double)ctas / p[lo].ctas) / log((double)p[hi].ctas / p[lo].ctas);
+  *floor_ns = exp(log(f_lo) + w * log(f_hi / f_lo));
   *floor_bytes = fmax(p[lo].bytes, p[hi].bytes);
   return exp(log(t_lo) + w * log(t_hi / t_lo));
 }
 
 void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
 {
-  *out           = (PnCollCost){0};
-  double n       = (double)(s->ranks < 1 ? 1 : s->ranks);
-  double k       = (double)(s->ranks_per_node < 1 ? 1 : s->ranks_per_node);
+  *out     = (PnCollCost){0};
+  double n = (double)(s->ranks < 1 ? 1 : s->ranks);
+  double k = (double)(s->ranks_per_node < 1 ? 1 : s->ranks_per_node);
   if (k > n)
     k = n;
   double nodes   = ceil(n / k);
@@ -169,8 +169,8 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
     double wire = fmax(out->nvlink_bytes, out->nic_bytes);
     /* the smallest measured message still moved its bytes: the latency is its time less what
      * the link needs for them */
-    double floor_wire = s->bytes > 0.0 ? wire * floor_bytes / s->bytes : 0.0;
-    out->latency_ns   = fmax(0.0, fmin(floor_ns, t_pair) - floor_wire / hw->nvlink_bytes_per_ns);
+    double floor_wire     = s->bytes > 0.0 ? wire * floor_bytes / s->bytes : 0.0;
+    out->latency_ns       = fmax(0.0, fmin(floor_ns, t_pair) - floor_wire / hw->nvlink_bytes_per_ns);
     double transfer       = t_pair - out->latency_ns;
     out->max_bytes_per_ns = wire > 0.0 ? (transfer > 0.0 ? wire / transfer : 1e9) : 0.0;
     return;
@@ -180,13 +180,13 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
   double dominant = fmax(out->nvlink_bytes, out->nic_bytes);
   double per_cta  = hw->nccl_cta_busbw[s->kind] > 0.0 ? hw->nccl_cta_busbw[s->kind] : hw->nccl_cta_bytes_per_ns;
   double cap      = out->sms * per_cta;
-  double per_rank     = s->bytes / n;
+  double per_rank = s->bytes / n;
   /* the per-collective curves were measured over NVLink inside a node; groups that cross nodes
    * use the generic curve (empty: no size penalty beyond the latency term) */
-  const PnCurve *ceff = (!multinode && hw->coll_efficiency[s->kind].n > 0) ? &hw->coll_efficiency[s->kind]
-                                                                           : &hw->coll_size_efficiency;
-  double eff          = pn_curve_eval(ceff, per_rank, 1.0);
-  double nvl          = hw->nvlink_bytes_per_ns;
+  const PnCurve *ceff =
+      (!multinode && hw->coll_efficiency[s->kind].n > 0) ? &hw->coll_efficiency[s->kind] : &hw->coll_size_efficiency;
+  double eff = pn_curve_eval(ceff, per_rank, 1.0);
+  double nvl = hw->nvlink_bytes_per_ns;
   /* a pair of GPUs was measured directly; larger groups use the NVSwitch ring figure */
   if (!multinode && n == 2.0 && hw->nccl_pair_busbw[s->kind] > 0.0)
     nvl = hw->nccl_pair_busbw[s->kind];
@@ -194,7 +194,7 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
   if (out->nic_bytes > 0.0 && out->nvlink_bytes > 0.0) {
     /* bottleneck-equivalent link rate for the dominant byte count */
     double t_nvl = out->nvlink_bytes / nvl, t_nic = out->nic_bytes / hw->nic_bytes_per_ns;
-    link         = dominant / fmax(t_nvl, t_nic);
+    link = dominant / fmax(t_nvl, t_nic);
   }
   /* The size efficiency (protocol, pipelining depth) was measured at NCCL's default channel count
    * and limits what the link delivers; a channel-starved collective is bound by its channels. */
@@ -205,10 +205,10 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
 
 double pn_coll_time_alone_ns(const PnHwProfile *hw, const PnCollCost *c)
 {
-  double t_nvl = c->nvlink_bytes / hw->nvlink_bytes_per_ns;
-  double t_nic = c->nic_bytes / hw->nic_bytes_per_ns;
+  double t_nvl    = c->nvlink_bytes / hw->nvlink_bytes_per_ns;
+  double t_nic    = c->nic_bytes / hw->nic_bytes_per_ns;
   double dominant = fmax(c->nvlink_bytes, c->nic_bytes);
-  double t = fmax(t_nvl, t_nic);
+  double t        = fmax(t_nvl, t_nic);
   if (c->max_bytes_per_ns > 0.0)
     t = fmax(t, dominant / c->max_bytes_per_ns);
   return c->latency_ns + t;

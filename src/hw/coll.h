@@ -32,18 +32,18 @@ typedef enum {
 
 typedef struct {
   PnCollKind kind;
-  double bytes;        /* S, nccl-tests convention */
-  int64_t ranks;       /* n */
+  double bytes;           /* S, nccl-tests convention */
+  int64_t ranks;          /* n */
   int64_t ranks_per_node; /* k (<= gpus_per_node) */
   int min_ctas, max_ctas; /* NCCL_MIN_CTAS / NCCL_MAX_CTAS, 0 = unset */
 } PnCollSpec;
 
 typedef struct {
   double latency_ns;
-  double nvlink_bytes;      /* per GPU per direction */
+  double nvlink_bytes; /* per GPU per direction */
   double nic_bytes;
-  double max_bytes_per_ns;  /* bound on the dominant resource's rate, 0 = none */
-  int sms;                  /* CTAs = SMs held */
+  double max_bytes_per_ns; /* bound on the dominant resource's rate, 0 = none */
+  int sms;                 /* CTAs = SMs held */
 } PnCollCost;
 
 void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *spec, PnCollCost *out);

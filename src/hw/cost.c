@@ -76,7 +76,7 @@ static double gemm_table_rate(const PnGemmTable *t, int64_t m, int64_t n, int64_
   for (int i = 0; i < t->n; i++) {
     const PnGemmPoint *p = &t->pts[i];
     double dm = log2_ratio((double)m, (double)p->m), dn = log2_ratio((double)n, (double)p->n);
-    double dk = log2_ratio((double)k, (double)p->k);
+    double dk   = log2_ratio((double)k, (double)p->k);
     double dist = sqrt(dm * dm + dn * dn + dk * dk);
     keep_nearest(best, &n_best, dist, 2.0 * (double)p->m * (double)p->n * (double)p->k / p->ns);
   }
@@ -121,7 +121,7 @@ static double attention_flops(int64_t batch, int64_t seq_q, int64_t seq_kv, int6
 double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src)
 {
-  double flops = attention_flops(batch, seq_q, seq_kv, heads, head_dim, causal, backward);
+  double flops         = attention_flops(batch, seq_q, seq_kv, heads, head_dim, causal, backward);
   const PnAttnTable *t = &hw->attn_bf16;
   if (t->n > 0) {
     PnNeighbour best[PN_COST_NEIGHBOURS];

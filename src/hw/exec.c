@@ -65,12 +65,12 @@ enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
  * (waits, state) live in their own dense arrays: a million tasks do not fit in cache, and those
  * remote touches are the executor's main cost. */
 typedef struct {
-  uint32_t stream_next; /* next task of the same GPU and stream, or PN_TASK_NONE */
-  uint32_t queue_next;  /* next task of the same hardware queue, or PN_TASK_NONE */
-  uint32_t gq;          /* hardware queue index: gpu * n_queues + queue */
+  uint32_t stream_next;           /* next task of the same GPU and stream, or PN_TASK_NONE */
+  uint32_t queue_next;            /* next task of the same hardware queue, or PN_TASK_NONE */
+  uint32_t gq;                    /* hardware queue index: gpu * n_queues + queue */
   uint32_t aux[PN_TASK_MAX_LEGS]; /* COMPUTE: aux[0] = index in its GPU's running list; COMM: aux[0] = xfer;
                            P2P: the xfer of each leg */
-  uint8_t legs_left;    /* P2P: legs not yet done */
+  uint8_t legs_left;              /* P2P: legs not yet done */
 } TaskRt;
 
 /* A running compute kernel. */
@@ -135,7 +135,7 @@ typedef struct {
   double full_gemm_limit;
   double full_mem;
   uint32_t n_ended;
-  PnTimeNs makespan_ns; /* the latest end so far (time only moves forward: the last end) */
+  PnTimeNs makespan_ns;  /* the latest end so far (time only moves forward: the last end) */
   PnTaskId horizon_task; /* first task scheduled at the horizon, PN_TASK_NONE if none */
   bool settle_pending;
   bool mm_dirty;
@@ -261,7 +261,7 @@ static double sm_rate(const Exec *ex, const PnTask *tk, double sms, bool own_lim
     c    = &ex->hw->gemm_sm_limit_scaling;
     full = ex->full_gemm_limit;
   }
-  double r         = c->n > 0 ? pn_curve_eval(c, sms, 0.0) / full : sms / n_sm;
+  double r = c->n > 0 ? pn_curve_eval(c, sms, 0.0) / full : sms / n_sm;
   if (!(r > 1e-9))
     r = 1e-9;
   return r > 1.0 ? 1.0 : r;
@@ -578,10 +578,10 @@ static bool finite_nonneg(double x) { return isfinite(x) && x >= 0.0; }
  * same direction matches the o-th leg of the peer to t in the opposite direction), or -1. */
 static int leg_mate(const PnTask *tasks, const PnP2pLeg *legs, PnTaskId t, int k)
 {
-  const PnTask *tk    = &tasks[t];
-  const PnP2pLeg *tl  = legs + tk->leg_first;
-  const PnP2pLeg *l   = &tl[k];
-  int ord             = 0;
+  const PnTask *tk   = &tasks[t];
+  const PnP2pLeg *tl = legs + tk->leg_first;
+  const PnP2pLeg *l  = &tl[k];
+  int ord            = 0;
   for (int j = 0; j < k; j++)
     if (tl[j].peer == l->peer && tl[j].is_send == l->is_send)
       ord++;
@@ -616,13 +616,16 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
     for (int i = 0; i < curves[c]->n; i++)
       if (!(curves[c]->y[i] > 0.0) || !isfinite(curves[c]->y[i]) || !isfinite(curves[c]->x[i]))
         INVALID("hardware profile '%s': %s point %d must be finite with y > 0", hw->name,
-                c == 0 ? "gemm_sm_scaling" : c == 1 ? "mem_sm_scaling" : "gemm_sm_limit_scaling", i);
+                c == 0   ? "gemm_sm_scaling"
+                : c == 1 ? "mem_sm_scaling"
+                         : "gemm_sm_limit_scaling",
+                i);
   uint32_t n = g->tasks->len;
   if (n > 0 && g->n_gpus == 0)
     INVALID("graph has %u tasks but no GPU", n);
-  const PnTask *tasks  = (const PnTask *)(const void *)g->tasks->data;
-  const PnTaskId *deps = (const PnTaskId *)(const void *)g->deps->data;
-  *n_edges             = 0;
+  const PnTask *tasks       = (const PnTask *)(const void *)g->tasks->data;
+  const PnTaskId *deps      = (const PnTaskId *)(const void *)g->deps->data;
+  *n_edges                  = 0;
   g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId)); /* few: one pass over all tasks */
   for (PnTaskId t = 0; t < n; t++) {
     const PnTask *tk = &tasks[t];
@@ -767,7 +770,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   size_t n_edges = 0, cap_x = 0;
   PnTaskId *edge_from = g_new(PnTaskId, n_dep_edges ? n_dep_edges : 1);
   PnTaskId *edge_to   = g_new(PnTaskId, n_dep_edges ? n_dep_edges : 1);
-  uint32_t n_x = 0;
+  uint32_t n_x        = 0;
   for (PnTaskId t = 0; t < n; t++) {
     const PnTask *tk = &ex->tasks[t];
     TaskRt *r        = &ex->rt[t];
@@ -883,7 +886,7 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   PnExecOptions dflt = {.max_connections = 8, .event_budget = 0}; /* CUDA's default */
   if (!opt)
     opt = &dflt;
-  *out = (PnExecResult){0};
+  *out               = (PnExecResult){0};
   size_t n_dep_edges = 0;
   if (!validate(g, hw, opt, &n_dep_edges, error))
     return FALSE;

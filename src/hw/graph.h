@@ -37,7 +37,15 @@
 typedef enum { PN_TASK_COMPUTE, PN_TASK_COMM, PN_TASK_P2P, PN_TASK_DELAY } PnTaskKind;
 
 /* Communication class, for the exposed-communication report. */
-typedef enum { PN_CLASS_NONE = -1, PN_CLASS_DP = 0, PN_CLASS_TP, PN_CLASS_PP, PN_CLASS_CP, PN_CLASS_EP, PN_CLASS_N } PnCommClass;
+typedef enum {
+  PN_CLASS_NONE = -1,
+  PN_CLASS_DP   = 0,
+  PN_CLASS_TP,
+  PN_CLASS_PP,
+  PN_CLASS_CP,
+  PN_CLASS_EP,
+  PN_CLASS_N
+} PnCommClass;
 
 /* How a compute kernel's speed depends on the SMs it gets. */
 typedef enum { PN_SCALE_GEMM, PN_SCALE_MEMORY } PnSmScaling;
@@ -63,35 +71,35 @@ typedef uint32_t PnTaskId;
 #define PN_TASK_NONE UINT32_MAX
 
 typedef struct {
-  PnTaskId peer;  /* the task on the other GPU */
-  double bytes;   /* bytes moved by this leg */
-  bool is_send;   /* this side sends */
-  bool over_nic;  /* crosses nodes */
+  PnTaskId peer; /* the task on the other GPU */
+  double bytes;  /* bytes moved by this leg */
+  bool is_send;  /* this side sends */
+  bool over_nic; /* crosses nodes */
 } PnP2pLeg;
 
 typedef struct {
   uint32_t gpu;
-  uint8_t stream;      /* PnStream */
-  uint8_t kind;        /* PnTaskKind */
-  int8_t cls;          /* PnCommClass; PN_CLASS_NONE for compute */
-  uint8_t scaling;     /* PnSmScaling (compute) */
-  int16_t sms;         /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
-  uint8_t n_legs;      /* P2P: 1..PN_TASK_MAX_LEGS */
-  uint8_t sm_shape;    /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
-  double work_ns;      /* COMPUTE, DELAY */
-  double flops;        /* COMPUTE: for reports */
-  double latency_ns;   /* COMM, P2P */
-  double nvlink_bytes; /* COMM */
-  double nic_bytes;    /* COMM */
+  uint8_t stream;          /* PnStream */
+  uint8_t kind;            /* PnTaskKind */
+  int8_t cls;              /* PnCommClass; PN_CLASS_NONE for compute */
+  uint8_t scaling;         /* PnSmScaling (compute) */
+  int16_t sms;             /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
+  uint8_t n_legs;          /* P2P: 1..PN_TASK_MAX_LEGS */
+  uint8_t sm_shape;        /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
+  double work_ns;          /* COMPUTE, DELAY */
+  double flops;            /* COMPUTE: for reports */
+  double latency_ns;       /* COMM, P2P */
+  double nvlink_bytes;     /* COMM */
+  double nic_bytes;        /* COMM */
   double max_bytes_per_ns; /* COMM, P2P: 0 = unbounded */
-  uint32_t leg_first;  /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
-  uint32_t dep_first;  /* into PnGraph.deps */
+  uint32_t leg_first;      /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
+  uint32_t dep_first;      /* into PnGraph.deps */
   uint32_t dep_count;
-  const char *label;   /* static string */
-  int32_t microbatch;  /* -1 when not applicable */
-  int16_t chunk;       /* virtual pipeline chunk, -1 when n/a */
-  int16_t layer;       /* layer index within the model, -1 when n/a */
-  uint8_t phase;       /* PnPhase, for reports and traces */
+  const char *label;  /* static string */
+  int32_t microbatch; /* -1 when not applicable */
+  int16_t chunk;      /* virtual pipeline chunk, -1 when n/a */
+  int16_t layer;      /* layer index within the model, -1 when n/a */
+  uint8_t phase;      /* PnPhase, for reports and traces */
 } PnTask;
 
 typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, PN_PHASE_OTHER } PnPhase;

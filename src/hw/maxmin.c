@@ -462,8 +462,8 @@ static void solve_single(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
       res_at(mm, fl->elems[k].r)->sum_a += fl->elems[k].a;
     double level = fl->bound > 0.0 ? fl->bound : HUGE_VAL;
     for (int k = 0; k < fl->n; k++) {
-      Res *r = res_at(mm, fl->elems[k].r);
-      r->rem = r->capacity;
+      Res *r   = res_at(mm, fl->elems[k].r);
+      r->rem   = r->capacity;
       double l = res_level(r);
       if (l < level)
         level = l;

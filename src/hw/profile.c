@@ -7,7 +7,7 @@ void pn_hw_profile_free(PnHwProfile *p)
 {
   if (!p)
     return;
-  PnCurve *curves[] = {&p->gemm_sm_scaling,     &p->mem_sm_scaling,     &p->coll_size_efficiency,
+  PnCurve *curves[] = {&p->gemm_sm_scaling,       &p->mem_sm_scaling,     &p->coll_size_efficiency,
                        &p->gemm_sm_limit_scaling, &p->coll_efficiency[0], &p->coll_efficiency[1],
                        &p->coll_efficiency[2],    &p->coll_efficiency[3], &p->coll_efficiency[4],
                        &p->mem_bandwidth[0],      &p->mem_bandwidth[1],   &p->mem_bandwidth[2],
@@ -80,7 +80,8 @@ void pn_hw_profile_index_contention(PnHwProfile *p)
     while (s < p->n_shape_contention && !same_shape(&p->shape_contention[s], c))
       s++;
     if (s == p->n_shape_contention)
-      p->shape_contention[p->n_shape_contention++] = (PnShapeContention){.m = c->m, .n = c->n, .k = c->k, .fp8 = c->fp8};
+      p->shape_contention[p->n_shape_contention++] =
+          (PnShapeContention){.m = c->m, .n = c->n, .k = c->k, .fp8 = c->fp8};
   }
   for (int s = 0; s < p->n_shape_contention; s++) {
     PnShapeContention *sc = &p->shape_contention[s];
@@ -101,7 +102,8 @@ void pn_hw_profile_index_contention(PnHwProfile *p)
         double x = (double)p->sm_count, y = 1.0;
         g_array_append_val(xs, x);
         g_array_append_val(ys, y);
-        sc->curve[v] = (PnCurve){.n = (int)xs->len, .x = (double *)(void *)g_array_free(xs, FALSE),
+        sc->curve[v] = (PnCurve){.n = (int)xs->len,
+                                 .x = (double *)(void *)g_array_free(xs, FALSE),
                                  .y = (double *)(void *)g_array_free(ys, FALSE)};
       } else {
         g_array_free(xs, TRUE);
@@ -113,11 +115,12 @@ void pn_hw_profile_index_contention(PnHwProfile *p)
 
 int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n, int64_t k, bool fp8)
 {
-  int best = -1;
+  int best      = -1;
   double best_d = 0.0;
   for (int s = 0; s < p->n_shape_contention; s++) {
     const PnShapeContention *sc = &p->shape_contention[s];
-    double dm = log2((double)m / (double)sc->m), dn = log2((double)n / (double)sc->n), dk = log2((double)k / (double)sc->k);
+    double dm = log2((double)m / (double)sc->m), dn = log2((double)n / (double)sc->n),
+           dk = log2((double)k / (double)sc->k);
     /* contention depends on how the GEMM's tiles fill the waves of SMs, which nearby shapes need
      * not share: only a shape within a factor of sqrt(2) in every dimension, of the same dtype,
      * stands for another */

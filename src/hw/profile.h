@@ -85,51 +85,51 @@ typedef struct PnHwProfile {
   /* compute */
   int sm_count;
   double hbm_bytes;
-  double hbm_bytes_per_ns;          /* achievable HBM bandwidth (copy kernels) */
-  double peak_bf16_flops_per_ns;    /* dense datasheet peak */
+  double hbm_bytes_per_ns;       /* achievable HBM bandwidth (copy kernels) */
+  double peak_bf16_flops_per_ns; /* dense datasheet peak */
   double peak_fp8_flops_per_ns;
-  double gemm_efficiency;           /* fallback: fraction of peak a large GEMM reaches */
-  double attn_efficiency;           /* fallback: fraction of bf16 peak flash attention reaches */
-  int gemm_tile_m, gemm_tile_n;     /* fallback wave-quantization tile */
-  double kernel_launch_ns;          /* fixed cost added to every kernel */
+  double gemm_efficiency;       /* fallback: fraction of peak a large GEMM reaches */
+  double attn_efficiency;       /* fallback: fraction of bf16 peak flash attention reaches */
+  int gemm_tile_m, gemm_tile_n; /* fallback wave-quantization tile */
+  double kernel_launch_ns;      /* fixed cost added to every kernel */
   /* node and links (per GPU, per direction) */
   int gpus_per_node;
-  double nvlink_bytes_per_ns;       /* NCCL ring bus bandwidth ceiling inside a node */
-  double nvlink_ce_bytes_per_ns;    /* copy-engine peer copy */
+  double nvlink_bytes_per_ns;    /* NCCL ring bus bandwidth ceiling inside a node */
+  double nvlink_ce_bytes_per_ns; /* copy-engine peer copy */
   int nics_per_node;
-  double nic_bytes_per_ns;          /* achievable per NIC (NDR 400 Gb/s: ~46-48 GB/s) */
+  double nic_bytes_per_ns; /* achievable per NIC (NDR 400 Gb/s: ~46-48 GB/s) */
   /* NCCL */
   double nccl_base_latency_ns;
   double nccl_nvlink_hop_ns;
   double nccl_net_hop_ns;
-  int nccl_ctas_nvlink;             /* default CTAs (SMs held) of a collective inside a node */
-  int nccl_ctas_net;                /* default CTAs of a collective spanning nodes */
-  int nccl_p2p_ctas;                /* CTAs of a send/recv kernel */
-  double nccl_cta_bytes_per_ns;     /* bus bandwidth one channel can drive */
+  int nccl_ctas_nvlink;         /* default CTAs (SMs held) of a collective inside a node */
+  int nccl_ctas_net;            /* default CTAs of a collective spanning nodes */
+  int nccl_p2p_ctas;            /* CTAs of a send/recv kernel */
+  double nccl_cta_bytes_per_ns; /* bus bandwidth one channel can drive */
   /* calibration tables (n == 0 = not calibrated) */
-  PnCurve gemm_sm_scaling;          /* x = SMs usable by the GEMM, y = throughput / throughput(all SMs) */
-  PnCurve mem_sm_scaling;           /* same, for memory-bound kernels */
-  PnCurve coll_size_efficiency;     /* x = bytes per rank moved, y = fraction of the link ceiling */
-  PnCurve gemm_sm_limit_scaling;    /* x = SMs a GEMM is restricted to (TE set_sm_margin: cuBLASLt
-                                       SM_COUNT_TARGET) while the others run a comm kernel, y = throughput /
-                                       throughput(all SMs); empty: gemm_sm_scaling is used */
+  PnCurve gemm_sm_scaling;                        /* x = SMs usable by the GEMM, y = throughput / throughput(all SMs) */
+  PnCurve mem_sm_scaling;                         /* same, for memory-bound kernels */
+  PnCurve coll_size_efficiency;                   /* x = bytes per rank moved, y = fraction of the link ceiling */
+  PnCurve gemm_sm_limit_scaling;                  /* x = SMs a GEMM is restricted to (TE set_sm_margin: cuBLASLt
+                                                     SM_COUNT_TARGET) while the others run a comm kernel, y = throughput /
+                                                     throughput(all SMs); empty: gemm_sm_scaling is used */
   PnCurve coll_efficiency[PN_PROFILE_COLL_KINDS]; /* per collective (PnCollKind order: AG, RS, AR, A2A, send/recv):
                                        x = bytes per rank, y = bus bandwidth / its large-size value; empty:
                                        coll_size_efficiency */
-  double nccl_pair_busbw[PN_PROFILE_COLL_KINDS]; /* large-size bus bandwidth measured for a group of 2 GPUs on
-                                       NVLink, per collective (bytes/ns); 0 = nvlink_bytes_per_ns */
+  double nccl_pair_busbw[PN_PROFILE_COLL_KINDS];  /* large-size bus bandwidth measured for a group of 2 GPUs on
+                                        NVLink, per collective (bytes/ns); 0 = nvlink_bytes_per_ns */
   double nccl_pair_latency_ns[PN_PROFILE_COLL_KINDS]; /* smallest-message time of each collective on 2 GPUs
                                        (ns); 0 = base latency + hops */
-  PnCurve mem_bandwidth[PN_PROFILE_MEM_CLASSES]; /* per class (elementwise copy, norm, activation, optimizer):
-                                       x = bytes moved, y = achieved bytes/ns; empty: hbm_bytes_per_ns */
-  int n_contention_points;          /* measured per shape (calibration gemm_contention_table) */
+  PnCurve mem_bandwidth[PN_PROFILE_MEM_CLASSES];      /* per class (elementwise copy, norm, activation, optimizer):
+                                            x = bytes moved, y = achieved bytes/ns; empty: hbm_bytes_per_ns */
+  int n_contention_points;                            /* measured per shape (calibration gemm_contention_table) */
   PnContentionPoint *contention_points;
-  int n_shape_contention;           /* derived from the points */
+  int n_shape_contention; /* derived from the points */
   PnShapeContention *shape_contention;
-  PnCollTable nccl_pair_table;      /* measured collectives of 2 GPUs over NVLink: interpolated in log(size) and
-                                       log(channels); groups of 2 use it before the curves above */
-  double nccl_cta_busbw[PN_PROFILE_COLL_KINDS];  /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per
-                                       collective (bytes/ns); 0 = nccl_cta_bytes_per_ns */
+  PnCollTable nccl_pair_table; /* measured collectives of 2 GPUs over NVLink: interpolated in log(size) and
+                                  log(channels); groups of 2 use it before the curves above */
+  double nccl_cta_busbw[PN_PROFILE_COLL_KINDS]; /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per
+                                      collective (bytes/ns); 0 = nccl_cta_bytes_per_ns */
   PnGemmTable gemm_bf16;
   PnGemmTable gemm_fp8;
   PnAttnTable attn_bf16;

@@ -105,8 +105,9 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *env     = get(root, "env");
   const cJSON *sv      = get(root, "schema_version");
   if (!cJSON_IsObject(root) || !cJSON_IsNumber(sv) || sv->valueint != 1) {
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, "/schema_version", "expected a microbenchmark result with "
-                                                                   "schema_version 1");
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, "/schema_version",
+                "expected a microbenchmark result with "
+                "schema_version 1");
     goto fail;
   }
   if (!cJSON_IsString(kind)) {
@@ -146,8 +147,13 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       INT("k", kk, 1);
       INT("sms_held", held, 0);
       NUM("slowdown", slow);
-      PnCalContention c = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0,
-                           variant_of(row_str(row, "variant")), (int)held, slow};
+      PnCalContention c = {(int64_t)m,
+                           (int64_t)n,
+                           (int64_t)kk,
+                           strcmp(row_str(row, "dtype"), "fp8") == 0,
+                           variant_of(row_str(row, "variant")),
+                           (int)held,
+                           slow};
       if (slow > 0)
         g_array_append_val(d->contention, c);
     } else if (strcmp(k, "attention") == 0) {
@@ -168,12 +174,12 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       NUM("moved_bytes", bytes);
       DUR("median_ns", ns);
       const char *kn = row_str(row, "kernel");
-      int cls        = strcmp(kn, "copy") == 0                                   ? PN_MEM_COPY
-                       : strcmp(kn, "rmsnorm") == 0                              ? PN_MEM_NORM
+      int cls        = strcmp(kn, "copy") == 0                                  ? PN_MEM_COPY
+                       : strcmp(kn, "rmsnorm") == 0                             ? PN_MEM_NORM
                        : (strcmp(kn, "gelu") == 0 || strcmp(kn, "swiglu") == 0) ? PN_MEM_ACTIVATION
-                       : strcmp(kn, "adam") == 0                                 ? PN_MEM_OPTIMIZER
-                                                                                 : -1;
-      PnCalBytes b = {bytes, ns, cls};
+                       : strcmp(kn, "adam") == 0                                ? PN_MEM_OPTIMIZER
+                                                                                : -1;
+      PnCalBytes b   = {bytes, ns, cls};
       if (ns > 0)
         g_array_append_val(d->memory, b);
     } else if (strcmp(k, "collective") == 0) {
@@ -254,13 +260,14 @@ static cJSON *gemm_table_json(const PnGemmTable *t, const char *source)
   return table_json(cols, 4, v, t->n, source);
 }
 
-gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p,
-                                const PnCalFitted *f, const char *provenance, GError **error)
+gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p, const PnCalFitted *f,
+                                const char *provenance, GError **error)
 {
   cJSON *root = NULL;
   if (!pn__io_read_json(base_path, base_path, &root, error))
     return FALSE;
-  g_autofree char *src = g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
+  g_autofree char *src =
+      g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
   if (f->hbm) {
     g_autofree char *s = g_strdup_printf("median bandwidth of the memory-bound kernels moving >= 256 MiB (read + "
                                          "write counted); %s",
@@ -272,9 +279,11 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
     set_scalar(root, "network", "nvlink_ce_bytes_per_ns", p->nvlink_ce_bytes_per_ns, s);
   }
   if (f->coll) {
-    g_autofree char *s1 = g_strdup_printf("smallest all-gather / reduce-scatter on 2 GPUs minus one NVLink hop; %s", src);
+    g_autofree char *s1 =
+        g_strdup_printf("smallest all-gather / reduce-scatter on 2 GPUs minus one NVLink hop; %s", src);
     set_scalar(root, "nccl", "base_latency_ns", p->nccl_base_latency_ns, s1);
-    g_autofree char *s2 = g_strdup_printf("median large-size bus bandwidth with NCCL_MIN_CTAS=NCCL_MAX_CTAS=1; %s", src);
+    g_autofree char *s2 =
+        g_strdup_printf("median large-size bus bandwidth with NCCL_MIN_CTAS=NCCL_MAX_CTAS=1; %s", src);
     set_scalar(root, "nccl", "cta_bytes_per_ns", p->nccl_cta_bytes_per_ns, s2);
     g_autofree char *s3 = g_strdup_printf("derived: the fewest channels whose 1-channel send/recv bandwidth reaches "
                                           "the default send/recv bandwidth; %s",
@@ -309,8 +318,9 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
     }
     cJSON *pair = cJSON_AddObjectToObject(cal, "nccl_pair_busbw");
     for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
-      cJSON *o           = cJSON_CreateObject();
-      g_autofree char *s = g_strdup_printf("NCCL bus bandwidth on 2 NVLinked GPUs at the largest size measured; %s", src);
+      cJSON *o = cJSON_CreateObject();
+      g_autofree char *s =
+          g_strdup_printf("NCCL bus bandwidth on 2 NVLinked GPUs at the largest size measured; %s", src);
       cJSON_AddNumberToObject(o, "value", p->nccl_pair_busbw[k] > 0 ? p->nccl_pair_busbw[k] : p->nvlink_bytes_per_ns);
       cJSON_AddStringToObject(o, "source", p->nccl_pair_busbw[k] > 0 ? s : "not measured: nvlink_bytes_per_ns");
       cJSON_AddItemToObject(pair, pair_keys[k], o);
@@ -353,7 +363,7 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
     g_autofree double *v            = g_new(double, (gsize)p->n_contention_points * 7);
     for (int i = 0; i < p->n_contention_points; i++) {
       const PnContentionPoint *c = &p->contention_points[i];
-      double row[] = {(double)c->m,        (double)c->n,   (double)c->k, c->fp8 ? 2.0 : 1.0, (double)(c->variant + 1),
+      double row[] = {(double)c->m,        (double)c->n, (double)c->k, c->fp8 ? 2.0 : 1.0, (double)(c->variant + 1),
                       (double)c->sms_held, c->slowdown};
       memcpy(v + (gsize)i * 7, row, sizeof row);
     }
@@ -388,7 +398,7 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
     g_autofree double *v            = g_new(double, (gsize)p->attn_bf16.n * 7 + 1);
     for (int i = 0; i < p->attn_bf16.n; i++) {
       const PnAttnPoint *a = &p->attn_bf16.pts[i];
-      double row[]         = {(double)a->batch, (double)a->seq, (double)a->heads, (double)a->kv_heads,
+      double row[]         = {(double)a->batch,    (double)a->seq,   (double)a->heads, (double)a->kv_heads,
                               (double)a->head_dim, round(a->fwd_ns), round(a->bwd_ns)};
       memcpy(v + (gsize)i * 7, row, sizeof row);
     }

@@ -59,24 +59,18 @@ static const HwScalar network_scalars[] = {
     HW_RATE("nic_bytes_per_ns", nic_bytes_per_ns, 1e-3, 1e6),
 };
 static const HwScalar pair_busbw_scalars[] = {
-    HW_RATE("all_gather", nccl_pair_busbw[0], 1e-3, 1e6),
-    HW_RATE("reduce_scatter", nccl_pair_busbw[1], 1e-3, 1e6),
-    HW_RATE("all_reduce", nccl_pair_busbw[2], 1e-3, 1e6),
-    HW_RATE("all_to_all", nccl_pair_busbw[3], 1e-3, 1e6),
+    HW_RATE("all_gather", nccl_pair_busbw[0], 1e-3, 1e6), HW_RATE("reduce_scatter", nccl_pair_busbw[1], 1e-3, 1e6),
+    HW_RATE("all_reduce", nccl_pair_busbw[2], 1e-3, 1e6), HW_RATE("all_to_all", nccl_pair_busbw[3], 1e-3, 1e6),
     HW_RATE("send_recv", nccl_pair_busbw[4], 1e-3, 1e6),
 };
 static const HwScalar cta_busbw_scalars[] = {
-    HW_RATE("all_gather", nccl_cta_busbw[0], 1e-3, 1e6),
-    HW_RATE("reduce_scatter", nccl_cta_busbw[1], 1e-3, 1e6),
-    HW_RATE("all_reduce", nccl_cta_busbw[2], 1e-3, 1e6),
-    HW_RATE("all_to_all", nccl_cta_busbw[3], 1e-3, 1e6),
+    HW_RATE("all_gather", nccl_cta_busbw[0], 1e-3, 1e6), HW_RATE("reduce_scatter", nccl_cta_busbw[1], 1e-3, 1e6),
+    HW_RATE("all_reduce", nccl_cta_busbw[2], 1e-3, 1e6), HW_RATE("all_to_all", nccl_cta_busbw[3], 1e-3, 1e6),
     HW_RATE("send_recv", nccl_cta_busbw[4], 1e-3, 1e6),
 };
 static const HwScalar pair_latency_scalars[] = {
-    HW_NONNEG("all_gather", nccl_pair_latency_ns[0], 1e12),
-    HW_NONNEG("reduce_scatter", nccl_pair_latency_ns[1], 1e12),
-    HW_NONNEG("all_reduce", nccl_pair_latency_ns[2], 1e12),
-    HW_NONNEG("all_to_all", nccl_pair_latency_ns[3], 1e12),
+    HW_NONNEG("all_gather", nccl_pair_latency_ns[0], 1e12), HW_NONNEG("reduce_scatter", nccl_pair_latency_ns[1], 1e12),
+    HW_NONNEG("all_reduce", nccl_pair_latency_ns[2], 1e12), HW_NONNEG("all_to_all", nccl_pair_latency_ns[3], 1e12),
     HW_NONNEG("send_recv", nccl_pair_latency_ns[4], 1e12),
 };
 static const HwScalar nccl_scalars[] = {
@@ -122,10 +116,10 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("attn_bf16"),
                                            {.key = NULL}};
 
-static const char *const gemm_columns[] = {"m", "n", "k", "ns"};
-static const char *const coll_columns[] = {"collective", "ctas", "bytes", "ns"};
+static const char *const gemm_columns[]       = {"m", "n", "k", "ns"};
+static const char *const coll_columns[]       = {"collective", "ctas", "bytes", "ns"};
 static const char *const contention_columns[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
-static const char *const attn_columns[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
+static const char *const attn_columns[]       = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
 
 static char *join(const char *const *names, int n)
 {
@@ -405,7 +399,7 @@ static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
       for (int j = 0; j < ncols && ok; j++) {
         const cJSON *v = cJSON_GetArrayItem(row, pos[j]);
         double d       = cJSON_IsNumber(v) ? v->valuedouble : (double)NAN;
-        ok = isfinite(d) && (j < n_int ? d == floor(d) && d >= 1.0 && d <= 1e9 : d > 0.0 && d <= 1e15);
+        ok             = isfinite(d) && (j < n_int ? d == floor(d) && d >= 1.0 && d <= 1e9 : d > 0.0 && d <= 1e15);
         vals[(gsize)r * (gsize)ncols + (gsize)j] = d;
       }
       if (ok)
@@ -472,8 +466,7 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
       return FALSE;
   }
   if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_busbw") != NULL) {
-    if (!read_scalars(ctx, cal, ptr, "nccl_pair_busbw", pair_busbw_scalars, G_N_ELEMENTS(pair_busbw_scalars), p,
-                      error))
+    if (!read_scalars(ctx, cal, ptr, "nccl_pair_busbw", pair_busbw_scalars, G_N_ELEMENTS(pair_busbw_scalars), p, error))
       return FALSE;
   }
   if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_latency_ns") != NULL &&
@@ -524,8 +517,8 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
                     p->sm_count);
         return FALSE;
       }
-      p->contention_points[r] = (PnContentionPoint){(int64_t)v[0], (int64_t)v[1], (int64_t)v[2], v[3] == 2,
-                                                    (int)v[4] - 1, (int)v[5], v[6]};
+      p->contention_points[r] =
+          (PnContentionPoint){(int64_t)v[0], (int64_t)v[1], (int64_t)v[2], v[3] == 2, (int)v[4] - 1, (int)v[5], v[6]};
     }
     pn_hw_profile_index_contention(p);
   }

@@ -57,14 +57,14 @@ static const PnEnumName dispatcher_names[] = {{"allgather", PN_MOE_DISPATCHER_AL
                                               {"flex", PN_MOE_DISPATCHER_FLEX},
                                               {NULL, 0}};
 /* Megatron-Core's recompute_modules choices and CudaGraphModule members (bit sets, see config.h). */
-static const PnEnumName recompute_module_names[] = {{"core_attn", PN_RECOMPUTE_MODULE_CORE_ATTN},
-                                                    {"moe_act", PN_RECOMPUTE_MODULE_MOE_ACT},
-                                                    {"layernorm", PN_RECOMPUTE_MODULE_LAYERNORM},
-                                                    {"mla_up_proj", PN_RECOMPUTE_MODULE_MLA_UP_PROJ},
-                                                    {"mlp", PN_RECOMPUTE_MODULE_MLP},
-                                                    {"moe", PN_RECOMPUTE_MODULE_MOE},
-                                                    {"shared_experts", PN_RECOMPUTE_MODULE_SHARED_EXPERTS},
-                                                    {NULL, 0}};
+static const PnEnumName recompute_module_names[]  = {{"core_attn", PN_RECOMPUTE_MODULE_CORE_ATTN},
+                                                     {"moe_act", PN_RECOMPUTE_MODULE_MOE_ACT},
+                                                     {"layernorm", PN_RECOMPUTE_MODULE_LAYERNORM},
+                                                     {"mla_up_proj", PN_RECOMPUTE_MODULE_MLA_UP_PROJ},
+                                                     {"mlp", PN_RECOMPUTE_MODULE_MLP},
+                                                     {"moe", PN_RECOMPUTE_MODULE_MOE},
+                                                     {"shared_experts", PN_RECOMPUTE_MODULE_SHARED_EXPERTS},
+                                                     {NULL, 0}};
 static const PnEnumName cuda_graph_module_names[] = {{"attn", PN_CUDA_GRAPH_ATTN},
                                                      {"mlp", PN_CUDA_GRAPH_MLP},
                                                      {"moe", PN_CUDA_GRAPH_MOE},
@@ -223,31 +223,31 @@ static const char *scenario_where_else(const char *key)
 static void scenario_defaults(PnScenario *sc)
 {
   memset(sc, 0, sizeof *sc);
-  sc->training.micro_batch_size                     = 1;
-  sc->training.precision                            = PN_PREC_BF16;
-  sc->training.iterations                           = 1;
-  sc->training.gradient_accumulation_fusion         = true;
-  sc->parallel.tensor_model_parallel_size           = 1;
-  sc->parallel.pipeline_model_parallel_size         = 1;
-  sc->parallel.virtual_pipeline_model_parallel_size = 1;
-  sc->parallel.context_parallel_size                = 1;
-  sc->parallel.expert_model_parallel_size           = 1;
-  sc->ddp.use_distributed_optimizer                 = true;
-  sc->ddp.overlap_grad_reduce                       = PN_TRI_UNSET;
-  sc->ddp.overlap_param_gather                      = PN_TRI_UNSET;
-  sc->ddp.align_param_gather                        = PN_TRI_UNSET;
-  sc->ddp.overlap_param_gather_with_optimizer_step  = PN_TRI_UNSET;
-  sc->ddp.num_distributed_optimizer_instances       = 1;
-  sc->comm_overlap.tp_comm_overlap                  = PN_TRI_UNSET;
-  sc->comm_overlap.overlap_p2p_comm                 = PN_TRI_UNSET;
-  sc->comm_overlap.batch_p2p_comm                   = PN_TRI_UNSET;
-  sc->comm_overlap.cp_comm_type                     = PN_CP_P2P;
-  sc->comm_overlap.transformer_engine               = true;
+  sc->training.micro_batch_size                           = 1;
+  sc->training.precision                                  = PN_PREC_BF16;
+  sc->training.iterations                                 = 1;
+  sc->training.gradient_accumulation_fusion               = true;
+  sc->parallel.tensor_model_parallel_size                 = 1;
+  sc->parallel.pipeline_model_parallel_size               = 1;
+  sc->parallel.virtual_pipeline_model_parallel_size       = 1;
+  sc->parallel.context_parallel_size                      = 1;
+  sc->parallel.expert_model_parallel_size                 = 1;
+  sc->ddp.use_distributed_optimizer                       = true;
+  sc->ddp.overlap_grad_reduce                             = PN_TRI_UNSET;
+  sc->ddp.overlap_param_gather                            = PN_TRI_UNSET;
+  sc->ddp.align_param_gather                              = PN_TRI_UNSET;
+  sc->ddp.overlap_param_gather_with_optimizer_step        = PN_TRI_UNSET;
+  sc->ddp.num_distributed_optimizer_instances             = 1;
+  sc->comm_overlap.tp_comm_overlap                        = PN_TRI_UNSET;
+  sc->comm_overlap.overlap_p2p_comm                       = PN_TRI_UNSET;
+  sc->comm_overlap.batch_p2p_comm                         = PN_TRI_UNSET;
+  sc->comm_overlap.cp_comm_type                           = PN_CP_P2P;
+  sc->comm_overlap.transformer_engine                     = true;
   sc->comm_overlap.overlap_p2p_wgrad_delayed_layer_number = 1;
-  sc->recompute.recompute_granularity               = PN_RECOMPUTE_NONE;
-  sc->recompute.recompute_method                    = PN_RECOMPUTE_METHOD_UNIFORM;
-  sc->recompute.recompute_modules                   = PN_RECOMPUTE_MODULE_CORE_ATTN;
-  sc->env.cuda_device_max_connections               = 8;
+  sc->recompute.recompute_granularity                     = PN_RECOMPUTE_NONE;
+  sc->recompute.recompute_method                          = PN_RECOMPUTE_METHOD_UNIFORM;
+  sc->recompute.recompute_modules                         = PN_RECOMPUTE_MODULE_CORE_ATTN;
+  sc->env.cuda_device_max_connections                     = 8;
 }
 
 void pn_scenario_free(PnScenario *sc)
@@ -576,7 +576,8 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     if (sc->comm_overlap.moe_shared_expert_overlap && m->moe_shared_expert_intermediate_size == 0)
       warn(warnings, ctx, "/comm_overlap/moe_shared_expert_overlap",
            "has no effect without shared experts (moe_shared_expert_intermediate_size is 0)");
-    if (sc->comm_overlap.moe_shared_expert_overlap && (sc->recompute.recompute_modules & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) &&
+    if (sc->comm_overlap.moe_shared_expert_overlap &&
+        (sc->recompute.recompute_modules & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) &&
         sc->recompute.recompute_granularity == PN_RECOMPUTE_SELECTIVE) {
       pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/recompute/recompute_modules",
                   "\"shared_experts\" recompute cannot work with moe_shared_expert_overlap (Megatron-Core)");

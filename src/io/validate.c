@@ -23,7 +23,10 @@ void pn_validation_row_free(PnValidationRow *row)
   g_free(row);
 }
 
-static const cJSON *obj_get(const cJSON *o, const char *key) { return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL; }
+static const cJSON *obj_get(const cJSON *o, const char *key)
+{
+  return o ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
 
 static double num_or(const cJSON *o, const char *key, double dflt)
 {
@@ -41,10 +44,10 @@ static const char *str_or(const cJSON *o, const char *key, const char *dflt)
 static const char *model_file(const char *name)
 {
   static const char *const map[][2] = {
-    {"LLAMA3-8B", "llama3-8b"},   {"LLAMA3-70B", "llama3-70b"}, {"LLAMA3.1-405B", "llama3.1-405b"},
-    {"LLAMA2-7B", "llama2-7b"},   {"LLAMA2-13B", "llama2-13b"}, {"LLAMA2-70B", "llama2-70b"},
-    {"GPT3-175B", "gpt3-175b"},   {"Nemotron4-340B", "nemotron4-340b"}, {"Nemotron4-15B", "nemotron4-15b"},
-    {"Qwen3-30B-A3B", "qwen3-30b-a3b"}, {"Qwen3-235B-A22B", "qwen3-235b-a22b"}, {"GPT-OSS-120B", "gpt-oss-120b"},
+      {"LLAMA3-8B", "llama3-8b"},         {"LLAMA3-70B", "llama3-70b"},           {"LLAMA3.1-405B", "llama3.1-405b"},
+      {"LLAMA2-7B", "llama2-7b"},         {"LLAMA2-13B", "llama2-13b"},           {"LLAMA2-70B", "llama2-70b"},
+      {"GPT3-175B", "gpt3-175b"},         {"Nemotron4-340B", "nemotron4-340b"},   {"Nemotron4-15B", "nemotron4-15b"},
+      {"Qwen3-30B-A3B", "qwen3-30b-a3b"}, {"Qwen3-235B-A22B", "qwen3-235b-a22b"}, {"GPT-OSS-120B", "gpt-oss-120b"},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(map); i++)
     if (strcmp(name, map[i][0]) == 0)
@@ -55,16 +58,16 @@ static const char *model_file(const char *name)
 /* An inline model from the record's architecture block, with the family's conventions. */
 static cJSON *inline_model(const char *name, const cJSON *arch, GString *notes)
 {
-  cJSON *m      = cJSON_CreateObject();
-  double hidden = num_or(arch, "hidden", 0);
-  double heads  = num_or(arch, "heads", 0);
-  double ffn    = num_or(arch, "ffn_hidden", 0);
-  double kv     = num_or(arch, "kv_heads", heads);
-  double vocab  = num_or(arch, "vocab", 0);
-  bool gated    = cJSON_IsTrue(obj_get(arch, "gated_linear_unit"));
+  cJSON *m        = cJSON_CreateObject();
+  double hidden   = num_or(arch, "hidden", 0);
+  double heads    = num_or(arch, "heads", 0);
+  double ffn      = num_or(arch, "ffn_hidden", 0);
+  double kv       = num_or(arch, "kv_heads", heads);
+  double vocab    = num_or(arch, "vocab", 0);
+  bool gated      = cJSON_IsTrue(obj_get(arch, "gated_linear_unit"));
   const char *act = str_or(arch, "activation", "");
-  bool nemotron = g_str_has_prefix(name, "Nemotron");
-  bool llama    = g_str_has_prefix(name, "LLAMA");
+  bool nemotron   = g_str_has_prefix(name, "Nemotron");
+  bool llama      = g_str_has_prefix(name, "LLAMA");
   if (ffn <= 0) {
     ffn = 4 * hidden;
     g_string_append(notes, "ffn_hidden not stated: 4*hidden assumed; ");
@@ -105,8 +108,8 @@ static const char *ub_preset_for(char *buf, size_t len, bool fp8, long hidden, l
     char cp_part[32] = "";
     if (with_cp)
       g_snprintf(cp_part, sizeof cp_part, "_cp%ld", cp);
-    g_snprintf(buf, len, "userbuffers_%s_h100_h%ld_tp%ld%s_mbs%ld_seqlen%ld", fp8 ? "fp8" : "bf16", hidden, tp,
-               cp_part, mbs, seq);
+    g_snprintf(buf, len, "userbuffers_%s_h100_h%ld_tp%ld%s_mbs%ld_seqlen%ld", fp8 ? "fp8" : "bf16", hidden, tp, cp_part,
+               mbs, seq);
     if (pn_ub_preset(buf, cfg))
       return buf;
   }
@@ -127,20 +130,20 @@ static PnValidationRow *skip(PnValidationRow *row, const char *fmt, ...)
 
 static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
 {
-  PnValidationRow *row = g_new0(PnValidationRow, 1);
-  const cJSON *model   = obj_get(rec, "model");
-  const cJSON *hw      = obj_get(rec, "hardware");
-  const cJSON *par     = obj_get(rec, "parallelism");
-  const cJSON *arch    = obj_get(model, "architecture");
-  const cJSON *summary = obj_get(rec, "summary");
-  row->id              = g_strdup(str_or(rec, "id", "?"));
-  row->source_family   = g_strdup(str_or(rec, "source_family", "?"));
-  row->model           = g_strdup(str_or(model, "name", "?"));
-  row->gpus            = (long)num_or(hw, "gpus_total", 0);
-  row->precision       = g_strdup(str_or(rec, "precision", "?"));
-  row->published_step_s = num_or(obj_get(summary, "step_time_s"), "value", (double)NAN);
+  PnValidationRow *row    = g_new0(PnValidationRow, 1);
+  const cJSON *model      = obj_get(rec, "model");
+  const cJSON *hw         = obj_get(rec, "hardware");
+  const cJSON *par        = obj_get(rec, "parallelism");
+  const cJSON *arch       = obj_get(model, "architecture");
+  const cJSON *summary    = obj_get(rec, "summary");
+  row->id                 = g_strdup(str_or(rec, "id", "?"));
+  row->source_family      = g_strdup(str_or(rec, "source_family", "?"));
+  row->model              = g_strdup(str_or(model, "name", "?"));
+  row->gpus               = (long)num_or(hw, "gpus_total", 0);
+  row->precision          = g_strdup(str_or(rec, "precision", "?"));
+  row->published_step_s   = num_or(obj_get(summary, "step_time_s"), "value", (double)NAN);
   row->measured_exposed_s = (double)NAN;
-  const char *gpu      = str_or(hw, "gpu", "");
+  const char *gpu         = str_or(hw, "gpu", "");
   if (!strstr(gpu, "H100"))
     return skip(row, "not an H100 record (%s)", gpu);
   if (!cJSON_IsTrue(obj_get(rec, "config_complete")))
@@ -158,8 +161,8 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
 
   long tp = (long)num_or(par, "tp", 1), pp = (long)num_or(par, "pp", 1), cp = (long)num_or(par, "cp", 1);
   long vp = (long)num_or(par, "vp", 1), gbs = (long)num_or(par, "gbs", 0);
-  long mbs = (long)num_or(par, "mbs", 0);
-  long seq = (long)num_or(model, "seq_len_used", num_or(arch, "seq_len", 0));
+  long mbs                 = (long)num_or(par, "mbs", 0);
+  long seq                 = (long)num_or(model, "seq_len_used", num_or(arch, "seq_len", 0));
   g_autoptr(GString) notes = g_string_new(NULL);
   if (mbs <= 0) {
     mbs = 1;
@@ -240,7 +243,7 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
     row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld", tp, pp, vp, cp, mbs, gbs);
   g_autofree char *text = cJSON_PrintUnformatted(sc);
   cJSON_Delete(sc);
-  g_autoptr(GError) error = NULL;
+  g_autoptr(GError) error  = NULL;
   g_autofree char *display = g_strdup_printf("%s.json", row->id);
   g_autoptr(PnScenario) s  = pn_scenario_load_string(text, display, NULL, 0, NULL, &error);
   if (!s)
@@ -308,8 +311,8 @@ gboolean pn_validate_e2e(const char *results_path, const char *scenario_dir, GPt
     row->gpus               = (long)(num_or(res, "dp", 1) * num_or(res, "tp", 1) * num_or(res, "pp", 1));
     row->published_step_s   = num_or(res, "step_time_ms", (double)NAN) * 1e-3;
     row->measured_exposed_s = num_or(res, "exposed_comm_ms", (double)NAN) * 1e-3;
-    row->layout = g_strdup_printf("DP%.0f TP%.0f PP%.0f (%s)", num_or(res, "dp", 1), num_or(res, "tp", 1),
-                                  num_or(res, "pp", 1), gpu);
+    row->layout             = g_strdup_printf("DP%.0f TP%.0f PP%.0f (%s)", num_or(res, "dp", 1), num_or(res, "tp", 1),
+                                              num_or(res, "pp", 1), gpu);
     g_autoptr(GError) err   = NULL;
     g_autoptr(PnScenario) s = pn_scenario_load(sc_path, NULL, 0, NULL, &err);
     g_autoptr(PnResult) r   = s ? pn_sim_run(s, NULL, &err) : NULL;
@@ -407,7 +410,8 @@ char *pn_validate_report_text(const GPtrArray *rows)
       continue;
     bool note = r->reason && r->reason[0];
     g_string_append_printf(s, "%-58s %-30s %9.3fs %9.3fs %+7.1f%%%s%s%s\n", r->id, r->layout, r->published_step_s,
-                           r->predicted_step_s, r->error_pct, note ? "  (" : "", note ? r->reason : "", note ? ")" : "");
+                           r->predicted_step_s, r->error_pct, note ? "  (" : "", note ? r->reason : "",
+                           note ? ")" : "");
   }
   int n;
   double mape = pn_validate_mape(rows, &n);

@@ -32,13 +32,13 @@ typedef struct {
   char *model;
   long gpus;
   char *precision;
-  char *layout;       /* "TP4 PP8 VP5 CP1 DP2 MBS1 GBS128" */
+  char *layout; /* "TP4 PP8 VP5 CP1 DP2 MBS1 GBS128" */
   bool skipped;
-  char *reason;       /* skip reason, or the assumptions made */
+  char *reason; /* skip reason, or the assumptions made */
   double published_step_s;
   double predicted_step_s;
-  double error_pct;   /* (predicted - published) / published * 100 */
-  double exposed_comm_s;   /* predicted, all classes */
+  double error_pct;          /* (predicted - published) / published * 100 */
+  double exposed_comm_s;     /* predicted, all classes */
   double measured_exposed_s; /* e2e runs: measured on rank 0 (NaN when not measured) */
   double bubble_s;
 } PnValidationRow;

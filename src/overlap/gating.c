@@ -5,7 +5,7 @@
 
 #include "overlap/ub.h"
 
-G_DEFINE_QUARK(pn-overlap-error-quark, pn_overlap_error)
+G_DEFINE_QUARK(pn - overlap - error - quark, pn_overlap_error)
 
 static void warn(GPtrArray *warnings, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 static void warn(GPtrArray *warnings, const char *fmt, ...)
@@ -287,11 +287,10 @@ gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warni
     warn(warnings, "overlap_p2p_backward_on_comm_stream / overlap_p2p_wgrad_delayed_layer_number / "
                    "overlap_p2p_with_transformer_layer_wgrad are Megatron-LM PR #4268, not merged upstream: simulated "
                    "as its description says");
-  plan->p2p_backward_on_comm_stream  = plan->overlap_moe_expert_parallel_comm && co->overlap_p2p_backward_on_comm_stream;
-  plan->p2p_wgrad_delayed_layers     = plan->overlap_moe_expert_parallel_comm
-                                           ? MAX(co->overlap_p2p_wgrad_delayed_layer_number, 1) : 1;
-  plan->p2p_delay_mlp_wgrad          = plan->overlap_moe_expert_parallel_comm &&
-                                       co->overlap_p2p_with_transformer_layer_wgrad;
+  plan->p2p_backward_on_comm_stream = plan->overlap_moe_expert_parallel_comm && co->overlap_p2p_backward_on_comm_stream;
+  plan->p2p_wgrad_delayed_layers =
+      plan->overlap_moe_expert_parallel_comm ? MAX(co->overlap_p2p_wgrad_delayed_layer_number, 1) : 1;
+  plan->p2p_delay_mlp_wgrad = plan->overlap_moe_expert_parallel_comm && co->overlap_p2p_with_transformer_layer_wgrad;
   if (sc->env.nccl_nvls_enable)
     warn(warnings, "NCCL_NVLS_ENABLE=1: NVLink SHARP (NVLS) collectives are not simulated (they could not be measured "
                    "here); collectives are priced as NCCL ring/tree");

@@ -10,13 +10,28 @@ const char *pn_ub_method_name(PnUbMethod m)
 }
 
 /* Shorthands of the reference's table: B(n,c,m), P(n,c,s,m), R, R(1,m=T). */
-#define B(n, c, m) {PN_UB_BULK, n, c, 0, m, false, false, false}
+#define B(n, c, m)                                                                                                     \
+  {                                                                                                                    \
+    PN_UB_BULK, n, c, 0, m, false, false, false                                                                        \
+  }
 /* Bridge's PipelineOverlapCfg defaults fp8_buf to the tuple (False,), which is truthy: TE then
  * keeps the pipelined reduce-scatter buffer in FP8 whenever the run is FP8 (reference §2.5). */
-#define P(n, c, s, m) {PN_UB_PIPELINE, n, c, s, m, false, false, true}
-#define R {PN_UB_RING_EXCHANGE, 1, 1, 0, false, false, false, false}
-#define RM {PN_UB_RING_EXCHANGE, 1, 1, 0, true, false, false, false}
-#define OFF {PN_UB_NONE, 0, 0, 0, false, false, false, false}
+#define P(n, c, s, m)                                                                                                  \
+  {                                                                                                                    \
+    PN_UB_PIPELINE, n, c, s, m, false, false, true                                                                     \
+  }
+#define R                                                                                                              \
+  {                                                                                                                    \
+    PN_UB_RING_EXCHANGE, 1, 1, 0, false, false, false, false                                                           \
+  }
+#define RM                                                                                                             \
+  {                                                                                                                    \
+    PN_UB_RING_EXCHANGE, 1, 1, 0, true, false, false, false                                                            \
+  }
+#define OFF                                                                                                            \
+  {                                                                                                                    \
+    PN_UB_NONE, 0, 0, 0, false, false, false, false                                                                    \
+  }
 
 typedef struct {
   const char *name;
@@ -25,22 +40,38 @@ typedef struct {
 } PnUbPreset;
 
 static const PnUbPreset presets[] = {
-  {"userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192", {B(4, 2, false), B(24, 2, false), B(2, 2, false), B(4, 2, false)},
-   P(24, 2, 4, true), P(16, 2, 4, true)},
-  {"userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192", {B(4, 2, false), B(24, 2, false), B(2, 2, false), B(4, 2, false)},
-   RM, RM},
-  {"userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192",
-   {B(2, 2, false), B(24, 2, false), B(2, 2, false), B(2, 2, false)}, P(24, 2, 4, true), P(8, 2, 4, true)},
-  {"userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192",
-   {B(2, 2, false), B(24, 2, false), B(2, 2, false), B(2, 2, false)}, RM, RM},
-  {"userbuffers_bf16_h100_h6144_tp2_mbs2_seqlen2048", {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
-   P(16, 2, 4, true), P(24, 2, 4, true)},
-  {"userbuffers_fp8_h100_h6144_tp2_mbs2_seqlen2048", {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
-   P(16, 2, 4, true), P(24, 2, 4, true)},
-  {"userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048", {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
-   P(24, 2, 4, true), RM},
-  {"userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048", {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
-   RM, RM},
+    {"userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192",
+     {B(4, 2, false), B(24, 2, false), B(2, 2, false), B(4, 2, false)},
+     P(24, 2, 4, true),
+     P(16, 2, 4, true)},
+    {"userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192",
+     {B(4, 2, false), B(24, 2, false), B(2, 2, false), B(4, 2, false)},
+     RM,
+     RM},
+    {"userbuffers_bf16_h100_h16384_tp8_cp2_mbs1_seqlen8192",
+     {B(2, 2, false), B(24, 2, false), B(2, 2, false), B(2, 2, false)},
+     P(24, 2, 4, true),
+     P(8, 2, 4, true)},
+    {"userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192",
+     {B(2, 2, false), B(24, 2, false), B(2, 2, false), B(2, 2, false)},
+     RM,
+     RM},
+    {"userbuffers_bf16_h100_h6144_tp2_mbs2_seqlen2048",
+     {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
+     P(16, 2, 4, true),
+     P(24, 2, 4, true)},
+    {"userbuffers_fp8_h100_h6144_tp2_mbs2_seqlen2048",
+     {B(8, 2, false), B(16, 2, false), B(4, 2, false), B(16, 2, false)},
+     P(16, 2, 4, true),
+     P(24, 2, 4, true)},
+    {"userbuffers_bf16_h100_h12288_tp4_mbs1_seqlen2048",
+     {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
+     P(24, 2, 4, true),
+     RM},
+    {"userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048",
+     {B(4, 2, false), B(4, 2, false), B(2, 2, false), B(4, 2, false)},
+     RM,
+     RM},
 };
 
 void pn_ub_defaults(PnUbCfg cfg[PN_UB_N])

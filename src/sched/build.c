@@ -18,7 +18,7 @@
 #include "sched/order.h"
 #include "workload/ops.h"
 
-G_DEFINE_QUARK(pn-build-error-quark, pn_build_error)
+G_DEFINE_QUARK(pn - build - error - quark, pn_build_error)
 
 /* Beyond this a simulation would need gigabytes: the configuration is refused with a message. */
 #define PN_BUILD_MAX_TASKS 2.0e7
@@ -51,10 +51,10 @@ typedef struct {
 typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
 typedef struct {
   PnUnitKind kind;
-  int64_t layer;   /* global layer index (PN_UNIT_LAYER) */
-  double params;   /* parameters on this GPU reduced over dp x cp */
+  int64_t layer;        /* global layer index (PN_UNIT_LAYER) */
+  double params;        /* parameters on this GPU reduced over dp x cp */
   double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
-  int16_t bucket;  /* DP bucket, numbered in backprop order */
+  int16_t bucket;       /* DP bucket, numbered in backprop order */
 } PnUnit;
 
 typedef struct {
@@ -79,7 +79,7 @@ typedef struct {
   GPtrArray *units;       /* per GPU * vpp: GArray of PnUnit, forward order */
   GPtrArray *chunk_ag;    /* per GPU * vpp: GArray of PnTaskId, param AG per bucket (forward order) */
   int iteration;
-  bool first_iteration;   /* Megatron's first iteration: no DP overlap yet (golden counts recorded) */
+  bool first_iteration; /* Megatron's first iteration: no DP overlap yet (golden counts recorded) */
   GArray *scratch_deps;
 } PnBuilder;
 
@@ -203,8 +203,8 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
   t->sms                = (int16_t)sms;
   t->latency_ns         = steps * hw->nccl_nvlink_hop_ns;
   t->nvlink_bytes       = bytes;
-  t->max_bytes_per_ns   = sms > 0 ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns)
-                                  : hw->nvlink_ce_bytes_per_ns;
+  t->max_bytes_per_ns =
+      sms > 0 ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns) : hw->nvlink_ce_bytes_per_ns;
 }
 
 /* The flex dispatcher (DeepEP / HybridEP kernels) is hierarchical: a token bound for experts on
@@ -225,9 +225,9 @@ static void flex_dispatch_bytes(const PnBuilder *b, double S, PnTask *t)
   double miss    = 1.0; /* probability that none of the k experts is on a given remote node */
   for (int64_t i = 0; i < k && E - i > 0; i++)
     miss *= fmax(0.0, (double)(E - e_node - i)) / (double)(E - i);
-  double token_bytes = S / (double)k;
-  t->nic_bytes       = token_bytes * (double)(nodes - 1) * (1.0 - miss);
-  t->nvlink_bytes    = S * (double)(per_node - 1) / (double)per_node;
+  double token_bytes  = S / (double)k;
+  t->nic_bytes        = token_bytes * (double)(nodes - 1) * (1.0 - miss);
+  t->nvlink_bytes     = S * (double)(per_node - 1) / (double)per_node;
   t->max_bytes_per_ns = 0.0; /* bound by the links (the kernels are not NCCL's channels) */
 }
 
@@ -254,8 +254,8 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
   case PN_OP_GEMM: {
     /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
      * Hopper overlaps only their launch and tail) */
-    t->work_ns = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src) * (double)MAX(op->groups, 1);
-    int shape  = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
+    t->work_ns  = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src) * (double)MAX(op->groups, 1);
+    int shape   = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
     t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
   }
@@ -300,7 +300,10 @@ static int16_t tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1,
 
 /* A side-stream entry that runs beside the next entry (its GEMM) and joins after it: the GEMM
  * must not wait for it, the compute that follows the pair must. */
-static void tpl_join_after_next(GArray *tpl, int16_t entry) { g_array_index(tpl, PnTplEntry, entry).join_at = entry + 1; }
+static void tpl_join_after_next(GArray *tpl, int16_t entry)
+{
+  g_array_index(tpl, PnTplEntry, entry).join_at = entry + 1;
+}
 
 /* A side-stream collective `t` and its GEMM `gt`. Issued first, the collective runs beside the
  * GEMM (it moves a tensor the GEMM does not read) and the compute after the GEMM joins it; issued
@@ -443,8 +446,8 @@ static void tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp 
  * GEMM, and the async reduce-scatter of dX beside the wgrad GEMM (layernorm_linear.py). */
 static bool slot_is_te_async(const char *slot)
 {
-  return slot && (g_str_equal(slot, "qkv_dgrad") || g_str_equal(slot, "fc1_dgrad") ||
-                  g_str_equal(slot, "qkv_wgrad") || g_str_equal(slot, "fc1_wgrad"));
+  return slot && (g_str_equal(slot, "qkv_dgrad") || g_str_equal(slot, "fc1_dgrad") || g_str_equal(slot, "qkv_wgrad") ||
+                  g_str_equal(slot, "fc1_wgrad"));
 }
 
 /* The GEMM a TP collective at `i` belongs to: the next op when it carries the same slot, or one
@@ -488,7 +491,7 @@ static void tpl_link_far_joins(GArray *tpl)
 
 static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
 {
-  GArray *tpl    = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+  GArray *tpl       = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
   int16_t side_last = -1; /* last entry on the shared-expert stream, not yet joined */
   for (guint i = 0; i < ops->len; i++) {
     const PnOp *op   = &g_array_index(ops, PnOp, i);
@@ -570,7 +573,7 @@ static GArray *template_of(PnBuilder *b, PnOpsFn fn, PnPhase phase)
  * layer is recomputed alike here (EP overlap rules out full recompute). */
 static void node_templates_build(PnBuilder *b)
 {
-  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  g_autoptr(GArray) ops  = g_array_new(FALSE, FALSE, sizeof(PnOp));
   g_autoptr(GArray) part = g_array_new(FALSE, FALSE, sizeof(PnOp));
   g_autoptr(GArray) dw   = g_array_new(FALSE, FALSE, sizeof(PnOp));
   for (int phase = 0; phase < 2; phase++) {
@@ -600,8 +603,8 @@ static void node_templates_build(PnBuilder *b)
 
 static void templates_build(PnBuilder *b)
 {
-  b->tpl.layer_fwd = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
-  b->tpl.layer_bwd = template_of(b, pn_workload_layer_ops, PN_PHASE_BWD);
+  b->tpl.layer_fwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
+  b->tpl.layer_bwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_BWD);
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_layer_ops_with(b->sc, PN_PHASE_BWD, PN_RECOMPUTE_NONE, ops);
   b->tpl.layer_bwd_plain = tpl_from_ops(b, ops);
@@ -652,8 +655,8 @@ static PnTaskId add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *
     memcpy(all + n_deps, pend->data, pend->len * sizeof *all);
     g_array_set_size(pend, 0);
   }
-  PnTaskId id = pn_graph_add(b->g, t, all, n);
-  g_array_index(b->last_on_gpu, PnTaskId, gpu) = id;
+  PnTaskId id                                                               = pn_graph_add(b->g, t, all, n);
+  g_array_index(b->last_on_gpu, PnTaskId, gpu)                              = id;
   g_array_index(b->last_on_stream, PnTaskId, gpu * PN_STREAM_N + t->stream) = id;
   if (compute)
     g_array_index(b->last_compute, PnTaskId, gpu) = id;
@@ -728,13 +731,13 @@ static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
     PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0.0, 0};
     g_array_append_val(u, e);
   }
-  bool multi    = b->plan->bucket_size > 0 && rank == 0 && chunk == 0;
+  bool multi     = b->plan->bucket_size > 0 && rank == 0 && chunk == 0;
   int16_t bucket = 0;
   double fill    = 0.0;
   for (gint i = (gint)u->len - 1; i >= 0; i--) {
-    PnUnit *e  = &g_array_index(u, PnUnit, i);
-    e->bucket  = bucket;
-    fill      += e->params + e->expert_params;
+    PnUnit *e = &g_array_index(u, PnUnit, i);
+    e->bucket = bucket;
+    fill += e->params + e->expert_params;
     if (multi && fill >= (double)b->plan->bucket_size && i > 0) {
       bucket++;
       fill = 0.0;
@@ -763,8 +766,8 @@ static bool dense_dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
 static bool dp_active(const PnBuilder *b) { return dense_dp_active(b) || pn_workload_expert_dp(b->sc) > 1; }
 
 /* A DP collective over an explicit span (ranks, ranks per node), on the DP stream when `side`. */
-static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node,
-                             const char *label, int16_t chunk, bool side)
+static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks,
+                             int64_t per_node, const char *label, int16_t chunk, bool side)
 {
   PnTask t;
   task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
@@ -794,7 +797,7 @@ static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind,
 {
   int64_t ranks, per_node;
   dp_intra_span(b, &ranks, &per_node);
-  PnTaskId id = emit_dp_span(b, rank, kind, bytes, ranks, per_node, label, chunk, side);
+  PnTaskId id  = emit_dp_span(b, rank, kind, bytes, ranks, per_node, label, chunk, side);
   int64_t inst = dp_instances(b);
   if (kind == PN_COLL_REDUCE_SCATTER && inst > 1) {
     /* the local shard, all-reduced across instances: ranks one instance apart never share a node
@@ -820,8 +823,8 @@ static PnTaskId emit_dp_pair(PnBuilder *b, uint32_t rank, PnCollKind kind, doubl
   int64_t edp = pn_workload_expert_dp(b->sc);
   if (edp > 1 && expert_bytes > 0.0) {
     int64_t stride = b->sc->parallel.expert_tensor_parallel_size * b->sc->parallel.expert_model_parallel_size;
-    id = emit_dp_span(b, rank, kind, expert_bytes, edp, pn_sched_ranks_per_node(b->sc, stride, edp), label, chunk,
-                      side);
+    id =
+        emit_dp_span(b, rank, kind, expert_bytes, edp, pn_sched_ranks_per_node(b->sc, stride, edp), label, chunk, side);
   }
   return id;
 }
@@ -836,7 +839,10 @@ static const char *grad_label(const PnBuilder *b)
   return b->plan->use_distributed_optimizer ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
 }
 
-static bool grad_overlap_now(const PnBuilder *b) { return b->plan->overlap_grad_reduce && !b->first_iteration && dp_active(b); }
+static bool grad_overlap_now(const PnBuilder *b)
+{
+  return b->plan->overlap_grad_reduce && !b->first_iteration && dp_active(b);
+}
 static bool param_overlap_now(const PnBuilder *b)
 {
   return b->plan->overlap_param_gather && !b->first_iteration && dp_active(b) && b->plan->use_distributed_optimizer;
@@ -936,8 +942,8 @@ static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
     bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
     if (reduce && bucket_done) {
       double experts, dense = bucket_params(units, u->bucket, &experts);
-      double g     = b->plan->grad_bytes_per_elem;
-      PnTaskId id  = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), a->chunk, true);
+      double g    = b->plan->grad_bytes_per_elem;
+      PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), a->chunk, true);
       if (id != PN_TASK_NONE)
         g_array_append_val(waits, id);
     }
@@ -996,9 +1002,9 @@ static PnStream xfer_stream(const PnBuilder *b, uint32_t rank, const PnXfer *x)
  * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait. */
 static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index)
 {
-  const PnHwProfile *hw = b->sc->hw;
-  bool batched          = b->plan->batch_p2p_comm && !a->async;
-  PnTaskId *slots       = &g_array_index(b->action_task, PnTaskId, action_index * PN_SCHED_MAX_XFERS);
+  const PnHwProfile *hw         = b->sc->hw;
+  bool batched                  = b->plan->batch_p2p_comm && !a->async;
+  PnTaskId *slots               = &g_array_index(b->action_task, PnTaskId, action_index * PN_SCHED_MAX_XFERS);
   bool done[PN_SCHED_MAX_XFERS] = {false};
   for (int i = 0; i < a->n_xfers; i++) {
     if (done[i])
@@ -1007,14 +1013,14 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
     PnTask t;
     task_init(&t, PN_TASK_P2P, stream, a->xfer[i].send ? "pp_send" : "pp_recv",
               a->xfer[i].activation ? PN_PHASE_FWD : PN_PHASE_BWD);
-    t.cls        = PN_CLASS_PP;
-    t.sms        = (int16_t)hw->nccl_p2p_ctas;
-    t.microbatch = a->xfer[i].microbatch;
-    t.chunk      = a->xfer[i].chunk;
+    t.cls         = PN_CLASS_PP;
+    t.sms         = (int16_t)hw->nccl_p2p_ctas;
+    t.microbatch  = a->xfer[i].microbatch;
+    t.chunk       = a->xfer[i].chunk;
     bool over_nic = stages_cross_nodes(b, rank, a->xfer[i].peer);
-    t.latency_ns       = hw->nccl_base_latency_ns + (over_nic ? hw->nccl_net_hop_ns : hw->nccl_nvlink_hop_ns);
-    double per_cta     = hw->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0 ? hw->nccl_cta_busbw[PN_COLL_SEND_RECV]
-                                                                   : hw->nccl_cta_bytes_per_ns;
+    t.latency_ns  = hw->nccl_base_latency_ns + (over_nic ? hw->nccl_net_hop_ns : hw->nccl_nvlink_hop_ns);
+    double per_cta =
+        hw->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0 ? hw->nccl_cta_busbw[PN_COLL_SEND_RECV] : hw->nccl_cta_bytes_per_ns;
     t.max_bytes_per_ns = t.sms * per_cta;
     /* a send waits for the compute that produced its tensor; a receive can be posted early */
     bool has_send = false;
@@ -1094,9 +1100,9 @@ static void emit_optimizer(PnBuilder *b, uint32_t rank)
     params += bucket_params(units_of(b, rank, c), -1, &e);
     experts += e;
   }
-  double local = b->plan->use_distributed_optimizer
-                     ? params / (double)(b->dp * b->cp) + experts / (double)pn_workload_expert_dp(b->sc)
-                     : params + experts;
+  double local          = b->plan->use_distributed_optimizer
+                              ? params / (double)(b->dp * b->cp) + experts / (double)pn_workload_expert_dp(b->sc)
+                              : params + experts;
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_optimizer_ops(b->sc, local, ops);
   g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
@@ -1229,7 +1235,7 @@ static void emit_event_wait(PnBuilder *b, uint32_t gpu, PnTaskId chain)
 /* A p2p action launched as if from `from` (a chain end) instead of the compute stream's tail. */
 static void emit_p2p_from(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint index, PnTaskId from)
 {
-  PnTaskId *lc = &g_array_index(b->last_compute, PnTaskId, rank);
+  PnTaskId *lc  = &g_array_index(b->last_compute, PnTaskId, rank);
   PnTaskId keep = *lc;
   if (from != PN_TASK_NONE)
     *lc = from;
@@ -1485,10 +1491,10 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   /* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
    * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
    * loss take a layer's place in the first and last virtual stage. */
-  int64_t n_vs   = b.pp * b.vpp;
-  bool acc_emb   = par->account_for_embedding_in_pipeline_split;
-  bool acc_loss  = par->account_for_loss_in_pipeline_split;
-  int64_t slots  = sc->model.num_layers + (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0);
+  int64_t n_vs  = b.pp * b.vpp;
+  bool acc_emb  = par->account_for_embedding_in_pipeline_split;
+  bool acc_loss = par->account_for_loss_in_pipeline_split;
+  int64_t slots = sc->model.num_layers + (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0);
   if (slots % n_vs != 0 || slots / n_vs < 1 + ((acc_emb && n_vs == 1) ? 1 : 0)) {
     g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
                 "num_layers %" G_GINT64_FORMAT " (+%d accounted embedding/loss) is not divisible by pipeline * "
@@ -1504,17 +1510,17 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
     g_array_append_val(b.vs_layers, n);
     first += n;
   }
-  double tokens       = (double)(sc->training.seq_length / b.cp) * (double)sc->training.micro_batch_size;
+  double tokens = (double)(sc->training.seq_length / b.cp) * (double)sc->training.micro_batch_size;
   if (par->sequence_parallel && b.tp > 1)
     tokens /= (double)b.tp;
-  b.p2p_bytes    = tokens * (double)sc->model.hidden_size * 2.0;
-  *info          = (PnBuildInfo){.iteration_end = g_array_new(FALSE, FALSE, sizeof(PnTaskId))};
-  b.p2p_open     = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
-  b.actions      = g_array_new(FALSE, FALSE, sizeof(PnSchedAction));
-  b.action_task  = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
-  b.last_on_gpu  = g_array_new(FALSE, TRUE, sizeof(PnTaskId));
-  b.last_compute = g_array_new(FALSE, TRUE, sizeof(PnTaskId));
-  b.scratch_deps = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  b.p2p_bytes      = tokens * (double)sc->model.hidden_size * 2.0;
+  *info            = (PnBuildInfo){.iteration_end = g_array_new(FALSE, FALSE, sizeof(PnTaskId))};
+  b.p2p_open       = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
+  b.actions        = g_array_new(FALSE, FALSE, sizeof(PnSchedAction));
+  b.action_task    = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  b.last_on_gpu    = g_array_new(FALSE, TRUE, sizeof(PnTaskId));
+  b.last_compute   = g_array_new(FALSE, TRUE, sizeof(PnTaskId));
+  b.scratch_deps   = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   b.last_on_stream = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   g_array_set_size(b.last_on_stream, (guint)(b.pp * PN_STREAM_N));
   for (guint i = 0; i < b.last_on_stream->len; i++)
@@ -1537,8 +1543,9 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   {
     double per_layer = (double)(b.tpl.layer_fwd->len + b.tpl.layer_bwd->len);
     double extra     = (double)(b.tpl.emb_fwd->len + b.tpl.emb_bwd->len + b.tpl.head_fwd->len + b.tpl.head_bwd->len);
-    double estimate  = (double)(sc->training.iterations > 0 ? sc->training.iterations : 1) *
-                      ((double)sc->model.num_layers * (double)b.m * per_layer + (double)b.m * (extra + 8.0 * b.vpp * b.pp));
+    double estimate =
+        (double)(sc->training.iterations > 0 ? sc->training.iterations : 1) *
+        ((double)sc->model.num_layers * (double)b.m * per_layer + (double)b.m * (extra + 8.0 * b.vpp * b.pp));
     if (!(estimate <= PN_BUILD_MAX_TASKS)) {
       g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
                   "the iteration would need about %.3g simulated tasks (layers x micro-batches x kernels per layer); "

@@ -36,7 +36,7 @@
 #include "workload/config.h"
 
 typedef struct {
-  GArray *iteration_end; /* of PnTaskId: n_iterations * n_gpus, the last task of each GPU per iteration */
+  GArray *iteration_end;   /* of PnTaskId: n_iterations * n_gpus, the last task of each GPU per iteration */
   uint64_t cost_fallbacks; /* op templates priced by roofline (no calibration point near) */
   uint64_t cost_templates; /* op templates priced */
 } PnBuildInfo;

@@ -3,9 +3,9 @@
 
 #include <string.h>
 
-static const char *const slot_names[PN_UB_N] = {
-  "qkv_fprop", "proj_fprop", "fc1_fprop", "fc2_fprop", "qkv_dgrad",  "qkv_wgrad",
-  "fc1_dgrad", "fc1_wgrad",  "proj_dgrad", "fc2_dgrad", "proj_wgrad", "fc2_wgrad"};
+static const char *const slot_names[PN_UB_N] = {"qkv_fprop",  "proj_fprop", "fc1_fprop",  "fc2_fprop",
+                                                "qkv_dgrad",  "qkv_wgrad",  "fc1_dgrad",  "fc1_wgrad",
+                                                "proj_dgrad", "fc2_dgrad",  "proj_wgrad", "fc2_wgrad"};
 
 const char *pn_ub_slot_name(PnUbSlot s) { return (unsigned)s < PN_UB_N ? slot_names[s] : "?"; }
 

@@ -35,7 +35,7 @@ typedef enum { PN_UB_NONE, PN_UB_BULK, PN_UB_PIPELINE, PN_UB_RING_EXCHANGE } PnU
 /* One slot's userbuffers configuration (TE get_default_config / Bridge presets). */
 typedef struct {
   PnUbMethod method;
-  int num_sm;         /* CTAs of the SM-driven comm kernel (bulk, pipeline) */
+  int num_sm; /* CTAs of the SM-driven comm kernel (bulk, pipeline) */
   int cga_size;
   int num_splits;     /* pipeline chunks; ring_exchange uses tp steps */
   bool set_sm_margin; /* GEMM runs on sm_count - num_sm SMs */
@@ -51,9 +51,9 @@ typedef struct {
   bool overlap_param_gather;
   bool align_param_gather;
   bool overlap_param_gather_with_optimizer_step; /* not simulated yet: the builder gathers as without it */
-  int64_t bucket_size;     /* elements; resolved default max(40M, 1M * dp_cp) */
-  double grad_bytes_per_elem;  /* 4 with grad_reduce_in_fp32, else 2 */
-  double param_bytes_per_elem; /* 1 with fp8_param_gather, else 2 */
+  int64_t bucket_size;                           /* elements; resolved default max(40M, 1M * dp_cp) */
+  double grad_bytes_per_elem;                    /* 4 with grad_reduce_in_fp32, else 2 */
+  double param_bytes_per_elem;                   /* 1 with fp8_param_gather, else 2 */
   /* tensor parallel */
   bool tp_comm_overlap;
   PnUbCfg ub[PN_UB_N]; /* meaningful when tp_comm_overlap */

@@ -45,10 +45,10 @@ typedef struct {
 
 typedef struct {
   /* headline */
-  double iteration_time_s;       /* the last simulated iteration */
+  double iteration_time_s; /* the last simulated iteration */
   double tokens_per_s_per_gpu;
-  double model_tflops_per_gpu;   /* Megatron-Bridge FLOP convention (result of workload/flops.h) */
-  double mfu;                    /* model_tflops / dense peak of the precision used */
+  double model_tflops_per_gpu; /* Megatron-Bridge FLOP convention (result of workload/flops.h) */
+  double mfu;                  /* model_tflops / dense peak of the precision used */
   double exposed_comm_s[PN_CLASS_N];
   double total_comm_s[PN_CLASS_N];
   double bubble_s;

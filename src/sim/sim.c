@@ -144,7 +144,7 @@ static void sort_if_needed(PnEdgeVec *e)
 typedef struct {
   int count[PN_MAX_OPS]; /* tasks of the op in flight */
   int cls[PN_MAX_OPS];
-  int pos[PN_MAX_OPS];   /* index in `live` while count > 0 */
+  int pos[PN_MAX_OPS]; /* index in `live` while count > 0 */
   int live[PN_MAX_OPS];
   int n_live;
 } PnOpsInFlight;
@@ -155,12 +155,12 @@ static void ops_in_flight_add(PnOpsInFlight *f, int op, int cls, int delta)
   int before = f->count[op];
   f->count[op] += delta;
   if (before <= 0 && f->count[op] > 0) {
-    f->pos[op]             = f->n_live;
-    f->live[f->n_live++]   = op;
+    f->pos[op]           = f->n_live;
+    f->live[f->n_live++] = op;
   } else if (before > 0 && f->count[op] <= 0) {
-    int last           = f->live[--f->n_live];
+    int last            = f->live[--f->n_live];
     f->live[f->pos[op]] = last;
-    f->pos[last]       = f->pos[op];
+    f->pos[last]        = f->pos[op];
   }
 }
 
@@ -175,17 +175,17 @@ static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *
   sort_if_needed(&edges->close);
   int active_compute = 0, active[PN_CLASS_N] = {0};
   PnOpsInFlight *ops = g_new0(PnOpsInFlight, 1);
-  PnTimeNs prev = w0;
+  PnTimeNs prev      = w0;
   double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
   const PnEdgeVec *op = &edges->open, *cl = &edges->close;
   size_t io = 0, ic = 0;
   for (;;) {
     /* the earlier of the two heads (at a tie either: ends at one instant commute) */
-    bool done  = io == op->n && ic == cl->n;
+    bool done      = io == op->n && ic == cl->n;
     bool take_open = !done && (ic == cl->n || (io < op->n && edge_time(op->v[io]) < edge_time(cl->v[ic])));
-    PnEdge e   = done ? 0 : take_open ? op->v[io++] : cl->v[ic++];
-    PnTimeNs t = done ? w1 : (PnTimeNs)edge_time(e);
-    double dt  = (double)(t - prev);
+    PnEdge e       = done ? 0 : take_open ? op->v[io++] : cl->v[ic++];
+    PnTimeNs t     = done ? w1 : (PnTimeNs)edge_time(e);
+    double dt      = (double)(t - prev);
     if (dt > 0) {
       int n_cls = 0;
       for (int c = 0; c < PN_CLASS_N; c++)
@@ -199,8 +199,7 @@ static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *
           int o = ops->live[k];
           op_exposed[o] += dt / n_cls * ops->count[o] / active[ops->cls[o]] * 1e-9;
         }
-      }
-      else
+      } else
         idle_ns += dt;
       prev = t;
     }
@@ -260,7 +259,7 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
 {
   uint32_t n_gpus = g->n_gpus;
   int iters       = (int)(info->iteration_end->len / n_gpus);
-  PnTimeNs prev   = 0, w0 = 0, w1 = 0;
+  PnTimeNs prev = 0, w0 = 0, w1 = 0;
   const PnTaskTime *times = (const PnTaskTime *)(const void *)ex->times->data;
   const PnTask *tasks     = (const PnTask *)(const void *)g->tasks->data;
   for (int it = 0; it < iters; it++) {
@@ -279,7 +278,7 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
   r->iteration_time_s = (double)(w1 - w0) * 1e-9;
 
   /* communication ops by label (lookup only; the report order is sorted below) */
-  PnOpIndex ops = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)};
+  PnOpIndex ops               = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)};
   double op_total[PN_MAX_OPS] = {0}, op_exposed[PN_MAX_OPS] = {0};
   PnEdges *edges = g_new0(PnEdges, n_gpus ? n_gpus : 1);
   g_array_set_size(r->stages, n_gpus);
@@ -338,15 +337,15 @@ static void fill_headline(const PnScenario *sc, PnResult *r)
   double gpus                = (double)sc->hardware.num_gpus;
   r->tokens_per_iteration    = (double)tr->global_batch_size * (double)tr->seq_length;
   r->model_flops_per_iteration =
-    pn_workload_model_flops(&sc->model, tr->seq_length, tr->global_batch_size, pn_workload_padded_vocab(sc));
+      pn_workload_model_flops(&sc->model, tr->seq_length, tr->global_batch_size, pn_workload_padded_vocab(sc));
   r->data_parallel_size = sc->parallel.data_parallel_size;
   r->num_microbatches   = sc->parallel.num_microbatches;
   if (r->iteration_time_s > 0) {
     r->tokens_per_s_per_gpu = r->tokens_per_iteration / r->iteration_time_s / gpus;
     r->model_tflops_per_gpu = r->model_flops_per_iteration / r->iteration_time_s / gpus * 1e-12;
   }
-  double peak_tflops = (tr->precision == PN_PREC_FP8 ? sc->hw->peak_fp8_flops_per_ns : sc->hw->peak_bf16_flops_per_ns) *
-                       1e-3;
+  double peak_tflops =
+      (tr->precision == PN_PREC_FP8 ? sc->hw->peak_fp8_flops_per_ns : sc->hw->peak_bf16_flops_per_ns) * 1e-3;
   r->mfu = peak_tflops > 0 ? r->model_tflops_per_gpu / peak_tflops : 0.0;
 
   PnWorkloadMemory mem;
@@ -360,19 +359,19 @@ static void fill_headline(const PnScenario *sc, PnResult *r)
                         r->memory.activations_gib + r->memory.other_gib;
   double hbm_gib = sc->hw->hbm_bytes / GIB;
   if (r->memory.total_gib > hbm_gib)
-    g_ptr_array_add(r->warnings, g_strdup_printf("estimated memory %.1f GiB per GPU exceeds the %.1f GiB of %s: the "
-                                                 "configuration would not fit (weights %.1f, gradients %.1f, optimizer "
-                                                 "%.1f, activations %.1f GiB)",
-                                                 r->memory.total_gib, hbm_gib, sc->hw->gpu, r->memory.weights_gib,
-                                                 r->memory.gradients_gib, r->memory.optimizer_gib,
-                                                 r->memory.activations_gib));
+    g_ptr_array_add(r->warnings,
+                    g_strdup_printf("estimated memory %.1f GiB per GPU exceeds the %.1f GiB of %s: the "
+                                    "configuration would not fit (weights %.1f, gradients %.1f, optimizer "
+                                    "%.1f, activations %.1f GiB)",
+                                    r->memory.total_gib, hbm_gib, sc->hw->gpu, r->memory.weights_gib,
+                                    r->memory.gradients_gib, r->memory.optimizer_gib, r->memory.activations_gib));
 }
 
 gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, const PnSimOptions *opt, PnSimRun *out,
                          GError **error)
 {
-  gint64 t0          = g_get_monotonic_time();
-  *out               = (PnSimRun){0};
+  gint64 t0             = g_get_monotonic_time();
+  *out                  = (PnSimRun){0};
   g_autoptr(PnResult) r = pn_result_new();
   if (load_warnings)
     for (guint i = 0; i < load_warnings->len; i++)
@@ -401,7 +400,8 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   r->cost_fallbacks = info.cost_fallbacks;
   if (info.cost_fallbacks > 0)
     g_ptr_array_add(r->warnings,
-                    g_strdup_printf("%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " GEMM/attention kernel shapes had no "
+                    g_strdup_printf("%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+                                    " GEMM/attention kernel shapes had no "
                                     "calibration point nearby in %s and were priced by the roofline fallback",
                                     info.cost_fallbacks, info.cost_templates, sc->hw->name));
   pn_build_info_clear(&info);

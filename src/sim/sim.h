@@ -21,8 +21,8 @@ typedef struct {
 
 typedef struct {
   PnResult *result;
-  PnGraph *graph;      /* when keep_graph */
-  PnExecResult exec;   /* when keep_graph */
+  PnGraph *graph;    /* when keep_graph */
+  PnExecResult exec; /* when keep_graph */
 } PnSimRun;
 
 /* `warnings` from loading are copied into the result. Returns NULL and sets `error` on failure. */

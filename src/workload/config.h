@@ -68,7 +68,7 @@ typedef struct {
   bool gated_linear_unit;   /* SwiGLU: fc1 produces 2*ffn */
   PnActivation activation;
   PnNorm normalization;
-  int64_t vocab_size;  /* as given; padded by make_vocab_size_divisible_by * tp */
+  int64_t vocab_size; /* as given; padded by make_vocab_size_divisible_by * tp */
   int64_t make_vocab_size_divisible_by;
   bool untie_embeddings_and_output_weights;
   bool add_bias_linear;
@@ -90,7 +90,7 @@ typedef struct {
   int64_t micro_batch_size;
   int64_t global_batch_size;
   PnPrecision precision;
-  int iterations; /* simulated iterations (>= 1) */
+  int iterations;                    /* simulated iterations (>= 1) */
   bool gradient_accumulation_fusion; /* wgrad GEMMs accumulate into main_grad (Bridge GPTModelProvider
                                         default: on when the fused kernels exist) */
   uint32_t cuda_graph_modules;       /* PnCudaGraphModule bits; 0 = no per-layer CUDA graphs */
@@ -105,11 +105,11 @@ typedef struct {
   int64_t expert_tensor_parallel_size; /* 0 = unset: Megatron-Core takes tensor_model_parallel_size */
   PnMoeDispatcher moe_token_dispatcher_type;
   bool sequence_parallel;
-  int64_t microbatch_group_size_per_vp_stage; /* 0 = default (pp) */
+  int64_t microbatch_group_size_per_vp_stage;   /* 0 = default (pp) */
   bool account_for_embedding_in_pipeline_split; /* the embedding counts as one layer of the first stage */
   bool account_for_loss_in_pipeline_split;      /* the output layer + loss count as one layer of the last */
-  int64_t data_parallel_size;                 /* derived: gpus / (tp*pp*cp) */
-  int64_t num_microbatches;                   /* derived: gbs / (mbs*dp) */
+  int64_t data_parallel_size;                   /* derived: gpus / (tp*pp*cp) */
+  int64_t num_microbatches;                     /* derived: gbs / (mbs*dp) */
 } PnParallelConfig;
 
 typedef struct {

@@ -78,8 +78,8 @@ static void dims_init(const PnScenario *sc, Dims *d)
     d->mfc1       = d->mf * (d->gated ? 2 : 1);
     d->sf_tp      = m->moe_shared_expert_intermediate_size / d->tp;
     d->sfc1_tp    = d->sf_tp * (d->gated ? 2 : 1);
-    d->shared_overlap = sc->comm_overlap.moe_shared_expert_overlap && d->sf_tp > 0 &&
-                        d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+    d->shared_overlap =
+        sc->comm_overlap.moe_shared_expert_overlap && d->sf_tp > 0 && d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
   }
 }
 
@@ -369,7 +369,7 @@ static void moe_shared_backward(GArray *out, const Dims *d, PnPhase B)
 static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
 {
   const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
-  const bool a2a  = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+  const bool a2a = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
   /* pre_dispatch_computation: norm, shared experts, router, permutation */
   push_norm_fwd(out, d, "ln2", phase, 2.0, keep * (hm * 2.0 + norm_stats_bytes(d)));
   if (!d->shared_overlap)
@@ -442,7 +442,7 @@ static void moe_backward(GArray *out, const Dims *d)
 {
   const PnPhase B = PN_PHASE_BWD;
   const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
-  const bool a2a  = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+  const bool a2a   = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
   const double hsp = (double)d->Tsp * (double)d->h;
 
   guint node = out->len;
@@ -609,8 +609,8 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
                  "fc2_wgrad", B, d->f_tp);
     double fc1_out = (double)d->T * (double)d->f_tp;
     push_mem(out, "act_bwd", B, fc1_out * (d->swiglu ? 10.0 : 6.0), 0.0);
-    push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose",
-                    "fc1_wgrad_rs", "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
+    push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose", "fc1_wgrad_rs",
+                    "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
     push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
     tag_node(out, mlp, PN_NODE_MLP);
   }
@@ -761,9 +761,10 @@ int64_t pn_workload_expert_dp(const PnScenario *sc)
   if (!pn_workload_is_moe(sc))
     return 1;
   const PnParallelConfig *p = &sc->parallel;
-  int64_t stage = MAX(p->tensor_model_parallel_size, 1) * MAX(p->context_parallel_size, 1) *
-                  MAX(p->data_parallel_size, 1);
-  int64_t etp = p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : MAX(p->tensor_model_parallel_size, 1);
+  int64_t stage =
+      MAX(p->tensor_model_parallel_size, 1) * MAX(p->context_parallel_size, 1) * MAX(p->data_parallel_size, 1);
+  int64_t etp =
+      p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : MAX(p->tensor_model_parallel_size, 1);
   return MAX(stage / (etp * MAX(p->expert_model_parallel_size, 1)), 1);
 }
 

@@ -637,7 +637,7 @@ START_TEST(test_bridge_moe_ep_overlap_valid)
   ck_assert(!has_warning(w, "not simulated"));
   ck_assert(has_warning(w, "overlap_moe_expert_parallel_comm with CUDA_DEVICE_MAX_CONNECTIONS=1"));
   sc.env.cuda_device_max_connections = 8;
-  g_autoptr(GPtrArray) w8 = warnings_new();
+  g_autoptr(GPtrArray) w8            = warnings_new();
   resolve_ok(&sc, w8);
   ck_assert(!has_warning(w8, "overlap_moe_expert_parallel_comm"));
 }
@@ -1613,7 +1613,7 @@ static const char *tri_json(int t) { return t < 0 ? "null" : t ? "true" : "false
 static void gen_moe(Gen *g, int n)
 {
   GRand *rng = g_rand_new_with_seed(20261122u + (guint32)n);
-  int ranks  = g->tp * g->cp * g->dp, eps[4], k = 0;
+  int ranks = g->tp * g->cp * g->dp, eps[4], k = 0;
   for (int e = 1; e <= 8; e *= 2)
     if (ranks % e == 0)
       eps[k++] = e;
@@ -1630,15 +1630,15 @@ static char *gen_json(const Gen *g)
                                                         "\"moe_ffn_hidden_size\": %d",
                                                         g->hidden)
                                       : g_strdup("");
-  g_autofree char *moe_par = g->moe ? g_strdup_printf(", \"expert_model_parallel_size\": %d, "
-                                                      "\"expert_tensor_parallel_size\": 1, "
-                                                      "\"moe_token_dispatcher_type\": \"alltoall\"",
-                                                      g->ep)
-                                    : g_strdup("");
-  g_autofree char *moe_co = g->moe ? g_strdup_printf(", \"overlap_moe_expert_parallel_comm\": %s, "
-                                                     "\"delay_wgrad_compute\": %s",
+  g_autofree char *moe_par   = g->moe ? g_strdup_printf(", \"expert_model_parallel_size\": %d, "
+                                                          "\"expert_tensor_parallel_size\": 1, "
+                                                          "\"moe_token_dispatcher_type\": \"alltoall\"",
+                                                        g->ep)
+                                      : g_strdup("");
+  g_autofree char *moe_co    = g->moe ? g_strdup_printf(", \"overlap_moe_expert_parallel_comm\": %s, "
+                                                           "\"delay_wgrad_compute\": %s",
                                                      g->ep_ovl ? "true" : "false", g->delay ? "true" : "false")
-                                   : g_strdup("");
+                                      : g_strdup("");
   return g_strdup_printf(
       "{\"schema_version\": 1,\n"
       " \"model\": {\"num_layers\": %d, \"hidden_size\": %d, \"ffn_hidden_size\": %d, \"num_attention_heads\": 8,\n"

@@ -211,10 +211,11 @@ START_TEST(test_warmup_counts)
     g_autoptr(GPtrArray) rs = all_ranks(pi);
     for (guint r = 0; r < rs->len; r++) {
       int64_t w = pn_sched_num_warmup(pi, r), total = pi->num_microbatches * pi->vpp;
-      int64_t extra    = pi->combined_1f1b ? 1 : 0; /* combined 1F1B: one more warm-up forward */
-      int64_t expect_w = pi->vpp == 1 ? MIN((int64_t)pi->pp - r - 1 + extra, pi->num_microbatches)
-                                      : MIN((pi->pp - r - 1) * 2 + (pi->vpp - 1) * (pi->group_size ? pi->group_size : pi->pp) + extra,
-                                            total);
+      int64_t extra = pi->combined_1f1b ? 1 : 0; /* combined 1F1B: one more warm-up forward */
+      int64_t expect_w =
+          pi->vpp == 1
+              ? MIN((int64_t)pi->pp - r - 1 + extra, pi->num_microbatches)
+              : MIN((pi->pp - r - 1) * 2 + (pi->vpp - 1) * (pi->group_size ? pi->group_size : pi->pp) + extra, total);
       ck_assert_int_eq(w, expect_w);
       GArray *acts = g_ptr_array_index(rs, r);
       int64_t nf = 0, nwarm = 0;

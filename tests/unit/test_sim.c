@@ -17,16 +17,17 @@
 static char *scenario_json(int gpus, int tp, int pp, int vpp, int gbs, const char *extra)
 {
   return g_strdup_printf(
-    "{\"schema_version\": 1, \"name\": \"t\","
-    " \"model\": {\"name\": \"t\", \"num_layers\": 16, \"hidden_size\": 4096, \"ffn_hidden_size\": 14336,"
-    "   \"num_attention_heads\": 32, \"num_query_groups\": 8, \"gated_linear_unit\": true, \"vocab_size\": 256,"
-    "   \"normalization\": \"RMSNorm\", \"position_embedding_type\": \"rope\", \"add_bias_linear\": false,"
-    "   \"untie_embeddings_and_output_weights\": true},"
-    " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": %d},"
-    " \"training\": {\"seq_length\": 4096, \"micro_batch_size\": 1, \"global_batch_size\": %d, \"precision\": \"bf16\"},"
-    " \"parallel\": {\"tensor_model_parallel_size\": %d, \"pipeline_model_parallel_size\": %d,"
-    "   \"virtual_pipeline_model_parallel_size\": %d, \"sequence_parallel\": %s}%s%s}",
-    gpus, gbs, tp, pp, vpp, tp > 1 ? "true" : "false", extra ? ", " : "", extra ? extra : "");
+      "{\"schema_version\": 1, \"name\": \"t\","
+      " \"model\": {\"name\": \"t\", \"num_layers\": 16, \"hidden_size\": 4096, \"ffn_hidden_size\": 14336,"
+      "   \"num_attention_heads\": 32, \"num_query_groups\": 8, \"gated_linear_unit\": true, \"vocab_size\": 256,"
+      "   \"normalization\": \"RMSNorm\", \"position_embedding_type\": \"rope\", \"add_bias_linear\": false,"
+      "   \"untie_embeddings_and_output_weights\": true},"
+      " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": %d},"
+      " \"training\": {\"seq_length\": 4096, \"micro_batch_size\": 1, \"global_batch_size\": %d, \"precision\": "
+      "\"bf16\"},"
+      " \"parallel\": {\"tensor_model_parallel_size\": %d, \"pipeline_model_parallel_size\": %d,"
+      "   \"virtual_pipeline_model_parallel_size\": %d, \"sequence_parallel\": %s}%s%s}",
+      gpus, gbs, tp, pp, vpp, tp > 1 ? "true" : "false", extra ? ", " : "", extra ? extra : "");
 }
 
 static PnResult *simulate(const char *json, const char *const *sets, int n_sets)
@@ -111,8 +112,8 @@ END_TEST
  * overlap on, iteration 1 of 2 exposes more DP communication than iteration 2. */
 START_TEST(first_iteration_exposes_dp)
 {
-  g_autofree char *json = scenario_json(64, 1, 1, 1, 64,
-                                        "\"ddp\": {\"overlap_grad_reduce\": true, \"overlap_param_gather\": true}");
+  g_autofree char *json =
+      scenario_json(64, 1, 1, 1, 64, "\"ddp\": {\"overlap_grad_reduce\": true, \"overlap_param_gather\": true}");
   const char *sets[]    = {"training.iterations=2"};
   g_autoptr(PnResult) r = simulate(json, sets, 1);
   ck_assert_int_eq(r->iteration_times_s->len, 2);
@@ -167,10 +168,10 @@ END_TEST
 /* Model FLOPs do not depend on the layout: TFLOP/s x GPUs x time is the same for TP 1 and 2. */
 START_TEST(model_flops_layout_independent)
 {
-  g_autofree char *j1    = scenario_json(8, 1, 1, 1, 64, NULL);
-  g_autofree char *j2    = scenario_json(8, 2, 1, 1, 64, NULL);
-  g_autoptr(PnResult) a  = simulate(j1, NULL, 0);
-  g_autoptr(PnResult) b  = simulate(j2, NULL, 0);
+  g_autofree char *j1   = scenario_json(8, 1, 1, 1, 64, NULL);
+  g_autofree char *j2   = scenario_json(8, 2, 1, 1, 64, NULL);
+  g_autoptr(PnResult) a = simulate(j1, NULL, 0);
+  g_autoptr(PnResult) b = simulate(j2, NULL, 0);
   ck_assert_double_eq_tol(a->model_flops_per_iteration, b->model_flops_per_iteration, 1.0);
   ck_assert_double_eq_tol(a->model_tflops_per_gpu * a->iteration_time_s, b->model_tflops_per_gpu * b->iteration_time_s,
                           1e-6 * a->model_tflops_per_gpu * a->iteration_time_s);
@@ -184,18 +185,19 @@ END_TEST
 static char *moe_json(int gpus, int pp, int vpp, int ep, int gbs, const char *extra)
 {
   return g_strdup_printf(
-    "{\"schema_version\": 1, \"name\": \"moe\","
-    " \"model\": {\"name\": \"moe\", \"num_layers\": 8, \"hidden_size\": 2048, \"ffn_hidden_size\": 8192,"
-    "   \"num_attention_heads\": 16, \"num_query_groups\": 4, \"gated_linear_unit\": true, \"vocab_size\": 256,"
-    "   \"normalization\": \"RMSNorm\", \"position_embedding_type\": \"rope\", \"add_bias_linear\": false,"
-    "   \"untie_embeddings_and_output_weights\": true, \"num_moe_experts\": 16, \"moe_router_topk\": 2,"
-    "   \"moe_ffn_hidden_size\": 2048},"
-    " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": %d},"
-    " \"training\": {\"seq_length\": 4096, \"micro_batch_size\": 1, \"global_batch_size\": %d, \"precision\": \"bf16\"},"
-    " \"parallel\": {\"pipeline_model_parallel_size\": %d, \"virtual_pipeline_model_parallel_size\": %d,"
-    "   \"expert_model_parallel_size\": %d, \"moe_token_dispatcher_type\": \"alltoall\"},"
-    " \"env\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": 8}%s%s}",
-    gpus, gbs, pp, vpp, ep, extra ? ", " : "", extra ? extra : "");
+      "{\"schema_version\": 1, \"name\": \"moe\","
+      " \"model\": {\"name\": \"moe\", \"num_layers\": 8, \"hidden_size\": 2048, \"ffn_hidden_size\": 8192,"
+      "   \"num_attention_heads\": 16, \"num_query_groups\": 4, \"gated_linear_unit\": true, \"vocab_size\": 256,"
+      "   \"normalization\": \"RMSNorm\", \"position_embedding_type\": \"rope\", \"add_bias_linear\": false,"
+      "   \"untie_embeddings_and_output_weights\": true, \"num_moe_experts\": 16, \"moe_router_topk\": 2,"
+      "   \"moe_ffn_hidden_size\": 2048},"
+      " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": %d},"
+      " \"training\": {\"seq_length\": 4096, \"micro_batch_size\": 1, \"global_batch_size\": %d, \"precision\": "
+      "\"bf16\"},"
+      " \"parallel\": {\"pipeline_model_parallel_size\": %d, \"virtual_pipeline_model_parallel_size\": %d,"
+      "   \"expert_model_parallel_size\": %d, \"moe_token_dispatcher_type\": \"alltoall\"},"
+      " \"env\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": 8}%s%s}",
+      gpus, gbs, pp, vpp, ep, extra ? ", " : "", extra ? extra : "");
 }
 
 /* Without EP overlap the dispatcher's all-to-alls run on the compute stream: all exposed. With
@@ -336,11 +338,13 @@ START_TEST(shared_expert_overlap_runs_beside_dispatch)
 {
   double t[2];
   for (int ov = 0; ov < 2; ov++) {
-    g_autofree char *extra = g_strdup_printf("\"comm_overlap\": {\"moe_shared_expert_overlap\": %s}", ov ? "true" : "false");
-    g_autofree char *base  = moe_json(16, 1, 1, 16, 64, extra);
+    g_autofree char *extra =
+        g_strdup_printf("\"comm_overlap\": {\"moe_shared_expert_overlap\": %s}", ov ? "true" : "false");
+    g_autofree char *base = moe_json(16, 1, 1, 16, 64, extra);
     /* the same model with shared experts of width 4096 */
-    gchar **parts         = g_strsplit(base, "\"moe_ffn_hidden_size\": 2048", 2);
-    g_autofree char *json = g_strjoinv("\"moe_ffn_hidden_size\": 2048, \"moe_shared_expert_intermediate_size\": 4096", parts);
+    gchar **parts = g_strsplit(base, "\"moe_ffn_hidden_size\": 2048", 2);
+    g_autofree char *json =
+        g_strjoinv("\"moe_ffn_hidden_size\": 2048, \"moe_shared_expert_intermediate_size\": 4096", parts);
     g_strfreev(parts);
     PnSimRun run = {0};
     simulate_full(json, &run);
@@ -372,20 +376,21 @@ static Suite *sim_suite(void)
     const char *name;
     const TTest *test;
   } cases[] = {
-    {"accounting_identity", accounting_identity},
-    {"no_phantom_communication", no_phantom_communication},
-    {"one_f_one_b_bubble", one_f_one_b_bubble},
-    {"interleaving_shrinks_bubble", interleaving_shrinks_bubble},
-    {"first_iteration_exposes_dp", first_iteration_exposes_dp},
-    {"full_recompute_costs_a_forward", full_recompute_costs_a_forward},
-    {"max_connections_irrelevant_without_side_streams", max_connections_irrelevant_without_side_streams},
-    {"deterministic_report", deterministic_report},
-    {"model_flops_layout_independent", model_flops_layout_independent},
-    {"moe_ep_overlap_hides_all_to_all", moe_ep_overlap_hides_all_to_all},
-    {"delay_wgrad_moves_expert_wgrad_beside_dispatch", delay_wgrad_moves_expert_wgrad_beside_dispatch},
-    {"combined_1f1b_overlaps_forward_comm_with_backward_compute", combined_1f1b_overlaps_forward_comm_with_backward_compute},
-    {"pr4268_delays_attention_wgrads_after_post_backward", pr4268_delays_attention_wgrads_after_post_backward},
-    {"shared_expert_overlap_runs_beside_dispatch", shared_expert_overlap_runs_beside_dispatch},
+      {"accounting_identity", accounting_identity},
+      {"no_phantom_communication", no_phantom_communication},
+      {"one_f_one_b_bubble", one_f_one_b_bubble},
+      {"interleaving_shrinks_bubble", interleaving_shrinks_bubble},
+      {"first_iteration_exposes_dp", first_iteration_exposes_dp},
+      {"full_recompute_costs_a_forward", full_recompute_costs_a_forward},
+      {"max_connections_irrelevant_without_side_streams", max_connections_irrelevant_without_side_streams},
+      {"deterministic_report", deterministic_report},
+      {"model_flops_layout_independent", model_flops_layout_independent},
+      {"moe_ep_overlap_hides_all_to_all", moe_ep_overlap_hides_all_to_all},
+      {"delay_wgrad_moves_expert_wgrad_beside_dispatch", delay_wgrad_moves_expert_wgrad_beside_dispatch},
+      {"combined_1f1b_overlaps_forward_comm_with_backward_compute",
+       combined_1f1b_overlaps_forward_comm_with_backward_compute},
+      {"pr4268_delays_attention_wgrads_after_post_backward", pr4268_delays_attention_wgrads_after_post_backward},
+      {"shared_expert_overlap_runs_beside_dispatch", shared_expert_overlap_runs_beside_dispatch},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);

@@ -741,12 +741,12 @@ END_TEST
 static void moe_scenario_ops(PnScenario *sc, int64_t etp, PnMoeDispatcher disp)
 {
   scenario(sc, 64, 2, true, 1, 1, 1);
-  sc->model.num_moe_experts                  = 16;
-  sc->model.moe_router_topk                  = 2;
-  sc->model.moe_ffn_hidden_size              = 2048;
-  sc->parallel.expert_model_parallel_size    = 8;
-  sc->parallel.expert_tensor_parallel_size   = etp;
-  sc->parallel.moe_token_dispatcher_type     = disp;
+  sc->model.num_moe_experts                = 16;
+  sc->model.moe_router_topk                = 2;
+  sc->model.moe_ffn_hidden_size            = 2048;
+  sc->parallel.expert_model_parallel_size  = 8;
+  sc->parallel.expert_tensor_parallel_size = etp;
+  sc->parallel.moe_token_dispatcher_type   = disp;
 }
 
 START_TEST(test_moe_ops)
@@ -780,9 +780,9 @@ START_TEST(test_moe_ops)
   ck_assert_int_eq(find(f, "sort_chunks")->node, PN_NODE_MLP);
   ck_assert_int_eq(find(f, "unpermute")->node, PN_NODE_COMBINE);
 
-  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  g_autoptr(GArray) b          = layer(&sc, PN_PHASE_BWD);
   static const uint8_t order[] = {PN_NODE_COMBINE, PN_NODE_MLP, PN_NODE_DISPATCH, PN_NODE_ATTN};
-  int at = 0;
+  int at                       = 0;
   for (guint i = 0; i < b->len; i++) {
     const PnOp *o = &g_array_index(b, PnOp, i);
     while (at < 4 && order[at] != o->node)
