@@ -670,36 +670,68 @@ static PnTaskId add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t)
   return add_task(b, gpu, t, &lc, lc == PN_TASK_NONE ? 0 : 1);
 }
 
+/* Same, launched after `after` instead (PN_TASK_NONE: the compute stream's tail). */
+static PnTaskId add_side_task_after(PnBuilder *b, uint32_t gpu, PnTask *t, PnTaskId after)
+{
+  return after == PN_TASK_NONE ? add_side_task(b, gpu, t) : add_task(b, gpu, t, &after, 1);
+}
+
 static void push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id) { g_array_append_val(pending_of(b, gpu), id); }
 
-static void emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
+/* Appends a template's tasks for one (micro-batch, chunk, layer): template-relative deps, the
+ * compute-stream tail for side tasks launched now, joins made pending once their partner is
+ * issued (join_at is the entry or the next, or further on through extra_join). With a chain
+ * (combined 1F1B), the first task also waits for *chain, which then advances to the template's
+ * last task on its stream. Communication nodes (dispatch, combine) run entirely on the EP stream
+ * (the unpermutation and residual add of moe_combine included); compute templates keep their
+ * userbuffers / TE-async side tasks on their own streams. */
+static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                      int16_t chunk, int16_t layer)
 {
-  PnTaskId ids[tpl->len > 0 ? tpl->len : 1];
+  if (tpl->len == 0)
+    return;
+  PnTaskId ids[tpl->len];
+  PnStream node_stream = comm_node ? PN_STREAM_EP_COMM : PN_STREAM_COMPUTE;
+  PnTaskId last        = PN_TASK_NONE;
   for (guint i = 0; i < tpl->len; i++) {
     const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
     PnTask t            = e->task;
     t.microbatch        = mb;
     t.chunk             = chunk;
     t.layer             = layer;
-    PnTaskId deps[3];
+    if (comm_node)
+      t.stream = (uint8_t)node_stream;
+    PnTaskId deps[4];
     uint32_t n = 0;
     for (int k = 0; k < 2; k++)
       if (e->dep[k] >= 0)
         deps[n++] = ids[e->dep[k]];
     PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
-    if (e->after_compute && lc != PN_TASK_NONE)
+    if (!comm_node && e->after_compute && lc != PN_TASK_NONE)
       deps[n++] = lc;
+    if (i == 0 && *chain != PN_TASK_NONE)
+      deps[n++] = *chain;
     ids[i] = add_task(b, gpu, &t, deps, n);
-    /* joins become pending once their partner entry is issued (join_at is the entry or the
-     * next, or further on through extra_join) */
-    for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
-      const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
-      if (ej->join && (guint)ej->join_at == i)
-        push_pending(b, gpu, ids[j]);
+    if (t.stream == node_stream)
+      last = ids[i];
+    if (!comm_node) {
+      for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
+        const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
+        if (ej->join && (guint)ej->join_at == i)
+          push_pending(b, gpu, ids[j]);
+      }
+      if (e->extra_join >= 0)
+        push_pending(b, gpu, ids[e->extra_join]);
     }
-    if (e->extra_join >= 0)
-      push_pending(b, gpu, ids[e->extra_join]);
   }
+  if (last != PN_TASK_NONE)
+    *chain = last;
+}
+
+static void emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
+{
+  PnTaskId no_chain = PN_TASK_NONE;
+  emit_node(b, gpu, tpl, false, &no_chain, mb, chunk, layer);
 }
 
 static int64_t vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
@@ -931,22 +963,28 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
   }
 }
 
+/* One bucket's gradient reduction on the DP stream, launched now (overlap_grad_reduce); the
+ * compute stream waits for it in finish_grad_sync (emit_grad_sync). */
+static void emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket)
+{
+  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
+  double experts, dense = bucket_params(units_of(b, rank, chunk), bucket, &experts);
+  double g    = b->plan->grad_bytes_per_elem;
+  PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), chunk, true);
+  if (id != PN_TASK_NONE)
+    g_array_append_val(waits, id);
+}
+
 static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   GArray *units = units_of(b, rank, a->chunk);
   bool reduce   = a->last_backward_of_chunk && grad_overlap_now(b);
-  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
   for (gint i = (gint)units->len - 1; i >= 0; i--) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
     emit_unit(b, rank, u, false, a->microbatch, a->chunk);
     bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
-    if (reduce && bucket_done) {
-      double experts, dense = bucket_params(units, u->bucket, &experts);
-      double g    = b->plan->grad_bytes_per_elem;
-      PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), a->chunk, true);
-      if (id != PN_TASK_NONE)
-        g_array_append_val(waits, id);
-    }
+    if (reduce && bucket_done)
+      emit_grad_bucket(b, rank, a->chunk, u->bucket);
   }
 }
 
@@ -999,8 +1037,10 @@ static PnStream xfer_stream(const PnBuilder *b, uint32_t rank, const PnXfer *x)
 }
 
 /* One p2p call. Batched (batch_isend_irecv) calls are one kernel with every transfer; otherwise
- * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait. */
-static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index)
+ * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait.
+ * A call that sends is launched after `after` (PN_TASK_NONE: the compute stream's tail; the
+ * combined 1F1B launches post_forward from the forward chain). */
+static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index, PnTaskId after)
 {
   const PnHwProfile *hw         = b->sc->hw;
   bool batched                  = b->plan->batch_p2p_comm && !a->async;
@@ -1029,7 +1069,7 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
         has_send = has_send || a->xfer[j].send;
     if (a->n_xfers > 1)
       t.label = "pp_p2p";
-    PnTaskId id = has_send ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
+    PnTaskId id = has_send ? add_side_task_after(b, rank, &t, after) : add_task(b, rank, &t, NULL, 0);
     for (int j = i; j < a->n_xfers; j++) {
       if (done[j] || !(batched || xfer_stream(b, rank, &a->xfer[j]) == stream))
         continue;
@@ -1126,53 +1166,6 @@ typedef struct {
   PnTaskId f, b;
 } PnChains;
 
-/* Emits one node template after `*chain` and advances the chain to the node's last task on its
- * stream. Communication nodes (dispatch, combine) run on the EP stream, with everything in them
- * (the unpermutation and residual add of moe_combine included); compute nodes on the compute
- * stream, where their userbuffers / TE-async side tasks keep their own streams. */
-static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
-                      int16_t chunk, int16_t layer)
-{
-  if (tpl->len == 0)
-    return;
-  PnTaskId ids[tpl->len];
-  PnStream node_stream = comm_node ? PN_STREAM_EP_COMM : PN_STREAM_COMPUTE;
-  PnTaskId last        = PN_TASK_NONE;
-  for (guint i = 0; i < tpl->len; i++) {
-    const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
-    PnTask t            = e->task;
-    t.microbatch        = mb;
-    t.chunk             = chunk;
-    t.layer             = layer;
-    if (comm_node)
-      t.stream = (uint8_t)node_stream;
-    PnTaskId deps[4];
-    uint32_t n = 0;
-    for (int k = 0; k < 2; k++)
-      if (e->dep[k] >= 0)
-        deps[n++] = ids[e->dep[k]];
-    PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
-    if (!comm_node && e->after_compute && lc != PN_TASK_NONE)
-      deps[n++] = lc;
-    if (i == 0 && *chain != PN_TASK_NONE)
-      deps[n++] = *chain;
-    ids[i] = add_task(b, gpu, &t, deps, n);
-    if (t.stream == node_stream)
-      last = ids[i];
-    if (!comm_node) {
-      for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
-        const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
-        if (ej->join && (guint)ej->join_at == i)
-          push_pending(b, gpu, ids[j]);
-      }
-      if (e->extra_join >= 0)
-        push_pending(b, gpu, ids[e->extra_join]);
-    }
-  }
-  if (last != PN_TASK_NONE)
-    *chain = last;
-}
-
 /* A backward_dw() call: issued on the compute stream in program order, no event wait. */
 static void emit_dw(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
 {
@@ -1232,17 +1225,6 @@ static void emit_event_wait(PnBuilder *b, uint32_t gpu, PnTaskId chain)
   add_task(b, gpu, &t, &chain, 1);
 }
 
-/* A p2p action launched as if from `from` (a chain end) instead of the compute stream's tail. */
-static void emit_p2p_from(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint index, PnTaskId from)
-{
-  PnTaskId *lc  = &g_array_index(b->last_compute, PnTaskId, rank);
-  PnTaskId keep = *lc;
-  if (from != PN_TASK_NONE)
-    *lc = from;
-  emit_p2p(b, rank, a, index);
-  *lc = keep;
-}
-
 static void combined_param_gather(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   if (!(a->first_forward_of_chunk && param_overlap_now(b)))
@@ -1262,15 +1244,8 @@ static void combined_grad_reduce(PnBuilder *b, uint32_t rank, const PnSchedActio
   if (!(a->last_backward_of_chunk && grad_overlap_now(b)))
     return;
   /* at chunk granularity: the buckets launch when the chunk's backward ends */
-  GArray *units = units_of(b, rank, a->chunk);
-  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
-  double g      = b->plan->grad_bytes_per_elem;
-  for (int k = 0; k < n_buckets(units); k++) {
-    double experts, dense = bucket_params(units, k, &experts);
-    PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), a->chunk, true);
-    if (id != PN_TASK_NONE)
-      g_array_append_val(waits, id);
-  }
+  for (int k = 0; k < n_buckets(units_of(b, rank, a->chunk)); k++)
+    emit_grad_bucket(b, rank, a->chunk, k);
 }
 
 /* TransformerModelChunkSchedulePlan.run(f, b) (model_chunk_schedule_plan.py): a forward step
@@ -1336,7 +1311,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   for (guint x = pf0; x < pf1; x++) {
     const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
     if (a->kind == PN_ACT_COMM)
-      emit_p2p_from(b, rank, a, x, ch.f);
+      emit_p2p(b, rank, a, x, ch.f);
     else if (a->kind == PN_ACT_WAIT && !a->xfer[0].send && !c.b)
       g_array_append_val(next_input, x);
     else if (a->kind == PN_ACT_WAIT && (!c.b || a->wait_action >= (int32_t)fi))
@@ -1346,7 +1321,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
     for (guint x = pb0; x < pb1; x++) {
       const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
       if (a->kind == PN_ACT_COMM)
-        emit_p2p_from(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
+        emit_p2p(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
       else if (a->kind == PN_ACT_WAIT && !a->xfer[0].send)
         g_array_append_val(next_input, x);
       else if (a->kind == PN_ACT_WAIT)
@@ -1439,7 +1414,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
         emit_backward(b, r, a);
         break;
       case PN_ACT_COMM:
-        emit_p2p(b, r, a, i);
+        emit_p2p(b, r, a, i, PN_TASK_NONE);
         break;
       case PN_ACT_WAIT:
         emit_wait(b, r, a);
