@@ -329,6 +329,15 @@ static void gemm_chunk(PnBuilder *b, const PnOp *gemm, int parts, int sm_limit, 
   t->sms = (int16_t)sm_limit;
 }
 
+/* `count` consecutive chunks of a GEMM split into `parts` along M, as one task: each chunk is
+ * priced at its own shape and pays its own launch (the executor adds the last one). */
+static void gemm_chunks(PnBuilder *b, const PnOp *gemm, int parts, int count, int sm_limit, PnTask *t)
+{
+  gemm_chunk(b, gemm, parts, sm_limit, t);
+  t->work_ns = t->work_ns * count + (count - 1) * b->sc->hw->kernel_launch_ns;
+  t->flops *= count;
+}
+
 static int ub_gemm_sm_limit(const PnBuilder *b, const PnUbCfg *cfg)
 {
   int left = b->sc->hw->sm_count - cfg->num_sm;
@@ -360,16 +369,23 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
   }
   case PN_UB_PIPELINE: {
     /* GEMM in num_splits chunks along M; chunk i's reduce-scatter runs beside GEMM i+1; the
-     * last RS chunk (UB_MAX_SM CTAs) is exposed. Only valid for RS (GEMM first). */
+     * last RS chunk (UB_MAX_SM CTAs) is exposed. Only valid for RS (GEMM first). The chunks are
+     * folded (see ub_fold): chunk 0, the reduce-scatters of chunks 0..s-2 as one comm kernel
+     * beside chunks 1..s-1 as one GEMM task, then the last, exposed reduce-scatter. */
     int splits = cfg->num_splits > 0 ? cfg->num_splits : 4;
-    for (int i = 0; i < splits; i++) {
-      PnTask gt;
-      gemm_chunk(b, gemm, splits, sm_limit, &gt);
-      tpl_add(tpl, &gt, -1, -1, false, false);
+    PnTask gt;
+    gemm_chunks(b, gemm, splits, 1, sm_limit, &gt);
+    tpl_add(tpl, &gt, -1, -1, false, false);
+    if (splits > 1) {
       task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-      ub_task(b, S / splits * (n - 1.0) / n, i == splits - 1 ? PN_UB_MAX_SM : cfg->num_sm, (int)(n - 1), &t);
-      tpl_add(tpl, &t, -1, -1, true, i == splits - 1);
+      ub_task(b, S / splits * (splits - 1) * (n - 1.0) / n, cfg->num_sm, (splits - 1) * (int)(n - 1), &t);
+      tpl_add(tpl, &t, -1, -1, true, false);
+      gemm_chunks(b, gemm, splits, splits - 1, sm_limit, &gt);
+      tpl_add(tpl, &gt, -1, -1, false, false);
     }
+    task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+    ub_task(b, S / splits * (n - 1.0) / n, PN_UB_MAX_SM, (int)(n - 1), &t);
+    tpl_add(tpl, &t, -1, -1, true, true);
     break;
   }
   case PN_UB_RING_EXCHANGE:
@@ -377,35 +393,35 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     int steps = cfg->aggregate ? (int)(n / 2) : (int)n;
     if (steps < 1)
       steps = 1;
+    PnTask gt;
+    if (steps == 1 && comm_first) {
+      gemm_chunks(b, gemm, 1, 1, sm_limit, &gt);
+      tpl_add(tpl, &gt, -1, -1, false, false);
+      break;
+    }
+    /* The steps' copy-engine transfers as one (steps - 1 latencies, all their bytes). */
+    task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+    ub_task(b, S / steps * (steps - 1), 0, steps - 1, &t);
+    int16_t last = -1;
     if (comm_first) {
       /* AG: step 0 multiplies the local chunk; each later step waits for the chunk received by
-       * the previous copy-engine transfer to the ring neighbour. */
-      int16_t prev_comm = -1;
-      for (int i = 0; i < steps; i++) {
-        int16_t comm_i = -1;
-        if (i < steps - 1) {
-          task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-          ub_task(b, S / steps, 0, 1, &t);
-          comm_i = tpl_add(tpl, &t, -1, -1, i == 0, false);
-        }
-        PnTask gt;
-        gemm_chunk(b, gemm, steps, sm_limit, &gt);
-        tpl_add(tpl, &gt, prev_comm, -1, false, false);
-        prev_comm = comm_i;
-      }
+       * the previous transfer to the ring neighbour. Folded: the transfers beside steps
+       * 0..s-2, and the last step after both. */
+      int16_t c = tpl_add(tpl, &t, -1, -1, true, false);
+      gemm_chunks(b, gemm, steps, steps - 1, sm_limit, &gt);
+      tpl_add(tpl, &gt, -1, -1, false, false);
+      gemm_chunks(b, gemm, steps, 1, sm_limit, &gt);
+      tpl_add(tpl, &gt, c, -1, false, false);
     } else {
       /* RS: each step's partial output goes to its owner while the next partial GEMM runs; a
-       * reduce kernel on the main stream sums the received partials after the last transfer. */
-      int16_t last = -1;
-      for (int i = 0; i < steps; i++) {
-        PnTask gt;
-        gemm_chunk(b, gemm, steps, sm_limit, &gt);
+       * reduce kernel on the main stream sums the received partials after the last transfer.
+       * Folded: step 0, then the transfers beside steps 1..s-1. */
+      gemm_chunks(b, gemm, steps, 1, sm_limit, &gt);
+      tpl_add(tpl, &gt, -1, -1, false, false);
+      if (steps > 1) {
+        last = tpl_add(tpl, &t, -1, -1, true, false);
+        gemm_chunks(b, gemm, steps, steps - 1, sm_limit, &gt);
         tpl_add(tpl, &gt, -1, -1, false, false);
-        if (i < steps - 1) {
-          task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-          ub_task(b, S / steps, 0, 1, &t);
-          last = tpl_add(tpl, &t, -1, -1, true, false);
-        }
       }
       PnTask red;
       task_init(&red, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, "ub_reduce", comm->phase);
@@ -663,6 +679,20 @@ static PnTaskId add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *
   return id;
 }
 
+/* What a side-stream task launched now waits for (CUDA: the side stream waits for an event
+ * recorded on the compute stream): the latest compute-stream task, and the joins already
+ * waited for on the compute stream (`pending`: inserted before now, carried by the next compute
+ * task). Appends to deps[*n]; deps needs room for 1 + pending->len. */
+static void now_deps(PnBuilder *b, uint32_t gpu, PnTaskId *deps, uint32_t *n)
+{
+  PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
+  if (lc != PN_TASK_NONE)
+    deps[(*n)++] = lc;
+  GArray *pend = pending_of(b, gpu);
+  for (guint i = 0; i < pend->len; i++)
+    deps[(*n)++] = g_array_index(pend, PnTaskId, i);
+}
+
 /* Adds a side-stream task launched now: it waits for the latest compute-stream task. */
 static PnTaskId add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t)
 {
@@ -701,14 +731,13 @@ static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_n
     t.layer             = layer;
     if (comm_node)
       t.stream = (uint8_t)node_stream;
-    PnTaskId deps[4];
+    PnTaskId deps[4 + pending_of(b, gpu)->len];
     uint32_t n = 0;
     for (int k = 0; k < 2; k++)
       if (e->dep[k] >= 0)
         deps[n++] = ids[e->dep[k]];
-    PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
-    if (!comm_node && e->after_compute && lc != PN_TASK_NONE)
-      deps[n++] = lc;
+    if (!comm_node && e->after_compute && t.stream != PN_STREAM_COMPUTE)
+      now_deps(b, gpu, deps, &n);
     if (i == 0 && *chain != PN_TASK_NONE)
       deps[n++] = *chain;
     ids[i] = add_task(b, gpu, &t, deps, n);
@@ -1046,6 +1075,8 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
   bool batched                  = b->plan->batch_p2p_comm && !a->async;
   PnTaskId *slots               = &g_array_index(b->action_task, PnTaskId, action_index * PN_SCHED_MAX_XFERS);
   bool done[PN_SCHED_MAX_XFERS] = {false};
+  PnTaskId waits[PN_SCHED_MAX_XFERS];
+  int n_waits = 0;
   for (int i = 0; i < a->n_xfers; i++) {
     if (done[i])
       continue;
@@ -1077,9 +1108,12 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
       slots[j] = id;
       pair_xfer(b, rank, id, &a->xfer[j]);
     }
-    if (!a->async)
-      push_pending(b, rank, id);
+    waits[n_waits++] = id;
   }
+  /* the call's requests are waited for once all are posted (req.wait() after the isend/irecvs) */
+  if (!a->async)
+    for (int i = 0; i < n_waits; i++)
+      push_pending(b, rank, waits[i]);
 }
 
 static void emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
