@@ -61,21 +61,27 @@ enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
     (ptr)[(n)++] = (x);                                                                                                \
   } while (0)
 
-/* Per-task links, written once at setup. The fields touched when *another* task ends or starts
- * (waits, state) live in their own dense arrays: a million tasks do not fit in cache, and those
- * remote touches are the executor's main cost. */
+/* Per task, written once at setup: its links and the fields of its PnTask that dispatch, SM
+ * sharing and completion read, in one 40-byte record (the 88-byte PnTask is read again only when
+ * a transfer starts). The fields touched when *another* task ends or starts (waits, state) live
+ * in their own dense arrays: a million tasks do not fit in cache, and those remote touches are
+ * the executor's main cost. */
 typedef struct {
-  uint32_t stream_next;           /* next task of the same GPU and stream, or PN_TASK_NONE */
-  uint32_t queue_next;            /* next task of the same hardware queue, or PN_TASK_NONE */
-  uint32_t gq;                    /* hardware queue index: gpu * n_queues + queue */
-  uint32_t aux[PN_TASK_MAX_LEGS]; /* COMPUTE: aux[0] = index in its GPU's running list; COMM: aux[0] = xfer;
-                           P2P: the xfer of each leg */
-  uint8_t legs_left;              /* P2P: legs not yet done */
+  double work;          /* COMPUTE: work_ns + kernel launch; DELAY: work_ns; COMM, P2P: latency_ns */
+  uint32_t stream_next; /* next task of the same GPU and stream, or PN_TASK_NONE */
+  uint32_t queue_next;  /* next task of the same hardware queue, or PN_TASK_NONE */
+  uint32_t gq;          /* hardware queue index: gpu * n_queues + queue */
+  uint32_t aux;         /* COMPUTE: index in its GPU's running list; COMM: its xfer; P2P: leg_first */
+  uint32_t gpu;
+  int16_t sms;          /* as in PnTask */
+  uint8_t kind, scaling, sm_shape, n_legs;
+  uint8_t legs_left; /* P2P: legs not yet done */
 } TaskRt;
 
 /* A running compute kernel. */
 typedef struct {
   PnTaskId task;
+  int16_t sm_limit; /* the task's sms (0 = all) */
   double remaining;  /* ns of work at full speed left at since_ns */
   double rate;       /* speed relative to running alone with all SMs; 0 before the first refresh */
   PnTimeNs since_ns; /* when `remaining` was last brought up to date */
@@ -114,6 +120,7 @@ typedef struct {
   PnMaxMin *mm;
   TaskRt *rt;
   uint32_t *waits; /* per task: unfinished deps + unfinished stream predecessor */
+  uint32_t *leg_xfer; /* per leg slot of the graph (PnTask.leg_first + k): the leg's xfer */
   uint8_t *state;  /* per task: ST_* | ST_QUEUED */
   Xfer *xf;
   uint32_t n_xfers;
@@ -239,7 +246,7 @@ static PnTaskId work_pop(Exec *ex)
  * launched for exactly these SMs (TE set_sm_margin), so it fills them in whole waves; otherwise
  * it was launched for all SMs and other kernels hold the rest (wave quantization, interference):
  * two different measured curves. */
-static double sm_rate(const Exec *ex, const PnTask *tk, double sms, bool own_limit)
+static double sm_rate(const Exec *ex, const TaskRt *tk, double sms, bool own_limit)
 {
   uint8_t scaling = tk->scaling;
   double n_sm     = (double)ex->hw->sm_count;
@@ -306,7 +313,7 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   for (;;) {
     bool capped = false;
     for (uint32_t i = 0; i < n; i++) {
-      double lim = (double)ex->tasks[g->run[i].task].sms;
+      double lim = (double)g->run[i].sm_limit;
       if (share[i] < 0.0 && lim > 0.0 && lim < level) {
         share[i] = lim;
         avail -= lim;
@@ -320,36 +327,34 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   }
   for (uint32_t i = 0; i < n; i++) {
     double s = share[i] < 0.0 ? level : share[i];
-    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->tasks[g->run[i].task], s, share[i] >= 0.0));
+    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0));
   }
 }
 
-static void hold_sms(Exec *ex, PnTaskId t, int sign)
+static void hold_sms(Exec *ex, const TaskRt *r, int sign)
 {
-  int sms = ex->tasks[t].sms;
-  if (sms > 0) {
-    ex->gpus[ex->tasks[t].gpu].comm_sms += sign * sms;
-    mark_gpu(ex, ex->tasks[t].gpu);
+  if (r->sms > 0) {
+    ex->gpus[r->gpu].comm_sms += sign * r->sms;
+    mark_gpu(ex, r->gpu);
   }
 }
 
 static void end_task(Exec *ex, PnTaskId t)
 {
-  const PnTask *tk = &ex->tasks[t];
-  const TaskRt *r  = &ex->rt[t];
+  const TaskRt *r = &ex->rt[t];
   g_assert(st(ex, t) == ST_RUNNING);
   set_st(ex, t, ST_ENDED);
   ex->times[t].end_ns = pn_engine_now(ex->eng);
   ex->makespan_ns     = ex->times[t].end_ns;
   ex->n_ended++;
-  if (tk->kind == PN_TASK_COMPUTE) {
-    GpuRt *g                        = &ex->gpus[tk->gpu];
-    uint32_t pos                    = r->aux[0];
-    g->run[pos]                     = g->run[--g->n_run];
-    ex->rt[g->run[pos].task].aux[0] = pos; /* no-op when t was last */
-    mark_gpu(ex, tk->gpu);
-  } else if (tk->kind == PN_TASK_COMM || tk->kind == PN_TASK_P2P) {
-    hold_sms(ex, t, -1);
+  if (r->kind == PN_TASK_COMPUTE) {
+    GpuRt *g                     = &ex->gpus[r->gpu];
+    uint32_t pos                 = r->aux;
+    g->run[pos]                  = g->run[--g->n_run];
+    ex->rt[g->run[pos].task].aux = pos; /* no-op when t was last */
+    mark_gpu(ex, r->gpu);
+  } else if (r->kind == PN_TASK_COMM || r->kind == PN_TASK_P2P) {
+    hold_sms(ex, r, -1);
   }
   if (r->stream_next != PN_TASK_NONE && --ex->waits[r->stream_next] == 0)
     work_push(ex, r->stream_next);
@@ -366,7 +371,7 @@ static inline PnTaskId xfer_other(const Xfer *x, PnTaskId t) { return x->task ==
 static void start_leg(Exec *ex, uint32_t xi)
 {
   const Xfer *x = &ex->xf[xi];
-  double lat    = fmax(ex->tasks[x->task].latency_ns, ex->tasks[x->peer].latency_ns);
+  double lat    = fmax(ex->rt[x->task].work, ex->rt[x->peer].work);
   ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
 }
 
@@ -381,8 +386,6 @@ static inline void prefetch_ahead(const Exec *ex, PnTaskId t)
   PnTaskId a = t + PN_EXEC_PREFETCH_AHEAD;
   if (a >= ex->n_tasks)
     return;
-  __builtin_prefetch(&ex->tasks[a]);
-  __builtin_prefetch((const char *)&ex->tasks[a] + 64);
   __builtin_prefetch(&ex->rt[a]);
   __builtin_prefetch(&ex->times[a], 1);
   __builtin_prefetch(&ex->dep_off[a]);
@@ -390,39 +393,39 @@ static inline void prefetch_ahead(const Exec *ex, PnTaskId t)
 
 static void start_task(Exec *ex, PnTaskId t)
 {
-  const PnTask *tk = &ex->tasks[t];
-  TaskRt *r        = &ex->rt[t];
-  PnTimeNs now     = pn_engine_now(ex->eng);
+  TaskRt *r    = &ex->rt[t];
+  PnTimeNs now = pn_engine_now(ex->eng);
   prefetch_ahead(ex, t);
   set_st(ex, t, ST_RUNNING);
   ex->times[t].start_ns = now;
   ex->qhead[r->gq]      = r->queue_next;
   if (r->queue_next != PN_TASK_NONE && ex->waits[r->queue_next] == 0)
     work_push(ex, r->queue_next);
-  switch (tk->kind) {
+  switch (r->kind) {
   case PN_TASK_COMPUTE: {
-    GpuRt *g  = &ex->gpus[tk->gpu];
-    r->aux[0] = g->n_run;
-    Run run   = {.task = t, .remaining = tk->work_ns + ex->hw->kernel_launch_ns, .since_ns = now};
+    GpuRt *g = &ex->gpus[r->gpu];
+    r->aux   = g->n_run;
+    Run run  = {.task = t, .sm_limit = r->sms, .remaining = r->work, .since_ns = now};
     VEC_PUSH(g->run, g->n_run, g->cap_run, run);
-    mark_gpu(ex, tk->gpu); /* the refresh schedules its completion */
+    mark_gpu(ex, r->gpu); /* the refresh schedules its completion */
     break;
   }
   case PN_TASK_DELAY:
-    pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(tk->work_ns, 0), t), on_task_done, ex, t);
+    pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->work, 0), t), on_task_done, ex, t);
     break;
   case PN_TASK_COMM:
-    hold_sms(ex, t, +1);
-    pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(tk->latency_ns, 0), t), on_comm_ready, ex, t);
+    hold_sms(ex, r, +1);
+    pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->work, 0), t), on_comm_ready, ex, t);
     break;
   case PN_TASK_P2P:
-    hold_sms(ex, t, +1);
-    r->legs_left = tk->n_legs;
-    for (int k = 0; k < tk->n_legs; k++) {
-      PnTaskId other = xfer_other(&ex->xf[r->aux[k]], t);
+    hold_sms(ex, r, +1);
+    r->legs_left = r->n_legs;
+    for (int k = 0; k < r->n_legs; k++) {
+      uint32_t xi    = ex->leg_xfer[r->aux + k];
+      PnTaskId other = xfer_other(&ex->xf[xi], t);
       g_assert(st(ex, other) != ST_ENDED);
       if (st(ex, other) == ST_RUNNING) /* the later of the two ends starts the leg */
-        start_leg(ex, r->aux[k]);
+        start_leg(ex, xi);
     }
     break;
   default:
@@ -490,7 +493,7 @@ static void on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
     res[n] = g->res[RES_NIC_TX], coef[n++] = tk->nic_bytes / total;
     res[n] = g->res[RES_NIC_RX], coef[n++] = tk->nic_bytes / total;
   }
-  add_flow(ex, ex->rt[t].aux[0], n, res, coef, total, tk->max_bytes_per_ns);
+  add_flow(ex, ex->rt[t].aux, n, res, coef, total, tk->max_bytes_per_ns);
 }
 
 static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
@@ -596,15 +599,15 @@ static int leg_mate(const PnTask *tasks, const PnP2pLeg *legs, PnTaskId t, int k
 #define TASK_FMT "task %u '%s' (gpu %u, stream %u)"
 #define TASK_ARGS(id, tk) (id), (tk)->label ? (tk)->label : "", (tk)->gpu, (unsigned)(tk)->stream
 
-/* Checks the graph against the profile; `n_edges` gets the number of dependencies (for setup). */
-static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, size_t *n_edges,
-                         GError **error)
-{
 #define INVALID(...)                                                                                                   \
   do {                                                                                                                 \
     g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID, __VA_ARGS__);                                             \
     return FALSE;                                                                                                      \
   } while (0)
+
+/* Checks the options and the profile (the graph is checked task by task in exec_setup). */
+static gboolean validate_profile(const PnHwProfile *hw, const PnExecOptions *opt, GError **error)
+{
   if (opt->max_connections < 1 || opt->max_connections > 32)
     INVALID("max_connections (CUDA_DEVICE_MAX_CONNECTIONS) must be in 1..32, got %d", opt->max_connections);
   if (hw->sm_count < 1)
@@ -620,76 +623,77 @@ static gboolean validate(const PnGraph *g, const PnHwProfile *hw, const PnExecOp
                 : c == 1 ? "mem_sm_scaling"
                          : "gemm_sm_limit_scaling",
                 i);
-  uint32_t n = g->tasks->len;
-  if (n > 0 && g->n_gpus == 0)
-    INVALID("graph has %u tasks but no GPU", n);
-  const PnTask *tasks       = (const PnTask *)(const void *)g->tasks->data;
-  const PnTaskId *deps      = (const PnTaskId *)(const void *)g->deps->data;
-  *n_edges                  = 0;
-  g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId)); /* few: one pass over all tasks */
-  for (PnTaskId t = 0; t < n; t++) {
-    const PnTask *tk = &tasks[t];
-    if (tk->gpu >= g->n_gpus)
-      INVALID(TASK_FMT ": gpu out of range (%u GPUs)", TASK_ARGS(t, tk), g->n_gpus);
-    if (tk->stream >= PN_STREAM_N)
-      INVALID(TASK_FMT ": stream out of range (%d streams)", TASK_ARGS(t, tk), PN_STREAM_N);
-    if (tk->kind > PN_TASK_DELAY)
-      INVALID(TASK_FMT ": unknown kind %u", TASK_ARGS(t, tk), (unsigned)tk->kind);
-    if ((uint64_t)tk->dep_first + tk->dep_count > g->deps->len)
-      INVALID(TASK_FMT ": dependency range outside the graph's dependency array", TASK_ARGS(t, tk));
-    *n_edges += tk->dep_count;
-    for (uint32_t i = 0; i < tk->dep_count; i++)
-      if (deps[tk->dep_first + i] >= t)
-        INVALID(TASK_FMT ": depends on task %u, which is not an earlier task", TASK_ARGS(t, tk),
-                deps[tk->dep_first + i]);
-    if (tk->sms < 0)
-      INVALID(TASK_FMT ": sms must be >= 0, got %d", TASK_ARGS(t, tk), tk->sms);
-    if (!finite_nonneg(tk->work_ns) || !finite_nonneg(tk->latency_ns) || !finite_nonneg(tk->nvlink_bytes) ||
-        !finite_nonneg(tk->nic_bytes) || !finite_nonneg(tk->max_bytes_per_ns))
-      INVALID(TASK_FMT ": work_ns, latency_ns, nvlink_bytes, nic_bytes and max_bytes_per_ns must be finite and >= 0",
-              TASK_ARGS(t, tk));
-    if (tk->kind == PN_TASK_COMPUTE && tk->scaling > PN_SCALE_MEMORY)
-      INVALID(TASK_FMT ": unknown SM scaling %u", TASK_ARGS(t, tk), (unsigned)tk->scaling);
-    if (tk->kind == PN_TASK_COMM) {
-      if (tk->nvlink_bytes > 0.0 && !(hw->nvlink_bytes_per_ns > 0.0 && isfinite(hw->nvlink_bytes_per_ns)))
-        INVALID(TASK_FMT ": moves NVLink bytes but profile '%s' has no NVLink bandwidth", TASK_ARGS(t, tk), hw->name);
-      if (tk->nic_bytes > 0.0 && !(hw->nic_bytes_per_ns > 0.0 && isfinite(hw->nic_bytes_per_ns)))
-        INVALID(TASK_FMT ": moves NIC bytes but profile '%s' has no NIC bandwidth", TASK_ARGS(t, tk), hw->name);
-    }
-    if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > PN_TASK_MAX_LEGS))
-      INVALID(TASK_FMT ": a P2P task needs 1 to 4 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
-              (unsigned)tk->n_legs);
-    if (tk->kind == PN_TASK_P2P)
-      g_array_append_val(p2p_ids, t);
+  return TRUE;
+}
+
+/* One task's own fields against the graph and the profile (its legs are checked once every
+ * task's own fields are known to be sane: a leg reads its peer). */
+static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId t, GError **error)
+{
+  const PnTask *tk     = &g_array_index(g->tasks, PnTask, t);
+  const PnTaskId *deps = (const PnTaskId *)(const void *)g->deps->data;
+  if (tk->gpu >= g->n_gpus)
+    INVALID(TASK_FMT ": gpu out of range (%u GPUs)", TASK_ARGS(t, tk), g->n_gpus);
+  if (tk->stream >= PN_STREAM_N)
+    INVALID(TASK_FMT ": stream out of range (%d streams)", TASK_ARGS(t, tk), PN_STREAM_N);
+  if (tk->kind > PN_TASK_DELAY)
+    INVALID(TASK_FMT ": unknown kind %u", TASK_ARGS(t, tk), (unsigned)tk->kind);
+  if ((uint64_t)tk->dep_first + tk->dep_count > g->deps->len)
+    INVALID(TASK_FMT ": dependency range outside the graph's dependency array", TASK_ARGS(t, tk));
+  for (uint32_t i = 0; i < tk->dep_count; i++)
+    if (deps[tk->dep_first + i] >= t)
+      INVALID(TASK_FMT ": depends on task %u, which is not an earlier task", TASK_ARGS(t, tk), deps[tk->dep_first + i]);
+  if (tk->sms < 0)
+    INVALID(TASK_FMT ": sms must be >= 0, got %d", TASK_ARGS(t, tk), tk->sms);
+  if (!finite_nonneg(tk->work_ns) || !finite_nonneg(tk->latency_ns) || !finite_nonneg(tk->nvlink_bytes) ||
+      !finite_nonneg(tk->nic_bytes) || !finite_nonneg(tk->max_bytes_per_ns))
+    INVALID(TASK_FMT ": work_ns, latency_ns, nvlink_bytes, nic_bytes and max_bytes_per_ns must be finite and >= 0",
+            TASK_ARGS(t, tk));
+  if (tk->kind == PN_TASK_COMPUTE && tk->scaling > PN_SCALE_MEMORY)
+    INVALID(TASK_FMT ": unknown SM scaling %u", TASK_ARGS(t, tk), (unsigned)tk->scaling);
+  if (tk->kind == PN_TASK_COMM) {
+    if (tk->nvlink_bytes > 0.0 && !(hw->nvlink_bytes_per_ns > 0.0 && isfinite(hw->nvlink_bytes_per_ns)))
+      INVALID(TASK_FMT ": moves NVLink bytes but profile '%s' has no NVLink bandwidth", TASK_ARGS(t, tk), hw->name);
+    if (tk->nic_bytes > 0.0 && !(hw->nic_bytes_per_ns > 0.0 && isfinite(hw->nic_bytes_per_ns)))
+      INVALID(TASK_FMT ": moves NIC bytes but profile '%s' has no NIC bandwidth", TASK_ARGS(t, tk), hw->name);
   }
-  /* Legs are checked once every task's own fields are known to be sane (a leg reads its peer). */
-  for (guint i = 0; i < p2p_ids->len; i++) {
-    PnTaskId t       = g_array_index(p2p_ids, PnTaskId, i);
-    const PnTask *tk = &tasks[t];
-    for (int k = 0; k < tk->n_legs; k++) {
-      if (tk->leg_first == UINT32_MAX || tk->leg_first + PN_TASK_MAX_LEGS > g->legs->len)
-        INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(t, tk));
-      const PnP2pLeg *legs = (const PnP2pLeg *)(const void *)g->legs->data;
-      const PnP2pLeg *l    = &legs[tk->leg_first + k];
-      if (l->peer >= n || l->peer == t || tasks[l->peer].kind != PN_TASK_P2P)
-        INVALID(TASK_FMT ": leg %d's peer %u is not another P2P task", TASK_ARGS(t, tk), k, l->peer);
-      int j = leg_mate(tasks, legs, t, k);
-      if (j < 0)
-        INVALID(TASK_FMT ": leg %d (%s task %u) has no matching %s leg on the peer", TASK_ARGS(t, tk), k,
-                l->is_send ? "send to" : "recv from", l->peer, l->is_send ? "recv" : "send");
-      const PnP2pLeg *m = &legs[tasks[l->peer].leg_first + j];
-      if (!finite_nonneg(l->bytes) || m->bytes != l->bytes || m->over_nic != l->over_nic)
-        INVALID(TASK_FMT ": leg %d disagrees with its peer task %u on bytes or over_nic (or bytes invalid)",
-                TASK_ARGS(t, tk), k, l->peer);
-      double bw = l->over_nic ? hw->nic_bytes_per_ns : hw->nvlink_bytes_per_ns;
-      if (l->bytes > 0.0 && !(bw > 0.0 && isfinite(bw)))
-        INVALID(TASK_FMT ": leg %d needs %s bandwidth, which profile '%s' lacks", TASK_ARGS(t, tk), k,
-                l->over_nic ? "NIC" : "NVLink", hw->name);
-    }
+  if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > PN_TASK_MAX_LEGS))
+    INVALID(TASK_FMT ": a P2P task needs 1 to 4 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
+            (unsigned)tk->n_legs);
+  return TRUE;
+}
+
+/* A P2P task's legs: in the leg array, each matched by its peer with the same bytes and link. */
+static gboolean validate_legs(const PnGraph *g, const PnHwProfile *hw, PnTaskId t, GError **error)
+{
+  const PnTask *tasks  = (const PnTask *)(const void *)g->tasks->data;
+  const PnP2pLeg *legs = (const PnP2pLeg *)(const void *)g->legs->data;
+  const PnTask *tk     = &tasks[t];
+  uint32_t n           = g->tasks->len;
+  for (int k = 0; k < tk->n_legs; k++) {
+    if (tk->leg_first == UINT32_MAX || (uint64_t)tk->leg_first + PN_TASK_MAX_LEGS > g->legs->len)
+      INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(t, tk));
+    const PnP2pLeg *l = &legs[tk->leg_first + k];
+    if (l->peer >= n || l->peer == t || tasks[l->peer].kind != PN_TASK_P2P)
+      INVALID(TASK_FMT ": leg %d's peer %u is not another P2P task", TASK_ARGS(t, tk), k, l->peer);
+    if (tasks[l->peer].leg_first == UINT32_MAX || (uint64_t)tasks[l->peer].leg_first + PN_TASK_MAX_LEGS > g->legs->len)
+      INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(l->peer, &tasks[l->peer]));
+    int j = leg_mate(tasks, legs, t, k);
+    if (j < 0)
+      INVALID(TASK_FMT ": leg %d (%s task %u) has no matching %s leg on the peer", TASK_ARGS(t, tk), k,
+              l->is_send ? "send to" : "recv from", l->peer, l->is_send ? "recv" : "send");
+    const PnP2pLeg *m = &legs[tasks[l->peer].leg_first + j];
+    if (!finite_nonneg(l->bytes) || m->bytes != l->bytes || m->over_nic != l->over_nic)
+      INVALID(TASK_FMT ": leg %d disagrees with its peer task %u on bytes or over_nic (or bytes invalid)",
+              TASK_ARGS(t, tk), k, l->peer);
+    double bw = l->over_nic ? hw->nic_bytes_per_ns : hw->nvlink_bytes_per_ns;
+    if (l->bytes > 0.0 && !(bw > 0.0 && isfinite(bw)))
+      INVALID(TASK_FMT ": leg %d needs %s bandwidth, which profile '%s' lacks", TASK_ARGS(t, tk), k,
+              l->over_nic ? "NIC" : "NVLink", hw->name);
   }
   return TRUE;
-#undef INVALID
 }
+#undef INVALID
 
 /* ---- setup / teardown ---- */
 
@@ -700,6 +704,7 @@ static void exec_free(Exec *ex)
       g_free(ex->gpus[i].run);
   g_free(ex->gpus);
   g_free(ex->rt);
+  g_free(ex->leg_xfer);
   g_free(ex->waits);
   g_free(ex->state);
   g_free(ex->xf);
@@ -716,8 +721,14 @@ static void exec_free(Exec *ex)
   pn_engine_free(ex->eng);
 }
 
-static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, size_t n_dep_edges,
-                       PnTaskTime *times)
+/* Checks the graph and builds the run state in one pass over the tasks (the task array is the
+ * largest thing in memory: each pass costs a trip through it): each task is checked, then its
+ * stream and hardware-queue successors (issue order = task id order within a GPU), dependency
+ * counts, dependency edges (for the CSR below), its run record and its COMM transfer. The P2P
+ * tasks' legs are checked and numbered as transfers afterwards, once every task's own fields are
+ * known to be sane. On failure the run state is left for exec_free. */
+static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt,
+                           PnTaskTime *times, GError **error)
 {
   uint32_t n          = g->tasks->len;
   ex->tasks           = (const PnTask *)(const void *)g->tasks->data;
@@ -733,6 +744,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   ex->mm              = pn_maxmin_new();
   ex->rt              = g_new(TaskRt, n ? n : 1);
   ex->waits           = g_new(uint32_t, n ? n : 1);
+  ex->leg_xfer        = g_new(uint32_t, g->legs->len ? g->legs->len : 1);
   ex->state           = g_new0(uint8_t, n ? n : 1);
   pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
   pn_mem_hint_large(ex->waits, (size_t)n * sizeof(uint32_t));
@@ -741,6 +753,10 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
   ex->full_mem        = pn_curve_eval(&hw->mem_sm_scaling, (double)hw->sm_count, 0.0);
   ex->full_gemm_limit = pn_curve_eval(&hw->gemm_sm_limit_scaling, (double)hw->sm_count, 0.0);
+  if (n > 0 && g->n_gpus == 0) {
+    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID, "graph has %u tasks but no GPU", n);
+    return FALSE;
+  }
 
   for (uint32_t i = 0; i < ex->n_gpus; i++) {
     GpuRt *gp  = &ex->gpus[i];
@@ -752,10 +768,6 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     gp->res[RES_NIC_RX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
   }
 
-  /* One pass over the tasks (the task array is the largest thing in memory: each pass costs a
-   * trip through it): stream and hardware-queue successors in issue order (task id order within
-   * a GPU), dependency counts, the dependency edges in a compact list for the CSR below, and the
-   * transfers (one per COMM task, one per P2P leg, numbered when its lower-id end is seen). */
   size_t n_sq      = (size_t)ex->n_gpus * PN_STREAM_N;
   size_t n_gq      = (size_t)ex->n_gpus * ex->n_queues;
   uint32_t *s_last = g_new(uint32_t, n_sq ? n_sq : 1);
@@ -767,18 +779,42 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     q_last[i] = ex->qhead[i] = PN_TASK_NONE;
   ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
   pn_mem_hint_large(ex->dep_off, ((size_t)n + 1) * sizeof(uint32_t));
-  size_t n_edges = 0, cap_x = 0;
-  PnTaskId *edge_from = g_new(PnTaskId, n_dep_edges ? n_dep_edges : 1);
-  PnTaskId *edge_to   = g_new(PnTaskId, n_dep_edges ? n_dep_edges : 1);
-  uint32_t n_x        = 0;
-  for (PnTaskId t = 0; t < n; t++) {
+  /* dependency edges in a compact list for the CSR below (the graph's array is their upper bound) */
+  size_t n_edges = 0, cap_x = 0, cap_e = g->deps->len ? g->deps->len : 1;
+  PnTaskId *edge_from = g_new(PnTaskId, cap_e);
+  PnTaskId *edge_to   = g_new(PnTaskId, cap_e);
+  g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  uint32_t n_x              = 0;
+  gboolean ok               = TRUE;
+  for (PnTaskId t = 0; t < n && ok; t++) {
+    if (!validate_task(g, hw, t, error)) {
+      ok = FALSE;
+      break;
+    }
     const PnTask *tk = &ex->tasks[t];
     TaskRt *r        = &ex->rt[t];
-    r->stream_next   = PN_TASK_NONE; /* aux[] is left alone: a P2P task's lower-id peer may have set it */
-    r->queue_next    = PN_TASK_NONE;
-    r->legs_left     = 0;
-    ex->waits[t]     = tk->dep_count;
-    size_t sq        = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
+    times[t]         = (PnTaskTime){-1, -1};
+    *r               = (TaskRt){.stream_next = PN_TASK_NONE,
+                                .queue_next  = PN_TASK_NONE,
+                                .gpu         = tk->gpu,
+                                .sms         = tk->sms,
+                                .kind        = tk->kind,
+                                .scaling     = tk->scaling,
+                                .sm_shape    = tk->sm_shape,
+                                .n_legs      = tk->n_legs};
+    switch (tk->kind) {
+    case PN_TASK_COMPUTE:
+      r->work = tk->work_ns + hw->kernel_launch_ns;
+      break;
+    case PN_TASK_DELAY:
+      r->work = tk->work_ns;
+      break;
+    default:
+      r->work = tk->latency_ns;
+      break;
+    }
+    ex->waits[t] = tk->dep_count;
+    size_t sq    = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
     if (s_last[sq] != PN_TASK_NONE) {
       ex->rt[s_last[sq]].stream_next = t;
       ex->waits[t]++;
@@ -791,6 +827,11 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     else
       ex->qhead[r->gq] = t;
     q_last[r->gq] = t;
+    if (n_edges + tk->dep_count > cap_e) { /* only if tasks share dependency ranges */
+      cap_e     = MAX(2 * cap_e, n_edges + tk->dep_count);
+      edge_from = g_renew(PnTaskId, edge_from, cap_e);
+      edge_to   = g_renew(PnTaskId, edge_to, cap_e);
+    }
     for (uint32_t i = 0; i < tk->dep_count; i++) {
       PnTaskId d = ex->deps[tk->dep_first + i];
       ex->dep_off[d]++; /* counts; turned into range ends below */
@@ -799,20 +840,31 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     }
     if (tk->kind == PN_TASK_COMM) {
       VEC_PUSH(ex->xf, n_x, cap_x, ((Xfer){.flow = -1, .task = t, .peer = PN_TASK_NONE}));
-      r->aux[0] = n_x - 1;
+      r->aux = n_x - 1;
     } else if (tk->kind == PN_TASK_P2P) {
-      for (int k = 0; k < tk->n_legs; k++) {
-        const PnP2pLeg *l = &ex->legs[tk->leg_first + k];
-        if (l->peer < t)
-          continue; /* numbered when the peer was seen */
-        int j = leg_mate(ex->tasks, ex->legs, t, k);
-        g_assert(j >= 0);
-        PnTaskId snd = l->is_send ? t : l->peer, rcv = l->is_send ? l->peer : t;
-        VEC_PUSH(ex->xf, n_x, cap_x,
-                 ((Xfer){.flow = -1, .task = snd, .peer = rcv, .send_leg = (uint8_t)(l->is_send ? k : j)}));
-        r->aux[k]              = n_x - 1;
-        ex->rt[l->peer].aux[j] = n_x - 1;
-      }
+      r->aux = tk->leg_first;
+      g_array_append_val(p2p_ids, t);
+    }
+  }
+  /* The legs: checked, then one transfer each, numbered when its lower-id end is seen. */
+  for (guint i = 0; ok && i < p2p_ids->len; i++) {
+    PnTaskId t = g_array_index(p2p_ids, PnTaskId, i);
+    if (!validate_legs(g, hw, t, error)) {
+      ok = FALSE;
+      break;
+    }
+    const PnTask *tk = &ex->tasks[t];
+    for (int k = 0; k < tk->n_legs; k++) {
+      const PnP2pLeg *l = &ex->legs[tk->leg_first + k];
+      if (l->peer < t)
+        continue; /* numbered when the peer was seen */
+      int j = leg_mate(ex->tasks, ex->legs, t, k);
+      g_assert(j >= 0);
+      PnTaskId snd = l->is_send ? t : l->peer, rcv = l->is_send ? l->peer : t;
+      VEC_PUSH(ex->xf, n_x, cap_x,
+               ((Xfer){.flow = -1, .task = snd, .peer = rcv, .send_leg = (uint8_t)(l->is_send ? k : j)}));
+      ex->leg_xfer[tk->leg_first + k]                = n_x - 1;
+      ex->leg_xfer[ex->tasks[l->peer].leg_first + j] = n_x - 1;
     }
   }
   g_free(s_last);
@@ -820,6 +872,11 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
   ex->n_xfers = n_x;
   if (ex->xf == NULL)
     ex->xf = g_new0(Xfer, 1);
+  if (!ok) {
+    g_free(edge_from);
+    g_free(edge_to);
+    return FALSE;
+  }
 
   /* Dependents, CSR: counts become range ends, and each edge, taken last to first, is written
    * just below its end; a range thus lists its dependents in increasing id order. */
@@ -831,6 +888,7 @@ static void exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const 
     ex->dep_list[--ex->dep_off[edge_from[e]]] = edge_to[e];
   g_free(edge_from);
   g_free(edge_to);
+  return TRUE;
 }
 
 /* ---- failure reports ---- */
@@ -842,7 +900,7 @@ static void describe_stuck(const Exec *ex, GString *why, PnTaskId t)
   if (st(ex, t) == ST_RUNNING) {
     if (tk->kind == PN_TASK_P2P)
       for (int k = 0; k < tk->n_legs; k++) {
-        PnTaskId o = xfer_other(&ex->xf[r->aux[k]], t);
+        PnTaskId o = xfer_other(&ex->xf[ex->leg_xfer[r->aux + k]], t);
         if (st(ex, o) == ST_WAITING) {
           g_string_append_printf(why, "started at %" PRId64 " ns, waiting for its peer " TASK_FMT " to start",
                                  ex->times[t].start_ns, TASK_ARGS(o, &ex->tasks[o]));
@@ -886,9 +944,8 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   PnExecOptions dflt = {.max_connections = 8, .event_budget = 0}; /* CUDA's default */
   if (!opt)
     opt = &dflt;
-  *out               = (PnExecResult){0};
-  size_t n_dep_edges = 0;
-  if (!validate(g, hw, opt, &n_dep_edges, error))
+  *out = (PnExecResult){0};
+  if (!validate_profile(hw, opt, error))
     return FALSE;
 
   uint32_t n    = g->tasks->len;
@@ -896,11 +953,13 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   pn_mem_hint_large(times->data, (size_t)n * sizeof(PnTaskTime));
   g_array_set_size(times, n);
   PnTaskTime *tt = (PnTaskTime *)(void *)times->data;
-  for (uint32_t i = 0; i < n; i++)
-    tt[i] = (PnTaskTime){-1, -1};
 
   Exec ex = {.horizon_task = PN_TASK_NONE};
-  exec_setup(&ex, g, hw, opt, n_dep_edges, tt);
+  if (!exec_setup(&ex, g, hw, opt, tt, error)) {
+    g_array_free(times, TRUE);
+    exec_free(&ex);
+    return FALSE;
+  }
   for (size_t q = 0; q < (size_t)ex.n_gpus * ex.n_queues; q++)
     if (ex.qhead[q] != PN_TASK_NONE && ex.waits[ex.qhead[q]] == 0)
       work_push(&ex, ex.qhead[q]);

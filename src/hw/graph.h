@@ -86,20 +86,19 @@ typedef struct {
   int16_t sms;             /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
   uint8_t n_legs;          /* P2P: 1..PN_TASK_MAX_LEGS */
   uint8_t sm_shape;        /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
+  uint8_t phase;           /* PnPhase, for reports and traces */
+  int16_t chunk;           /* virtual pipeline chunk, -1 when n/a */
+  int16_t layer;           /* layer index within the model, -1 when n/a */
+  int32_t microbatch;      /* -1 when not applicable */
+  uint32_t leg_first;      /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
+  uint32_t dep_first;      /* into PnGraph.deps */
+  uint32_t dep_count;
   double work_ns;          /* COMPUTE, DELAY */
-  double flops;            /* COMPUTE: for reports */
   double latency_ns;       /* COMM, P2P */
   double nvlink_bytes;     /* COMM */
   double nic_bytes;        /* COMM */
   double max_bytes_per_ns; /* COMM, P2P: 0 = unbounded */
-  uint32_t leg_first;      /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
-  uint32_t dep_first;      /* into PnGraph.deps */
-  uint32_t dep_count;
-  const char *label;  /* static string */
-  int32_t microbatch; /* -1 when not applicable */
-  int16_t chunk;      /* virtual pipeline chunk, -1 when n/a */
-  int16_t layer;      /* layer index within the model, -1 when n/a */
-  uint8_t phase;      /* PnPhase, for reports and traces */
+  const char *label;       /* static string */
 } PnTask;
 
 typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, PN_PHASE_OTHER } PnPhase;

@@ -249,7 +249,6 @@ static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
   PnCostSource src      = PN_COST_TABLE;
   task_init(t, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, op->name, op->phase);
   t->scaling = PN_SCALE_GEMM;
-  t->flops   = op->flops;
   switch (op->kind) {
   case PN_OP_GEMM: {
     /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
@@ -335,7 +334,6 @@ static void gemm_chunks(PnBuilder *b, const PnOp *gemm, int parts, int count, in
 {
   gemm_chunk(b, gemm, parts, sm_limit, t);
   t->work_ns = t->work_ns * count + (count - 1) * b->sc->hw->kernel_launch_ns;
-  t->flops *= count;
 }
 
 static int ub_gemm_sm_limit(const PnBuilder *b, const PnUbCfg *cfg)
@@ -452,7 +450,6 @@ static void tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp 
   PnTask at;
   price_op(b, attn, &at);
   at.work_ns /= steps;
-  at.flops /= steps;
   int16_t prev_comm = -1;
   for (int i = 0; i < steps; i++) {
     int16_t comm_i = -1;
