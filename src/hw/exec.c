@@ -48,7 +48,14 @@ GQuark pn_exec_error_quark(void) { return g_quark_from_static_string("pn-exec-er
 #define PN_EXEC_CEIL_SLACK_NS 1e-6
 #define PN_EXEC_HORIZON_NS ((PnTimeNs)1 << 62)
 
-enum { ST_WAITING = 0, ST_RUNNING = 1, ST_ENDED = 2, ST_MASK = 3, ST_QUEUED = 4 /* flag: in the worklist */ };
+enum {
+  ST_WAITING = 0,
+  ST_RUNNING = 1,
+  ST_ENDED   = 2,
+  ST_MASK    = 3,
+  ST_QUEUED  = 4, /* flag: in the worklist */
+  ST_OPENED  = 8  /* flag: the observer was told it opened */
+};
 enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
 
 /* Growable arrays on the hot path: pointer/count/capacity (no out-of-line GArray calls). */
@@ -74,7 +81,7 @@ typedef struct {
   uint32_t aux;         /* COMPUTE: index in its GPU's running list; COMM: its xfer; P2P: leg_first */
   uint32_t gpu;
   int16_t sms;          /* as in PnTask */
-  uint8_t kind, scaling, sm_shape, n_legs;
+  uint8_t kind, scaling, sm_shape, n_legs, stream;
   uint8_t legs_left; /* P2P: legs not yet done */
 } TaskRt;
 
@@ -142,6 +149,7 @@ typedef struct {
   double full_gemm_limit;
   double full_mem;
   uint32_t n_ended;
+  const PnExecObserver *obs; /* NULL: none */
   PnTimeNs makespan_ns;  /* the latest end so far (time only moves forward: the last end) */
   PnTaskId horizon_task; /* first task scheduled at the horizon, PN_TASK_NONE if none */
   bool settle_pending;
@@ -347,6 +355,8 @@ static void end_task(Exec *ex, PnTaskId t)
   ex->times[t].end_ns = pn_engine_now(ex->eng);
   ex->makespan_ns     = ex->times[t].end_ns;
   ex->n_ended++;
+  if (ex->obs)
+    ex->obs->close(ex->obs->ctx, t, r->gpu, r->stream, r->kind, ex->times[t].start_ns, ex->times[t].end_ns);
   if (r->kind == PN_TASK_COMPUTE) {
     GpuRt *g                     = &ex->gpus[r->gpu];
     uint32_t pos                 = r->aux;
@@ -368,9 +378,21 @@ static void end_task(Exec *ex, PnTaskId t)
 
 static inline PnTaskId xfer_other(const Xfer *x, PnTaskId t) { return x->task == t ? x->peer : x->task; }
 
+/* The observer hears of a P2P task when its first leg starts. */
+static void open_p2p(Exec *ex, PnTaskId t)
+{
+  if (ex->obs && !(ex->state[t] & ST_OPENED)) {
+    ex->state[t] |= ST_OPENED;
+    const TaskRt *r = &ex->rt[t];
+    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, pn_engine_now(ex->eng));
+  }
+}
+
 static void start_leg(Exec *ex, uint32_t xi)
 {
   const Xfer *x = &ex->xf[xi];
+  open_p2p(ex, x->task);
+  open_p2p(ex, x->peer);
   double lat    = fmax(ex->rt[x->task].work, ex->rt[x->peer].work);
   ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
 }
@@ -401,6 +423,8 @@ static void start_task(Exec *ex, PnTaskId t)
   ex->qhead[r->gq]      = r->queue_next;
   if (r->queue_next != PN_TASK_NONE && ex->waits[r->queue_next] == 0)
     work_push(ex, r->queue_next);
+  if (ex->obs && (r->kind == PN_TASK_COMPUTE || r->kind == PN_TASK_COMM))
+    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, now);
   switch (r->kind) {
   case PN_TASK_COMPUTE: {
     GpuRt *g = &ex->gpus[r->gpu];
@@ -740,6 +764,7 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   ex->max_connections = opt->max_connections;
   ex->n_queues        = (uint32_t)MIN(opt->max_connections, PN_STREAM_N);
   ex->times           = times;
+  ex->obs             = opt->observer;
   ex->eng             = pn_engine_new(PN_QUEUE_HEAP);
   ex->mm              = pn_maxmin_new();
   ex->rt              = g_new(TaskRt, n ? n : 1);
@@ -801,7 +826,8 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
                                 .kind        = tk->kind,
                                 .scaling     = tk->scaling,
                                 .sm_shape    = tk->sm_shape,
-                                .n_legs      = tk->n_legs};
+                                .n_legs      = tk->n_legs,
+                                .stream      = tk->stream};
     switch (tk->kind) {
     case PN_TASK_COMPUTE:
       r->work = tk->work_ns + hw->kernel_launch_ns;

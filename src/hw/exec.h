@@ -31,9 +31,22 @@
 #include "hw/graph.h"
 #include "hw/profile.h"
 
+/* Optional: told of the busy intervals as the run goes, in time order (`t_ns` never decreases
+ * from one call to the next). `open`: a COMPUTE or COMM task at its start, a P2P task when the
+ * transfer of its first leg starts (both ends started: NCCL's rendezvous); DELAY tasks never
+ * open. `close`: every task at its end, opened or not (`start_ns` is its start). Both run inside
+ * the executor: they must not touch the graph being run other than to read it. */
 typedef struct {
-  int max_connections;   /* CUDA_DEVICE_MAX_CONNECTIONS (1..32) */
-  uint64_t event_budget; /* 0 = 64 * tasks + 10^6 */
+  void *ctx;
+  void (*open)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs t_ns);
+  void (*close)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs start_ns,
+                PnTimeNs t_ns);
+} PnExecObserver;
+
+typedef struct {
+  int max_connections;              /* CUDA_DEVICE_MAX_CONNECTIONS (1..32) */
+  uint64_t event_budget;            /* 0 = 64 * tasks + 10^6 */
+  const PnExecObserver *observer;   /* NULL: none */
 } PnExecOptions;
 
 typedef struct {

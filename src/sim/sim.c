@@ -13,62 +13,16 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* One end of an interval on a GPU's timeline, packed into a key:
- *   bits 63..12: time in ns (>= 0, < 2^52 ns = 52 days),  bit 11: 1 opens / 0 closes,
- *   bits 10..3: communication op index (PN_MAX_OPS),  bits 2..0: class + 1 (0 = compute).
- * The sweep needs the ends in time order only: ends at the same instant are all applied before
- * the next interval is charged, so their order among themselves changes nothing. Sorting is a
- * radix sort on the time bits: the accounting of a 10^6-task iteration must not cost more than
- * its simulation. */
-typedef uint64_t PnEdge;
+/* Accounting runs beside the executor (PnExecObserver): each GPU's timeline is swept as it is
+ * made, in time order, so nothing is stored per interval and nothing is sorted. Per GPU, the
+ * time since its last change is charged when the next change comes: to compute when a compute
+ * kernel runs, else split equally among the communication classes in flight (each class's
+ * share split among its ops in flight by their task counts), else to idle. The reported window
+ * [w0, w1] is the last iteration: w0 is the moment the last GPU finishes the iteration before
+ * (nothing before it is charged), w1 the moment the last GPU finishes the last one (nothing
+ * after it). A task counts when it ends after w0 and starts before w1, clipped to the window. */
 
 #define PN_MAX_OPS 256
-
-static PnEdge edge_make(PnTimeNs t, int8_t cls, int op, bool open)
-{
-  return ((uint64_t)t << 12) | ((uint64_t)(open ? 1 : 0) << 11) | ((uint64_t)op << 3) | (uint64_t)(cls + 1);
-}
-
-static inline uint64_t edge_time(PnEdge e) { return e >> 12; }
-
-/* Radix digits of 12 bits: a 4096-entry count table stays in L1 and the scatter writes to few
- * enough places to stay in cache (16-bit digits scattered to 65536 places ran at memory speed). */
-#define PN_RADIX_BITS 12
-#define PN_RADIX_SIZE (1u << PN_RADIX_BITS)
-
-/* Sorts edges by time (LSD radix on time - earliest, stable; ties keep their order). */
-static void sort_edges_by_time(PnEdge *v, size_t n)
-{
-  if (n < 2)
-    return;
-  uint64_t t_min = UINT64_MAX, t_max = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t t = edge_time(v[i]);
-    t_min      = t < t_min ? t : t_min;
-    t_max      = t > t_max ? t : t_max;
-  }
-  uint64_t span = t_max - t_min;
-  if (span == 0)
-    return;
-  g_autofree PnEdge *tmp = g_new(PnEdge, n);
-  pn_mem_hint_large(tmp, n * sizeof *tmp);
-  g_autofree size_t *count = g_new(size_t, PN_RADIX_SIZE + 1);
-  PnEdge *src = v, *dst = tmp;
-  for (int shift = 0; shift < 64 && (span >> shift) != 0; shift += PN_RADIX_BITS) {
-    memset(count, 0, (PN_RADIX_SIZE + 1) * sizeof *count);
-    for (size_t i = 0; i < n; i++)
-      count[((edge_time(src[i]) - t_min) >> shift & (PN_RADIX_SIZE - 1)) + 1]++;
-    for (size_t d = 0; d < PN_RADIX_SIZE; d++)
-      count[d + 1] += count[d];
-    for (size_t i = 0; i < n; i++)
-      dst[count[(edge_time(src[i]) - t_min) >> shift & (PN_RADIX_SIZE - 1)]++] = src[i];
-    PnEdge *t = src;
-    src       = dst;
-    dst       = t;
-  }
-  if (src != v)
-    memcpy(v, src, n * sizeof *v);
-}
 
 static gint op_cmp(gconstpointer a, gconstpointer b)
 {
@@ -78,80 +32,18 @@ static gint op_cmp(gconstpointer a, gconstpointer b)
   return strcmp(x->op, y->op);
 }
 
-/* When the data of a P2P task actually moves: from the first leg whose both ends had started. */
-static PnTimeNs p2p_transfer_start(const PnGraph *g, const PnExecResult *ex, PnTaskId id)
-{
-  const PnTask *t   = &g_array_index(g->tasks, PnTask, id);
-  PnTimeNs own      = g_array_index(ex->times, PnTaskTime, id).start_ns;
-  PnTimeNs earliest = PN_TIME_NEVER;
-  for (int i = 0; i < t->n_legs; i++) {
-    PnTimeNs peer  = g_array_index(ex->times, PnTaskTime, pn_graph_legs(g, t)[i].peer).start_ns;
-    PnTimeNs begin = own > peer ? own : peer;
-    if (begin < earliest)
-      earliest = begin;
-  }
-  return earliest == PN_TIME_NEVER ? own : earliest;
-}
-
-/* A growable array of interval ends (a plain pointer/count/capacity triple: two appends per
- * task of a 10^6-task graph). */
-typedef struct {
-  PnEdge *v;
-  size_t n, cap;
-} PnEdgeVec;
-
-/* One GPU's interval ends, appended in task order. Opens and closes are kept apart: tasks start
- * in issue order on most runs, so the opens usually arrive already sorted and only the closes
- * need sorting; the sweep merges the two. */
-typedef struct {
-  PnEdgeVec open, close;
-} PnEdges;
-
-static inline void edges_push(PnEdgeVec *e, PnEdge x)
-{
-  if (e->n == e->cap) {
-    e->cap = e->cap ? 2 * e->cap : 1024;
-    e->v   = g_renew(PnEdge, e->v, e->cap);
-    pn_mem_hint_large(e->v, e->cap * sizeof *e->v);
-  }
-  e->v[e->n++] = x;
-}
-
-static void add_edges(PnEdges *edges, int8_t cls, int op, PnTimeNs a, PnTimeNs b, PnTimeNs w0, PnTimeNs w1)
-{
-  if (a < w0)
-    a = w0;
-  if (b > w1)
-    b = w1;
-  if (b <= a)
-    return;
-  edges_push(&edges->open, edge_make(a, cls, op, true));
-  edges_push(&edges->close, edge_make(b, cls, op, false));
-}
-
-static void sort_if_needed(PnEdgeVec *e)
-{
-  for (size_t i = 1; i < e->n; i++)
-    if (edge_time(e->v[i]) < edge_time(e->v[i - 1])) {
-      sort_edges_by_time(e->v, e->n);
-      return;
-    }
-}
-
-/* The communication ops in flight during a sweep, as a list with O(1) insert and remove: an
- * exposed interval charges only these, not all PN_MAX_OPS slots. Each op's share is its own
+/* The communication ops in flight on a GPU, as a list with O(1) insert and remove: an exposed
+ * interval charges only these, not all PN_MAX_OPS slots. Each op's share is its own
  * accumulator, so the order of the list does not change any sum. */
 typedef struct {
   int count[PN_MAX_OPS]; /* tasks of the op in flight */
-  int cls[PN_MAX_OPS];
-  int pos[PN_MAX_OPS]; /* index in `live` while count > 0 */
+  int pos[PN_MAX_OPS];   /* index in `live` while count > 0 */
   int live[PN_MAX_OPS];
   int n_live;
 } PnOpsInFlight;
 
-static void ops_in_flight_add(PnOpsInFlight *f, int op, int cls, int delta)
+static void ops_in_flight_add(PnOpsInFlight *f, int op, int delta)
 {
-  f->cls[op] = cls;
   int before = f->count[op];
   f->count[op] += delta;
   if (before <= 0 && f->count[op] > 0) {
@@ -162,64 +54,6 @@ static void ops_in_flight_add(PnOpsInFlight *f, int op, int cls, int delta)
     f->live[f->pos[op]] = last;
     f->pos[last]        = f->pos[op];
   }
-}
-
-/* Sweep one GPU's intervals inside [w0, w1]: compute busy, exposed comm per class (split
- * equally among the classes in flight while no compute runs), idle. */
-/* `op_exposed` (PN_MAX_OPS entries) accumulates each op's share of the exposed time: an exposed
- * instant is split equally among the classes in flight, and a class's share equally among its
- * ops in flight. */
-static void account_gpu(PnEdges *edges, PnTimeNs w0, PnTimeNs w1, PnStageStats *st, double *op_exposed)
-{
-  sort_if_needed(&edges->open);
-  sort_if_needed(&edges->close);
-  int active_compute = 0, active[PN_CLASS_N] = {0};
-  PnOpsInFlight *ops = g_new0(PnOpsInFlight, 1);
-  PnTimeNs prev      = w0;
-  double idle_ns = 0.0, compute_ns = 0.0, exposed_ns[PN_CLASS_N] = {0};
-  const PnEdgeVec *op = &edges->open, *cl = &edges->close;
-  size_t io = 0, ic = 0;
-  for (;;) {
-    /* the earlier of the two heads (at a tie either: ends at one instant commute) */
-    bool done      = io == op->n && ic == cl->n;
-    bool take_open = !done && (ic == cl->n || (io < op->n && edge_time(op->v[io]) < edge_time(cl->v[ic])));
-    PnEdge e       = done ? 0 : take_open ? op->v[io++] : cl->v[ic++];
-    PnTimeNs t     = done ? w1 : (PnTimeNs)edge_time(e);
-    double dt      = (double)(t - prev);
-    if (dt > 0) {
-      int n_cls = 0;
-      for (int c = 0; c < PN_CLASS_N; c++)
-        n_cls += active[c] > 0;
-      if (active_compute > 0)
-        compute_ns += dt;
-      else if (n_cls > 0) {
-        for (int c = 0; c < PN_CLASS_N; c++)
-          exposed_ns[c] += active[c] > 0 ? dt / n_cls : 0.0;
-        for (int k = 0; k < ops->n_live; k++) {
-          int o = ops->live[k];
-          op_exposed[o] += dt / n_cls * ops->count[o] / active[ops->cls[o]] * 1e-9;
-        }
-      } else
-        idle_ns += dt;
-      prev = t;
-    }
-    if (done)
-      break;
-    int cls   = (int)(e & 7) - 1;
-    int opi   = (int)((e >> 3) & 0xff);
-    int delta = (e >> 11) & 1 ? +1 : -1;
-    if (cls == PN_CLASS_NONE) {
-      active_compute += delta;
-    } else {
-      active[cls] += delta;
-      ops_in_flight_add(ops, opi, cls, delta);
-    }
-  }
-  g_free(ops);
-  st->compute_s = compute_ns * 1e-9;
-  st->bubble_s  = idle_ns * 1e-9;
-  for (int c = 0; c < PN_CLASS_N; c++)
-    st->exposed_comm_s[c] = exposed_ns[c] * 1e-9;
 }
 
 /* Op index by label. Labels are static strings, so a label pointer seen before maps to its op
@@ -254,14 +88,177 @@ static int op_index_of(PnOpIndex *ix, const char *label, int cls)
   return op;
 }
 
-static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *ex, const PnBuildInfo *info,
-                    PnResult *r)
+/* A communication task in flight on one stream (a stream runs one task at a time). */
+typedef struct {
+  PnTimeNs open_ns;
+  int8_t cls; /* PN_CLASS_NONE: nothing counted */
+  uint8_t op;
+} PnOpenComm;
+
+typedef struct {
+  PnTimeNs last_ns; /* charged up to here */
+  int active_compute, active[PN_CLASS_N], n_cls;
+  PnOpsInFlight ops;
+  PnOpenComm open[PN_STREAM_N];
+  double compute_ns, idle_ns, exposed_ns[PN_CLASS_N];
+  double total_comm_ns[PN_CLASS_N];
+  double op_exposed_ns[PN_MAX_OPS];
+  PnTimeNs end_ns; /* latest end of a counted task, -1 none */
+} PnAcctGpu;
+
+typedef struct {
+  const PnTask *tasks;
+  const PnBuildInfo *info;
+  uint32_t n_gpus;
+  int iters;
+  PnAcctGpu *gpu;
+  int *finished;       /* per iteration: GPUs that finished it */
+  bool *done;          /* per (iteration, GPU): its iteration-end task ended */
+  PnTimeNs w0, w1;     /* the window; PN_TIME_NEVER until known */
+  PnOpIndex ops;
+  double op_total_ns[PN_MAX_OPS];
+  bool op_seen[PN_MAX_OPS];
+} PnAcct;
+
+/* Charges GPU g's state from its last change to `t` (clipped to the window). */
+static inline void acct_charge(PnAcct *ac, PnAcctGpu *g, PnTimeNs t)
+{
+  if (ac->w0 == PN_TIME_NEVER)
+    return; /* before the window: nothing is charged (last_ns is set when w0 is known) */
+  if (t > ac->w1)
+    t = ac->w1;
+  if (t <= g->last_ns)
+    return;
+  double dt  = (double)(t - g->last_ns);
+  g->last_ns = t;
+  if (g->active_compute > 0) {
+    g->compute_ns += dt;
+  } else if (g->n_cls > 0) {
+    double share = dt / g->n_cls;
+    for (int c = 0; c < PN_CLASS_N; c++)
+      if (g->active[c] > 0)
+        g->exposed_ns[c] += share;
+    for (int k = 0; k < g->ops.n_live; k++) {
+      int o = g->ops.live[k];
+      g->op_exposed_ns[o] += share * g->ops.count[o] / g->active[ac->ops.cls[o]];
+    }
+  } else {
+    g->idle_ns += dt;
+  }
+}
+
+static void acct_open(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs t)
+{
+  PnAcct *ac    = ctx;
+  PnAcctGpu *g  = &ac->gpu[gpu];
+  acct_charge(ac, g, t);
+  if (kind == PN_TASK_COMPUTE) {
+    g->active_compute++;
+    return;
+  }
+  const PnTask *tk = &ac->tasks[id];
+  PnOpenComm *oc   = &g->open[stream];
+  oc->open_ns      = t;
+  oc->cls          = tk->cls;
+  if (tk->cls < 0)
+    return;
+  oc->op = (uint8_t)op_index_of(&ac->ops, tk->label ? tk->label : "comm", tk->cls);
+  if (g->active[tk->cls]++ == 0)
+    g->n_cls++;
+  ops_in_flight_add(&g->ops, oc->op, +1);
+}
+
+/* The window opens (w0) or closes (w1) when the last GPU finishes an iteration. */
+static void acct_iteration_end(PnAcct *ac, int k, PnTimeNs t)
+{
+  if (++ac->finished[k] < (int)ac->n_gpus)
+    return;
+  if (k == ac->iters - 2) {
+    ac->w0 = t;
+    for (uint32_t i = 0; i < ac->n_gpus; i++)
+      ac->gpu[i].last_ns = t;
+  } else if (k == ac->iters - 1) {
+    if (ac->w0 == PN_TIME_NEVER) { /* one iteration: the window starts at 0 */
+      ac->w0 = 0;
+    }
+    for (uint32_t i = 0; i < ac->n_gpus; i++)
+      acct_charge(ac, &ac->gpu[i], t);
+    ac->w1 = t;
+  }
+}
+
+static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs start,
+                       PnTimeNs t)
+{
+  PnAcct *ac   = ctx;
+  PnAcctGpu *g = &ac->gpu[gpu];
+  acct_charge(ac, g, t);
+  bool counted = ac->w0 != PN_TIME_NEVER && t > ac->w0 && start < ac->w1;
+  if (counted && t > g->end_ns)
+    g->end_ns = t;
+  if (kind == PN_TASK_COMPUTE) {
+    g->active_compute--;
+  } else if (kind != PN_TASK_DELAY) {
+    PnOpenComm *oc = &g->open[stream];
+    if (oc->cls >= 0) {
+      if (--g->active[oc->cls] == 0)
+        g->n_cls--;
+      ops_in_flight_add(&g->ops, oc->op, -1);
+      PnTimeNs a = oc->open_ns, b = t;
+      if (ac->w0 != PN_TIME_NEVER) {
+        a = a < ac->w0 ? ac->w0 : a;
+        b = b > ac->w1 ? ac->w1 : b;
+      }
+      if (counted && b > a) {
+        g->total_comm_ns[oc->cls] += (double)(b - a);
+        ac->op_total_ns[oc->op] += (double)(b - a);
+        ac->op_seen[oc->op] = true;
+      }
+    }
+  }
+  const PnTaskId *ends = (const PnTaskId *)(const void *)ac->info->iteration_end->data;
+  for (int k = 0; k < ac->iters; k++) {
+    size_t i = (size_t)k * ac->n_gpus + gpu;
+    if (ends[i] == id && !ac->done[i]) {
+      ac->done[i] = true;
+      acct_iteration_end(ac, k, t);
+    }
+  }
+}
+
+static void acct_init(PnAcct *ac, const PnGraph *g, const PnBuildInfo *info)
+{
+  *ac = (PnAcct){.tasks   = (const PnTask *)(const void *)g->tasks->data,
+                 .info    = info,
+                 .n_gpus  = g->n_gpus,
+                 .iters   = (int)(info->iteration_end->len / (g->n_gpus ? g->n_gpus : 1)),
+                 .w0      = PN_TIME_NEVER,
+                 .w1      = PN_TIME_NEVER,
+                 .ops     = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
+  ac->gpu      = g_new0(PnAcctGpu, ac->n_gpus ? ac->n_gpus : 1);
+  ac->finished = g_new0(int, ac->iters ? ac->iters : 1);
+  ac->done     = g_new0(bool, (size_t)(ac->iters ? ac->iters : 1) * (ac->n_gpus ? ac->n_gpus : 1));
+  for (uint32_t i = 0; i < ac->n_gpus; i++)
+    ac->gpu[i].end_ns = -1;
+  if (ac->iters == 1)
+    ac->w0 = 0;
+}
+
+static void acct_clear(PnAcct *ac)
+{
+  g_free(ac->gpu);
+  g_free(ac->finished);
+  g_free(ac->done);
+  g_hash_table_unref(ac->ops.by_text);
+}
+
+/* The iteration times and the last one's breakdown, from the sweep and the iteration ends. */
+static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo *info, PnAcct *ac, PnResult *r)
 {
   uint32_t n_gpus = g->n_gpus;
-  int iters       = (int)(info->iteration_end->len / n_gpus);
+  int iters       = ac->iters;
   PnTimeNs prev = 0, w0 = 0, w1 = 0;
   const PnTaskTime *times = (const PnTaskTime *)(const void *)ex->times->data;
-  const PnTask *tasks     = (const PnTask *)(const void *)g->tasks->data;
   for (int it = 0; it < iters; it++) {
     PnTimeNs end = 0;
     for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
@@ -276,44 +273,24 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
     prev = end;
   }
   r->iteration_time_s = (double)(w1 - w0) * 1e-9;
+  g_assert(iters == 0 || (ac->w0 == w0 && ac->w1 == w1));
 
-  /* communication ops by label (lookup only; the report order is sorted below) */
-  PnOpIndex ops               = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)};
-  double op_total[PN_MAX_OPS] = {0}, op_exposed[PN_MAX_OPS] = {0};
-  PnEdges *edges = g_new0(PnEdges, n_gpus ? n_gpus : 1);
+  double op_exposed[PN_MAX_OPS] = {0};
   g_array_set_size(r->stages, n_gpus);
   PnStageStats *stages = (PnStageStats *)(void *)r->stages->data;
-  uint32_t n_tasks     = pn_graph_n_tasks(g);
-  for (PnTaskId id = 0; id < n_tasks; id++) {
-    const PnTask *t      = &tasks[id];
-    const PnTaskTime *tt = &times[id];
-    PnEdges *e           = &edges[t->gpu];
-    PnStageStats *st     = &stages[t->gpu];
-    if (tt->end_ns <= w0 || tt->start_ns >= w1)
-      continue;
-    if (tt->end_ns > st->end_s * 1e9)
-      st->end_s = (double)tt->end_ns * 1e-9;
-    if (t->kind == PN_TASK_COMPUTE) {
-      add_edges(e, PN_CLASS_NONE, 0, tt->start_ns, tt->end_ns, w0, w1);
-    } else if (t->kind == PN_TASK_COMM || t->kind == PN_TASK_P2P) {
-      PnTimeNs a = t->kind == PN_TASK_P2P ? p2p_transfer_start(g, ex, id) : tt->start_ns;
-      PnTimeNs b = tt->end_ns;
-      a          = a < w0 ? w0 : a;
-      b          = b > w1 ? w1 : b;
-      if (t->cls >= 0 && b > a) {
-        int op = op_index_of(&ops, t->label ? t->label : "comm", t->cls);
-        add_edges(e, t->cls, op, a, b, w0, w1);
-        st->total_comm_s[t->cls] += (double)(b - a) * 1e-9;
-        op_total[op] += (double)(b - a) * 1e-9;
-      }
-    }
-  }
   for (uint32_t gpu = 0; gpu < n_gpus; gpu++) {
+    PnAcctGpu *ag = &ac->gpu[gpu];
+    acct_charge(ac, ag, w1); /* the rest of the window in the final state */
     PnStageStats *st = &stages[gpu];
-    account_gpu(&edges[gpu], w0, w1, st, op_exposed);
-    g_free(edges[gpu].open.v);
-    g_free(edges[gpu].close.v);
-    st->end_s -= (double)w0 * 1e-9;
+    st->compute_s    = ag->compute_ns * 1e-9;
+    st->bubble_s     = ag->idle_ns * 1e-9;
+    st->end_s        = ag->end_ns >= 0 ? (double)(ag->end_ns - w0) * 1e-9 : 0.0;
+    for (int c = 0; c < PN_CLASS_N; c++) {
+      st->exposed_comm_s[c] = ag->exposed_ns[c] * 1e-9;
+      st->total_comm_s[c]   = ag->total_comm_ns[c] * 1e-9;
+    }
+    for (int o = 0; o < ac->ops.n; o++)
+      op_exposed[o] += ag->op_exposed_ns[o] * 1e-9;
     r->compute_s += st->compute_s / n_gpus;
     r->bubble_s += st->bubble_s / n_gpus;
     for (int c = 0; c < PN_CLASS_N; c++) {
@@ -321,14 +298,13 @@ static void account(const PnScenario *sc, const PnGraph *g, const PnExecResult *
       r->total_comm_s[c] += st->total_comm_s[c] / n_gpus;
     }
   }
-  g_free(edges);
-  for (int o = 0; o < ops.n; o++) {
-    PnOpStats os = {ops.label[o], ops.cls[o], op_total[o] / n_gpus, op_exposed[o] / n_gpus};
+  for (int o = 0; o < ac->ops.n; o++) {
+    if (!ac->op_seen[o])
+      continue;
+    PnOpStats os = {ac->ops.label[o], ac->ops.cls[o], ac->op_total_ns[o] * 1e-9 / n_gpus, op_exposed[o] / n_gpus};
     g_array_append_val(r->comm_ops, os);
   }
-  g_hash_table_unref(ops.by_text);
   g_array_sort(r->comm_ops, op_cmp);
-  (void)sc;
 }
 
 static void fill_headline(const PnScenario *sc, PnResult *r)
@@ -387,13 +363,18 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
     pn_build_info_clear(&info);
     return FALSE;
   }
-  PnExecOptions eo = {.max_connections = plan.max_connections};
-  PnExecResult ex  = {0};
+  PnAcct ac;
+  acct_init(&ac, g, &info);
+  PnExecObserver obs = {.ctx = &ac, .open = acct_open, .close = acct_close};
+  PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
+  PnExecResult ex    = {0};
   if (!pn_exec_run(g, sc->hw, &eo, &ex, error)) {
+    acct_clear(&ac);
     pn_build_info_clear(&info);
     return FALSE;
   }
-  account(sc, g, &ex, &info, r);
+  account(g, &ex, &info, &ac, r);
+  acct_clear(&ac);
   fill_headline(sc, r);
   r->tasks          = pn_graph_n_tasks(g);
   r->events         = ex.events;
