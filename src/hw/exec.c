@@ -212,6 +212,7 @@ static void work_push(Exec *ex, PnTaskId t)
   if (ex->state[t] & ST_QUEUED)
     return;
   ex->state[t] |= ST_QUEUED;
+  __builtin_prefetch(&ex->rt[t]); /* read when it is popped, in this instant's settle */
   if (ex->n_work == ex->cap_work) {
     ex->cap_work = ex->cap_work ? 2 * ex->cap_work : 64;
     ex->work     = g_renew(PnTaskId, ex->work, ex->cap_work);

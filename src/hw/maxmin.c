@@ -476,6 +476,39 @@ static void solve_single(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
     recompute_usage(mm, res_at(mm, mm->comp_res[i]));
 }
 
+/* A component where every flow has a bound and every resource has room for what the bounds
+ * ask (sum of a * bound below its capacity, with a margin): each flow gets its bound, and this
+ * is what progressive filling gives. There, a resource's level rem / sum_a stays above the
+ * weighted mean of its unfixed flows' bounds, hence above the smallest of them, so every pop is
+ * a flow's own bound (x = bound exactly) and fixing it keeps the invariant. The margin keeps
+ * floating-point near-ties on the general path. False (nothing changed) when it does not apply. */
+#define PN_MAXMIN_ROOM_MARGIN 1e-9
+static bool solve_all_bounded(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
+{
+  for (uint32_t i = 0; i < mm->n_comp_flows; i++)
+    if (!(flow_at(mm, mm->comp_flows[i])->bound > 0.0))
+      return false;
+  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
+    const Res *r  = res_at(mm, mm->comp_res[i]);
+    double demand = 0.0;
+    for (uint32_t j = 0; j < r->n_users; j++) {
+      const Flow *fl = flow_at(mm, r->users[j].f);
+      demand += fl->elems[r->users[j].k].a * fl->bound;
+    }
+    if (!(demand < r->capacity * (1.0 - PN_MAXMIN_ROOM_MARGIN)))
+      return false;
+  }
+  for (uint32_t i = 0; i < mm->n_comp_flows; i++) {
+    Flow *fl  = flow_at(mm, mm->comp_flows[i]);
+    fl->fixed = true;
+    fl->level = fl->bound;
+    publish_rate(mm, mm->comp_flows[i], changed, n_changed);
+  }
+  for (uint32_t i = 0; i < mm->n_comp_res; i++)
+    recompute_usage(mm, res_at(mm, mm->comp_res[i]));
+  return true;
+}
+
 void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
 {
   if (changed_out) {
@@ -494,6 +527,12 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
   }
   if (mm->n_comp_flows <= 1) {
     solve_single(mm, changed, &n_changed);
+    if (changed_out)
+      g_array_set_size(changed_out, n_changed);
+    return;
+  }
+
+  if (solve_all_bounded(mm, changed, &n_changed)) {
     if (changed_out)
       g_array_set_size(changed_out, n_changed);
     return;
