@@ -83,6 +83,7 @@ typedef struct {
   int16_t sms;          /* as in PnTask */
   uint8_t kind, scaling, sm_shape, n_legs, stream;
   uint8_t legs_left; /* P2P: legs not yet done */
+  uint16_t tag;      /* the observer's tag (COMM, P2P) */
 } TaskRt;
 
 /* A running compute kernel. */
@@ -357,7 +358,7 @@ static void end_task(Exec *ex, PnTaskId t)
   ex->makespan_ns     = ex->times[t].end_ns;
   ex->n_ended++;
   if (ex->obs)
-    ex->obs->close(ex->obs->ctx, t, r->gpu, r->stream, r->kind, ex->times[t].start_ns, ex->times[t].end_ns);
+    ex->obs->close(ex->obs->ctx, t, r->gpu, r->stream, r->kind, r->tag, ex->times[t].start_ns, ex->times[t].end_ns);
   if (r->kind == PN_TASK_COMPUTE) {
     GpuRt *g                     = &ex->gpus[r->gpu];
     uint32_t pos                 = r->aux;
@@ -385,7 +386,7 @@ static void open_p2p(Exec *ex, PnTaskId t)
   if (ex->obs && !(ex->state[t] & ST_OPENED)) {
     ex->state[t] |= ST_OPENED;
     const TaskRt *r = &ex->rt[t];
-    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, pn_engine_now(ex->eng));
+    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, r->tag, pn_engine_now(ex->eng));
   }
 }
 
@@ -425,7 +426,7 @@ static void start_task(Exec *ex, PnTaskId t)
   if (r->queue_next != PN_TASK_NONE && ex->waits[r->queue_next] == 0)
     work_push(ex, r->queue_next);
   if (ex->obs && (r->kind == PN_TASK_COMPUTE || r->kind == PN_TASK_COMM))
-    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, now);
+    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, r->tag, now);
   switch (r->kind) {
   case PN_TASK_COMPUTE: {
     GpuRt *g = &ex->gpus[r->gpu];
@@ -440,6 +441,7 @@ static void start_task(Exec *ex, PnTaskId t)
     break;
   case PN_TASK_COMM:
     hold_sms(ex, r, +1);
+    __builtin_prefetch(&ex->tasks[t]); /* its bytes are read when the latency has elapsed */
     pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->work, 0), t), on_comm_ready, ex, t);
     break;
   case PN_TASK_P2P:
@@ -838,6 +840,8 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
       break;
     default:
       r->work = tk->latency_ns;
+      if (ex->obs && ex->obs->tag)
+        r->tag = ex->obs->tag(ex->obs->ctx, t, tk);
       break;
     }
     ex->waits[t] = tk->dep_count;

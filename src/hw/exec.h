@@ -34,12 +34,16 @@
 /* Optional: told of the busy intervals as the run goes, in time order (`t_ns` never decreases
  * from one call to the next). `open`: a COMPUTE or COMM task at its start, a P2P task when the
  * transfer of its first leg starts (both ends started: NCCL's rendezvous); DELAY tasks never
- * open. `close`: every task at its end, opened or not (`start_ns` is its start). Both run inside
- * the executor: they must not touch the graph being run other than to read it. */
+ * open. `close`: every task at its end, opened or not (`start_ns` is its start). `tag` (may be
+ * NULL: tag 0) is asked once per COMM and P2P task while the run is set up, when the task is
+ * read anyway, and its answer comes back with that task's open and close: what the observer
+ * needs of the task without reading it again in the middle of the run. The callbacks run inside
+ * the executor: they must not change the graph being run. */
 typedef struct {
   void *ctx;
-  void (*open)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs t_ns);
-  void (*close)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs start_ns,
+  uint16_t (*tag)(void *ctx, PnTaskId task, const PnTask *tk);
+  void (*open)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag, PnTimeNs t_ns);
+  void (*close)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag, PnTimeNs start_ns,
                 PnTimeNs t_ns);
 } PnExecObserver;
 

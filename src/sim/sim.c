@@ -107,7 +107,6 @@ typedef struct {
 } PnAcctGpu;
 
 typedef struct {
-  const PnTask *tasks;
   const PnBuildInfo *info;
   uint32_t n_gpus;
   int iters;
@@ -147,23 +146,33 @@ static inline void acct_charge(PnAcct *ac, PnAcctGpu *g, PnTimeNs t)
   }
 }
 
-static void acct_open(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs t)
+/* A communication task's tag: its class + 1 (0: not counted) in the high byte, its op index in
+ * the low one. */
+static uint16_t acct_tag(void *ctx, PnTaskId id, const PnTask *tk)
 {
-  PnAcct *ac    = ctx;
-  PnAcctGpu *g  = &ac->gpu[gpu];
+  PnAcct *ac = ctx;
+  if (tk->cls < 0 || tk->cls >= PN_CLASS_N)
+    return 0;
+  int op = op_index_of(&ac->ops, tk->label ? tk->label : "comm", tk->cls);
+  return (uint16_t)(((tk->cls + 1) << 8) | op);
+}
+
+static void acct_open(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag, PnTimeNs t)
+{
+  PnAcct *ac   = ctx;
+  PnAcctGpu *g = &ac->gpu[gpu];
   acct_charge(ac, g, t);
   if (kind == PN_TASK_COMPUTE) {
     g->active_compute++;
     return;
   }
-  const PnTask *tk = &ac->tasks[id];
-  PnOpenComm *oc   = &g->open[stream];
-  oc->open_ns      = t;
-  oc->cls          = tk->cls;
-  if (tk->cls < 0)
+  PnOpenComm *oc = &g->open[stream];
+  oc->open_ns    = t;
+  oc->cls        = (int8_t)((tag >> 8) - 1);
+  if (oc->cls < 0)
     return;
-  oc->op = (uint8_t)op_index_of(&ac->ops, tk->label ? tk->label : "comm", tk->cls);
-  if (g->active[tk->cls]++ == 0)
+  oc->op = (uint8_t)(tag & 0xff);
+  if (g->active[oc->cls]++ == 0)
     g->n_cls++;
   ops_in_flight_add(&g->ops, oc->op, +1);
 }
@@ -187,8 +196,8 @@ static void acct_iteration_end(PnAcct *ac, int k, PnTimeNs t)
   }
 }
 
-static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, PnTimeNs start,
-                       PnTimeNs t)
+static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
+                       PnTimeNs start, PnTimeNs t)
 {
   PnAcct *ac   = ctx;
   PnAcctGpu *g = &ac->gpu[gpu];
@@ -228,8 +237,7 @@ static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uin
 
 static void acct_init(PnAcct *ac, const PnGraph *g, const PnBuildInfo *info)
 {
-  *ac = (PnAcct){.tasks   = (const PnTask *)(const void *)g->tasks->data,
-                 .info    = info,
+  *ac = (PnAcct){.info    = info,
                  .n_gpus  = g->n_gpus,
                  .iters   = (int)(info->iteration_end->len / (g->n_gpus ? g->n_gpus : 1)),
                  .w0      = PN_TIME_NEVER,
@@ -365,7 +373,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   }
   PnAcct ac;
   acct_init(&ac, g, &info);
-  PnExecObserver obs = {.ctx = &ac, .open = acct_open, .close = acct_close};
+  PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
   PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
   PnExecResult ex    = {0};
   if (!pn_exec_run(g, sc->hw, &eo, &ex, error)) {
