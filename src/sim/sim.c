@@ -365,9 +365,12 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnPlan plan;
   if (!pn_overlap_resolve(sc, &plan, r->warnings, error))
     return FALSE;
+  /* the graph's and the executor's large arrays are mapped in by a helper thread (mem.h) */
+  PnPrefault *pf       = pn_mem_prefault_begin();
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnBuildInfo info     = {0};
   if (!pn_sched_build(sc, &plan, g, &info, error)) {
+    pn_mem_prefault_end(pf);
     pn_build_info_clear(&info);
     return FALSE;
   }
@@ -376,7 +379,9 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
   PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
   PnExecResult ex    = {0};
-  if (!pn_exec_run(g, sc->hw, &eo, &ex, error)) {
+  gboolean ran = pn_exec_run(g, sc->hw, &eo, &ex, error);
+  pn_mem_prefault_end(pf);
+  if (!ran) {
     acct_clear(&ac);
     pn_build_info_clear(&info);
     return FALSE;
