@@ -39,6 +39,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
 #include "core/mem.h"
 #include "hw/maxmin.h"
@@ -115,7 +116,16 @@ typedef struct {
   PnResourceId res[RES_PER_GPU];
 } GpuRt;
 
+#define PN_EXEC_RATE_MEMO_BITS 6
 typedef struct {
+  uint64_t sms; /* the SM share's bits */
+  double rate;
+  uint8_t sm_shape, scaling;
+  bool own_limit, valid;
+} RateMemo;
+
+typedef struct {
+  RateMemo rate_memo[1 << PN_EXEC_RATE_MEMO_BITS];
   const PnTask *tasks;
   const PnP2pLeg *legs; /* the graph's leg array (pn_graph_legs) */
   const PnTaskId *deps;
@@ -256,7 +266,27 @@ static PnTaskId work_pop(Exec *ex)
  * launched for exactly these SMs (TE set_sm_margin), so it fills them in whole waves; otherwise
  * it was launched for all SMs and other kernels hold the rest (wave quantization, interference):
  * two different measured curves. */
-static double sm_rate(const Exec *ex, const TaskRt *tk, double sms, bool own_limit)
+static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool own_limit);
+
+/* sm_rate() memoized: the same few (kernel kind, SM share) pairs recur all run long (a GEMM
+ * beside a 16-SM userbuffers kernel, beside a P2P kernel, ...). Direct-mapped on the exact
+ * inputs, so a hit returns the very value the evaluation would. */
+static double sm_rate(Exec *ex, const TaskRt *tk, double sms, bool own_limit)
+{
+  uint64_t bits;
+  memcpy(&bits, &sms, sizeof bits);
+  uint64_t key = bits ^ ((uint64_t)tk->sm_shape << 1) ^ ((uint64_t)tk->scaling << 9) ^ (own_limit ? 1u : 0u);
+  RateMemo *m  = &ex->rate_memo[(key * 0x9E3779B97F4A7C15ull) >> (64 - PN_EXEC_RATE_MEMO_BITS)];
+  if (m->valid && m->sms == bits && m->sm_shape == tk->sm_shape && m->scaling == tk->scaling &&
+      m->own_limit == own_limit)
+    return m->rate;
+  double r = sm_rate_eval(ex, tk, sms, own_limit);
+  *m       = (RateMemo){.sms = bits, .rate = r, .sm_shape = tk->sm_shape, .scaling = tk->scaling,
+                        .own_limit = own_limit, .valid = true};
+  return r;
+}
+
+static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool own_limit)
 {
   uint8_t scaling = tk->scaling;
   double n_sm     = (double)ex->hw->sm_count;
