@@ -851,7 +851,6 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
     }
     const PnTask *tk = &ex->tasks[t];
     TaskRt *r        = &ex->rt[t];
-    times[t]         = (PnTaskTime){-1, -1};
     *r               = (TaskRt){.stream_next = PN_TASK_NONE,
                                 .queue_next  = PN_TASK_NONE,
                                 .gpu         = tk->gpu,
