@@ -13,6 +13,8 @@
 
 /* Below this, huge pages would save little and could waste most of a 2 MiB page. */
 #define PN_MEM_LARGE_BYTES ((size_t)4 << 20)
+/* What one populate call maps in (a multiple of the 2 MiB huge page). */
+#define PN_MEM_PREFAULT_SLICE ((uintptr_t)4 << 20)
 
 struct PnPrefault {
   GThread *thread;
@@ -49,9 +51,15 @@ static gpointer prefault_main(gpointer data)
       break;
     }
 #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    /* in slices: the call holds the address-space lock, which the main thread's own mappings
+     * (a growing array's mremap) must wait for */
     uintptr_t begin, end;
     if (page_span(r->p, r->bytes, &begin, &end))
-      (void)madvise((void *)begin, end - begin, MADV_POPULATE_WRITE); /* refused or unmapped: ignored */
+      for (uintptr_t a = begin; a < end; a += PN_MEM_PREFAULT_SLICE) {
+        uintptr_t b = end - a > PN_MEM_PREFAULT_SLICE ? a + PN_MEM_PREFAULT_SLICE : end;
+        if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0)
+          break; /* refused or unmapped: the rest is left to the writer */
+      }
 #endif
     g_free(r);
   }
