@@ -237,8 +237,7 @@ static void bench_405b_child(int gpus, int gbs, int reps)
   printf("  %6d GPUs  GBS %5d  %7u tasks %8" PRIu64 " events | load %6.1f ms  build %6.1f ms  exec %6.1f ms | "
          "pn_sim_run %6.1f ms (cpu %6.1f ms)  (%.1f M events/s)  predicted %.3f s",
          gpus, gbs, best.tasks, best.events, best.load_s * 1e3, best.build_s * 1e3, best.exec_s * 1e3, best.sim_s * 1e3,
-         best.sim_cpu_s * 1e3,
-         (double)best.events / best.exec_s * 1e-6, best.iteration_s);
+         best.sim_cpu_s * 1e3, (double)best.events / best.exec_s * 1e-6, best.iteration_s);
   fflush(stdout);
 }
 

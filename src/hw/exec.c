@@ -81,7 +81,7 @@ typedef struct {
   uint32_t gq;          /* hardware queue index: gpu * n_queues + queue */
   uint32_t aux;         /* COMPUTE: index in its GPU's running list; COMM: its xfer; P2P: leg_first */
   uint32_t gpu;
-  int16_t sms;          /* as in PnTask */
+  int16_t sms; /* as in PnTask */
   uint8_t kind, scaling, sm_shape, n_legs, stream;
   uint8_t legs_left; /* P2P: legs not yet done */
   uint16_t tag;      /* the observer's tag (COMM, P2P) */
@@ -90,7 +90,7 @@ typedef struct {
 /* A running compute kernel. */
 typedef struct {
   PnTaskId task;
-  int16_t sm_limit; /* the task's sms (0 = all) */
+  int16_t sm_limit;  /* the task's sms (0 = all) */
   double remaining;  /* ns of work at full speed left at since_ns */
   double rate;       /* speed relative to running alone with all SMs; 0 before the first refresh */
   PnTimeNs since_ns; /* when `remaining` was last brought up to date */
@@ -137,9 +137,9 @@ typedef struct {
   PnEngine *eng;
   PnMaxMin *mm;
   TaskRt *rt;
-  uint32_t *waits; /* per task: unfinished deps + unfinished stream predecessor */
+  uint32_t *waits;    /* per task: unfinished deps + unfinished stream predecessor */
   uint32_t *leg_xfer; /* per leg slot of the graph (PnTask.leg_first + k): the leg's xfer */
-  uint8_t *state;  /* per task: ST_* | ST_QUEUED */
+  uint8_t *state;     /* per task: ST_* | ST_QUEUED */
   Xfer *xf;
   uint32_t n_xfers;
   GpuRt *gpus;
@@ -161,8 +161,8 @@ typedef struct {
   double full_mem;
   uint32_t n_ended;
   const PnExecObserver *obs; /* NULL: none */
-  PnTimeNs makespan_ns;  /* the latest end so far (time only moves forward: the last end) */
-  PnTaskId horizon_task; /* first task scheduled at the horizon, PN_TASK_NONE if none */
+  PnTimeNs makespan_ns;      /* the latest end so far (time only moves forward: the last end) */
+  PnTaskId horizon_task;     /* first task scheduled at the horizon, PN_TASK_NONE if none */
   bool settle_pending;
   bool mm_dirty;
 } Exec;
@@ -281,8 +281,8 @@ static double sm_rate(Exec *ex, const TaskRt *tk, double sms, bool own_limit)
       m->own_limit == own_limit)
     return m->rate;
   double r = sm_rate_eval(ex, tk, sms, own_limit);
-  *m       = (RateMemo){.sms = bits, .rate = r, .sm_shape = tk->sm_shape, .scaling = tk->scaling,
-                        .own_limit = own_limit, .valid = true};
+  *m       = (RateMemo){
+            .sms = bits, .rate = r, .sm_shape = tk->sm_shape, .scaling = tk->scaling, .own_limit = own_limit, .valid = true};
   return r;
 }
 
@@ -839,8 +839,8 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   pn_mem_hint_large(ex->dep_off, ((size_t)n + 1) * sizeof(uint32_t));
   /* dependency edges in a compact list for the CSR below (the graph's array is their upper bound) */
   size_t n_edges = 0, cap_x = 0, cap_e = g->deps->len ? g->deps->len : 1;
-  PnTaskId *edge_from = g_new(PnTaskId, cap_e);
-  PnTaskId *edge_to   = g_new(PnTaskId, cap_e);
+  PnTaskId *edge_from       = g_new(PnTaskId, cap_e);
+  PnTaskId *edge_to         = g_new(PnTaskId, cap_e);
   g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   uint32_t n_x              = 0;
   gboolean ok               = TRUE;

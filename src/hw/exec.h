@@ -48,9 +48,9 @@ typedef struct {
 } PnExecObserver;
 
 typedef struct {
-  int max_connections;              /* CUDA_DEVICE_MAX_CONNECTIONS (1..32) */
-  uint64_t event_budget;            /* 0 = 64 * tasks + 10^6 */
-  const PnExecObserver *observer;   /* NULL: none */
+  int max_connections;            /* CUDA_DEVICE_MAX_CONNECTIONS (1..32) */
+  uint64_t event_budget;          /* 0 = 64 * tasks + 10^6 */
+  const PnExecObserver *observer; /* NULL: none */
 } PnExecOptions;
 
 typedef struct {

@@ -79,19 +79,19 @@ typedef struct {
 
 typedef struct {
   uint32_t gpu;
-  uint8_t stream;          /* PnStream */
-  uint8_t kind;            /* PnTaskKind */
-  int8_t cls;              /* PnCommClass; PN_CLASS_NONE for compute */
-  uint8_t scaling;         /* PnSmScaling (compute) */
-  int16_t sms;             /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
-  uint8_t n_legs;          /* P2P: 1..PN_TASK_MAX_LEGS */
-  uint8_t sm_shape;        /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
-  uint8_t phase;           /* PnPhase, for reports and traces */
-  int16_t chunk;           /* virtual pipeline chunk, -1 when n/a */
-  int16_t layer;           /* layer index within the model, -1 when n/a */
-  int32_t microbatch;      /* -1 when not applicable */
-  uint32_t leg_first;      /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
-  uint32_t dep_first;      /* into PnGraph.deps */
+  uint8_t stream;     /* PnStream */
+  uint8_t kind;       /* PnTaskKind */
+  int8_t cls;         /* PnCommClass; PN_CLASS_NONE for compute */
+  uint8_t scaling;    /* PnSmScaling (compute) */
+  int16_t sms;        /* COMM/P2P: SMs held; COMPUTE: sm_limit (0 = all) */
+  uint8_t n_legs;     /* P2P: 1..PN_TASK_MAX_LEGS */
+  uint8_t sm_shape;   /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
+  uint8_t phase;      /* PnPhase, for reports and traces */
+  int16_t chunk;      /* virtual pipeline chunk, -1 when n/a */
+  int16_t layer;      /* layer index within the model, -1 when n/a */
+  int32_t microbatch; /* -1 when not applicable */
+  uint32_t leg_first; /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
+  uint32_t dep_first; /* into PnGraph.deps */
   uint32_t dep_count;
   double work_ns;          /* COMPUTE, DELAY */
   double latency_ns;       /* COMM, P2P */

@@ -378,8 +378,9 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
   }
   case PN_UB_PIPELINE: {
     /* GEMM in num_splits chunks along M; chunk i's reduce-scatter runs beside GEMM i+1; the
-     * last RS chunk (UB_MAX_SM CTAs) is exposed. Only valid for RS (GEMM first). Folded (above): chunk 0, the reduce-scatters of chunks 0..s-2 as one comm kernel
-     * beside chunks 1..s-1 as one GEMM task, then the last, exposed reduce-scatter. */
+     * last RS chunk (UB_MAX_SM CTAs) is exposed. Only valid for RS (GEMM first). Folded (above): chunk 0, the
+     * reduce-scatters of chunks 0..s-2 as one comm kernel beside chunks 1..s-1 as one GEMM task, then the last, exposed
+     * reduce-scatter. */
     int splits = cfg->num_splits > 0 ? cfg->num_splits : 4;
     PnTask gt;
     gemm_chunks(b, gemm, splits, 1, sm_limit, &gt);

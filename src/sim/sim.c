@@ -111,9 +111,9 @@ typedef struct {
   uint32_t n_gpus;
   int iters;
   PnAcctGpu *gpu;
-  int *finished;       /* per iteration: GPUs that finished it */
-  bool *done;          /* per (iteration, GPU): its iteration-end task ended */
-  PnTimeNs w0, w1;     /* the window; PN_TIME_NEVER until known */
+  int *finished;   /* per iteration: GPUs that finished it */
+  bool *done;      /* per (iteration, GPU): its iteration-end task ended */
+  PnTimeNs w0, w1; /* the window; PN_TIME_NEVER until known */
   PnOpIndex ops;
   double op_total_ns[PN_MAX_OPS];
   bool op_seen[PN_MAX_OPS];
@@ -196,8 +196,8 @@ static void acct_iteration_end(PnAcct *ac, int k, PnTimeNs t)
   }
 }
 
-static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
-                       PnTimeNs start, PnTimeNs t)
+static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag, PnTimeNs start,
+                       PnTimeNs t)
 {
   PnAcct *ac   = ctx;
   PnAcctGpu *g = &ac->gpu[gpu];
@@ -237,12 +237,12 @@ static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uin
 
 static void acct_init(PnAcct *ac, const PnGraph *g, const PnBuildInfo *info)
 {
-  *ac = (PnAcct){.info    = info,
-                 .n_gpus  = g->n_gpus,
-                 .iters   = (int)(info->iteration_end->len / (g->n_gpus ? g->n_gpus : 1)),
-                 .w0      = PN_TIME_NEVER,
-                 .w1      = PN_TIME_NEVER,
-                 .ops     = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
+  *ac          = (PnAcct){.info   = info,
+                          .n_gpus = g->n_gpus,
+                          .iters  = (int)(info->iteration_end->len / (g->n_gpus ? g->n_gpus : 1)),
+                          .w0     = PN_TIME_NEVER,
+                          .w1     = PN_TIME_NEVER,
+                          .ops    = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
   ac->gpu      = g_new0(PnAcctGpu, ac->n_gpus ? ac->n_gpus : 1);
   ac->finished = g_new0(int, ac->iters ? ac->iters : 1);
   ac->done     = g_new0(bool, (size_t)(ac->iters ? ac->iters : 1) * (ac->n_gpus ? ac->n_gpus : 1));
@@ -379,7 +379,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
   PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
   PnExecResult ex    = {0};
-  gboolean ran = pn_exec_run(g, sc->hw, &eo, &ex, error);
+  gboolean ran       = pn_exec_run(g, sc->hw, &eo, &ex, error);
   pn_mem_prefault_end(pf);
   if (!ran) {
     acct_clear(&ac);
