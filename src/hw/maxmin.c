@@ -98,6 +98,8 @@ struct PnMaxMin {
   uint32_t n_dirty_res, cap_dirty_res;
   PnFlowId *dirty_flows; /* added since the last solve */
   uint32_t n_dirty_flows, cap_dirty_flows;
+  PnFlowId *placed; /* added since the last solve and given their rate at once (try_place) */
+  uint32_t n_placed, cap_placed;
   /* solve scratch, kept between calls so a solve allocates nothing once grown */
   PnResourceId *comp_res;
   uint32_t n_comp_res, cap_comp_res;
@@ -133,6 +135,7 @@ void pn_maxmin_free(PnMaxMin *mm)
   g_free(mm->free_flows);
   g_free(mm->dirty_res);
   g_free(mm->dirty_flows);
+  g_free(mm->placed);
   g_free(mm->comp_res);
   g_free(mm->comp_flows);
   g_free(mm->touched);
@@ -170,6 +173,66 @@ static void mark_dirty(PnMaxMin *mm, PnResourceId r)
   }
 }
 
+static inline void recompute_usage(PnMaxMin *mm, Res *r);
+
+/* Incremental cases that need no solve. The allocation is the unique max-min fair one, and
+ * these changes leave every other flow's rate where it is:
+ *  - a bounded flow joins resources with no change pending, on each of which the usage plus its
+ *    bound stays below capacity (with a margin): nothing becomes a bottleneck, it runs at its
+ *    bound, and progressive filling would pop its bound before any of its resources' levels;
+ *  - a flow leaves resources with no change pending on which every other flow runs exactly at
+ *    its own bound: the capacity it frees can raise nobody.
+ * Rates are reported by the next solve as if it had computed them (it would find the same,
+ * within its tolerance, and report the new flow). Usages are summed again exactly. */
+#define PN_MAXMIN_PLACE_MARGIN 1e-9
+
+static bool clean_distinct(const PnMaxMin *mm, const Flow *fl)
+{
+  for (int k = 0; k < fl->n; k++) {
+    if (res_at(mm, fl->elems[k].r)->dirty)
+      return false;
+    for (int j = 0; j < k; j++)
+      if (fl->elems[j].r == fl->elems[k].r)
+        return false;
+  }
+  return true;
+}
+
+static bool try_place(PnMaxMin *mm, PnFlowId f)
+{
+  Flow *fl = flow_at(mm, f);
+  if (!(fl->bound > 0.0) || !clean_distinct(mm, fl))
+    return false;
+  for (int k = 0; k < fl->n; k++) {
+    const Res *r = res_at(mm, fl->elems[k].r);
+    if (!(r->usage + fl->elems[k].a * fl->bound < r->capacity * (1.0 - PN_MAXMIN_PLACE_MARGIN)))
+      return false;
+  }
+  fl->rate  = fl->bound;
+  fl->level = fl->bound;
+  fl->fixed = true;
+  for (int k = 0; k < fl->n; k++)
+    recompute_usage(mm, res_at(mm, fl->elems[k].r));
+  VEC_PUSH(mm->placed, mm->n_placed, mm->cap_placed, f);
+  return true;
+}
+
+static bool others_at_bound(const PnMaxMin *mm, PnFlowId f)
+{
+  const Flow *fl = flow_at(mm, f);
+  if (!clean_distinct(mm, fl))
+    return false;
+  for (int k = 0; k < fl->n; k++) {
+    const Res *r = res_at(mm, fl->elems[k].r);
+    for (uint32_t j = 0; j < r->n_users; j++) {
+      const Flow *o = flow_at(mm, r->users[j].f);
+      if (r->users[j].f != f && !(o->bound > 0.0 && o->rate == o->bound))
+        return false;
+    }
+  }
+  return true;
+}
+
 PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound)
 {
   g_assert(n >= 0 && (n == 0 || (res != NULL && coef != NULL)));
@@ -201,10 +264,13 @@ PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const 
     ElemRef ref  = {.f = f, .k = k};
     fl->elems[k] = (Elem){.r = res[k], .a = coef[k], .pos = r->n_users};
     VEC_PUSH(r->users, r->n_users, r->cap_users, ref);
-    mark_dirty(mm, res[k]);
   }
-  VEC_PUSH(mm->dirty_flows, mm->n_dirty_flows, mm->cap_dirty_flows, f);
   mm->n_active++;
+  if (try_place(mm, f))
+    return f;
+  for (int k = 0; k < n; k++)
+    mark_dirty(mm, res[k]);
+  VEC_PUSH(mm->dirty_flows, mm->n_dirty_flows, mm->cap_dirty_flows, f);
   return f;
 }
 
@@ -213,6 +279,7 @@ void pn_maxmin_remove_flow(PnMaxMin *mm, PnFlowId f)
   g_assert(f >= 0 && (guint)f < mm->flows->len);
   Flow *fl = flow_at(mm, f);
   g_assert(fl->active);
+  bool quiet = others_at_bound(mm, f);
   for (int k = 0; k < fl->n; k++) {
     Elem *e = &fl->elems[k];
     Res *r  = res_at(mm, e->r);
@@ -223,7 +290,10 @@ void pn_maxmin_remove_flow(PnMaxMin *mm, PnFlowId f)
       r->users[e->pos]                         = moved;
       flow_at(mm, moved.f)->elems[moved.k].pos = e->pos;
     }
-    mark_dirty(mm, e->r);
+    if (quiet)
+      recompute_usage(mm, r);
+    else
+      mark_dirty(mm, e->r);
   }
   fl->active = false;
   fl->fresh  = false;
@@ -509,14 +579,31 @@ static bool solve_all_bounded(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_chang
   return true;
 }
 
+/* Appends the flows placed since the last solve and not reported by it (a solve of their
+ * component reports them itself), and forgets them. */
+static void report_placed(PnMaxMin *mm, GArray *changed_out)
+{
+  for (uint32_t i = 0; i < mm->n_placed; i++) {
+    Flow *fl = flow_at(mm, mm->placed[i]);
+    if (fl->active && fl->fresh) {
+      fl->fresh = false;
+      if (changed_out)
+        g_array_append_val(changed_out, mm->placed[i]);
+    }
+  }
+  mm->n_placed = 0;
+}
+
 void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
 {
   if (changed_out) {
     g_assert(g_array_get_element_size(changed_out) == sizeof(PnFlowId));
     g_array_set_size(changed_out, 0);
   }
-  if (mm->n_dirty_res == 0 && mm->n_dirty_flows == 0)
+  if (mm->n_dirty_res == 0 && mm->n_dirty_flows == 0) {
+    report_placed(mm, changed_out);
     return;
+  }
   gather_component(mm);
   /* Every flow of the component may be reported: room for all of them, trimmed at the end. */
   PnFlowId *changed  = NULL;
@@ -529,12 +616,14 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
     solve_single(mm, changed, &n_changed);
     if (changed_out)
       g_array_set_size(changed_out, n_changed);
+    report_placed(mm, changed_out);
     return;
   }
 
   if (solve_all_bounded(mm, changed, &n_changed)) {
     if (changed_out)
       g_array_set_size(changed_out, n_changed);
+    report_placed(mm, changed_out);
     return;
   }
 
@@ -593,4 +682,5 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
     recompute_usage(mm, res_at(mm, mm->comp_res[i]));
   if (changed_out)
     g_array_set_size(changed_out, n_changed);
+  report_placed(mm, changed_out);
 }

@@ -267,7 +267,7 @@ static void check_certificate(const PnMaxMin *mm, const double *cap, int n_res, 
   g_autoptr(PnMaxMin) ref = pn_maxmin_new();
   for (int r = 0; r < n_res; r++)
     pn_maxmin_add_resource(ref, cap[r]);
-  PnFlowId *ids = g_new(PnFlowId, n_fl);
+  PnFlowId *ids = g_new(PnFlowId, (gsize)MAX(n_fl, 1));
   for (int i = 0; i < n_fl; i++)
     ids[i] = fl[i].id < 0 ? -1 : pn_maxmin_add_flow(ref, fl[i].n, fl[i].res, fl[i].coef, fl[i].bound);
   pn_maxmin_solve(ref, NULL);
@@ -323,6 +323,67 @@ START_TEST(test_mm_property_random)
       check_certificate(mm, cap, n_res, fl, n_fl);
     }
   }
+  g_rand_free(rng);
+}
+END_TEST
+
+/* Property, mostly bounded flows on roomy resources (so that flows are placed at their bound
+ * without a solve, and leave without one, maxmin.c): the certificate and the from-scratch
+ * equality as above, and the report: each solve lists every flow added in its batch (and still
+ * active) exactly once, whether its rate came from a solve or from the placement. */
+START_TEST(test_mm_property_placed)
+{
+  GRand *rng         = g_rand_new_with_seed(11);
+  int placed_batches = 0;
+  for (int inst = 0; inst < 300; inst++) {
+    int n_res = g_rand_int_range(rng, 1, 9);
+    double cap[12];
+    g_autoptr(PnMaxMin) mm = pn_maxmin_new();
+    for (int r = 0; r < n_res; r++) {
+      cap[r] = g_rand_double_range(rng, 50.0, 200.0);
+      pn_maxmin_add_resource(mm, cap[r]);
+    }
+    TFlow fl[64];
+    int n_fl                  = 0;
+    g_autoptr(GArray) changed = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
+    for (int round = 0; round < 16; round++) {
+      int batch = g_rand_int_range(rng, 1, 4), first_new = n_fl;
+      for (int b = 0; b < batch; b++) {
+        bool add = n_fl < 64 && (n_fl == 0 || g_rand_int_range(rng, 0, 3) > 0);
+        if (add) {
+          TFlow *f = &fl[n_fl++];
+          f->n     = g_rand_int_range(rng, 1, MIN(3, n_res) + 1);
+          for (int k = 0; k < f->n; k++) {
+            f->res[k]  = g_rand_int_range(rng, 0, n_res);
+            f->coef[k] = g_rand_double_range(rng, 0.5, 2.0);
+          }
+          f->bound = g_rand_int_range(rng, 0, 8) > 0 ? g_rand_double_range(rng, 1.0, 30.0) : 0.0;
+          f->id    = pn_maxmin_add_flow(mm, f->n, f->res, f->coef, f->bound);
+        } else {
+          int i = g_rand_int_range(rng, 0, n_fl);
+          if (fl[i].id >= 0) {
+            pn_maxmin_remove_flow(mm, fl[i].id);
+            fl[i].id = -1;
+          }
+        }
+      }
+      pn_maxmin_solve(mm, changed);
+      for (int i = first_new; i < n_fl; i++) {
+        if (fl[i].id < 0)
+          continue;
+        int seen = 0;
+        for (guint j = 0; j < changed->len; j++)
+          seen += g_array_index(changed, PnFlowId, j) == fl[i].id;
+        ck_assert_int_eq(seen, 1);
+      }
+      for (guint j = 0; j < changed->len; j++)
+        for (guint k = j + 1; k < changed->len; k++)
+          ck_assert_int_ne(g_array_index(changed, PnFlowId, j), g_array_index(changed, PnFlowId, k));
+      placed_batches += changed->len > 0;
+      check_certificate(mm, cap, n_res, fl, n_fl);
+    }
+  }
+  ck_assert_int_gt(placed_batches, 100);
   g_rand_free(rng);
 }
 END_TEST
@@ -1061,6 +1122,7 @@ static Suite *hw_suite(void)
   TC("maxmin_changed", test_mm_changed_contents);
   TC("maxmin_bound_only", test_mm_bound_only_flow);
   TC("maxmin_property", test_mm_property_random);
+  TC("maxmin_property_placed", test_mm_property_placed);
   TC("graph_build", test_graph_build);
   TCase *tc = tcase_create("graph_add_dep_not_last");
   tcase_add_test_raise_signal(tc, test_graph_add_dep_not_last_asserts, SIGABRT);
