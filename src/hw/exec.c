@@ -495,7 +495,8 @@ static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, cons
                      double bound)
 {
   Xfer *x      = &ex->xf[xi];
-  PnFlowId f   = pn_maxmin_add_flow(ex->mm, n, res, coef, bound);
+  bool placed  = false;
+  PnFlowId f   = pn_maxmin_add_flow_placed(ex->mm, n, res, coef, bound, &placed);
   x->flow      = f;
   x->remaining = total;
   x->rate      = 0.0;
@@ -506,7 +507,13 @@ static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, cons
     ex->flow_xfer   = g_renew(uint32_t, ex->flow_xfer, ex->n_flow_xfer);
   }
   ex->flow_xfer[f] = xi;
-  ex->mm_dirty     = true;
+  if (placed) {
+    /* at its bound, nothing else moves: its completion is known now (as settle would set it) */
+    x->rate = pn_maxmin_flow_rate(ex->mm, f);
+    x->ev   = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(x->remaining / x->rate, 1), x->task), on_xfer_done, ex, xi);
+    return;
+  }
+  ex->mm_dirty = true;
   need_settle(ex);
 }
 

@@ -233,7 +233,22 @@ static bool others_at_bound(const PnMaxMin *mm, PnFlowId f)
   return true;
 }
 
+static PnFlowId add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound, bool *placed);
+
 PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound)
+{
+  return add_flow(mm, n, res, coef, bound, NULL);
+}
+
+PnFlowId pn_maxmin_add_flow_placed(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound,
+                                   bool *placed)
+{
+  g_assert(placed != NULL);
+  return add_flow(mm, n, res, coef, bound, placed);
+}
+
+/* `placed` NULL: a placed flow is reported by the next solve; else the caller is told. */
+static PnFlowId add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound, bool *placed)
 {
   g_assert(n >= 0 && (n == 0 || (res != NULL && coef != NULL)));
   g_assert(!isnan(bound));
@@ -266,8 +281,16 @@ PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const 
     VEC_PUSH(r->users, r->n_users, r->cap_users, ref);
   }
   mm->n_active++;
-  if (try_place(mm, f))
+  if (placed)
+    *placed = false;
+  if (try_place(mm, f)) {
+    if (placed) { /* the caller takes the rate: nothing to report */
+      *placed   = true;
+      fl->fresh = false;
+      mm->n_placed--;
+    }
     return f;
+  }
   for (int k = 0; k < n; k++)
     mark_dirty(mm, res[k]);
   VEC_PUSH(mm->dirty_flows, mm->n_dirty_flows, mm->cap_dirty_flows, f);

@@ -43,6 +43,11 @@ double pn_maxmin_resource_usage(const PnMaxMin *mm, PnResourceId r);
 /* Adds an active flow using n resources with coefficients coef[i] > 0; bound <= 0 means none.
  * Flow ids may be reused after pn_maxmin_remove_flow(). */
 PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound);
+/* Same, and when the flow can be given its bound at once (bounded, on resources with no change
+ * pending, each with room for it: see maxmin.c), sets *placed: its rate is then final until a
+ * change touches its resources, and no solve reports it (the caller takes it from here). */
+PnFlowId pn_maxmin_add_flow_placed(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound,
+                                   bool *placed);
 void pn_maxmin_remove_flow(PnMaxMin *mm, PnFlowId f);
 
 /* Re-solves what changed since the last call. Fills `changed` (if not NULL) with the ids of
