@@ -13,8 +13,9 @@
 
 /* Below this, huge pages would save little and could waste most of a 2 MiB page. */
 #define PN_MEM_LARGE_BYTES ((size_t)4 << 20)
-/* What one populate call maps in (a multiple of the 2 MiB huge page). */
-#define PN_MEM_PREFAULT_SLICE ((uintptr_t)4 << 20)
+/* What one populate call maps in: one 2 MiB huge page, so the address-space lock it holds is
+ * released often (the main thread's madvise and mmap calls wait for it). */
+#define PN_MEM_PREFAULT_SLICE ((uintptr_t)2 << 20)
 
 struct PnPrefault {
   GThread *thread;
