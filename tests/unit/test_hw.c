@@ -281,44 +281,69 @@ static void check_certificate(const PnMaxMin *mm, const double *cap, int n_res, 
   g_free(maxr);
 }
 
+/* The distribution of a random max-min instance (the two property tests below). */
+typedef struct {
+  int max_res;             /* resources: 1..max_res (at most 12) */
+  double cap_lo, cap_hi;   /* capacities */
+  int max_elems;           /* resources per flow: 1..max_elems (at most 4), repeats allowed */
+  double coef_lo, coef_hi; /* usage coefficients */
+  int bound_draw;          /* a flow's bound: a draw in [0, bound_draw) ... */
+  bool bound_on_zero;      /* ... bounded when it is 0 (else when it is not) */
+  double bound_lo, bound_hi;
+} TDist;
+
+/* A new instance's resources; returns their number. */
+static int random_resources(GRand *rng, const TDist *d, PnMaxMin *mm, double cap[12])
+{
+  int n_res = g_rand_int_range(rng, 1, d->max_res + 1);
+  for (int r = 0; r < n_res; r++) {
+    cap[r] = g_rand_double_range(rng, d->cap_lo, d->cap_hi);
+    pn_maxmin_add_resource(mm, cap[r]);
+  }
+  return n_res;
+}
+
+/* `batch` random changes: two adds for one removal (of a random flow, if still active). */
+static void random_batch(GRand *rng, const TDist *d, PnMaxMin *mm, int n_res, TFlow fl[64], int *n_fl, int batch)
+{
+  for (int b = 0; b < batch; b++) {
+    bool add = *n_fl < 64 && (*n_fl == 0 || g_rand_int_range(rng, 0, 3) > 0);
+    if (add) {
+      TFlow *f = &fl[(*n_fl)++];
+      f->n     = g_rand_int_range(rng, 1, MIN(d->max_elems, n_res) + 1);
+      for (int k = 0; k < f->n; k++) {
+        f->res[k]  = g_rand_int_range(rng, 0, n_res); /* repeats allowed */
+        f->coef[k] = g_rand_double_range(rng, d->coef_lo, d->coef_hi);
+      }
+      bool bounded = (g_rand_int_range(rng, 0, d->bound_draw) == 0) == d->bound_on_zero;
+      f->bound     = bounded ? g_rand_double_range(rng, d->bound_lo, d->bound_hi) : 0.0;
+      f->id        = pn_maxmin_add_flow(mm, f->n, f->res, f->coef, f->bound);
+    } else {
+      int i = g_rand_int_range(rng, 0, *n_fl);
+      if (fl[i].id >= 0) {
+        pn_maxmin_remove_flow(mm, fl[i].id);
+        fl[i].id = -1;
+      }
+    }
+  }
+}
+
 /* Property: random instances (1-12 resources, flows over 1-4 of them with coefficients in
  * [0.25, 3], a third bounded), grown and shrunk by random adds and removes with a solve after
  * each batch. After every solve: no resource above capacity (usage <= C (1 + 1e-9)), every flow
  * bottlenecked (the max-min certificate), and the incremental result equals a fresh solve. */
 START_TEST(test_mm_property_random)
 {
-  GRand *rng = g_rand_new_with_seed(7);
+  static const TDist dist = {12, 0.5, 100.0, 4, 0.25, 3.0, 3, true, 0.1, 50.0};
+  GRand *rng              = g_rand_new_with_seed(7);
   for (int inst = 0; inst < 300; inst++) {
-    int n_res = g_rand_int_range(rng, 1, 13);
     double cap[12];
     g_autoptr(PnMaxMin) mm = pn_maxmin_new();
-    for (int r = 0; r < n_res; r++) {
-      cap[r] = g_rand_double_range(rng, 0.5, 100.0);
-      pn_maxmin_add_resource(mm, cap[r]);
-    }
+    int n_res              = random_resources(rng, &dist, mm, cap);
     TFlow fl[64];
     int n_fl = 0;
     for (int round = 0; round < 12; round++) {
-      int batch = g_rand_int_range(rng, 1, 5);
-      for (int b = 0; b < batch; b++) {
-        bool add = n_fl < 64 && (n_fl == 0 || g_rand_int_range(rng, 0, 3) > 0);
-        if (add) {
-          TFlow *f = &fl[n_fl++];
-          f->n     = g_rand_int_range(rng, 1, MIN(4, n_res) + 1);
-          for (int k = 0; k < f->n; k++) {
-            f->res[k]  = g_rand_int_range(rng, 0, n_res); /* repeats allowed */
-            f->coef[k] = g_rand_double_range(rng, 0.25, 3.0);
-          }
-          f->bound = g_rand_int_range(rng, 0, 3) == 0 ? g_rand_double_range(rng, 0.1, 50.0) : 0.0;
-          f->id    = pn_maxmin_add_flow(mm, f->n, f->res, f->coef, f->bound);
-        } else {
-          int i = g_rand_int_range(rng, 0, n_fl);
-          if (fl[i].id >= 0) {
-            pn_maxmin_remove_flow(mm, fl[i].id);
-            fl[i].id = -1;
-          }
-        }
-      }
+      random_batch(rng, &dist, mm, n_res, fl, &n_fl, g_rand_int_range(rng, 1, 5));
       pn_maxmin_solve(mm, NULL);
       check_certificate(mm, cap, n_res, fl, n_fl);
     }
@@ -327,46 +352,25 @@ START_TEST(test_mm_property_random)
 }
 END_TEST
 
-/* Property, mostly bounded flows on roomy resources (so that flows are placed at their bound
- * without a solve, and leave without one, maxmin.c): the certificate and the from-scratch
+/* Property, mostly bounded flows (7 in 8) on roomy resources (so that flows are placed at their
+ * bound without a solve, and leave without one, maxmin.c): the certificate and the from-scratch
  * equality as above, and the report: each solve lists every flow added in its batch (and still
  * active) exactly once, whether its rate came from a solve or from the placement. */
 START_TEST(test_mm_property_placed)
 {
-  GRand *rng         = g_rand_new_with_seed(11);
-  int placed_batches = 0;
+  static const TDist dist = {8, 50.0, 200.0, 3, 0.5, 2.0, 8, false, 1.0, 30.0};
+  GRand *rng              = g_rand_new_with_seed(11);
+  int placed_batches      = 0;
   for (int inst = 0; inst < 300; inst++) {
-    int n_res = g_rand_int_range(rng, 1, 9);
     double cap[12];
     g_autoptr(PnMaxMin) mm = pn_maxmin_new();
-    for (int r = 0; r < n_res; r++) {
-      cap[r] = g_rand_double_range(rng, 50.0, 200.0);
-      pn_maxmin_add_resource(mm, cap[r]);
-    }
+    int n_res              = random_resources(rng, &dist, mm, cap);
     TFlow fl[64];
     int n_fl                  = 0;
     g_autoptr(GArray) changed = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
     for (int round = 0; round < 16; round++) {
-      int batch = g_rand_int_range(rng, 1, 4), first_new = n_fl;
-      for (int b = 0; b < batch; b++) {
-        bool add = n_fl < 64 && (n_fl == 0 || g_rand_int_range(rng, 0, 3) > 0);
-        if (add) {
-          TFlow *f = &fl[n_fl++];
-          f->n     = g_rand_int_range(rng, 1, MIN(3, n_res) + 1);
-          for (int k = 0; k < f->n; k++) {
-            f->res[k]  = g_rand_int_range(rng, 0, n_res);
-            f->coef[k] = g_rand_double_range(rng, 0.5, 2.0);
-          }
-          f->bound = g_rand_int_range(rng, 0, 8) > 0 ? g_rand_double_range(rng, 1.0, 30.0) : 0.0;
-          f->id    = pn_maxmin_add_flow(mm, f->n, f->res, f->coef, f->bound);
-        } else {
-          int i = g_rand_int_range(rng, 0, n_fl);
-          if (fl[i].id >= 0) {
-            pn_maxmin_remove_flow(mm, fl[i].id);
-            fl[i].id = -1;
-          }
-        }
-      }
+      int first_new = n_fl;
+      random_batch(rng, &dist, mm, n_res, fl, &n_fl, g_rand_int_range(rng, 1, 4));
       pn_maxmin_solve(mm, changed);
       for (int i = first_new; i < n_fl; i++) {
         if (fl[i].id < 0)
