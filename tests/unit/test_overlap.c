@@ -1801,6 +1801,17 @@ START_TEST(test_properties)
 }
 END_TEST
 
+/* One check of generated scenario `n`: knob `k` on must not expose more than off. */
+static void check_monotone(const PnScenario *sc, Knob k, int n, const char *what, int *checks, GString *failures)
+{
+  double off, on;
+  knob_pair(sc, k, &off, &on);
+  (*checks)++;
+  if (on > off + MONOTONE_EPS_S)
+    g_string_append_printf(failures, "[%d] %s: %s on raises exposed comm %.9g -> %.9g s (+%.3g us)\n", n, what,
+                           kKnobNames[k], off, on, (on - off) * 1e6);
+}
+
 /* Turning an overlap knob on (overlap_grad_reduce, overlap_param_gather, overlap_p2p_comm,
  * tp_comm_overlap) never raises the total exposed communication, over the same N_GENERATED
  * scenarios, on a profile with flat SM curves (no SM contention: overlapping can only hide
@@ -1830,12 +1841,7 @@ static GString *monotone_failures(double nvlink, double nic, int gpus_per_node, 
         continue;
       if (k == KNOB_EP)
         continue; /* MoE variants below */
-      double off, on;
-      knob_pair(sc, k, &off, &on);
-      (*checks)++;
-      if (on > off + MONOTONE_EPS_S)
-        g_string_append_printf(failures, "[%d] %s: %s on raises exposed comm %.9g -> %.9g s (+%.3g us)\n", n, what,
-                               kKnobNames[k], off, on, (on - off) * 1e6);
+      check_monotone(sc, k, n, what, checks, failures);
     }
     /* EP overlap on the MoE variant, without pipelining: with it, Megatron's combined 1F1B also
      * changes the pipeline schedule (one more warm-up micro-batch, post_forward P2P on the comm
@@ -1847,12 +1853,7 @@ static GString *monotone_failures(double nvlink, double nic, int gpus_per_node, 
       g_autofree char *mjson    = gen_json(&g);
       g_autofree char *mwhat    = gen_str(&g);
       g_autoptr(PnScenario) msc = load_json(mjson, hw, NULL);
-      double off, on;
-      knob_pair(msc, KNOB_EP, &off, &on);
-      (*checks)++;
-      if (on > off + MONOTONE_EPS_S)
-        g_string_append_printf(failures, "[%d] %s: %s on raises exposed comm %.9g -> %.9g s (+%.3g us)\n", n, mwhat,
-                               kKnobNames[KNOB_EP], off, on, (on - off) * 1e6);
+      check_monotone(msc, KNOB_EP, n, mwhat, checks, failures);
     }
   }
   g_rand_free(rng);
