@@ -37,6 +37,9 @@
   } while (0)
 
 #define PN_MAXMIN_REL_TOL 1e-12
+/* A resource has room for a demand below (1 - this) of its capacity: the shortcuts that skip
+ * progressive filling (solve_all_bounded, try_place) leave floating-point near-ties to it. */
+#define PN_MAXMIN_ROOM_MARGIN 1e-9
 /* Below this fraction of its initial value, a coefficient sum is recomputed from scratch. */
 #define PN_MAXMIN_SUM_RESYNC 1e-9
 
@@ -184,7 +187,11 @@ static inline void recompute_usage(PnMaxMin *mm, Res *r);
  *    its own bound: the capacity it frees can raise nobody.
  * Rates are reported by the next solve as if it had computed them (it would find the same,
  * within its tolerance, and report the new flow). Usages are summed again exactly. */
-#define PN_MAXMIN_PLACE_MARGIN 1e-9
+
+static inline bool has_room(const Res *r, double demand)
+{
+  return demand < r->capacity * (1.0 - PN_MAXMIN_ROOM_MARGIN);
+}
 
 static bool clean_distinct(const PnMaxMin *mm, const Flow *fl)
 {
@@ -205,7 +212,7 @@ static bool try_place(PnMaxMin *mm, PnFlowId f)
     return false;
   for (int k = 0; k < fl->n; k++) {
     const Res *r = res_at(mm, fl->elems[k].r);
-    if (!(r->usage + fl->elems[k].a * fl->bound < r->capacity * (1.0 - PN_MAXMIN_PLACE_MARGIN)))
+    if (!has_room(r, r->usage + fl->elems[k].a * fl->bound))
       return false;
   }
   fl->rate  = fl->bound;
@@ -575,7 +582,6 @@ static void solve_single(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
  * weighted mean of its unfixed flows' bounds, hence above the smallest of them, so every pop is
  * a flow's own bound (x = bound exactly) and fixing it keeps the invariant. The margin keeps
  * floating-point near-ties on the general path. False (nothing changed) when it does not apply. */
-#define PN_MAXMIN_ROOM_MARGIN 1e-9
 static bool solve_all_bounded(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
 {
   for (uint32_t i = 0; i < mm->n_comp_flows; i++)
@@ -588,7 +594,7 @@ static bool solve_all_bounded(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_chang
       const Flow *fl = flow_at(mm, r->users[j].f);
       demand += fl->elems[r->users[j].k].a * fl->bound;
     }
-    if (!(demand < r->capacity * (1.0 - PN_MAXMIN_ROOM_MARGIN)))
+    if (!has_room(r, demand))
       return false;
   }
   for (uint32_t i = 0; i < mm->n_comp_flows; i++) {

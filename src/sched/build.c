@@ -318,21 +318,15 @@ static void tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt,
   }
 }
 
-/* A GEMM op priced for `parts` equal chunks along M. */
-static void gemm_chunk(PnBuilder *b, const PnOp *gemm, int parts, int sm_limit, PnTask *t)
+/* `count` consecutive chunks of a GEMM split into `parts` equal chunks along M, as one task:
+ * each chunk is priced at its own shape and pays its own launch (the executor adds the last). */
+static void gemm_chunks(PnBuilder *b, const PnOp *gemm, int parts, int count, int sm_limit, PnTask *t)
 {
   PnOp part  = *gemm;
   part.m     = (gemm->m + parts - 1) / parts;
   part.flops = gemm->flops / parts;
   price_op(b, &part, t);
-  t->sms = (int16_t)sm_limit;
-}
-
-/* `count` consecutive chunks of a GEMM split into `parts` along M, as one task: each chunk is
- * priced at its own shape and pays its own launch (the executor adds the last one). */
-static void gemm_chunks(PnBuilder *b, const PnOp *gemm, int parts, int count, int sm_limit, PnTask *t)
-{
-  gemm_chunk(b, gemm, parts, sm_limit, t);
+  t->sms     = (int16_t)sm_limit;
   t->work_ns = t->work_ns * count + (count - 1) * b->sc->hw->kernel_launch_ns;
 }
 
