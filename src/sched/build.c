@@ -695,7 +695,12 @@ static void now_deps(PnBuilder *b, uint32_t gpu, PnTaskId *deps, uint32_t *n)
     deps[(*n)++] = g_array_index(pend, PnTaskId, i);
 }
 
-/* Adds a side-stream task launched now: it waits for the latest compute-stream task. */
+/* Adds a side-stream task launched now: it waits for the latest compute-stream task only, not
+ * for the pending joins as now_deps() does for a template's side tasks. Not yet the general rule:
+ * the first DP param all-gather is emitted at the stage's first forward, after its pipeline
+ * receive is pending (Megatron-Core r0.8 dispatched it earlier, from zero_grad), and waiting
+ * for that receive lengthened the r0.8 weak-scaling validation runs by up to 16% (README, "Not
+ * simulated yet"). Moving that emission point first is what would let both share now_deps. */
 static PnTaskId add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t)
 {
   PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
