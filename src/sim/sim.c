@@ -186,10 +186,7 @@ static void acct_iteration_end(PnAcct *ac, int k, PnTimeNs t)
     ac->w0 = t;
     for (uint32_t i = 0; i < ac->n_gpus; i++)
       ac->gpu[i].last_ns = t;
-  } else if (k == ac->iters - 1) {
-    if (ac->w0 == PN_TIME_NEVER) { /* one iteration: the window starts at 0 */
-      ac->w0 = 0;
-    }
+  } else if (k == ac->iters - 1) { /* with one iteration, w0 = 0 from acct_init */
     for (uint32_t i = 0; i < ac->n_gpus; i++)
       acct_charge(ac, &ac->gpu[i], t);
     ac->w1 = t;
