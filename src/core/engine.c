@@ -56,6 +56,9 @@ struct PnEngine {
   uint64_t stall_limit; /* pn_engine_set_stall_limit; 0 = none */
   PnQueueKey *due;      /* HEAP only: events scheduled at now_ns, oldest first, from due_head */
   size_t due_head, n_due, cap_due;
+  PnEventFn hook_fn; /* the instant hook (pn_engine_set_instant_hook) */
+  void *hook_ctx;
+  bool hook_pending; /* requested: called before time next advances */
 };
 
 GQuark pn_engine_error_quark(void) { return g_quark_from_static_string("pn-engine-error-quark"); }
@@ -285,9 +288,29 @@ void pn_engine_cancel(PnEngine *eng, PnEventId id)
     s->cancelled = true;
 }
 
+void pn_engine_set_instant_hook(PnEngine *eng, PnEventFn fn, void *ctx)
+{
+  eng->hook_fn  = fn;
+  eng->hook_ctx = ctx;
+}
+
+void pn_engine_request_instant_hook(PnEngine *eng)
+{
+  g_assert(eng->hook_fn != NULL);
+  eng->hook_pending = true;
+}
+
 bool pn_engine_step(PnEngine *eng)
 {
-  while (eng->n_queue > 0 || eng->due_head < eng->n_due) {
+  for (;;) {
+    const PnQueueKey *head = queue_peek(eng);
+    if (eng->hook_pending && (head == NULL || head->t_ns > eng->now_ns)) {
+      eng->hook_pending = false; /* the hook may request itself again */
+      eng->hook_fn(eng, eng->hook_ctx, 0);
+      continue;
+    }
+    if (head == NULL)
+      return false;
     PnQueueKey key = queue_pop(eng);
     PnEventSlot *s = &eng->slots[key.slot];
     bool cancelled = s->cancelled;
@@ -304,7 +327,6 @@ bool pn_engine_step(PnEngine *eng)
     fn(eng, ctx, arg);
     return true;
   }
-  return false;
 }
 
 /* Pops cancelled events sitting at the head; true when a live event remains. */
@@ -327,7 +349,13 @@ gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error)
   uint64_t n = 0, same_instant = 0;
   PnTimeNs instant = eng->now_ns;
   for (;;) {
-    if (event_budget != 0 && n == event_budget && has_live_event(eng)) {
+    /* The budget is spent: fine if nothing is left. A requested hook whose instant is over runs
+     * first (as the next step would): it may end the run cleanly or schedule more. */
+    if (event_budget != 0 && n >= event_budget && !has_live_event(eng) && eng->hook_pending) {
+      eng->hook_pending = false;
+      eng->hook_fn(eng, eng->hook_ctx, 0);
+    }
+    if (event_budget != 0 && n >= event_budget && (eng->hook_pending || has_live_event(eng))) {
       g_set_error(error, PN_ENGINE_ERROR, PN_ENGINE_ERROR_BUDGET,
                   "event budget exhausted: %" PRIu64 " events fired in this run, %zu still pending at t=%" PRId64
                   " ns (runaway or cyclic schedule?)",

@@ -57,7 +57,16 @@ gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error);
  * zero-duration events ends with an error naming the instant, even under a large budget. */
 void pn_engine_set_stall_limit(PnEngine *eng, uint64_t max_events);
 
-/* Pops and fires one event; returns false when the queue is empty. */
+/* End-of-instant hook: once requested, fn(eng, ctx, 0) is called when every event due at the
+ * current time has fired, before time advances (or the queue runs dry). It may schedule events
+ * at the current time; they fire next, and a new request calls it again after them. One hook
+ * call is not an event (not counted, not budgeted): a simulator's "settle everything that
+ * changed at this instant" step, without an event each time. */
+void pn_engine_set_instant_hook(PnEngine *eng, PnEventFn fn, void *ctx);
+void pn_engine_request_instant_hook(PnEngine *eng);
+
+/* Pops and fires one event (first calling a requested instant hook when its instant is over);
+ * returns false when the queue is empty and no hook is requested. */
 bool pn_engine_step(PnEngine *eng);
 
 uint64_t pn_engine_events_fired(const PnEngine *eng);

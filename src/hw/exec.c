@@ -15,11 +15,13 @@
  *    live here. flow_xfer maps the solver's flow ids back to transfers.
  *
  * Event flow: handlers (task done, latency elapsed, transfer done) only change state and mark
- * what needs attention; a single "settle" event scheduled at the current time then (1) starts
- * every dispatchable task in task-id order (a min-heap worklist), (2) recomputes the compute
- * rates of the GPUs whose SM occupancy changed, (3) re-solves the max-min flows and moves the
- * completion events of the flows whose rate changed. Ties are FIFO in the engine, so every
- * completion already due at the current time is handled before the settle that follows it.
+ * what needs attention; "settle", the engine's end-of-instant hook, runs once every event due
+ * at the current time has fired and (1) starts every dispatchable task in task-id order (a
+ * min-heap worklist), (2) recomputes the compute rates of the GPUs whose SM occupancy changed,
+ * (3) re-solves the max-min flows and moves the completion events of the flows whose rate
+ * changed. Zero-delay events it schedules (a latency of 0) fire next, and settle runs again
+ * after them. (It was an event scheduled at the current time: the same order, since such an
+ * event came after every event already due then, at one event per instant more.)
  *
  * Compute sharing: avail = sm_count - SMs held by running COMM/P2P tasks (at least 1). Running
  * compute tasks water-fill it: each gets avail/n, a task whose sm_limit is below that gets its
@@ -180,10 +182,14 @@ static inline void set_st(Exec *ex, PnTaskId t, int s) { ex->state[t] = (uint8_t
 static inline PnTimeNs dur_ns(double x, PnTimeNs floor_ns)
 {
   g_assert(!isnan(x));
-  double c = ceil(x - PN_EXEC_CEIL_SLACK_NS);
-  if (c > (double)PN_EXEC_HORIZON_NS)
-    c = (double)PN_EXEC_HORIZON_NS; /* absurd or stalled: at_ns() reports it */
-  PnTimeNs d = (PnTimeNs)c;
+  double y = x - PN_EXEC_CEIL_SLACK_NS;
+  if (!(y < (double)PN_EXEC_HORIZON_NS))
+    return PN_EXEC_HORIZON_NS; /* absurd or stalled: at_ns() reports it */
+  /* ceil(y), exactly, without a libm call (baseline x86-64 has no rounding instruction):
+   * truncate, then step up if that lost a fraction. Doubles this large are exact integers. */
+  PnTimeNs d = (PnTimeNs)y;
+  if ((double)d < y)
+    d++;
   return d < floor_ns ? floor_ns : d;
 }
 
@@ -210,7 +216,7 @@ static void need_settle(Exec *ex)
 {
   if (!ex->settle_pending) {
     ex->settle_pending = true;
-    pn_engine_schedule(ex->eng, pn_engine_now(ex->eng), settle, ex, 0);
+    pn_engine_request_instant_hook(ex->eng);
   }
 }
 
@@ -808,11 +814,12 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   ex->times           = times;
   ex->obs             = opt->observer;
   ex->eng             = pn_engine_new(PN_QUEUE_HEAP);
-  ex->mm              = pn_maxmin_new();
-  ex->rt              = g_new(TaskRt, n ? n : 1);
-  ex->waits           = g_new(uint32_t, n ? n : 1);
-  ex->leg_xfer        = g_new(uint32_t, g->legs->len ? g->legs->len : 1);
-  ex->state           = g_new0(uint8_t, n ? n : 1);
+  pn_engine_set_instant_hook(ex->eng, settle, ex);
+  ex->mm       = pn_maxmin_new();
+  ex->rt       = g_new(TaskRt, n ? n : 1);
+  ex->waits    = g_new(uint32_t, n ? n : 1);
+  ex->leg_xfer = g_new(uint32_t, g->legs->len ? g->legs->len : 1);
+  ex->state    = g_new0(uint8_t, n ? n : 1);
   pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
   pn_mem_hint_large(ex->waits, (size_t)n * sizeof(uint32_t));
   ex->gpus            = g_new0(GpuRt, ex->n_gpus ? ex->n_gpus : 1);
@@ -1049,7 +1056,7 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
 
   uint64_t budget = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
   /* At one instant a task fires at most ~10 events (its latency or start, its completion, two per
-   * P2P leg), each followed by at most one settle: more than that means time stopped advancing. */
+   * P2P leg): more than that means time stopped advancing. */
   pn_engine_set_stall_limit(ex.eng, 24 * (uint64_t)n + 1000);
   g_autoptr(GError) e = NULL;
   gboolean ok         = pn_engine_run(ex.eng, budget, &e);

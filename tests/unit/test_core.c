@@ -423,6 +423,62 @@ START_TEST(test_heap_matches_list)
 }
 END_TEST
 
+/* The instant hook: requested from a callback at t = 5, it runs after every event due at 5
+ * (scheduled before or during that instant), before the event at 6, and is not an event. When
+ * it schedules an event at the current time and requests itself again, that event fires next
+ * and the hook runs once more, still at 5. A hook requested with nothing left in the queue
+ * runs at the end; the budget counts events only, and a hook left pending when it is spent
+ * runs first (here it schedules nothing, so the run ends cleanly). */
+typedef struct {
+  Rec *rec;
+  int calls, again;
+} Hooked;
+
+static void hook_request(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  record(eng, ((Hooked *)ctx)->rec, arg);
+  pn_engine_request_instant_hook(eng);
+}
+
+static void hook_fn(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Hooked *h = ctx;
+  h->calls++;
+  record(eng, h->rec, 1000 + (uint64_t)h->calls);
+  if (h->again-- > 0) {
+    pn_engine_schedule(eng, pn_engine_now(eng), record, h->rec, 500);
+    pn_engine_request_instant_hook(eng);
+  }
+}
+
+START_TEST(test_instant_hook)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  Hooked h = {.rec = &r, .again = 1};
+  pn_engine_set_instant_hook(eng, hook_fn, &h);
+  pn_engine_schedule(eng, 5, hook_request, &h, 1);
+  pn_engine_schedule(eng, 5, record, &r, 2);
+  pn_engine_schedule(eng, 6, hook_request, &h, 3);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 7, (PnTimeNs[]){5, 5, 5, 5, 5, 6, 6}, (uint64_t[]){1, 2, 1001, 500, 1002, 3, 1003});
+  ck_assert_uint_eq(pn_engine_events_fired(eng), 4);
+  ck_assert_int_eq(h.calls, 3);
+
+  g_autoptr(PnEngine) e2 = pn_engine_new(kinds[_i]);
+  Rec r2;
+  rec_init(&r2);
+  Hooked h2 = {.rec = &r2};
+  pn_engine_set_instant_hook(e2, hook_fn, &h2);
+  pn_engine_schedule(e2, 1, hook_request, &h2, 7);
+  ck_assert(pn_engine_run(e2, 1, NULL)); /* budget 1: the event, then the hook, then nothing */
+  expect_log(&r2, 2, (PnTimeNs[]){1, 1}, (uint64_t[]){7, 1001});
+  rec_clear(&r);
+  rec_clear(&r2);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
   Suite *s = suite_create("core");
@@ -443,6 +499,7 @@ static Suite *core_suite(void)
   LOOP_TCASE("stall", test_stall);
   LOOP_TCASE("ids_unique", test_ids_unique);
   LOOP_TCASE("determinism", test_determinism);
+  LOOP_TCASE("instant_hook", test_instant_hook);
   TCase *tc = tcase_create("monotone_time");
   tcase_add_loop_test_raise_signal(tc, test_past_asserts, SIGABRT, 0, (int)G_N_ELEMENTS(kinds));
   suite_add_tcase(s, tc);
