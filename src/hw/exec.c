@@ -702,15 +702,15 @@ static gboolean validate_profile(const PnHwProfile *hw, const PnExecOptions *opt
  * task's own fields are known to be sane: a leg reads its peer). */
 static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId t, GError **error)
 {
-  const PnTask *tk     = &g_array_index(g->tasks, PnTask, t);
-  const PnTaskId *deps = (const PnTaskId *)(const void *)g->deps->data;
+  const PnTask *tk     = &pn_graph_tasks(g)[t];
+  const PnTaskId *deps = pn_graph_deps(g);
   if (tk->gpu >= g->n_gpus)
     INVALID(TASK_FMT ": gpu out of range (%u GPUs)", TASK_ARGS(t, tk), g->n_gpus);
   if (tk->stream >= PN_STREAM_N)
     INVALID(TASK_FMT ": stream out of range (%d streams)", TASK_ARGS(t, tk), PN_STREAM_N);
   if (tk->kind > PN_TASK_DELAY)
     INVALID(TASK_FMT ": unknown kind %u", TASK_ARGS(t, tk), (unsigned)tk->kind);
-  if ((uint64_t)tk->dep_first + tk->dep_count > g->deps->len)
+  if ((uint64_t)tk->dep_first + tk->dep_count > pn_graph_n_deps(g))
     INVALID(TASK_FMT ": dependency range outside the graph's dependency array", TASK_ARGS(t, tk));
   for (uint32_t i = 0; i < tk->dep_count; i++)
     if (deps[tk->dep_first + i] >= t)
@@ -738,10 +738,10 @@ static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId 
 /* A P2P task's legs: in the leg array, each matched by its peer with the same bytes and link. */
 static gboolean validate_legs(const PnGraph *g, const PnHwProfile *hw, PnTaskId t, GError **error)
 {
-  const PnTask *tasks  = (const PnTask *)(const void *)g->tasks->data;
+  const PnTask *tasks  = pn_graph_tasks(g);
   const PnP2pLeg *legs = (const PnP2pLeg *)(const void *)g->legs->data;
   const PnTask *tk     = &tasks[t];
-  uint32_t n           = g->tasks->len;
+  uint32_t n           = pn_graph_n_tasks(g);
   for (int k = 0; k < tk->n_legs; k++) {
     if (tk->leg_first == UINT32_MAX || (uint64_t)tk->leg_first + PN_TASK_MAX_LEGS > g->legs->len)
       INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(t, tk));
@@ -802,10 +802,10 @@ static void exec_free(Exec *ex)
 static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt,
                            PnTaskTime *times, GError **error)
 {
-  uint32_t n          = g->tasks->len;
-  ex->tasks           = (const PnTask *)(const void *)g->tasks->data;
+  uint32_t n          = pn_graph_n_tasks(g);
+  ex->tasks           = pn_graph_tasks(g);
   ex->legs            = (const PnP2pLeg *)(const void *)g->legs->data;
-  ex->deps            = (const PnTaskId *)(const void *)g->deps->data;
+  ex->deps            = pn_graph_deps(g);
   ex->hw              = hw;
   ex->n_tasks         = n;
   ex->n_gpus          = g->n_gpus;
@@ -854,7 +854,7 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
   pn_mem_hint_large(ex->dep_off, ((size_t)n + 1) * sizeof(uint32_t));
   /* dependency edges in a compact list for the CSR below (the graph's array is their upper bound) */
-  size_t n_edges = 0, cap_e = g->deps->len ? g->deps->len : 1;
+  size_t n_edges = 0, cap_e = pn_graph_n_deps(g) ? pn_graph_n_deps(g) : 1;
   /* Transfers: one per COMM task, one per P2P leg counted at its lower-id end (at most two per
    * P2P task: four legs, each shared with its peer), so at most 2n. Allocated at that bound and
    * filled in place: growing it by doubling copied and faulted it over and over (about 5 ms of
@@ -1038,7 +1038,7 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   if (!validate_profile(hw, opt, error))
     return FALSE;
 
-  uint32_t n    = g->tasks->len;
+  uint32_t n    = pn_graph_n_tasks(g);
   GArray *times = g_array_sized_new(FALSE, FALSE, sizeof(PnTaskTime), n);
   pn_mem_hint_large(times->data, (size_t)n * sizeof(PnTaskTime));
   g_array_set_size(times, n);

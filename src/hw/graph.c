@@ -1,6 +1,8 @@
-/* graph.c — building the task graph (graph.h). Plain appends into GArrays; no validation beyond
+/* graph.c — building the task graph (graph.h). Plain appends into its arrays; no validation beyond
  * assertions on programming errors: pn_exec_run() validates the finished graph. */
 #include "hw/graph.h"
+
+#include <string.h>
 
 #include "core/mem.h"
 
@@ -8,8 +10,6 @@ PnGraph *pn_graph_new(uint32_t n_gpus)
 {
   PnGraph *g = g_new0(PnGraph, 1);
   g->n_gpus  = n_gpus;
-  g->tasks   = g_array_new(FALSE, TRUE, sizeof(PnTask));
-  g->deps    = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   g->legs    = g_array_new(FALSE, TRUE, sizeof(PnP2pLeg));
   return g;
 }
@@ -18,24 +18,57 @@ void pn_graph_free(PnGraph *g)
 {
   if (!g)
     return;
-  g_array_free(g->tasks, TRUE);
-  g_array_free(g->deps, TRUE);
+  g_free(g->tasks);
+  g_free(g->deps);
   g_array_free(g->legs, TRUE);
   g_free(g);
+}
+
+/* Room for `n` more tasks: a new array at the final size (copying the tasks so far), never a
+ * zero-filled one, so its pages are faulted in as tasks are written, not all now. */
+static void grow_tasks(PnGraph *g, uint32_t n)
+{
+  g_assert(n <= PN_TASK_NONE - g->n_tasks);
+  uint32_t cap = g->n_tasks + n;
+  PnTask *a    = g_new(PnTask, cap);
+  pn_mem_hint_large(a, (size_t)cap * sizeof(PnTask));
+  if (g->n_tasks > 0)
+    memcpy(a, g->tasks, (size_t)g->n_tasks * sizeof(PnTask));
+  g_free(g->tasks);
+  g->tasks     = a;
+  g->cap_tasks = cap;
+}
+
+static void grow_deps(PnGraph *g, uint32_t n)
+{
+  g_assert(n <= UINT32_MAX - g->n_deps);
+  size_t cap  = MAX((size_t)g->n_deps + n, MIN(2 * (size_t)g->cap_deps, (size_t)UINT32_MAX));
+  cap         = MAX(cap, 64);
+  g->deps     = g_renew(PnTaskId, g->deps, cap);
+  g->cap_deps = (uint32_t)cap;
+}
+
+static inline void push_deps(PnGraph *g, const PnTaskId *deps, uint32_t n)
+{
+  if (n > g->cap_deps - g->n_deps)
+    grow_deps(g, n);
+  memcpy(g->deps + g->n_deps, deps, n * sizeof *deps);
+  g->n_deps += n;
 }
 
 PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_t n_deps)
 {
   g_assert(t != NULL);
   g_assert(n_deps == 0 || deps != NULL);
-  g_assert(g->tasks->len < PN_TASK_NONE);
-  PnTaskId id = g->tasks->len;
+  g_assert(g->n_tasks < PN_TASK_NONE);
+  PnTaskId id = g->n_tasks;
   for (uint32_t i = 0; i < n_deps; i++)
     g_assert(deps[i] < id); /* deps must be earlier tasks: the graph stays acyclic */
-  /* Appended first, then completed in place: one copy of the task instead of two. */
-  g_array_append_vals(g->tasks, t, 1);
-  PnTask *copy    = pn_graph_task(g, id);
-  copy->dep_first = g->deps->len;
+  if (g->n_tasks == g->cap_tasks)
+    grow_tasks(g, MAX(g->cap_tasks, 64));
+  PnTask *copy    = &g->tasks[g->n_tasks++];
+  *copy           = *t;
+  copy->dep_first = g->n_deps;
   copy->dep_count = n_deps;
   copy->n_legs    = 0;
   copy->leg_first = UINT32_MAX;
@@ -44,23 +77,25 @@ PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_
     g_array_set_size(g->legs, g->legs->len + PN_TASK_MAX_LEGS);
   }
   if (n_deps > 0)
-    g_array_append_vals(g->deps, deps, n_deps);
+    push_deps(g, deps, n_deps);
   return id;
 }
 
 void pn_graph_add_dep(PnGraph *g, PnTaskId task, PnTaskId dep)
 {
-  g_assert(g->tasks->len > 0 && task == g->tasks->len - 1); /* only the last task: deps stay contiguous */
+  g_assert(g->n_tasks > 0 && task == g->n_tasks - 1); /* only the last task: deps stay contiguous */
   g_assert(dep < task);
   PnTask *t = pn_graph_task(g, task);
-  g_assert(t->dep_first + t->dep_count == g->deps->len);
-  g_array_append_val(g->deps, dep);
+  g_assert(t->dep_first + t->dep_count == g->n_deps);
+  push_deps(g, &dep, 1);
   t->dep_count++;
 }
 
+void pn_graph_append_raw_dep(PnGraph *g, PnTaskId dep) { push_deps(g, &dep, 1); }
+
 void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, bool over_nic)
 {
-  g_assert(send < g->tasks->len && recv < g->tasks->len && send != recv);
+  g_assert(send < g->n_tasks && recv < g->n_tasks && send != recv);
   PnTask *s = pn_graph_task(g, send);
   PnTask *r = pn_graph_task(g, recv);
   g_assert(s->kind == PN_TASK_P2P && r->kind == PN_TASK_P2P);
@@ -71,12 +106,6 @@ void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, b
 
 void pn_graph_reserve(PnGraph *g, uint32_t n)
 {
-  /* A new array allocated at the final size rather than a set_size round trip, which would zero
-   * (and so fault in) every page of it now instead of as tasks are written. */
-  guint len = g->tasks->len;
-  GArray *a = g_array_sized_new(FALSE, TRUE, sizeof(PnTask), len + n);
-  pn_mem_hint_large(a->data, ((size_t)len + n) * sizeof(PnTask));
-  g_array_append_vals(a, g->tasks->data, len);
-  g_array_free(g->tasks, TRUE);
-  g->tasks = a;
+  if (n > g->cap_tasks - g->n_tasks)
+    grow_tasks(g, n);
 }

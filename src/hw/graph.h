@@ -103,11 +103,16 @@ typedef struct {
 
 typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, PN_PHASE_OTHER } PnPhase;
 
+/* Tasks and dependencies are plain arrays with their own capacity, not GArrays: a graph is
+ * built one task at a time (400k for Llama 3.1 405B), and appending is then a store rather than
+ * two out-of-line calls and a generic copy. Read them through the accessors below. */
 typedef struct {
   uint32_t n_gpus;
-  GArray *tasks; /* of PnTask, in issue order per GPU (ids are global) */
-  GArray *deps;  /* of PnTaskId */
-  GArray *legs;  /* of PnP2pLeg: PN_TASK_MAX_LEGS slots per P2P task (most tasks carry none) */
+  PnTask *tasks; /* n_tasks of them, in issue order per GPU (ids are global) */
+  uint32_t n_tasks, cap_tasks;
+  PnTaskId *deps; /* n_deps of them; a task's are deps[dep_first .. dep_first + dep_count) */
+  uint32_t n_deps, cap_deps;
+  GArray *legs; /* of PnP2pLeg: PN_TASK_MAX_LEGS slots per P2P task (most tasks carry none) */
 } PnGraph;
 
 PnGraph *pn_graph_new(uint32_t n_gpus);
@@ -122,7 +127,13 @@ void pn_graph_add_dep(PnGraph *g, PnTaskId task, PnTaskId dep);
 /* Links two P2P tasks (already added) as the two ends of one transfer of `bytes`. */
 void pn_graph_pair_p2p(PnGraph *g, PnTaskId send, PnTaskId recv, double bytes, bool over_nic);
 
-static inline PnTask *pn_graph_task(PnGraph *g, PnTaskId id) { return &g_array_index(g->tasks, PnTask, id); }
+static inline PnTask *pn_graph_task(PnGraph *g, PnTaskId id) { return &g->tasks[id]; }
+static inline const PnTask *pn_graph_tasks(const PnGraph *g) { return g->tasks; }
+static inline const PnTaskId *pn_graph_deps(const PnGraph *g) { return g->deps; }
+static inline uint32_t pn_graph_n_deps(const PnGraph *g) { return g->n_deps; }
+/* Appends to the dependency array without any check or owner: only for tests that build an
+ * invalid graph on purpose (pn_exec_run must reject it). */
+void pn_graph_append_raw_dep(PnGraph *g, PnTaskId dep);
 /* The legs of a P2P task (n_legs of them are in use). */
 static inline PnP2pLeg *pn_graph_legs(const PnGraph *g, const PnTask *t)
 {
@@ -130,6 +141,6 @@ static inline PnP2pLeg *pn_graph_legs(const PnGraph *g, const PnTask *t)
 }
 /* Reserves room for `n` more tasks, so that building a large graph does not copy it repeatedly. */
 void pn_graph_reserve(PnGraph *g, uint32_t n);
-static inline uint32_t pn_graph_n_tasks(const PnGraph *g) { return g->tasks->len; }
+static inline uint32_t pn_graph_n_tasks(const PnGraph *g) { return g->n_tasks; }
 
 #endif

@@ -24,7 +24,7 @@ gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *
                              gpu, st, stream_names[st]);
   }
   for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
-    const PnTask *t      = &g_array_index(g->tasks, PnTask, id);
+    const PnTask *t      = &pn_graph_tasks(g)[id];
     const PnTaskTime *tt = &g_array_index(ex->times, PnTaskTime, id);
     const char *cls      = t->cls >= 0 && t->cls < PN_CLASS_N ? class_names[t->cls] : "compute";
     g_string_append_printf(

@@ -1202,7 +1202,7 @@ static GArray *tasks_of(const Run *r, const char *label, PnPhase phase)
 {
   GArray *ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   for (PnTaskId id = 0; id < pn_graph_n_tasks(r->g); id++) {
-    const PnTask *t = &g_array_index(r->g->tasks, PnTask, id);
+    const PnTask *t = &pn_graph_tasks(r->g)[id];
     if (t->gpu == 0 && t->phase == phase && t->microbatch == 0 && t->layer == 0 && strcmp(t->label, label) == 0)
       g_array_append_val(ids, id);
   }
@@ -1217,7 +1217,7 @@ static PnTaskTime time_of(const Run *r, const GArray *ids, guint i)
 
 static const PnTask *task_at(const Run *r, const GArray *ids, guint i)
 {
-  return &g_array_index(r->g->tasks, PnTask, g_array_index(ids, PnTaskId, i));
+  return &pn_graph_tasks(r->g)[g_array_index(ids, PnTaskId, i)];
 }
 
 /* Pipelined reduce-scatter (TE's default for fc2_fprop: pipeline, 16 SMs, 4 splits, margin)
@@ -1354,7 +1354,7 @@ static void check_sm_holding_gemm(void)
   /* the all-reduce in flight over the GEMM: bucket 0, launched before layer 0's backward */
   bool covered = false;
   for (PnTaskId id = 0; id < pn_graph_n_tasks(r.g); id++) {
-    const PnTask *t = &g_array_index(r.g->tasks, PnTask, id);
+    const PnTask *t = &pn_graph_tasks(r.g)[id];
     PnTaskTime tt   = g_array_index(r.ex.times, PnTaskTime, id);
     if (t->cls == PN_CLASS_DP && t->sms == 8 && tt.start_ns <= g.start_ns && tt.end_ns >= g.end_ns)
       covered = true;

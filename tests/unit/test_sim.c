@@ -230,8 +230,8 @@ static void simulate_full(const char *json, PnSimRun *run)
 
 static const PnTask *find_task(const PnSimRun *run, const char *label, int32_t mb, int16_t layer, PnTaskId *id)
 {
-  for (guint i = 0; i < run->graph->tasks->len; i++) {
-    const PnTask *t = &g_array_index(run->graph->tasks, PnTask, i);
+  for (guint i = 0; i < pn_graph_n_tasks(run->graph); i++) {
+    const PnTask *t = &pn_graph_tasks(run->graph)[i];
     if (t->gpu == 0 && t->label && strcmp(t->label, label) == 0 && t->microbatch == mb && t->layer == layer) {
       if (id)
         *id = i;
@@ -312,8 +312,8 @@ START_TEST(pr4268_delays_attention_wgrads_after_post_backward)
     simulate_full(json, &run);
     /* rank 0, chunk 1 (layers 4, 5 of stage 0's second chunk: global layers 4..5), micro-batch 1 */
     PnTaskId send = PN_TASK_NONE, first_wgrad = PN_TASK_NONE;
-    for (guint i = 0; i < run.graph->tasks->len; i++) {
-      const PnTask *t = &g_array_index(run.graph->tasks, PnTask, i);
+    for (guint i = 0; i < pn_graph_n_tasks(run.graph); i++) {
+      const PnTask *t = &pn_graph_tasks(run.graph)[i];
       if (t->gpu != 0 || t->microbatch != 1 || t->chunk != 1)
         continue;
       if (t->kind == PN_TASK_P2P && t->phase == PN_PHASE_BWD && send == PN_TASK_NONE)
@@ -354,7 +354,7 @@ START_TEST(shared_expert_overlap_runs_beside_dispatch)
     ck_assert_ptr_nonnull(find_task(&run, "moe_dispatch_a2a", 0, 2, &a2a_id));
     ck_assert_ptr_nonnull(find_task(&run, "unpermute", 0, 2, &unperm_id));
     PnTaskTime fc1 = task_time(&run, fc1_id), a2a = task_time(&run, a2a_id), un = task_time(&run, unperm_id);
-    const PnTask *fc1_task = &g_array_index(run.graph->tasks, PnTask, fc1_id);
+    const PnTask *fc1_task = &pn_graph_tasks(run.graph)[fc1_id];
     if (ov) {
       ck_assert_int_eq(fc1_task->stream, PN_STREAM_SHARED_EXPERT);
       ck_assert(fc1.start_ns < a2a.end_ns && a2a.start_ns < fc1.end_ns);
