@@ -1,15 +1,21 @@
 /* exec.c — runs a task graph on simulated GPUs (exec.h; graph.h says when a task may start).
  *
  * State, all in flat arrays built once before the run (no allocation per event once grown):
- *  - per task: `waits` = unfinished dependencies + 1 if an earlier task of its stream has not
- *    ended, and its state, in dense arrays of their own (they are what other tasks touch);
- *    `stream_next`, `queue_next` (the next task of its stream / hardware queue) in TaskRt.
+ *  - per task: its state, in a dense array of its own (what other tasks read), and in TaskRt
+ *    `stream_prev`, `queue_next` (the previous task of its stream, the next of its hardware
+ *    queue) and where its dependencies are in the graph's array.
  *  - per GPU: the running compute kernels (`Run`: work left, rate, completion event), the SMs
  *    held by communication kernels, and its four link resources in the max-min solver.
- *  - per hardware queue (gpu, queue): `qhead`, the first task not yet dispatched. A task is
- *    dispatched (started) when it is its queue's head and waits == 0. Dispatching advances the
- *    head, so the next task of the queue may start while the first is still running.
- *  - dependents in CSR form (dep_off/dep_list): ending a task decrements its dependents' waits.
+ *  - per hardware queue (gpu, queue): `qhead`, the first task not yet dispatched, and `qcur`,
+ *    how many of the head's dependencies are known to have ended. A task is dispatched
+ *    (started) when it is its queue's head, its stream predecessor has ended and all its
+ *    dependencies have. Dispatching advances the head, so the next task of the queue may start
+ *    while the first is still running.
+ *  - waiting heads, not counts: a queue head that cannot start joins the waiter list of the
+ *    first unfinished task it needs (its stream predecessor or a dependency; lists run through
+ *    `qlink`, one entry per queue, from `waiter` per task), and is checked again when that task
+ *    ends. No list of dependents is built and no count is kept per task: a task that ends
+ *    touches only its own slot, not those of the tasks that depend on it.
  *  - transfers (`Xfer`): one per COMM task and one per P2P leg, shared by the two ends of the
  *    leg. Each active transfer is one max-min flow; its bytes left, rate and completion event
  *    live here. flow_xfer maps the solver's flow ids back to transfers.
@@ -72,18 +78,18 @@ enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
   } while (0)
 
 /* Per task, written once at setup: its links and the fields of its PnTask that dispatch, SM
- * sharing and completion read, in one 40-byte record (the 88-byte PnTask is read again only when
- * a transfer starts). The fields touched when *another* task ends or starts (waits, state) live
- * in their own dense arrays: a million tasks do not fit in cache, and those remote touches are
- * the executor's main cost. */
+ * sharing and completion read, in one 48-byte record (the 88-byte PnTask is not read during the
+ * run). What other tasks read of it (its state) lives in a dense array of its own: a million
+ * tasks do not fit in cache, and those remote touches are the executor's main cost. */
 typedef struct {
   double work;          /* COMPUTE: work_ns + kernel launch; DELAY: work_ns; COMM, P2P: latency_ns */
-  uint32_t stream_next; /* next task of the same GPU and stream, or PN_TASK_NONE */
+  uint32_t stream_prev; /* previous task of the same GPU and stream, or PN_TASK_NONE */
   uint32_t queue_next;  /* next task of the same hardware queue, or PN_TASK_NONE */
   uint32_t gq;          /* hardware queue index: gpu * n_queues + queue */
   uint32_t aux;         /* COMPUTE: index in its GPU's running list; COMM: its xfer; P2P: leg_first */
   uint32_t gpu;
-  int16_t sms; /* as in PnTask */
+  uint32_t dep_first, dep_count; /* as in PnTask: its dependencies in the graph's array */
+  int16_t sms;                   /* as in PnTask */
   uint8_t kind, scaling, sm_shape, n_legs, stream;
   uint8_t legs_left; /* P2P: legs not yet done */
   uint16_t tag;      /* the observer's tag (COMM, P2P) */
@@ -144,15 +150,15 @@ typedef struct {
   PnEngine *eng;
   PnMaxMin *mm;
   TaskRt *rt;
-  uint32_t *waits;    /* per task: unfinished deps + unfinished stream predecessor */
   uint32_t *leg_xfer; /* per leg slot of the graph (PnTask.leg_first + k): the leg's xfer */
   uint8_t *state;     /* per task: ST_* | ST_QUEUED */
   Xfer *xf;
   uint32_t n_xfers;
   GpuRt *gpus;
-  uint32_t *qhead;   /* per hardware queue: first task not yet dispatched */
-  uint32_t *dep_off; /* n_tasks + 1 */
-  uint32_t *dep_list;
+  uint32_t *qhead;  /* per hardware queue: first task not yet dispatched */
+  uint32_t *qcur;   /* per hardware queue: the head's dependencies known to have ended */
+  uint32_t *qlink;  /* per hardware queue: the next queue in the same waiter list, or NONE */
+  uint32_t *waiter; /* per task: first queue whose head waits for it (list through qlink), or NONE */
   PnTaskTime *times;
   PnTaskId *work; /* min-heap of dispatch candidates */
   uint32_t n_work, cap_work;
@@ -271,6 +277,45 @@ static PnTaskId work_pop(Exec *ex)
     h[i] = x;
   ex->state[top] &= (uint8_t)~ST_QUEUED;
   return top;
+}
+
+/* Whether task t, the head of hardware queue q, may start: its stream predecessor and all its
+ * dependencies have ended. If not, the queue joins the waiter list of the first task found
+ * unfinished, and is checked again when that task ends; the cursor remembers how many
+ * dependencies were seen ended (they stay ended). A queue is in at most one list: it is
+ * checked only when its head changes or its list is woken. */
+static bool ready(Exec *ex, PnTaskId t, uint32_t q)
+{
+  const TaskRt *r = &ex->rt[t];
+  PnTaskId w      = PN_TASK_NONE;
+  if (r->stream_prev != PN_TASK_NONE && (ex->state[r->stream_prev] & ST_MASK) != ST_ENDED) {
+    w = r->stream_prev;
+  } else {
+    uint32_t k = ex->qcur[q];
+    while (k < r->dep_count && (ex->state[ex->deps[r->dep_first + k]] & ST_MASK) == ST_ENDED)
+      k++;
+    ex->qcur[q] = k;
+    if (k == r->dep_count)
+      return true;
+    w = ex->deps[r->dep_first + k];
+  }
+  ex->qlink[q]  = ex->waiter[w];
+  ex->waiter[w] = q;
+  return false;
+}
+
+/* Task t has ended: the queues whose heads waited for it are checked again. */
+static void wake_waiters(Exec *ex, PnTaskId t)
+{
+  uint32_t q    = ex->waiter[t];
+  ex->waiter[t] = PN_TASK_NONE;
+  while (q != PN_TASK_NONE) {
+    uint32_t next = ex->qlink[q];
+    PnTaskId h    = ex->qhead[q];
+    if (ready(ex, h, q))
+      work_push(ex, h);
+    q = next;
+  }
 }
 
 /* Speed of a compute kernel given `sms` SMs, relative to all SMs. `own_limit`: the kernel was
@@ -409,13 +454,7 @@ static void end_task(Exec *ex, PnTaskId t)
   } else if (r->kind == PN_TASK_COMM || r->kind == PN_TASK_P2P) {
     hold_sms(ex, r, -1);
   }
-  if (r->stream_next != PN_TASK_NONE && --ex->waits[r->stream_next] == 0)
-    work_push(ex, r->stream_next);
-  for (uint32_t i = ex->dep_off[t]; i < ex->dep_off[t + 1]; i++) {
-    PnTaskId d = ex->dep_list[i];
-    if (--ex->waits[d] == 0)
-      work_push(ex, d);
-  }
+  wake_waiters(ex, t);
   need_settle(ex);
 }
 
@@ -453,7 +492,6 @@ static inline void prefetch_ahead(const Exec *ex, PnTaskId t)
     return;
   __builtin_prefetch(&ex->rt[a]);
   __builtin_prefetch(&ex->times[a], 1);
-  __builtin_prefetch(&ex->dep_off[a]);
 }
 
 static void start_task(Exec *ex, PnTaskId t)
@@ -464,7 +502,8 @@ static void start_task(Exec *ex, PnTaskId t)
   set_st(ex, t, ST_RUNNING);
   ex->times[t].start_ns = now;
   ex->qhead[r->gq]      = r->queue_next;
-  if (r->queue_next != PN_TASK_NONE && ex->waits[r->queue_next] == 0)
+  ex->qcur[r->gq]       = 0;
+  if (r->queue_next != PN_TASK_NONE && ready(ex, r->queue_next, r->gq))
     work_push(ex, r->queue_next);
   if (ex->obs && (r->kind == PN_TASK_COMPUTE || r->kind == PN_TASK_COMM))
     ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, r->tag, now);
@@ -611,8 +650,8 @@ static void settle(PnEngine *eng, void *ctx, uint64_t arg)
   /* settle_pending stays true while settling: whatever the steps below mark is handled below. */
   /* 1. Dispatch, in task-id order. Starting a task may expose the next one of its queue. */
   while (ex->n_work > 0) {
-    PnTaskId t = work_pop(ex);
-    if (st(ex, t) == ST_WAITING && ex->waits[t] == 0 && ex->qhead[ex->rt[t].gq] == t)
+    PnTaskId t = work_pop(ex); /* a queue head whose stream predecessor and dependencies ended */
+    if (st(ex, t) == ST_WAITING && ex->qhead[ex->rt[t].gq] == t)
       start_task(ex, t);
   }
   /* 2. Compute rates of the GPUs whose running set or held SMs changed. */
@@ -777,12 +816,12 @@ static void exec_free(Exec *ex)
   g_free(ex->gpus);
   g_free(ex->rt);
   g_free(ex->leg_xfer);
-  g_free(ex->waits);
   g_free(ex->state);
   g_free(ex->xf);
   g_free(ex->qhead);
-  g_free(ex->dep_off);
-  g_free(ex->dep_list);
+  g_free(ex->qcur);
+  g_free(ex->qlink);
+  g_free(ex->waiter);
   g_free(ex->work);
   g_free(ex->dirty_gpus);
   g_free(ex->flow_xfer);
@@ -817,11 +856,11 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   pn_engine_set_instant_hook(ex->eng, settle, ex);
   ex->mm       = pn_maxmin_new();
   ex->rt       = g_new(TaskRt, n ? n : 1);
-  ex->waits    = g_new(uint32_t, n ? n : 1);
   ex->leg_xfer = g_new(uint32_t, g->legs->len ? g->legs->len : 1);
   ex->state    = g_new0(uint8_t, n ? n : 1);
+  ex->waiter   = g_new(uint32_t, n ? n : 1);
   pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
-  pn_mem_hint_large(ex->waits, (size_t)n * sizeof(uint32_t));
+  pn_mem_hint_large(ex->waiter, (size_t)n * sizeof(uint32_t));
   ex->gpus            = g_new0(GpuRt, ex->n_gpus ? ex->n_gpus : 1);
   ex->changed         = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
   ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
@@ -847,21 +886,17 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   uint32_t *s_last = g_new(uint32_t, n_sq ? n_sq : 1);
   uint32_t *q_last = g_new(uint32_t, n_gq ? n_gq : 1);
   ex->qhead        = g_new(uint32_t, n_gq ? n_gq : 1);
+  ex->qcur         = g_new0(uint32_t, n_gq ? n_gq : 1);
+  ex->qlink        = g_new(uint32_t, n_gq ? n_gq : 1);
   for (size_t i = 0; i < n_sq; i++)
     s_last[i] = PN_TASK_NONE;
   for (size_t i = 0; i < n_gq; i++)
-    q_last[i] = ex->qhead[i] = PN_TASK_NONE;
-  ex->dep_off = g_new0(uint32_t, (size_t)n + 1);
-  pn_mem_hint_large(ex->dep_off, ((size_t)n + 1) * sizeof(uint32_t));
-  /* dependency edges in a compact list for the CSR below (the graph's array is their upper bound) */
-  size_t n_edges = 0, cap_e = pn_graph_n_deps(g) ? pn_graph_n_deps(g) : 1;
+    q_last[i] = ex->qhead[i] = ex->qlink[i] = PN_TASK_NONE;
   /* Transfers: one per COMM task, one per P2P leg counted at its lower-id end (at most two per
    * P2P task: four legs, each shared with its peer), so at most 2n. Allocated at that bound and
    * filled in place: growing it by doubling copied and faulted it over and over (about 5 ms of
    * a 400k-task setup); the untouched tail costs no memory. */
   ex->xf                    = g_new(Xfer, 2 * (size_t)n + 1);
-  PnTaskId *edge_from       = g_new(PnTaskId, cap_e);
-  PnTaskId *edge_to         = g_new(PnTaskId, cap_e);
   g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   uint32_t n_x              = 0;
   gboolean ok               = TRUE;
@@ -872,9 +907,11 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
     }
     const PnTask *tk = &ex->tasks[t];
     TaskRt *r        = &ex->rt[t];
-    *r               = (TaskRt){.stream_next = PN_TASK_NONE,
+    *r               = (TaskRt){.stream_prev = PN_TASK_NONE,
                                 .queue_next  = PN_TASK_NONE,
                                 .gpu         = tk->gpu,
+                                .dep_first   = tk->dep_first,
+                                .dep_count   = tk->dep_count,
                                 .sms         = tk->sms,
                                 .kind        = tk->kind,
                                 .scaling     = tk->scaling,
@@ -894,31 +931,17 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
         r->tag = ex->obs->tag(ex->obs->ctx, t, tk);
       break;
     }
-    ex->waits[t] = tk->dep_count;
-    size_t sq    = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
-    if (s_last[sq] != PN_TASK_NONE) {
-      ex->rt[s_last[sq]].stream_next = t;
-      ex->waits[t]++;
-    }
-    s_last[sq] = t;
-    uint32_t q = ex->max_connections == 1 ? 0 : (uint32_t)(tk->stream % ex->max_connections);
-    r->gq      = tk->gpu * ex->n_queues + q;
+    size_t sq      = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
+    r->stream_prev = s_last[sq];
+    s_last[sq]     = t;
+    uint32_t q     = ex->max_connections == 1 ? 0 : (uint32_t)(tk->stream % ex->max_connections);
+    r->gq          = tk->gpu * ex->n_queues + q;
     if (q_last[r->gq] != PN_TASK_NONE)
       ex->rt[q_last[r->gq]].queue_next = t;
     else
       ex->qhead[r->gq] = t;
     q_last[r->gq] = t;
-    if (n_edges + tk->dep_count > cap_e) { /* only if tasks share dependency ranges */
-      cap_e     = MAX(2 * cap_e, n_edges + tk->dep_count);
-      edge_from = g_renew(PnTaskId, edge_from, cap_e);
-      edge_to   = g_renew(PnTaskId, edge_to, cap_e);
-    }
-    for (uint32_t i = 0; i < tk->dep_count; i++) {
-      PnTaskId d = ex->deps[tk->dep_first + i];
-      ex->dep_off[d]++; /* counts; turned into range ends below */
-      edge_from[n_edges] = d;
-      edge_to[n_edges++] = t;
-    }
+    ex->waiter[t] = PN_TASK_NONE;
     if (tk->kind == PN_TASK_COMM) {
       ex->xf[n_x++] = (Xfer){.flow      = -1,
                              .task      = t,
@@ -962,23 +985,7 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
   g_free(s_last);
   g_free(q_last);
   ex->n_xfers = n_x;
-  if (!ok) {
-    g_free(edge_from);
-    g_free(edge_to);
-    return FALSE;
-  }
-
-  /* Dependents, CSR: counts become range ends, and each edge, taken last to first, is written
-   * just below its end; a range thus lists its dependents in increasing id order. */
-  for (uint32_t t = 0; t < n; t++)
-    ex->dep_off[t + 1] += ex->dep_off[t];
-  ex->dep_list = g_new(uint32_t, n_edges ? n_edges : 1);
-  pn_mem_hint_large(ex->dep_list, n_edges * sizeof(uint32_t));
-  for (size_t e = n_edges; e-- > 0;)
-    ex->dep_list[--ex->dep_off[edge_from[e]]] = edge_to[e];
-  g_free(edge_from);
-  g_free(edge_to);
-  return TRUE;
+  return ok;
 }
 
 /* ---- failure reports ---- */
@@ -1050,8 +1057,8 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
     exec_free(&ex);
     return FALSE;
   }
-  for (size_t q = 0; q < (size_t)ex.n_gpus * ex.n_queues; q++)
-    if (ex.qhead[q] != PN_TASK_NONE && ex.waits[ex.qhead[q]] == 0)
+  for (uint32_t q = 0; q < ex.n_gpus * ex.n_queues; q++)
+    if (ex.qhead[q] != PN_TASK_NONE && ready(&ex, ex.qhead[q], q))
       work_push(&ex, ex.qhead[q]);
 
   uint64_t budget = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
