@@ -1,6 +1,6 @@
 /* engine.c — event queue and loop (see engine.h for the contract).
  *
- * Layout: the queue holds small keys {t_ns, seq, slot} (24 bytes) and the payload of each
+ * Layout: the queue holds small keys {t_ns, seq << 24 | slot} (16 bytes) and the payload of each
  * pending event (fn, ctx, arg, cancelled flag) lives in a slot table, so heap moves stay cheap
  * and cancel is an O(1) store. A slot is released when its event is popped and reused through a
  * free list: memory is bounded by the largest number of pending events, not by the number of
@@ -24,13 +24,22 @@
 #include "core/engine.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
+/* seq (scheduling order, unique: breaks ties FIFO) in the high 40 bits of `ord`, the slot in
+ * the low 24, so that a key is two words and compares as one 128-bit number (times are >= 0).
+ * At most 2^24 events may be pending at once (the executor keeps a few per simulated GPU); seq
+ * is renumbered, order kept, in the unlikely case it reaches 2^40 (10^12 events scheduled). */
+#define SLOT_BITS 24
+#define SLOT_MASK ((1u << SLOT_BITS) - 1)
+#define SEQ_LIMIT ((uint64_t)1 << (64 - SLOT_BITS))
 typedef struct {
   PnTimeNs t_ns;
-  uint64_t seq;  /* scheduling order: breaks ties FIFO, unique per engine */
-  uint32_t slot; /* into PnEngine.slots */
+  uint64_t ord;
 } PnQueueKey;
+
+static inline uint32_t key_slot(const PnQueueKey *k) { return (uint32_t)(k->ord & SLOT_MASK); }
 
 typedef struct {
   PnEventFn fn;
@@ -66,7 +75,9 @@ GQuark pn_engine_error_quark(void) { return g_quark_from_static_string("pn-engin
 static inline bool key_less(const PnQueueKey *a, const PnQueueKey *b)
 {
   /* Non-short-circuit form: compiles to flag arithmetic instead of two hard-to-predict branches. */
-  return (a->t_ns < b->t_ns) | ((a->t_ns == b->t_ns) & (a->seq < b->seq));
+  unsigned __int128 x = ((unsigned __int128)(uint64_t)a->t_ns << 64) | a->ord;
+  unsigned __int128 y = ((unsigned __int128)(uint64_t)b->t_ns << 64) | b->ord;
+  return x < y;
 }
 
 PnEngine *pn_engine_new(PnQueueKind kind)
@@ -93,6 +104,7 @@ void pn_engine_free(PnEngine *eng)
 }
 
 PnTimeNs pn_engine_now(const PnEngine *eng) { return eng->now_ns; }
+void pn_engine_skip_seq_for_test(PnEngine *eng, uint64_t left) { eng->next_seq = SEQ_LIMIT - MIN(left, SEQ_LIMIT); }
 void pn_engine_set_stall_limit(PnEngine *eng, uint64_t max_events) { eng->stall_limit = max_events; }
 uint64_t pn_engine_events_fired(const PnEngine *eng) { return eng->fired; }
 size_t pn_engine_pending(const PnEngine *eng) { return eng->n_queue + (eng->n_due - eng->due_head); }
@@ -103,8 +115,9 @@ static inline uint32_t slot_acquire(PnEngine *eng)
 {
   if (eng->n_free > 0)
     return eng->free_slots[--eng->n_free];
+  if (eng->n_slots > SLOT_MASK)
+    g_error("event engine: more than %u events pending at once", SLOT_MASK + 1);
   if (eng->n_slots == eng->cap_slots) {
-    g_assert(eng->cap_slots <= UINT32_MAX / 2);
     eng->cap_slots *= 2;
     eng->slots = g_renew(PnEventSlot, eng->slots, eng->cap_slots);
   }
@@ -255,6 +268,32 @@ static inline const PnQueueKey *queue_peek(const PnEngine *eng)
   return eng->kind == PN_QUEUE_HEAP ? &eng->queue[0] : &eng->queue[eng->n_queue - 1];
 }
 
+/* ---- renumbering ---- */
+
+static int key_cmp(const void *a, const void *b)
+{
+  const PnQueueKey *x = *(const PnQueueKey *const *)a, *y = *(const PnQueueKey *const *)b;
+  return key_less(x, y) ? -1 : key_less(y, x) ? 1 : 0;
+}
+
+/* seq would pass its 40 bits: every pending key gets a new seq from 0, in the keys' order, so
+ * the (t_ns, seq) order of all pending events (heap, FIFO or list) is unchanged and each
+ * container's arrangement stays valid. */
+static void renumber(PnEngine *eng)
+{
+  size_t n_due = eng->n_due - eng->due_head, n = eng->n_queue + n_due;
+  PnQueueKey **all = g_new(PnQueueKey *, n ? n : 1);
+  for (size_t i = 0; i < eng->n_queue; i++)
+    all[i] = &eng->queue[i];
+  for (size_t i = 0; i < n_due; i++)
+    all[eng->n_queue + i] = &eng->due[eng->due_head + i];
+  qsort(all, n, sizeof *all, key_cmp);
+  for (size_t i = 0; i < n; i++)
+    all[i]->ord = ((uint64_t)i << SLOT_BITS) | key_slot(all[i]);
+  eng->next_seq = n;
+  g_free(all);
+}
+
 /* ---- API ---- */
 
 PnEventId pn_engine_schedule(PnEngine *eng, PnTimeNs at_ns, PnEventFn fn, void *ctx, uint64_t arg)
@@ -267,7 +306,9 @@ PnEventId pn_engine_schedule(PnEngine *eng, PnTimeNs at_ns, PnEventFn fn, void *
   s->ctx         = ctx;
   s->arg         = arg;
   s->cancelled   = false;
-  PnQueueKey key = {.t_ns = at_ns, .seq = eng->next_seq++, .slot = slot};
+  if (eng->next_seq == SEQ_LIMIT)
+    renumber(eng);
+  PnQueueKey key = {.t_ns = at_ns, .ord = (eng->next_seq++ << SLOT_BITS) | slot};
   if (eng->kind == PN_QUEUE_HEAP && at_ns == eng->now_ns)
     due_push(eng, key);
   else if (eng->kind == PN_QUEUE_HEAP)
@@ -312,13 +353,14 @@ bool pn_engine_step(PnEngine *eng)
     if (head == NULL)
       return false;
     PnQueueKey key = queue_pop(eng);
-    PnEventSlot *s = &eng->slots[key.slot];
+    uint32_t slot  = key_slot(&key);
+    PnEventSlot *s = &eng->slots[slot];
     bool cancelled = s->cancelled;
     PnEventFn fn   = s->fn;
     void *ctx      = s->ctx;
     uint64_t arg   = s->arg;
     /* Released before firing, so the callback may cancel its own id (a no-op) or reuse the slot. */
-    slot_release(eng, s, key.slot);
+    slot_release(eng, s, slot);
     if (cancelled)
       continue;
     g_assert(key.t_ns >= eng->now_ns);
@@ -334,10 +376,10 @@ static bool has_live_event(PnEngine *eng)
 {
   const PnQueueKey *head;
   while ((head = queue_peek(eng)) != NULL) {
-    PnEventSlot *s = &eng->slots[head->slot];
+    PnEventSlot *s = &eng->slots[key_slot(head)];
     if (!s->cancelled)
       return true;
-    uint32_t slot = head->slot;
+    uint32_t slot = key_slot(head);
     (void)queue_pop(eng);
     slot_release(eng, s, slot);
   }

@@ -70,6 +70,9 @@ void pn_engine_request_instant_hook(PnEngine *eng);
 bool pn_engine_step(PnEngine *eng);
 
 uint64_t pn_engine_events_fired(const PnEngine *eng);
+/* Tests only: the scheduling counter jumps to `left` short of its limit, so that a test reaches
+ * the renumbering of pending events (otherwise after 10^12 schedules). */
+void pn_engine_skip_seq_for_test(PnEngine *eng, uint64_t left);
 size_t pn_engine_pending(const PnEngine *eng); /* includes cancelled-but-not-yet-popped events */
 
 #endif

@@ -479,6 +479,30 @@ START_TEST(test_instant_hook)
 }
 END_TEST
 
+/* The scheduling counter reaching its limit (40 bits) renumbers the pending events without
+ * changing their order: ties at one time still fire in scheduling order across the jump, with
+ * events in the heap, in the due-now FIFO and scheduled after it. */
+START_TEST(test_seq_renumber)
+{
+  g_autoptr(PnEngine) eng = pn_engine_new(kinds[_i]);
+  Rec r;
+  rec_init(&r);
+  pn_engine_schedule(eng, 0, record, &r, 0);
+  ck_assert(pn_engine_step(eng)); /* now = 0 */
+  pn_engine_skip_seq_for_test(eng, 3);
+  pn_engine_schedule(eng, 9, record, &r, 1);
+  pn_engine_schedule(eng, 0, record, &r, 2); /* due now */
+  pn_engine_schedule(eng, 9, record, &r, 3);
+  pn_engine_schedule(eng, 9, record, &r, 4); /* renumbers first */
+  pn_engine_schedule(eng, 0, record, &r, 5);
+  pn_engine_schedule(eng, 5, record, &r, 6);
+  pn_engine_schedule(eng, 9, record, &r, 7);
+  ck_assert(pn_engine_run(eng, 0, NULL));
+  expect_log(&r, 8, (PnTimeNs[]){0, 0, 0, 5, 9, 9, 9, 9}, (uint64_t[]){0, 2, 5, 6, 1, 3, 4, 7});
+  rec_clear(&r);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
   Suite *s = suite_create("core");
@@ -500,6 +524,7 @@ static Suite *core_suite(void)
   LOOP_TCASE("ids_unique", test_ids_unique);
   LOOP_TCASE("determinism", test_determinism);
   LOOP_TCASE("instant_hook", test_instant_hook);
+  LOOP_TCASE("seq_renumber", test_seq_renumber);
   TCase *tc = tcase_create("monotone_time");
   tcase_add_loop_test_raise_signal(tc, test_past_asserts, SIGABRT, 0, (int)G_N_ELEMENTS(kinds));
   suite_add_tcase(s, tc);
