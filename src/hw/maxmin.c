@@ -93,6 +93,8 @@ typedef struct {
 struct PnMaxMin {
   GArray *res;   /* of Res */
   GArray *flows; /* of Flow */
+  Res *res_v;    /* res->data and flows->data, kept in step with every append: the solver */
+  Flow *flow_v;  /* indexes them all the time, and a GArray access is two dependent loads */
   PnFlowId *free_flows;
   uint32_t n_free, cap_free;
   int n_active;
@@ -114,8 +116,8 @@ struct PnMaxMin {
   uint32_t n_heap, cap_heap;
 };
 
-static inline Res *res_at(const PnMaxMin *mm, PnResourceId r) { return &g_array_index(mm->res, Res, r); }
-static inline Flow *flow_at(const PnMaxMin *mm, PnFlowId f) { return &g_array_index(mm->flows, Flow, f); }
+static inline Res *res_at(const PnMaxMin *mm, PnResourceId r) { return &mm->res_v[r]; }
+static inline Flow *flow_at(const PnMaxMin *mm, PnFlowId f) { return &mm->flow_v[f]; }
 
 PnMaxMin *pn_maxmin_new(void)
 {
@@ -152,6 +154,7 @@ PnResourceId pn_maxmin_add_resource(PnMaxMin *mm, double capacity)
   g_assert(mm->res->len < INT32_MAX);
   Res r = {.capacity = capacity};
   g_array_append_val(mm->res, r);
+  mm->res_v = (Res *)(void *)mm->res->data;
   return (PnResourceId)(mm->res->len - 1);
 }
 
@@ -266,7 +269,8 @@ static PnFlowId add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const dou
   } else {
     g_assert(mm->flows->len < INT32_MAX);
     g_array_set_size(mm->flows, mm->flows->len + 1); /* zero-filled */
-    f = (PnFlowId)(mm->flows->len - 1);
+    mm->flow_v = (Flow *)(void *)mm->flows->data;
+    f          = (PnFlowId)(mm->flows->len - 1);
   }
   Flow *fl = flow_at(mm, f);
   if (fl->cap < n) {
