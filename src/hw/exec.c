@@ -45,6 +45,7 @@
  */
 #include "hw/exec.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -686,7 +687,8 @@ static void settle(PnEngine *eng, void *ctx, uint64_t arg)
 
 /* ---- validation ---- */
 
-static bool finite_nonneg(double x) { return isfinite(x) && x >= 0.0; }
+/* Finite and >= 0 (NaN fails both comparisons): two compares, no classification. */
+static inline bool finite_nonneg(double x) { return x >= 0.0 && x <= DBL_MAX; }
 
 /* Index in the peer's legs of the leg matching t's leg k (the o-th leg of t to that peer in the
  * same direction matches the o-th leg of the peer to t in the opposite direction), or -1. */
