@@ -3,15 +3,48 @@
 
 #include <math.h>
 
+/* The profile's owned arrays, listed once for free and copy (a field added to PnHwProfile that
+ * owns memory goes here). */
+#define PROFILE_CURVES(p)                                                                                              \
+  {                                                                                                                    \
+    &(p)->gemm_sm_scaling, &(p)->mem_sm_scaling, &(p)->coll_size_efficiency, &(p)->gemm_sm_limit_scaling,              \
+        &(p)->coll_efficiency[0], &(p)->coll_efficiency[1], &(p)->coll_efficiency[2], &(p)->coll_efficiency[3],        \
+        &(p)->coll_efficiency[4], &(p)->mem_bandwidth[0], &(p)->mem_bandwidth[1], &(p)->mem_bandwidth[2],              \
+        &(p)->mem_bandwidth[3]                                                                                         \
+  }
+
+static void curve_dup(PnCurve *c)
+{
+  c->x = c->n > 0 ? g_memdup2(c->x, (gsize)c->n * sizeof *c->x) : NULL;
+  c->y = c->n > 0 ? g_memdup2(c->y, (gsize)c->n * sizeof *c->y) : NULL;
+}
+
+#define DUP_ARRAY(ptr, n) ((ptr) = (n) > 0 ? g_memdup2((ptr), (gsize)(n) * sizeof *(ptr)) : NULL)
+
+PnHwProfile *pn_hw_profile_copy(const PnHwProfile *p)
+{
+  g_assert(p != NULL);
+  PnHwProfile *c    = g_memdup2(p, sizeof *p);
+  PnCurve *curves[] = PROFILE_CURVES(c);
+  for (size_t i = 0; i < G_N_ELEMENTS(curves); i++)
+    curve_dup(curves[i]);
+  DUP_ARRAY(c->gemm_bf16.pts, c->gemm_bf16.n);
+  DUP_ARRAY(c->gemm_fp8.pts, c->gemm_fp8.n);
+  DUP_ARRAY(c->attn_bf16.pts, c->attn_bf16.n);
+  DUP_ARRAY(c->nccl_pair_table.pts, c->nccl_pair_table.n);
+  DUP_ARRAY(c->contention_points, c->n_contention_points);
+  DUP_ARRAY(c->shape_contention, c->n_shape_contention);
+  for (int i = 0; i < c->n_shape_contention; i++)
+    for (int v = 0; v < 2; v++)
+      curve_dup(&c->shape_contention[i].curve[v]);
+  return c;
+}
+
 void pn_hw_profile_free(PnHwProfile *p)
 {
   if (!p)
     return;
-  PnCurve *curves[] = {&p->gemm_sm_scaling,       &p->mem_sm_scaling,     &p->coll_size_efficiency,
-                       &p->gemm_sm_limit_scaling, &p->coll_efficiency[0], &p->coll_efficiency[1],
-                       &p->coll_efficiency[2],    &p->coll_efficiency[3], &p->coll_efficiency[4],
-                       &p->mem_bandwidth[0],      &p->mem_bandwidth[1],   &p->mem_bandwidth[2],
-                       &p->mem_bandwidth[3]};
+  PnCurve *curves[] = PROFILE_CURVES(p);
   for (size_t i = 0; i < G_N_ELEMENTS(curves); i++) {
     g_free(curves[i]->x);
     g_free(curves[i]->y);

@@ -136,6 +136,8 @@ typedef struct PnHwProfile {
 } PnHwProfile;
 
 void pn_hw_profile_free(PnHwProfile *p); /* frees the tables and p; NULL is a no-op */
+/* A deep copy (every table duplicated): free it with pn_hw_profile_free. */
+PnHwProfile *pn_hw_profile_copy(const PnHwProfile *p);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnHwProfile, pn_hw_profile_free)
 
 /* Rebuilds shape_contention from contention_points (call after changing the points). */

@@ -1099,6 +1099,76 @@ START_TEST(test_hw_profile_errors)
 }
 END_TEST
 
+/* A profile read twice in one process comes from the cache the second time: the same values,
+ * in memory of its own (freeing or changing one copy leaves the other and later loads alone);
+ * the repository's calibrated profile (curves, tables, contention) is compared field by field
+ * with a fresh parse. A file rewritten at the same path is parsed anew, even with the same size. */
+static void assert_curve_eq(const PnCurve *a, const PnCurve *b)
+{
+  ck_assert_int_eq(a->n, b->n);
+  ck_assert(a->log_x == b->log_x);
+  for (int i = 0; i < a->n; i++) {
+    ck_assert(a->x != b->x && a->y != b->y);
+    ck_assert(a->x[i] == b->x[i] && a->y[i] == b->y[i]);
+  }
+}
+
+START_TEST(test_hw_profile_cache)
+{
+  g_autofree char *src  = source_dir();
+  g_autofree char *path = g_build_filename(src, "hwprofiles", "h100-sxm.json", NULL);
+  g_autoptr(GError) e   = NULL;
+  PnHwProfile *a        = pn_hw_profile_load(path, &e);
+  ck_assert_msg(a != NULL, "%s", e ? e->message : "");
+  PnHwProfile *b = pn_hw_profile_load(path, &e); /* cached */
+  ck_assert_ptr_nonnull(b);
+  ck_assert_ptr_ne(a, b);
+  ck_assert_str_eq(a->name, b->name);
+  ck_assert_int_eq(a->sm_count, b->sm_count);
+  ck_assert(a->gemm_bf16.n > 0 && a->n_shape_contention > 0 && a->nccl_pair_table.n > 0);
+  ck_assert_int_eq(a->gemm_bf16.n, b->gemm_bf16.n);
+  ck_assert(memcmp(a->gemm_bf16.pts, b->gemm_bf16.pts, (size_t)a->gemm_bf16.n * sizeof *a->gemm_bf16.pts) == 0);
+  ck_assert_int_eq(a->nccl_pair_table.n, b->nccl_pair_table.n);
+  ck_assert_int_eq(a->n_contention_points, b->n_contention_points);
+  ck_assert_int_eq(a->n_shape_contention, b->n_shape_contention);
+  assert_curve_eq(&a->gemm_sm_scaling, &b->gemm_sm_scaling);
+  assert_curve_eq(&a->mem_bandwidth[0], &b->mem_bandwidth[0]);
+  for (int i = 0; i < a->n_shape_contention; i++)
+    for (int v = 0; v < 2; v++)
+      assert_curve_eq(&a->shape_contention[i].curve[v], &b->shape_contention[i].curve[v]);
+  b->sm_count = 1; /* the caller's copy only */
+  if (b->gemm_bf16.n > 0)
+    b->gemm_bf16.pts[0].ns = -1.0;
+  pn_hw_profile_free(a);
+  PnHwProfile *c = pn_hw_profile_load(path, &e);
+  ck_assert_ptr_nonnull(c);
+  ck_assert_int_eq(c->sm_count, 132);
+  ck_assert(c->gemm_bf16.pts[0].ns > 0.0);
+  pn_hw_profile_free(b);
+  pn_hw_profile_free(c);
+
+  /* same path, same length, other bytes: parsed again */
+  g_autofree char *fixture = data("hwprofiles/test-gpu.json");
+  g_autofree char *text    = NULL;
+  gsize len                = 0;
+  ck_assert(g_file_get_contents(fixture, &text, &len, NULL));
+  char *name = strstr(text, "\"sm_count\"");
+  ck_assert_ptr_nonnull(name);
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p   = g_build_filename(dir, "hw.json", NULL);
+  write_bytes(p, text, len);
+  g_autoptr(PnHwProfile) d = pn_hw_profile_load(p, &e);
+  ck_assert_msg(d != NULL, "%s", e ? e->message : "");
+  char *digit = name + strcspn(name, "0123456789"); /* the first digit of the value: changed in place */
+  *digit      = *digit == '1' ? '2' : '1';
+  write_bytes(p, text, len);
+  g_autoptr(PnHwProfile) f = pn_hw_profile_load(p, &e);
+  ck_assert_msg(f != NULL, "%s", e ? e->message : "");
+  ck_assert_int_ne(d->sm_count, f->sm_count);
+  rm_rf(dir);
+}
+END_TEST
+
 /* ---- reports ---- */
 
 static PnScenario *report_scenario(void)
@@ -1359,6 +1429,7 @@ static Suite *io_suite(void)
       {"deep_nesting", test_deep_nesting},
       {"hw_profile_valid", test_hw_profile_valid},
       {"hw_profile_errors", test_hw_profile_errors},
+      {"hw_profile_cache", test_hw_profile_cache},
       {"report_json", test_report_json},
       {"report_text", test_report_text},
       {"atomic_write", test_atomic_write},
