@@ -6,7 +6,7 @@
  *           and the executor's pattern (every fourth event also cancels a pending event and
  *           schedules it anew, as a rate change does).
  *   load    pn_hw_profile_load of the calibrated hwprofiles/h100-sxm.json (every scenario loads
- *           its profile).
+ *           its profile): the first load in the process (parse), then cached ones.
  *   405b    Llama 3.1 405B (models/llama3.1-405b.json), TP8 PP8 VPP8 CP2, sequence parallel, TP
  *           overlap, account_for_{embedding,loss}_in_pipeline_split, micro-batch 1, sequence
  *           8192, on 1,024 / 4,096 / 16,384 H100s with global batch 512 / 2,048 / 8,192 (data
@@ -145,15 +145,22 @@ static void bench_load(void)
 {
   g_autofree char *path = g_build_filename(PN_SOURCE_DIR, "hwprofiles", "h100-sxm.json", NULL);
   const int n           = 50;
+  double first          = 0.0;
   double t0             = now_s();
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i <= n; i++) {
     g_autoptr(GError) error   = NULL;
     g_autoptr(PnHwProfile) hw = pn_hw_profile_load(path, &error);
     if (hw == NULL)
       g_error("load: %s", error->message);
+    if (i == 0) {
+      first = now_s() - t0;
+      t0    = now_s();
+    }
   }
   double dt = (now_s() - t0) / n;
-  printf("loading: hwprofiles/h100-sxm.json (calibrated) %.2f ms per pn_hw_profile_load (mean of %d)\n", dt * 1e3, n);
+  printf("loading: hwprofiles/h100-sxm.json (calibrated) %.2f ms the first time in a process (read + parse), then "
+         "%.2f ms per pn_hw_profile_load (mean of %d: read, found in the process's cache, copied)\n",
+         first * 1e3, dt * 1e3, n);
 }
 
 /* ---- Llama 3.1 405B ---- */
