@@ -74,7 +74,7 @@ GQuark pn_engine_error_quark(void) { return g_quark_from_static_string("pn-engin
 
 static inline bool key_less(const PnQueueKey *a, const PnQueueKey *b)
 {
-  /* Non-short-circuit form: compiles to flag arithmetic instead of two hard-to-predict branches. */
+  /* (t_ns, ord) as one 128-bit number: a compare and a subtract-with-borrow, no branch. */
   unsigned __int128 x = ((unsigned __int128)(uint64_t)a->t_ns << 64) | a->ord;
   unsigned __int128 y = ((unsigned __int128)(uint64_t)b->t_ns << 64) | b->ord;
   return x < y;

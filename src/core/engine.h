@@ -6,7 +6,8 @@
  * Cancellation sets a flag; a cancelled event is dropped when it reaches the head (ns-3).
  *
  * Invariants: time never goes backwards (scheduling before now() is a programming error and
- * asserts); an event id is never reused within one engine.
+ * asserts); an event id is never reused within one engine. At most 2^24 events may be pending at
+ * once (more aborts with a message; a simulator keeps a few per simulated GPU).
  *
  * Cost: schedule O(log n), cancel O(1), pop O(log n) with the 4-ary heap queue; the sorted-list
  * reference queue (PN_QUEUE_LIST) is O(n) per schedule and exists to be run through the same
