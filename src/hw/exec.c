@@ -776,6 +776,12 @@ static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId 
   return TRUE;
 }
 
+/* Whether a P2P task's PN_TASK_MAX_LEGS slots lie in the graph's leg array. */
+static bool legs_in_array(const PnGraph *g, const PnTask *tk)
+{
+  return tk->leg_first != UINT32_MAX && (uint64_t)tk->leg_first + PN_TASK_MAX_LEGS <= g->legs->len;
+}
+
 /* A P2P task's legs: in the leg array, each matched by its peer with the same bytes and link. */
 static gboolean validate_legs(const PnGraph *g, const PnHwProfile *hw, PnTaskId t, GError **error)
 {
@@ -784,12 +790,12 @@ static gboolean validate_legs(const PnGraph *g, const PnHwProfile *hw, PnTaskId 
   const PnTask *tk     = &tasks[t];
   uint32_t n           = pn_graph_n_tasks(g);
   for (int k = 0; k < tk->n_legs; k++) {
-    if (tk->leg_first == UINT32_MAX || (uint64_t)tk->leg_first + PN_TASK_MAX_LEGS > g->legs->len)
+    if (!legs_in_array(g, tk))
       INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(t, tk));
     const PnP2pLeg *l = &legs[tk->leg_first + k];
     if (l->peer >= n || l->peer == t || tasks[l->peer].kind != PN_TASK_P2P)
       INVALID(TASK_FMT ": leg %d's peer %u is not another P2P task", TASK_ARGS(t, tk), k, l->peer);
-    if (tasks[l->peer].leg_first == UINT32_MAX || (uint64_t)tasks[l->peer].leg_first + PN_TASK_MAX_LEGS > g->legs->len)
+    if (!legs_in_array(g, &tasks[l->peer]))
       INVALID(TASK_FMT ": its legs are not in the graph's leg array", TASK_ARGS(l->peer, &tasks[l->peer]));
     int j = leg_mate(tasks, legs, t, k);
     if (j < 0)
@@ -836,10 +842,10 @@ static void exec_free(Exec *ex)
 
 /* Checks the graph and builds the run state in one pass over the tasks (the task array is the
  * largest thing in memory: each pass costs a trip through it): each task is checked, then its
- * stream and hardware-queue successors (issue order = task id order within a GPU), dependency
- * counts, dependency edges (for the CSR below), its run record and its COMM transfer. The P2P
- * tasks' legs are checked and numbered as transfers afterwards, once every task's own fields are
- * known to be sane. On failure the run state is left for exec_free. */
+ * run record (stream predecessor, hardware-queue successor: issue order = task id order within
+ * a GPU), its empty waiter list and its COMM transfer. The P2P tasks' legs are checked and
+ * numbered as transfers afterwards, once every task's own fields are known to be sane. On
+ * failure the run state is left for exec_free. */
 static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt,
                            PnTaskTime *times, GError **error)
 {
