@@ -3,15 +3,30 @@
 
 #include <math.h>
 
-/* The profile's owned arrays, listed once for free and copy (a field added to PnHwProfile that
- * owns memory goes here). */
-#define PROFILE_CURVES(p)                                                                                              \
-  {                                                                                                                    \
-    &(p)->gemm_sm_scaling, &(p)->mem_sm_scaling, &(p)->coll_size_efficiency, &(p)->gemm_sm_limit_scaling,              \
-        &(p)->coll_efficiency[0], &(p)->coll_efficiency[1], &(p)->coll_efficiency[2], &(p)->coll_efficiency[3],        \
-        &(p)->coll_efficiency[4], &(p)->mem_bandwidth[0], &(p)->mem_bandwidth[1], &(p)->mem_bandwidth[2],              \
-        &(p)->mem_bandwidth[3]                                                                                         \
-  }
+/* The profile's owned memory, listed once for copy and free (a field added to PnHwProfile that
+ * owns memory goes into one of these two lists): its flat tables (pointer, count), and its
+ * curves, the shape-contention ones inside the shape_contention table included. */
+#define PROFILE_TABLES(X, p)                                                                                           \
+  X((p)->gemm_bf16.pts, (p)->gemm_bf16.n)                                                                              \
+  X((p)->gemm_fp8.pts, (p)->gemm_fp8.n)                                                                                \
+  X((p)->attn_bf16.pts, (p)->attn_bf16.n)                                                                              \
+  X((p)->nccl_pair_table.pts, (p)->nccl_pair_table.n)                                                                  \
+  X((p)->contention_points, (p)->n_contention_points)                                                                  \
+  X((p)->shape_contention, (p)->n_shape_contention)
+
+static void for_each_curve(PnHwProfile *p, void (*fn)(PnCurve *c))
+{
+  PnCurve *curves[] = {&p->gemm_sm_scaling,       &p->mem_sm_scaling,     &p->coll_size_efficiency,
+                       &p->gemm_sm_limit_scaling, &p->coll_efficiency[0], &p->coll_efficiency[1],
+                       &p->coll_efficiency[2],    &p->coll_efficiency[3], &p->coll_efficiency[4],
+                       &p->mem_bandwidth[0],      &p->mem_bandwidth[1],   &p->mem_bandwidth[2],
+                       &p->mem_bandwidth[3]};
+  for (size_t i = 0; i < G_N_ELEMENTS(curves); i++)
+    fn(curves[i]);
+  for (int i = 0; i < p->n_shape_contention; i++)
+    for (int v = 0; v < 2; v++)
+      fn(&p->shape_contention[i].curve[v]);
+}
 
 static void curve_dup(PnCurve *c)
 {
@@ -19,24 +34,21 @@ static void curve_dup(PnCurve *c)
   c->y = c->n > 0 ? g_memdup2(c->y, (gsize)c->n * sizeof *c->y) : NULL;
 }
 
-#define DUP_ARRAY(ptr, n) ((ptr) = (n) > 0 ? g_memdup2((ptr), (gsize)(n) * sizeof *(ptr)) : NULL)
+static void curve_free(PnCurve *c)
+{
+  g_free(c->x);
+  g_free(c->y);
+}
+
+#define DUP_TABLE(ptr, n) (ptr) = (n) > 0 ? g_memdup2((ptr), (gsize)(n) * sizeof *(ptr)) : NULL;
+#define FREE_TABLE(ptr, n) g_free(ptr);
 
 PnHwProfile *pn_hw_profile_copy(const PnHwProfile *p)
 {
   g_assert(p != NULL);
-  PnHwProfile *c    = g_memdup2(p, sizeof *p);
-  PnCurve *curves[] = PROFILE_CURVES(c);
-  for (size_t i = 0; i < G_N_ELEMENTS(curves); i++)
-    curve_dup(curves[i]);
-  DUP_ARRAY(c->gemm_bf16.pts, c->gemm_bf16.n);
-  DUP_ARRAY(c->gemm_fp8.pts, c->gemm_fp8.n);
-  DUP_ARRAY(c->attn_bf16.pts, c->attn_bf16.n);
-  DUP_ARRAY(c->nccl_pair_table.pts, c->nccl_pair_table.n);
-  DUP_ARRAY(c->contention_points, c->n_contention_points);
-  DUP_ARRAY(c->shape_contention, c->n_shape_contention);
-  for (int i = 0; i < c->n_shape_contention; i++)
-    for (int v = 0; v < 2; v++)
-      curve_dup(&c->shape_contention[i].curve[v]);
+  PnHwProfile *c = g_memdup2(p, sizeof *p);
+  PROFILE_TABLES(DUP_TABLE, c)
+  for_each_curve(c, curve_dup); /* after the tables: shape_contention holds curves */
   return c;
 }
 
@@ -44,22 +56,8 @@ void pn_hw_profile_free(PnHwProfile *p)
 {
   if (!p)
     return;
-  PnCurve *curves[] = PROFILE_CURVES(p);
-  for (size_t i = 0; i < G_N_ELEMENTS(curves); i++) {
-    g_free(curves[i]->x);
-    g_free(curves[i]->y);
-  }
-  g_free(p->gemm_bf16.pts);
-  g_free(p->gemm_fp8.pts);
-  g_free(p->attn_bf16.pts);
-  g_free(p->nccl_pair_table.pts);
-  g_free(p->contention_points);
-  for (int i = 0; i < p->n_shape_contention; i++)
-    for (int v = 0; v < 2; v++) {
-      g_free(p->shape_contention[i].curve[v].x);
-      g_free(p->shape_contention[i].curve[v].y);
-    }
-  g_free(p->shape_contention);
+  for_each_curve(p, curve_free); /* before the tables: shape_contention holds curves */
+  PROFILE_TABLES(FREE_TABLE, p)
   g_free(p);
 }
 
