@@ -33,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calib/calib.h"
 #include "core/engine.h"
 #include "hw/exec.h"
 #include "io/hwprofile.h"
@@ -231,27 +232,19 @@ static void run_405b_once(const char *json, Run405 *out)
   out->iteration_s = r->iteration_time_s;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void bench_405b_child(int gpus, int gbs, int reps)
 {
-  g_autofree char *json = scenario_405b(gpus, gbs);
-  Run405 best           = {0};
-  double *sims          = g_new(double, reps);
+  g_autofree char *json  = scenario_405b(gpus, gbs);
+  Run405 best            = {0};
+  g_autoptr(GArray) sims = g_array_sized_new(FALSE, FALSE, sizeof(double), (guint)reps);
   for (int i = 0; i < reps; i++) {
     Run405 r;
     run_405b_once(json, &r);
-    sims[i] = r.sim_s;
+    g_array_append_val(sims, r.sim_s);
     if (i == 0 || r.sim_s < best.sim_s)
       best = r;
   }
-  qsort(sims, (size_t)reps, sizeof *sims, cmp_double);
-  double median = reps % 2 ? sims[reps / 2] : 0.5 * (sims[reps / 2 - 1] + sims[reps / 2]);
-  g_free(sims);
+  double median = pn_calib_median(sims);
   printf("  %6d GPUs  GBS %5d  %7u tasks %8" PRIu64 " events | load %6.1f ms  build %6.1f ms  exec %6.1f ms | "
          "pn_sim_run %6.1f ms (median %6.1f, cpu %6.1f ms)  (%.1f M events/s)  predicted %.3f s",
          gpus, gbs, best.tasks, best.events, best.load_s * 1e3, best.build_s * 1e3, best.exec_s * 1e3, best.sim_s * 1e3,

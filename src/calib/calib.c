@@ -34,7 +34,7 @@ static gint cmp_double(gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-static double median_of(GArray *v)
+double pn_calib_median(GArray *v)
 {
   if (v->len == 0)
     return (double)NAN;
@@ -80,7 +80,7 @@ static void fit_gemm(const PnCalData *d, bool fp8, PnGemmTable *t)
     guint j = i;
     for (; j < rows->len && cmp_gemm(g, &g_array_index(rows, PnCalGemm, j)) == 0; j++)
       g_array_append_val(samples, g_array_index(rows, PnCalGemm, j).ns);
-    t->pts[t->n++] = (PnGemmPoint){.m = g->m, .n = g->n, .k = g->k, .ns = median_of(samples)};
+    t->pts[t->n++] = (PnGemmPoint){.m = g->m, .n = g->n, .k = g->k, .ns = pn_calib_median(samples)};
     i              = j;
   }
 }
@@ -119,7 +119,7 @@ static bool fit_contention(const PnCalData *d, PnCalVariant variant, int sm_coun
     if (s->len == 0)
       continue;
     double x = (double)(sm_count - k);
-    double y = k == 0 ? 1.0 : 1.0 / median_of(s);
+    double y = k == 0 ? 1.0 : 1.0 / pn_calib_median(s);
     if (y > 1.0)
       y = 1.0; /* holding SMs never speeds a GEMM up: ratios above 1 are timing noise */
     g_array_append_val(xs, x);
@@ -226,9 +226,9 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
       g_array_append_val(cta, c->busbw_bytes_per_ns);
   }
   if (small->len)
-    p->nccl_base_latency_ns = fmax(0.0, median_of(small));
+    p->nccl_base_latency_ns = fmax(0.0, pn_calib_median(small));
   if (cta->len)
-    p->nccl_cta_bytes_per_ns = median_of(cta);
+    p->nccl_cta_bytes_per_ns = pn_calib_median(cta);
   (void)min_bytes;
   for (int kind = 0; kind < PN_PROFILE_COLL_KINDS; kind++) {
     double peak = 0.0;
@@ -331,7 +331,7 @@ static bool fit_mem_class(const PnCalData *d, int cls, PnCurve *c)
         g_array_append_val(sz, b->bytes);
       }
     }
-    double x = median_of(sz), y = median_of(bw);
+    double x = pn_calib_median(sz), y = pn_calib_median(bw);
     g_array_append_val(xs, x);
     g_array_append_val(ys, y);
     done = next * 1.02;
@@ -350,7 +350,7 @@ static double large_median(GArray *rows)
       g_array_append_val(v, bw);
     }
   }
-  return median_of(v);
+  return pn_calib_median(v);
 }
 
 gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError **error)
@@ -395,7 +395,7 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
           g_array_append_val(v, o->slowdown);
       }
       p->contention_points[p->n_contention_points++] =
-          (PnContentionPoint){c->m, c->n, c->k, c->fp8, variant, c->sms_held, fmax(median_of(v), 1e-3)};
+          (PnContentionPoint){c->m, c->n, c->k, c->fp8, variant, c->sms_held, fmax(pn_calib_median(v), 1e-3)};
     }
     pn_hw_profile_index_contention(p);
   }
@@ -535,7 +535,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
           g_array_append_val(s, c->slowdown);
       }
       if (s->len) {
-        double pred = full / pn_curve_eval(curve, p->sm_count - k, 1.0), meas = median_of(s);
+        double pred = full / pn_curve_eval(curve, p->sm_count - k, 1.0), meas = pn_calib_median(s);
         push_err(out->contention_median, pred, meas);
         PnCalPoint pt = {v == PN_CAL_SPINNER ? "sm_held" : "sm_margin", (double)k, meas, pred};
         g_array_append_val(out->points, pt);

@@ -73,6 +73,9 @@ typedef struct {
   int sm_count;       /* from the measurements' env (0 = unknown) */
 } PnCalData;
 
+/* The median of a GArray of double (sorted in place; NAN when empty). */
+double pn_calib_median(GArray *v);
+
 void pn_cal_data_init(PnCalData *d);
 void pn_cal_data_clear(PnCalData *d);
 
