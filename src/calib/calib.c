@@ -197,8 +197,9 @@ static bool coll_outlier(const PnCalData *d, const PnCalColl *c)
   return false;
 }
 
-/* The nccl_pair_* figures describe groups of 2 GPUs: rows of larger groups (microbench
- * --group-sizes) are left out here; they need per-group-size tables (microbench/ISSUE7.md). */
+/* The nccl_pair_* figures (and the base latency, per-channel rates and efficiency curves) describe
+ * groups of 2 GPUs and are fitted from the 2-rank rows; the measured table keeps the rows of
+ * every group size (microbench --group-sizes), which pn_coll_cost looks up by the group's size. */
 static void fit_coll(const PnCalData *all, PnHwProfile *p)
 {
   PnCalData pair = *all;
@@ -274,23 +275,24 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
     if (xs->len >= 2)
       curve_set(&p->coll_efficiency[kind], xs, ys, true);
   }
-  /* the measured table itself, default rows at NCCL's default channel count (computed below for
-   * send/recv, so filled after it) */
-  g_free(p->nccl_pair_table.pts);
-  p->nccl_pair_table.pts = g_new0(PnCollPoint, d->coll->len ? d->coll->len : 1);
-  p->nccl_pair_table.n   = 0;
+  /* the measured table itself, every group size, default rows at NCCL's default channel count
+   * (computed below for send/recv, so filled after it) */
+  g_free(p->nccl_table.pts);
+  p->nccl_table.pts = g_new0(PnCollPoint, all->coll->len ? all->coll->len : 1);
+  p->nccl_table.n   = 0;
   /* NCCL's default p2p channel count is not printed per call: the fewest channels whose
    * one-channel bandwidth reaches the default send/recv bandwidth measured. */
   if (p->nccl_pair_busbw[PN_COLL_SEND_RECV] > 0.0 && p->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0.0)
     p->nccl_p2p_ctas = (int)ceil(p->nccl_pair_busbw[PN_COLL_SEND_RECV] / p->nccl_cta_busbw[PN_COLL_SEND_RECV] - 1e-9);
-  for (guint i = 0; i < d->coll->len; i++) {
-    const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-    if (coll_outlier(d, c))
+  for (guint i = 0; i < all->coll->len; i++) {
+    const PnCalColl *c = &g_array_index(all->coll, PnCalColl, i);
+    if (c->nranks < 2 || c->nranks > PN_PROFILE_MAX_TABLE_RANKS || coll_outlier(all, c))
       continue;
     int ctas = c->ctas;
     if (ctas == 0)
       ctas = c->kind == PN_COLL_SEND_RECV ? p->nccl_p2p_ctas : p->nccl_ctas_nvlink;
-    p->nccl_pair_table.pts[p->nccl_pair_table.n++] = (PnCollPoint){(int)c->kind, ctas, c->bytes, c->ns};
+    p->nccl_table.pts[p->nccl_table.n++] =
+        (PnCollPoint){.kind = (int)c->kind, .ranks = c->nranks, .ctas = ctas, .bytes = c->bytes, .ns = c->ns};
   }
   g_array_unref(pair.coll);
 }
@@ -434,6 +436,56 @@ static void push_err(GArray *a, double predicted, double measured)
   }
 }
 
+static double coll_predict(const PnHwProfile *p, const PnCalColl *c)
+{
+  PnCollSpec spec = {.kind           = c->kind,
+                     .bytes          = c->bytes,
+                     .ranks          = c->nranks,
+                     .ranks_per_node = c->nranks,
+                     .min_ctas       = c->ctas,
+                     .max_ctas       = c->ctas};
+  PnCollCost cost;
+  pn_coll_cost(p, &spec, &cost);
+  return pn_coll_time_alone_ns(p, &cost);
+}
+
+/* Per measured group size: its default-channel rows through the profile, and through the profile
+ * without that size's table rows (what a group size between two measured ones gets). */
+static void check_coll_groups(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  for (guint i = 0; i < d->coll->len; i++) {
+    int r   = g_array_index(d->coll, PnCalColl, i).nranks;
+    guint k = 0;
+    while (k < out->coll_groups->len && g_array_index(out->coll_groups, int, k) < r)
+      k++;
+    if (k == out->coll_groups->len || g_array_index(out->coll_groups, int, k) != r)
+      g_array_insert_val(out->coll_groups, k, r);
+  }
+  for (guint k = 0; k < out->coll_groups->len; k++) {
+    int r                        = g_array_index(out->coll_groups, int, k);
+    GArray *own                  = g_array_new(FALSE, FALSE, sizeof(double));
+    GArray *loo                  = g_array_new(FALSE, FALSE, sizeof(double));
+    bool inner                   = k > 0 && k + 1 < out->coll_groups->len;
+    PnHwProfile lp               = *p; /* shallow: only the table is replaced */
+    g_autofree PnCollPoint *rest = g_new(PnCollPoint, p->nccl_table.n ? p->nccl_table.n : 1);
+    lp.nccl_table.pts            = rest;
+    lp.nccl_table.n              = 0;
+    for (int i = 0; i < p->nccl_table.n; i++)
+      if (p->nccl_table.pts[i].ranks != r)
+        rest[lp.nccl_table.n++] = p->nccl_table.pts[i];
+    for (guint i = 0; i < d->coll->len; i++) {
+      const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
+      if (c->nranks != r || c->ctas != 0 || coll_outlier(d, c))
+        continue;
+      push_err(own, coll_predict(p, c), c->ns);
+      if (inner)
+        push_err(loo, coll_predict(&lp, c), c->ns);
+    }
+    g_ptr_array_add(out->coll_by_group, own);
+    g_ptr_array_add(out->coll_group_loo, loo);
+  }
+}
+
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
   out->gemm              = g_array_new(FALSE, FALSE, sizeof(double));
@@ -447,6 +499,9 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   out->points            = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
   out->memory_other      = g_array_new(FALSE, FALSE, sizeof(double));
   out->memory            = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_groups       = g_array_new(FALSE, FALSE, sizeof(int));
+  out->coll_by_group     = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  out->coll_group_loo    = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
   for (int fp8 = 0; fp8 < 2; fp8++) {
     const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
@@ -506,9 +561,12 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
       g_array_append_val(out->points, pt);
     }
     if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(t / c->ns - 1.0) > 0.05)
-      g_printerr("collective %s ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound %.1f)\n",
-                 pn_coll_kind_name(c->kind), c->ctas, c->bytes, c->ns, t, cost.latency_ns, cost.max_bytes_per_ns);
+      g_printerr("collective %s ranks %d ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound "
+                 "%.1f)\n",
+                 pn_coll_kind_name(c->kind), c->nranks, c->ctas, c->bytes, c->ns, t, cost.latency_ns,
+                 cost.max_bytes_per_ns);
   }
+  check_coll_groups(d, p, out);
   /* every (shape, SMs held) row through the curves of its shape, as the executor uses them */
   for (guint i = 0; i < d->contention->len; i++) {
     const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
@@ -560,4 +618,7 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->coll_outliers, &c->points,     &c->memory_other};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
+  g_clear_pointer(&c->coll_groups, g_array_unref);
+  g_clear_pointer(&c->coll_by_group, g_ptr_array_unref);
+  g_clear_pointer(&c->coll_group_loo, g_ptr_array_unref);
 }

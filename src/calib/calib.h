@@ -105,6 +105,11 @@ typedef struct {
   GArray *coll_default;      /* collectives at NCCL's default channel count */
   GArray *coll_ctas;         /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
   GArray *coll_outliers;     /* measurements slower than a larger message of the same collective */
+  GArray *coll_groups;       /* of int: the group sizes of the collective rows, ascending */
+  GPtrArray *coll_by_group;  /* of GArray of double, one per coll_groups entry: its default-channel rows */
+  GPtrArray *coll_group_loo; /* same rows predicted with their group size's rows left out of the profile's
+                                table (interpolated between the neighbouring sizes; empty for the smallest
+                                and largest size, which nothing brackets) */
   GArray *contention;        /* every (shape, SMs held) row */
   GArray *contention_median; /* the median slowdown over shapes per SMs held (what the curve fits) */
   GArray *points;            /* of PnCalPoint: measured vs predicted, for plots */

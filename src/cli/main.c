@@ -416,12 +416,21 @@ static int cmd_calibrate(int argc, char **argv)
       ok = check_line(out, "attention", c.attn, tol) && ok;
       ok = check_line(out, "collectives, NCCL default channels", c.coll_default, tol) && ok;
       ok = check_line(out, "collectives, NCCL_MAX_CTAS forced", c.coll_ctas, tol) && ok;
+      for (guint k = 0; c.coll_groups->len > 1 && k < c.coll_groups->len; k++) {
+        g_autofree char *what = g_strdup_printf("  default channels, %d GPUs", g_array_index(c.coll_groups, int, k));
+        ok                    = check_line(out, what, g_ptr_array_index(c.coll_by_group, k), tol) && ok;
+      }
       ok = check_line(out, "SM contention, median per SMs held", c.contention_median, tol) && ok;
       ok = check_line(out, "memory-bound kernels >= 256 MiB", c.memory, tol) && ok;
       ok = check_line(out, "SM contention, every shape", c.contention, tol) && ok;
       g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
       check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c.memory_other, tol);
       check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
+      for (guint k = 1; k + 1 < c.coll_groups->len; k++) {
+        g_autofree char *what =
+            g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c.coll_groups, int, k));
+        check_line(out, what, g_ptr_array_index(c.coll_group_loo, k), tol);
+      }
       fputs(out->str, stdout);
       if (plot) {
         /* one gnuplot data block per series ("index" in plots/calibration.gp) */

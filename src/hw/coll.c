@@ -19,11 +19,8 @@ static int clamp_ctas(int dflt, int min_ctas, int max_ctas)
   return c < 1 ? 1 : c;
 }
 
-/* Time of a collective of 2 GPUs from the measured table, interpolated in log(size) within a
- * channel count and in log(channels) between the two measured counts around `ctas`; sizes below
- * the smallest measured take its time, sizes above grow at the largest one's bandwidth.
- * `floor_ns` gets the smallest-size time (the latency). Returns < 0 when the table has no row of
- * this collective. */
+/* Time of `bytes` on one channel count's rows (ascending size): interpolated in log(size); sizes
+ * below the smallest measured take its time, sizes above grow at the largest one's bandwidth. */
 static double time_at(const PnCollPoint *pts, int n, double bytes)
 {
   /* pts: one channel count, ascending size */
@@ -46,16 +43,11 @@ static gint point_cmp(gconstpointer a, gconstpointer b)
   return x->bytes < y->bytes ? -1 : x->bytes > y->bytes ? 1 : 0;
 }
 
-static double pair_table_time(const PnHwProfile *hw, PnCollKind kind, int ctas, double bytes, double *floor_ns,
-                              double *floor_bytes)
+/* One measured group size: interpolated in log(size) within a channel count and in log(channels)
+ * between the two measured counts around `ctas`. `floor_ns` gets the smallest-size time (the
+ * latency) and `floor_bytes` that size. `rows` holds this collective and group size only. */
+static double group_time(GArray *rows, int ctas, double bytes, double *floor_ns, double *floor_bytes)
 {
-  const PnCollTable *t   = &hw->nccl_pair_table;
-  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCollPoint));
-  for (int i = 0; i < t->n; i++)
-    if (t->pts[i].kind == (int)kind)
-      g_array_append_val(rows, t->pts[i]);
-  if (rows->len == 0)
-    return -1.0;
   g_array_sort(rows, point_cmp);
   const PnCollPoint *p = (const PnCollPoint *)rows->data;
   int n = (int)rows->len, lo = -1, hi = -1; /* [start, end) of the channel counts around ctas */
@@ -88,6 +80,47 @@ static double pair_table_time(const PnHwProfile *hw, PnCollKind kind, int ctas, 
   *floor_ns = exp(log(f_lo) + w * log(f_hi / f_lo));
   *floor_bytes = fmax(p[lo].bytes, p[hi].bytes);
   return exp(log(t_lo) + w * log(t_hi / t_lo));
+}
+
+/* Time of a collective of `ranks` GPUs inside a node from the measured table: the group size's
+ * own rows, or, between two measured sizes (6 GPUs between 4 and 8), both interpolated in
+ * log(group size). Returns < 0 when the table has no row of this collective at a measured size
+ * at or below `ranks` and one at or above (a 16-GPU NVL node measured up to 8 GPUs keeps the
+ * NVSwitch model). */
+static double table_time(const PnHwProfile *hw, PnCollKind kind, int ranks, int ctas, double bytes, double *floor_ns,
+                         double *floor_bytes)
+{
+  const PnCollTable *t = &hw->nccl_table;
+  int r_lo = 0, r_hi = 0; /* the measured group sizes around ranks */
+  for (int i = 0; i < t->n; i++) {
+    int r = t->pts[i].ranks;
+    if (t->pts[i].kind != (int)kind)
+      continue;
+    if (r <= ranks && r > r_lo)
+      r_lo = r;
+    if (r >= ranks && (r_hi == 0 || r < r_hi))
+      r_hi = r;
+  }
+  if (r_lo == 0 || r_hi == 0)
+    return -1.0;
+  double tm[2], fl[2], fb[2];
+  int sizes[2] = {r_lo, r_hi};
+  for (int s = 0; s < (r_lo == r_hi ? 1 : 2); s++) {
+    g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCollPoint));
+    for (int i = 0; i < t->n; i++)
+      if (t->pts[i].kind == (int)kind && t->pts[i].ranks == sizes[s])
+        g_array_append_val(rows, t->pts[i]);
+    tm[s] = group_time(rows, ctas, bytes, &fl[s], &fb[s]);
+  }
+  if (r_lo == r_hi) {
+    *floor_ns    = fl[0];
+    *floor_bytes = fb[0];
+    return tm[0];
+  }
+  double w     = log((double)ranks / r_lo) / log((double)r_hi / r_lo);
+  *floor_ns    = exp(log(fl[0]) + w * log(fl[1] / fl[0]));
+  *floor_bytes = fmax(fb[0], fb[1]);
+  return exp(log(tm[0]) + w * log(tm[1] / tm[0]));
 }
 
 void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
@@ -161,17 +194,17 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
   if (!multinode && n == 2.0 && hw->nccl_pair_latency_ns[s->kind] > 0.0)
     out->latency_ns = hw->nccl_pair_latency_ns[s->kind]; /* measured directly */
 
-  /* A pair of GPUs inside a node was measured directly: the table gives latency and rate. */
-  double floor_ns = 0.0, floor_bytes = 0.0, t_pair = -1.0;
-  if (!multinode && n == 2.0 && hw->nccl_pair_table.n > 0)
-    t_pair = pair_table_time(hw, s->kind, out->sms, s->bytes, &floor_ns, &floor_bytes);
-  if (t_pair > 0.0) {
+  /* A group inside a node of a measured size (or between two): the table gives latency and rate. */
+  double floor_ns = 0.0, floor_bytes = 0.0, t_meas = -1.0;
+  if (!multinode && hw->nccl_table.n > 0 && n <= (double)PN_PROFILE_MAX_TABLE_RANKS)
+    t_meas = table_time(hw, s->kind, (int)n, out->sms, s->bytes, &floor_ns, &floor_bytes);
+  if (t_meas > 0.0) {
     double wire = fmax(out->nvlink_bytes, out->nic_bytes);
     /* the smallest measured message still moved its bytes: the latency is its time less what
      * the link needs for them */
     double floor_wire     = s->bytes > 0.0 ? wire * floor_bytes / s->bytes : 0.0;
-    out->latency_ns       = fmax(0.0, fmin(floor_ns, t_pair) - floor_wire / hw->nvlink_bytes_per_ns);
-    double transfer       = t_pair - out->latency_ns;
+    out->latency_ns       = fmax(0.0, fmin(floor_ns, t_meas) - floor_wire / hw->nvlink_bytes_per_ns);
+    double transfer       = t_meas - out->latency_ns;
     out->max_bytes_per_ns = wire > 0.0 ? (transfer > 0.0 ? wire / transfer : 1e9) : 0.0;
     return;
   }

@@ -10,7 +10,7 @@
   X((p)->gemm_bf16.pts, (p)->gemm_bf16.n)                                                                              \
   X((p)->gemm_fp8.pts, (p)->gemm_fp8.n)                                                                                \
   X((p)->attn_bf16.pts, (p)->attn_bf16.n)                                                                              \
-  X((p)->nccl_pair_table.pts, (p)->nccl_pair_table.n)                                                                  \
+  X((p)->nccl_table.pts, (p)->nccl_table.n)                                                                            \
   X((p)->contention_points, (p)->n_contention_points)                                                                  \
   X((p)->shape_contention, (p)->n_shape_contention)
 

@@ -49,8 +49,10 @@ typedef struct {
   PnAttnPoint *pts;
 } PnAttnTable;
 
+#define PN_PROFILE_MAX_TABLE_RANKS 1024 /* measured groups (one node) are far smaller */
 typedef struct {
   int kind;     /* PnCollKind */
+  int ranks;    /* GPUs in the group (one node, NVLink / NVSwitch) */
   int ctas;     /* channels (NCCL_MIN_CTAS = NCCL_MAX_CTAS); NCCL's default count for default rows */
   double bytes; /* nccl-tests size */
   double ns;    /* median measured time */
@@ -58,7 +60,7 @@ typedef struct {
 
 typedef struct {
   int n;
-  PnCollPoint *pts; /* sorted by kind, ctas, bytes */
+  PnCollPoint *pts; /* in no particular order (pn_coll_cost selects and sorts) */
 } PnCollTable;
 
 /* A GEMM's measured slowdown while `sms_held` SMs run another kernel (variant 0: the GEMM is
@@ -126,8 +128,10 @@ typedef struct PnHwProfile {
   PnContentionPoint *contention_points;
   int n_shape_contention; /* derived from the points */
   PnShapeContention *shape_contention;
-  PnCollTable nccl_pair_table; /* measured collectives of 2 GPUs over NVLink: interpolated in log(size) and
-                                  log(channels); groups of 2 use it before the curves above */
+  PnCollTable nccl_table; /* measured collectives of groups of GPUs inside one node (2, 4, 8 on NVSwitch):
+                             interpolated in log(size), log(channels) and log(group size) between measured
+                             groups; a group inside a node uses it before the curves above when its size lies
+                             within the measured ones */
   double nccl_cta_busbw[PN_PROFILE_COLL_KINDS]; /* large-size bus bandwidth of one channel (NCCL_MAX_CTAS=1), per
                                       collective (bytes/ns); 0 = nccl_cta_bytes_per_ns */
   PnGemmTable gemm_bf16;

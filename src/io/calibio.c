@@ -344,19 +344,20 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
       cJSON_AddItemToObject(cta, pair_keys[k], o);
     }
   }
-  if (f->coll && p->nccl_pair_table.n > 0) {
-    static const char *const cols[] = {"collective", "ctas", "bytes", "ns"};
-    g_autofree double *v            = g_new(double, (gsize)p->nccl_pair_table.n * 4);
-    for (int i = 0; i < p->nccl_pair_table.n; i++) {
-      const PnCollPoint *c = &p->nccl_pair_table.pts[i];
-      double row[]         = {(double)(c->kind + 1), (double)c->ctas, c->bytes, round(c->ns)};
-      memcpy(v + (gsize)i * 4, row, sizeof row);
+  if (f->coll && p->nccl_table.n > 0) {
+    static const char *const cols[] = {"collective", "ranks", "ctas", "bytes", "ns"};
+    g_autofree double *v            = g_new(double, (gsize)p->nccl_table.n * 5);
+    for (int i = 0; i < p->nccl_table.n; i++) {
+      const PnCollPoint *c = &p->nccl_table.pts[i];
+      double row[]         = {(double)(c->kind + 1), (double)c->ranks, (double)c->ctas, c->bytes, round(c->ns)};
+      memcpy(v + (gsize)i * 5, row, sizeof row);
     }
-    g_autofree char *s = g_strdup_printf("NCCL on 2 NVLinked GPUs, median times (collective 1 = all_gather, 2 = "
-                                         "reduce_scatter, 3 = all_reduce, 4 = all_to_all, 5 = send_recv; default rows "
-                                         "at NCCL's default channel count; non-monotone outliers left out); %s",
+    g_autofree char *s = g_strdup_printf("NCCL inside one node (NVLink / NVSwitch), median times per group size "
+                                         "(collective 1 = all_gather, 2 = reduce_scatter, 3 = all_reduce, 4 = "
+                                         "all_to_all, 5 = send_recv; default rows at NCCL's default channel count; "
+                                         "non-monotone outliers left out); %s",
                                          src);
-    cJSON_AddItemToObject(cal, "nccl_pair_table", table_json(cols, 4, v, p->nccl_pair_table.n, s));
+    cJSON_AddItemToObject(cal, "nccl_table", table_json(cols, 5, v, p->nccl_table.n, s));
   }
   if (p->n_contention_points > 0) {
     static const char *const cols[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
@@ -411,7 +412,13 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
   cJSON *old = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   if (cJSON_IsObject(old)) {
     cJSON *e;
-    cJSON_ArrayForEach(e, old) if (!get(cal, e->string)) cJSON_AddItemToObject(cal, e->string, cJSON_Duplicate(e, 1));
+    cJSON_ArrayForEach(e, old)
+    {
+      /* the older 2-GPU table is superseded by a new nccl_table (a profile holds one or the other) */
+      bool superseded = strcmp(e->string, "nccl_pair_table") == 0 && get(cal, "nccl_table");
+      if (!get(cal, e->string) && !superseded)
+        cJSON_AddItemToObject(cal, e->string, cJSON_Duplicate(e, 1));
+    }
   }
   if (get(root, "calibration"))
     cJSON_ReplaceItemInObjectCaseSensitive(root, "calibration", cal);

@@ -105,6 +105,7 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("nccl_pair_busbw"),
                                            KEY("nccl_cta_busbw"),
                                            KEY("nccl_pair_latency_ns"),
+                                           KEY("nccl_table"),
                                            KEY("nccl_pair_table"),
                                            KEY("gemm_contention_table"),
                                            KEY("mem_bandwidth_copy"),
@@ -117,7 +118,8 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            {.key = NULL}};
 
 static const char *const gemm_columns[]       = {"m", "n", "k", "ns"};
-static const char *const coll_columns[]       = {"collective", "ctas", "bytes", "ns"};
+static const char *const coll_columns[]       = {"collective", "ranks", "ctas", "bytes", "ns"};
+static const char *const pair_columns[]       = {"collective", "ctas", "bytes", "ns"}; /* nccl_pair_table: ranks 2 */
 static const char *const contention_columns[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
 static const char *const attn_columns[]       = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
 
@@ -522,23 +524,40 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
     }
     pn_hw_profile_index_contention(p);
   }
-  const cJSON *ct = cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_table");
-  if (ct != NULL) {
+  /* the measured collectives: nccl_table (any group size), or the older nccl_pair_table of
+   * profiles calibrated from 2-GPU measurements only (its rows are groups of 2) */
+  const cJSON *ct   = cJSON_GetObjectItemCaseSensitive(cal, "nccl_table");
+  const cJSON *pair = cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_table");
+  if (ct != NULL && pair != NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, "/calibration/nccl_pair_table",
+                "give nccl_table or the older nccl_pair_table, not both");
+    return FALSE;
+  }
+  if (ct != NULL || pair != NULL) {
+    bool legacy             = ct == NULL;
+    const char *tptr        = legacy ? "/calibration/nccl_pair_table" : "/calibration/nccl_table";
+    int ncols               = legacy ? 4 : 5;
     g_autofree double *vals = NULL;
     int n                   = 0;
-    if (!read_table(ctx, ct, "/calibration/nccl_pair_table", coll_columns, 4, 2, &vals, &n, error))
+    if (!read_table(ctx, legacy ? pair : ct, tptr, legacy ? pair_columns : coll_columns, ncols, ncols - 2, &vals, &n,
+                    error))
       return FALSE;
-    p->nccl_pair_table.pts = n > 0 ? g_new0(PnCollPoint, n) : NULL;
-    p->nccl_pair_table.n   = n;
+    p->nccl_table.pts = n > 0 ? g_new0(PnCollPoint, n) : NULL;
+    p->nccl_table.n   = n;
     for (int r = 0; r < n; r++) {
-      const double *v = vals + (gsize)r * 4;
-      if (v[0] > PN_PROFILE_COLL_KINDS) {
-        g_autofree char *rp = g_strdup_printf("/calibration/nccl_pair_table/rows/%d", r);
-        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp, "collective %.0f: expected 1 (all-gather) .. %d (send/recv)",
-                    v[0], PN_PROFILE_COLL_KINDS);
+      const double *v = vals + (gsize)r * (gsize)ncols;
+      double ranks    = legacy ? 2.0 : v[1];
+      if (v[0] > PN_PROFILE_COLL_KINDS || ranks < 2.0 || ranks > PN_PROFILE_MAX_TABLE_RANKS) {
+        g_autofree char *rp = g_strdup_printf("%s/rows/%d", tptr, r);
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp,
+                    "collective %.0f, ranks %.0f: expected collective 1 (all-gather) .. %d (send/recv) and 2 .. %d "
+                    "ranks",
+                    v[0], ranks, PN_PROFILE_COLL_KINDS, PN_PROFILE_MAX_TABLE_RANKS);
         return FALSE;
       }
-      p->nccl_pair_table.pts[r] = (PnCollPoint){(int)v[0] - 1, (int)v[1], v[2], v[3]};
+      const double *rest   = v + (legacy ? 1 : 2); /* ctas, bytes, ns */
+      p->nccl_table.pts[r] = (PnCollPoint){
+          .kind = (int)v[0] - 1, .ranks = (int)ranks, .ctas = (int)rest[0], .bytes = rest[1], .ns = rest[2]};
     }
   }
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, "attn_bf16");

@@ -305,10 +305,10 @@ gboolean pn_validate_e2e(const char *results_path, const char *scenario_dir, GPt
       continue; /* reference runs without communication have no scenario */
     PnValidationRow *row    = g_new0(PnValidationRow, 1);
     row->id                 = g_strdup(config);
-    row->source_family      = g_strdup("e2e (our runs)");
+    row->gpus               = (long)(num_or(res, "dp", 1) * num_or(res, "tp", 1) * num_or(res, "pp", 1));
+    row->source_family      = g_strdup_printf("e2e, %ld GPUs (our runs)", row->gpus); /* per machine size */
     row->model              = g_strdup("llama-like 8-layer (microbench/e2e)");
     row->precision          = g_strdup("bf16");
-    row->gpus               = (long)(num_or(res, "dp", 1) * num_or(res, "tp", 1) * num_or(res, "pp", 1));
     row->published_step_s   = num_or(res, "step_time_ms", (double)NAN) * 1e-3;
     row->measured_exposed_s = num_or(res, "exposed_comm_ms", (double)NAN) * 1e-3;
     row->layout             = g_strdup_printf("DP%.0f TP%.0f PP%.0f (%s)", num_or(res, "dp", 1), num_or(res, "tp", 1),

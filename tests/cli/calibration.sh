@@ -7,8 +7,8 @@ bin=$1 src=$2
 cd "$src"
 C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm/{collective,copy_engine}.json)
-h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,collective,copy_engine}.json)
+h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json)
+h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json)
 # re-fitting a committed profile from the committed measurements must change nothing
 for p in h100-sxm h200-sxm; do cp "hwprofiles/$p.json" "$tmp/$p-base.json"; done
 "$bin" calibrate "${h100[@]}" --base "$tmp/h100-sxm-base.json" -o "$tmp/h100-sxm.json" >/dev/null

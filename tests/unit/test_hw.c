@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/coll.h"
 #include "hw/exec.h"
 #include "hw/graph.h"
 #include "hw/maxmin.h"
@@ -1108,6 +1109,56 @@ START_TEST(test_exec_property_random)
 }
 END_TEST
 
+/* The measured collective table by group size: a measured size is replayed, a size between two
+ * measured ones is interpolated in log(group size) (here the geometric mean of 2 and 8 for 4),
+ * and a size outside them, or a group spanning nodes, keeps the NVSwitch/network model. */
+START_TEST(test_coll_table_group_sizes)
+{
+  PnCollPoint pts[] = {
+      {.kind = PN_COLL_ALL_GATHER, .ranks = 2, .ctas = 24, .bytes = 1048576.0, .ns = 10000.0},
+      {.kind = PN_COLL_ALL_GATHER, .ranks = 2, .ctas = 24, .bytes = 1073741824.0, .ns = 4000000.0},
+      {.kind = PN_COLL_ALL_GATHER, .ranks = 8, .ctas = 24, .bytes = 1048576.0, .ns = 20000.0},
+      {.kind = PN_COLL_ALL_GATHER, .ranks = 8, .ctas = 24, .bytes = 1073741824.0, .ns = 3000000.0},
+  };
+  PnHwProfile hw   = {.name                  = "coll-table",
+                      .sm_count              = 132,
+                      .gpus_per_node         = 16,
+                      .nvlink_bytes_per_ns   = 1e6, /* the table, not the link, bounds every transfer */
+                      .nic_bytes_per_ns      = 50.0,
+                      .nccl_base_latency_ns  = 5000.0,
+                      .nccl_nvlink_hop_ns    = 1000.0,
+                      .nccl_net_hop_ns       = 4000.0,
+                      .nccl_ctas_nvlink      = 24,
+                      .nccl_ctas_net         = 24,
+                      .nccl_p2p_ctas         = 8,
+                      .nccl_cta_bytes_per_ns = 20.0};
+  PnHwProfile bare = hw; /* no table: the model */
+  hw.nccl_table    = (PnCollTable){.n = G_N_ELEMENTS(pts), .pts = pts};
+  double big       = 1073741824.0;
+  struct {
+    int64_t ranks, per_node;
+    double expect; /* < 0: as without the table */
+  } cases[] = {{2, 2, 4000000.0}, {8, 8, 3000000.0}, {4, 4, sqrt(4000000.0 * 3000000.0)}, {16, 16, -1}, {8, 4, -1}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    PnCollSpec spec = {
+        .kind = PN_COLL_ALL_GATHER, .bytes = big, .ranks = cases[i].ranks, .ranks_per_node = cases[i].per_node};
+    PnCollCost c, m;
+    pn_coll_cost(&hw, &spec, &c);
+    pn_coll_cost(&bare, &spec, &m);
+    double t    = pn_coll_time_alone_ns(&hw, &c),
+           want = cases[i].expect > 0 ? cases[i].expect : pn_coll_time_alone_ns(&bare, &m);
+    ck_assert_msg(fabs(t / want - 1.0) < 1e-9, "ranks %ld per node %ld: %.1f ns, expected %.1f", (long)cases[i].ranks,
+                  (long)cases[i].per_node, t, want);
+    ck_assert(c.latency_ns >= 0.0 && c.max_bytes_per_ns > 0.0);
+  }
+  /* the latency comes from the smallest measured size of the group's rows */
+  PnCollSpec small = {.kind = PN_COLL_ALL_GATHER, .bytes = 1048576.0, .ranks = 8, .ranks_per_node = 8};
+  PnCollCost c;
+  pn_coll_cost(&hw, &small, &c);
+  ck_assert(fabs(pn_coll_time_alone_ns(&hw, &c) / 20000.0 - 1.0) < 1e-9);
+}
+END_TEST
+
 static Suite *hw_suite(void)
 {
   Suite *s = suite_create("hw");
@@ -1132,6 +1183,7 @@ static Suite *hw_suite(void)
   tcase_add_test_raise_signal(tc, test_graph_add_dep_not_last_asserts, SIGABRT);
   suite_add_tcase(s, tc);
   TC("curve_eval", test_curve_eval);
+  TC("coll_table_group_sizes", test_coll_table_group_sizes);
   TC("exec_chain", test_exec_chain);
   TC("exec_streams_concurrent", test_exec_streams_concurrent);
   TC("exec_dependency", test_exec_dependency);

@@ -1031,6 +1031,17 @@ START_TEST(test_hw_profile_errors)
        "\"x\"}",
        "/calibration/gemm_bf16/rows/0/1: expected a positive integer, got 2.5 (not an integer)"},
       {"calibration.gemm_bf17={}", "/calibration/gemm_bf17: unknown key (did you mean \"gemm_bf16\"?)"},
+      {"calibration.nccl_table={\"columns\": [\"collective\", \"ranks\", \"ctas\", \"bytes\", \"ns\"], \"rows\": "
+       "[[1, 1, 24, 1024, 9000]], \"source\": \"x\"}",
+       "/calibration/nccl_table/rows/0: collective 1, ranks 1: expected collective 1 (all-gather) .. 5 (send/recv) and "
+       "2 .. 1024 ranks"},
+      {"calibration.nccl_table={\"columns\": [\"collective\", \"ctas\", \"bytes\", \"ns\"], \"rows\": [], "
+       "\"source\": \"x\"}",
+       "/calibration/nccl_table/columns: missing column \"ranks\" (expected collective, ranks, ctas, bytes, ns)"},
+      {"calibration.nccl_pair_table={\"columns\": [\"collective\", \"ctas\", \"bytes\", \"ns\"], \"rows\": [[6, 24, "
+       "1024, 9000]], \"source\": \"x\"}",
+       "/calibration/nccl_pair_table/rows/0: collective 6, ranks 2: expected collective 1 (all-gather) .. 5 "
+       "(send/recv) and 2 .. 1024 ranks"},
       {"-name", "/name: required key missing"},
       {"schema_version=3", "/schema_version: unsupported version 3*"},
   };
@@ -1125,10 +1136,10 @@ START_TEST(test_hw_profile_cache)
   ck_assert_ptr_ne(a, b);
   ck_assert_str_eq(a->name, b->name);
   ck_assert_int_eq(a->sm_count, b->sm_count);
-  ck_assert(a->gemm_bf16.n > 0 && a->n_shape_contention > 0 && a->nccl_pair_table.n > 0);
+  ck_assert(a->gemm_bf16.n > 0 && a->n_shape_contention > 0 && a->nccl_table.n > 0);
   ck_assert_int_eq(a->gemm_bf16.n, b->gemm_bf16.n);
   ck_assert(memcmp(a->gemm_bf16.pts, b->gemm_bf16.pts, (size_t)a->gemm_bf16.n * sizeof *a->gemm_bf16.pts) == 0);
-  ck_assert_int_eq(a->nccl_pair_table.n, b->nccl_pair_table.n);
+  ck_assert_int_eq(a->nccl_table.n, b->nccl_table.n);
   ck_assert_int_eq(a->n_contention_points, b->n_contention_points);
   ck_assert_int_eq(a->n_shape_contention, b->n_shape_contention);
   assert_curve_eq(&a->gemm_sm_scaling, &b->gemm_sm_scaling);
