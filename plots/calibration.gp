@@ -16,7 +16,7 @@ set key top left
 plot dat index 0 using 2:3 with points pt 7 ps 0.3 title "bf16", \
      dat index 1 using 2:3 with points pt 7 ps 0.3 title "fp8", x with lines lc rgb "black" title "y = x"
 
-set title "NCCL bus bandwidth vs size, 2 GPUs, default channels"
+set title "NCCL bus bandwidth vs size, default channels (one line per group size: 2, 4, 8 GPUs)"
 set logscale x 2; set xlabel "bytes"; set ylabel "busbw (GB/s)"
 set key top left
 plot for [i=2:6] dat index i using 1:2 with points pt 7 ps 0.6 title sprintf("measured %s", word("all_gather reduce_scatter all_reduce all_to_all send_recv", i-1)), \

@@ -440,10 +440,15 @@ static int cmd_calibrate(int argc, char **argv)
         g_autoptr(GString) dat            = g_string_new("# penumbra calibrate --check: x measured predicted\n");
         for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
           g_string_append_printf(dat, "# %s\n", series[si]);
+          double last_x = -1.0;
           for (guint i = 0; i < c.points->len; i++) {
             const PnCalPoint *pt = &g_array_index(c.points, PnCalPoint, i);
-            if (strcmp(pt->series, series[si]) == 0)
-              g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
+            if (strcmp(pt->series, series[si]) != 0)
+              continue;
+            if (pt->x < last_x)
+              g_string_append(dat, "\n"); /* a new group size: one blank line breaks gnuplot's line */
+            last_x = pt->x;
+            g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
           }
           g_string_append(dat, "\n\n");
         }

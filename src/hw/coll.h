@@ -12,6 +12,9 @@
  * (2 log2(nodes) network hops) when that is shorter, as NCCL's tuner would choose.
  * The bandwidth a collective can drive is also bounded by its channels: ctas * cta_bandwidth,
  * and by the protocol efficiency at small sizes (profile coll_size_efficiency).
+ * Measured instead: a group inside one node whose size the profile's nccl_table covers (2, 4, 8
+ * GPUs measured, or between two measured sizes) takes its latency and rate from the table, so
+ * the formulas above serve groups across nodes and sizes outside the measured ones.
  */
 #ifndef PN_HW_COLL_H
 #define PN_HW_COLL_H
