@@ -12,18 +12,19 @@ G_DEFINE_QUARK(pn - calib - error - quark, pn_calib_error)
 
 void pn_cal_data_init(PnCalData *d)
 {
-  *d            = (PnCalData){0};
-  d->gemm       = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
-  d->contention = g_array_new(FALSE, FALSE, sizeof(PnCalContention));
-  d->attn       = g_array_new(FALSE, FALSE, sizeof(PnAttnPoint));
-  d->memory     = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
-  d->coll       = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
-  d->copy       = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  *d              = (PnCalData){0};
+  d->gemm         = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
+  d->contention   = g_array_new(FALSE, FALSE, sizeof(PnCalContention));
+  d->attn         = g_array_new(FALSE, FALSE, sizeof(PnAttnPoint));
+  d->memory       = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  d->coll         = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
+  d->copy         = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  d->nccl_overlap = g_array_new(FALSE, FALSE, sizeof(PnCalNcclOverlap));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm, &d->contention, &d->attn, &d->memory, &d->coll, &d->copy};
+  GArray **all[] = {&d->gemm, &d->contention, &d->attn, &d->memory, &d->coll, &d->copy, &d->nccl_overlap};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }
@@ -488,20 +489,22 @@ static void check_coll_groups(const PnCalData *d, const PnHwProfile *p, PnCalChe
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
-  out->gemm              = g_array_new(FALSE, FALSE, sizeof(double));
-  out->gemm_loo          = g_array_new(FALSE, FALSE, sizeof(double));
-  out->attn              = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_default      = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_ctas         = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_outliers     = g_array_new(FALSE, FALSE, sizeof(double));
-  out->contention        = g_array_new(FALSE, FALSE, sizeof(double));
-  out->contention_median = g_array_new(FALSE, FALSE, sizeof(double));
-  out->points            = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
-  out->memory_other      = g_array_new(FALSE, FALSE, sizeof(double));
-  out->memory            = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_groups       = g_array_new(FALSE, FALSE, sizeof(int));
-  out->coll_by_group     = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  out->coll_group_loo    = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  out->gemm                = g_array_new(FALSE, FALSE, sizeof(double));
+  out->gemm_loo            = g_array_new(FALSE, FALSE, sizeof(double));
+  out->attn                = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_default        = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_ctas           = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_outliers       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->contention          = g_array_new(FALSE, FALSE, sizeof(double));
+  out->contention_median   = g_array_new(FALSE, FALSE, sizeof(double));
+  out->points              = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
+  out->memory_other        = g_array_new(FALSE, FALSE, sizeof(double));
+  out->memory              = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_groups         = g_array_new(FALSE, FALSE, sizeof(int));
+  out->nccl_overlap        = g_array_new(FALSE, FALSE, sizeof(double));
+  out->nccl_overlap_margin = g_array_new(FALSE, FALSE, sizeof(double));
+  out->coll_by_group       = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
+  out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
   for (int fp8 = 0; fp8 < 2; fp8++) {
     const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
@@ -567,6 +570,23 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
                  cost.max_bytes_per_ns);
   }
   check_coll_groups(d, p, out);
+  /* A GEMM beside a real NCCL collective: the executor gives it the SMs the collective's CTAs
+   * leave, at its shape's SMs-held curve (measured beside a spinner that fills its SMs), and no
+   * slowdown when it is already restricted to the other SMs. */
+  for (guint i = 0; i < d->nccl_overlap->len; i++) {
+    const PnCalNcclOverlap *o = &g_array_index(d->nccl_overlap, PnCalNcclOverlap, i);
+    int held                  = o->ctas > 0 ? o->ctas : p->nccl_ctas_nvlink;
+    double pred               = 1.0;
+    if (!o->sm_margin) {
+      int s = pn_hw_profile_nearest_contention(p, o->m, o->n, o->k, false);
+      const PnCurve *curve =
+          s >= 0 && p->shape_contention[s].curve[0].n > 0 ? &p->shape_contention[s].curve[0] : &p->gemm_sm_scaling;
+      if (curve->n == 0)
+        continue;
+      pred = pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
+    }
+    push_err(o->sm_margin ? out->nccl_overlap_margin : out->nccl_overlap, pred, o->rate);
+  }
   /* every (shape, SMs held) row through the curves of its shape, as the executor uses them */
   for (guint i = 0; i < d->contention->len; i++) {
     const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
@@ -613,9 +633,19 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 
 void pn_cal_check_clear(PnCalCheck *c)
 {
-  GArray **all[] = {&c->gemm,          &c->gemm_loo,   &c->attn,        &c->coll_default,
-                    &c->coll_ctas,     &c->contention, &c->memory,      &c->contention_median,
-                    &c->coll_outliers, &c->points,     &c->memory_other};
+  GArray **all[] = {&c->gemm,
+                    &c->gemm_loo,
+                    &c->attn,
+                    &c->coll_default,
+                    &c->coll_ctas,
+                    &c->contention,
+                    &c->memory,
+                    &c->contention_median,
+                    &c->coll_outliers,
+                    &c->points,
+                    &c->memory_other,
+                    &c->nccl_overlap,
+                    &c->nccl_overlap_margin};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
   g_clear_pointer(&c->coll_groups, g_array_unref);

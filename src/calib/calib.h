@@ -57,6 +57,16 @@ typedef struct {
   double busbw_bytes_per_ns;
 } PnCalColl;
 
+/* A GEMM beside a real NCCL collective on every GPU of a group (microbench gemm_nccl_overlap,
+ * mode "covered": GEMMs back to back for as long as the collective runs). */
+typedef struct {
+  int64_t m, n, k;
+  int ctas; /* 0 = NCCL default */
+  int nranks;
+  bool sm_margin; /* the GEMM restricted to the SMs the collective leaves (TE set_sm_margin) */
+  double rate;    /* GEMM speed while the collective ran, relative to the same GEMM alone */
+} PnCalNcclOverlap;
+
 typedef struct {
   double bytes;
   double ns;
@@ -64,13 +74,14 @@ typedef struct {
 } PnCalBytes;
 
 typedef struct {
-  GArray *gemm;       /* of PnCalGemm */
-  GArray *contention; /* of PnCalContention */
-  GArray *attn;       /* of PnAttnPoint (with batch) */
-  GArray *memory;     /* of PnCalBytes: memory-bound kernels */
-  GArray *coll;       /* of PnCalColl */
-  GArray *copy;       /* of PnCalBytes: one-way peer copies */
-  int sm_count;       /* from the measurements' env (0 = unknown) */
+  GArray *gemm;         /* of PnCalGemm */
+  GArray *contention;   /* of PnCalContention */
+  GArray *attn;         /* of PnAttnPoint (with batch) */
+  GArray *memory;       /* of PnCalBytes: memory-bound kernels */
+  GArray *coll;         /* of PnCalColl */
+  GArray *copy;         /* of PnCalBytes: one-way peer copies */
+  GArray *nccl_overlap; /* of PnCalNcclOverlap: read for the check, not fitted */
+  int sm_count;         /* from the measurements' env (0 = unknown) */
 } PnCalData;
 
 /* The median of a GArray of double (sorted in place; NAN when empty). */
@@ -102,18 +113,20 @@ typedef struct {
 
 typedef struct {
   GArray *gemm, *gemm_loo, *attn, *memory;
-  GArray *coll_default;      /* collectives at NCCL's default channel count */
-  GArray *coll_ctas;         /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
-  GArray *coll_outliers;     /* measurements slower than a larger message of the same collective */
-  GArray *coll_groups;       /* of int: the group sizes of the collective rows, ascending */
-  GPtrArray *coll_by_group;  /* of GArray of double, one per coll_groups entry: its default-channel rows */
-  GPtrArray *coll_group_loo; /* same rows predicted with their group size's rows left out of the profile's
-                                table (interpolated between the neighbouring sizes; empty for the smallest
-                                and largest size, which nothing brackets) */
-  GArray *contention;        /* every (shape, SMs held) row */
-  GArray *contention_median; /* the median slowdown over shapes per SMs held (what the curve fits) */
-  GArray *points;            /* of PnCalPoint: measured vs predicted, for plots */
-  GArray *memory_other;      /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
+  GArray *coll_default;        /* collectives at NCCL's default channel count */
+  GArray *coll_ctas;           /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
+  GArray *coll_outliers;       /* measurements slower than a larger message of the same collective */
+  GArray *nccl_overlap;        /* GEMM beside a real NCCL collective, rate predicted from the SMs it holds */
+  GArray *nccl_overlap_margin; /* same, the GEMM restricted to the other SMs (the model: no slowdown) */
+  GArray *coll_groups;         /* of int: the group sizes of the collective rows, ascending */
+  GPtrArray *coll_by_group;    /* of GArray of double, one per coll_groups entry: its default-channel rows */
+  GPtrArray *coll_group_loo;   /* same rows predicted with their group size's rows left out of the profile's
+                                  table (interpolated between the neighbouring sizes; empty for the smallest
+                                  and largest size, which nothing brackets) */
+  GArray *contention;          /* every (shape, SMs held) row */
+  GArray *contention_median;   /* the median slowdown over shapes per SMs held (what the curve fits) */
+  GArray *points;              /* of PnCalPoint: measured vs predicted, for plots */
+  GArray *memory_other;        /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

@@ -426,6 +426,15 @@ static int cmd_calibrate(int argc, char **argv)
       g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
       check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c.memory_other, tol);
       check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
+      GArray *beside[]    = {c.nccl_overlap, c.nccl_overlap_margin};
+      const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};
+      for (int b = 0; b < 2; b++) {
+        g_autoptr(GArray) sorted = g_array_copy(beside[b]);
+        double med               = pn_calib_median(sorted); /* signed: < 0 means the model is too slow */
+        if (check_line(out, names[b], beside[b], tol) || beside[b]->len == 0)
+          continue;
+        g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
+      }
       for (guint k = 1; k + 1 < c.coll_groups->len; k++) {
         g_autofree char *what =
             g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c.coll_groups, int, k));

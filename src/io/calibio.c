@@ -193,6 +193,22 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       PnCalColl c = {(PnCollKind)ck, (int)ctas, (int)nr, bytes, ns, busbw};
       if (ck >= 0 && ns > 0 && nr >= 2)
         g_array_append_val(d->coll, c);
+    } else if (strcmp(k, "gemm_nccl_overlap") == 0) {
+      double m, n, kk, ctas, nr, rate;
+      INT("m", m, 1);
+      INT("n", n, 1);
+      INT("k", kk, 1);
+      INT("ctas_requested", ctas, 0);
+      INT("nranks", nr, 0);
+      const cJSON *r = get(row, "gemm_rate_while_overlapped");
+      /* covered rows only ("single" rows time one GEMM that outlives the collective) */
+      if (strcmp(row_str(row, "mode"), "covered") == 0 && cJSON_IsNumber(r)) {
+        NUM("gemm_rate_while_overlapped", rate);
+        PnCalNcclOverlap o = {
+            (int64_t)m, (int64_t)n, (int64_t)kk, (int)ctas, (int)nr, cJSON_IsTrue(get(row, "sm_margin")), rate};
+        if (rate > 0 && nr >= 2)
+          g_array_append_val(d->nccl_overlap, o);
+      }
     } else if (strcmp(k, "copy_engine") == 0) {
       double bytes, ns;
       NUM("moved_bytes", bytes);

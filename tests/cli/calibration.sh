@@ -18,4 +18,8 @@ for p in h100-sxm h200-sxm; do
 done
 "$bin" calibrate --check --profile hwprofiles/h100-sxm.json "${h100[@]}"
 "$bin" calibrate --check --profile hwprofiles/h200-sxm.json "${h200[@]}"
+# the GEMM-beside-NCCL rows (8 x H200) are read and replayed (reported, not fitted: README)
+"$bin" calibrate --check --profile hwprofiles/h200-sxm.json "$C"/h200-sxm-8gpu/gemm_nccl_overlap.json >"$tmp/ovl.txt"
+grep -Eq "GEMM rate beside NCCL, SMs held +56 " "$tmp/ovl.txt" && grep -Eq "GEMM rate beside NCCL, SM margin +48 " "$tmp/ovl.txt" ||
+  { echo "FAIL: gemm_nccl_overlap rows not replayed"; cat "$tmp/ovl.txt"; exit 1; }
 echo "calibration: profiles reproducible, replay within 5%"
