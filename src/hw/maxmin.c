@@ -186,6 +186,8 @@ static inline void recompute_usage(PnMaxMin *mm, Res *r);
  *  - a bounded flow joins resources with no change pending, on each of which the usage plus its
  *    bound stays below capacity (with a margin): nothing becomes a bottleneck, it runs at its
  *    bound, and progressive filling would pop its bound before any of its resources' levels;
+ *  - a flow joins resources with no change pending that nobody else uses: its component is
+ *    itself, and it gets what solve_single would give it (its bound or the tightest capacity);
  *  - a flow leaves resources with no change pending on which every other flow runs exactly at
  *    its own bound: the capacity it frees can raise nobody.
  * Rates are reported by the next solve as if it had computed them (it would find the same,
@@ -208,18 +210,42 @@ static bool clean_distinct(const PnMaxMin *mm, const Flow *fl)
   return true;
 }
 
+/* The flow alone on each of its (clean, distinct) resources: its component is itself, and this is
+ * the rate solve_single would give it, from the same expressions (bound, then capacity / a per
+ * resource, the smallest); -1 when another flow uses one of them. */
+static double alone_rate(const PnMaxMin *mm, const Flow *fl)
+{
+  double level = fl->bound > 0.0 ? fl->bound : HUGE_VAL;
+  for (int k = 0; k < fl->n; k++) {
+    const Res *r = res_at(mm, fl->elems[k].r);
+    if (r->n_users != 1)
+      return -1.0;
+    double rem = r->capacity > 0.0 ? r->capacity : 0.0;
+    double l   = rem / fl->elems[k].a;
+    if (l < level)
+      level = l;
+  }
+  return level > 0.0 && level < HUGE_VAL ? level : -1.0; /* a stalled flow is left to the solve */
+}
+
 static bool try_place(PnMaxMin *mm, PnFlowId f)
 {
   Flow *fl = flow_at(mm, f);
-  if (!(fl->bound > 0.0) || !clean_distinct(mm, fl))
+  if (!clean_distinct(mm, fl))
     return false;
-  for (int k = 0; k < fl->n; k++) {
+  double rate = fl->bound;
+  bool room   = fl->bound > 0.0;
+  for (int k = 0; k < fl->n && room; k++) {
     const Res *r = res_at(mm, fl->elems[k].r);
-    if (!has_room(r, r->usage + fl->elems[k].a * fl->bound))
+    room         = has_room(r, r->usage + fl->elems[k].a * fl->bound);
+  }
+  if (!room) { /* not at its bound: still known when nothing else uses its resources */
+    rate = alone_rate(mm, fl);
+    if (rate < 0.0)
       return false;
   }
-  fl->rate  = fl->bound;
-  fl->level = fl->bound;
+  fl->rate  = rate;
+  fl->level = rate;
   fl->fixed = true;
   for (int k = 0; k < fl->n; k++)
     recompute_usage(mm, res_at(mm, fl->elems[k].r));
