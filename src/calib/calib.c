@@ -437,7 +437,8 @@ static void push_err(GArray *a, double predicted, double measured)
   }
 }
 
-static double coll_predict(const PnHwProfile *p, const PnCalColl *c)
+/* A measured collective's time alone through the profile (`cost` gets its latency and rate). */
+static double coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost *cost)
 {
   PnCollSpec spec = {.kind           = c->kind,
                      .bytes          = c->bytes,
@@ -445,9 +446,8 @@ static double coll_predict(const PnHwProfile *p, const PnCalColl *c)
                      .ranks_per_node = c->nranks,
                      .min_ctas       = c->ctas,
                      .max_ctas       = c->ctas};
-  PnCollCost cost;
-  pn_coll_cost(p, &spec, &cost);
-  return pn_coll_time_alone_ns(p, &cost);
+  pn_coll_cost(p, &spec, cost);
+  return pn_coll_time_alone_ns(p, cost);
 }
 
 /* Per measured group size: its default-channel rows through the profile, and through the profile
@@ -478,9 +478,10 @@ static void check_coll_groups(const PnCalData *d, const PnHwProfile *p, PnCalChe
       const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
       if (c->nranks != r || c->ctas != 0 || coll_outlier(d, c))
         continue;
-      push_err(own, coll_predict(p, c), c->ns);
+      PnCollCost cost;
+      push_err(own, coll_predict(p, c, &cost), c->ns);
       if (inner)
-        push_err(loo, coll_predict(&lp, c), c->ns);
+        push_err(loo, coll_predict(&lp, c, &cost), c->ns);
     }
     g_ptr_array_add(out->coll_by_group, own);
     g_ptr_array_add(out->coll_group_loo, loo);
@@ -546,15 +547,8 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   g_free(fastest.pts);
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-    PnCollSpec spec    = {.kind           = c->kind,
-                          .bytes          = c->bytes,
-                          .ranks          = c->nranks,
-                          .ranks_per_node = c->nranks,
-                          .min_ctas       = c->ctas,
-                          .max_ctas       = c->ctas};
     PnCollCost cost;
-    pn_coll_cost(p, &spec, &cost);
-    double t = pn_coll_time_alone_ns(p, &cost);
+    double t = coll_predict(p, c, &cost);
     push_err(coll_outlier(d, c) ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
     if (c->ctas == 0) {
       static const char *const series[] = {"coll_all_gather", "coll_reduce_scatter", "coll_all_reduce",
