@@ -9,7 +9,7 @@ OUT_DIR=${OUT:-$PWD/ar-out}; mkdir -p "$OUT_DIR"
 cmake -S microbench -B build-mb -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT_DIR/ar_build.log" 2>&1 &&
   cmake --build build-mb -j 32 --target mb_gemm_nccl_overlap >>"$OUT_DIR/ar_build.log" 2>&1 || { tail -30 "$OUT_DIR/ar_build.log"; exit 1; }
 for shape in 8192x8192x8192 4096x14336x4096; do
-  timeout 250 build-mb/mb_gemm_nccl_overlap --group-sizes 8,4 --colls all_reduce,reduce_scatter --sizes-mib 80,512 \
-    --ctas 0,8,16,32 --shape "$shape" --budget-s 200 --out "$OUT_DIR/gemm_nccl_overlap_ar_$shape.json" 2>&1 | tail -5
+  timeout 220 build-mb/mb_gemm_nccl_overlap --group-sizes 8,4 --colls all_reduce,reduce_scatter --sizes-mib 80,512 \
+    --ctas 0,8,16,32 --shape "$shape" --budget-s 150 --out "$OUT_DIR/gemm_nccl_overlap_ar_$shape.json" 2>&1 | tail -5
 done
 ls -la "$OUT_DIR"
