@@ -210,22 +210,35 @@ static bool clean_distinct(const PnMaxMin *mm, const Flow *fl)
   return true;
 }
 
-/* The flow alone on each of its (clean, distinct) resources: its component is itself, and this is
- * the rate solve_single would give it, from the same expressions (bound, then capacity / a per
- * resource, the smallest); -1 when another flow uses one of them. */
-static double alone_rate(const PnMaxMin *mm, const Flow *fl)
+/* The rate of a flow that is alone in its component: progressive filling would push its bound
+ * and each resource's level capacity / (sum of the flow's coefficients on it), pop the smallest
+ * and fix the flow there. The sums run in element order from 0, as progressive filling's do. */
+static double lone_level(const PnMaxMin *mm, const Flow *fl)
 {
   double level = fl->bound > 0.0 ? fl->bound : HUGE_VAL;
   for (int k = 0; k < fl->n; k++) {
     const Res *r = res_at(mm, fl->elems[k].r);
-    if (r->n_users != 1)
-      return -1.0;
+    double sum_a = 0.0;
+    for (int j = 0; j < fl->n; j++)
+      if (fl->elems[j].r == fl->elems[k].r)
+        sum_a += fl->elems[j].a;
     double rem = r->capacity > 0.0 ? r->capacity : 0.0;
-    double l   = rem / fl->elems[k].a;
+    double l   = sum_a > 0.0 ? rem / sum_a : 0.0;
     if (l < level)
       level = l;
   }
-  return level > 0.0 && level < HUGE_VAL ? level : -1.0; /* a stalled flow is left to the solve */
+  return level;
+}
+
+/* The rate solve_single would give a flow alone on each of its resources; -1 when another flow
+ * uses one of them, or when the flow would stall or be unbounded (left to the solve). */
+static double alone_rate(const PnMaxMin *mm, const Flow *fl)
+{
+  for (int k = 0; k < fl->n; k++)
+    if (res_at(mm, fl->elems[k].r)->n_users != 1)
+      return -1.0;
+  double level = lone_level(mm, fl);
+  return level > 0.0 && level < HUGE_VAL ? level : -1.0;
 }
 
 static bool try_place(PnMaxMin *mm, PnFlowId f)
@@ -576,30 +589,14 @@ static inline void recompute_usage(PnMaxMin *mm, Res *r)
 }
 
 /* A component with at most one flow (most of them: a transfer alone on its links, or links a
- * transfer just left). Progressive filling would push the flow's bound and each resource's
- * level capacity / (sum of the flow's coefficients on it), pop the smallest and fix the flow
- * there: the same minimum is taken here, from the same expressions, without the heap. */
+ * transfer just left): the flow's level is lone_level's, without the heap. */
 static void solve_single(PnMaxMin *mm, PnFlowId *changed, uint32_t *n_changed)
 {
-  for (uint32_t i = 0; i < mm->n_comp_res; i++) {
-    Res *r   = res_at(mm, mm->comp_res[i]);
-    r->sum_a = 0.0;
-  }
   if (mm->n_comp_flows == 1) {
     PnFlowId f = mm->comp_flows[0];
     Flow *fl   = flow_at(mm, f);
-    for (int k = 0; k < fl->n; k++)
-      res_at(mm, fl->elems[k].r)->sum_a += fl->elems[k].a;
-    double level = fl->bound > 0.0 ? fl->bound : HUGE_VAL;
-    for (int k = 0; k < fl->n; k++) {
-      Res *r   = res_at(mm, fl->elems[k].r);
-      r->rem   = r->capacity;
-      double l = res_level(r);
-      if (l < level)
-        level = l;
-    }
-    fl->fixed = true;
-    fl->level = level;
+    fl->fixed  = true;
+    fl->level  = lone_level(mm, fl);
     publish_rate(mm, f, changed, n_changed);
   }
   for (uint32_t i = 0; i < mm->n_comp_res; i++)
