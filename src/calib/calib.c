@@ -450,9 +450,8 @@ static double coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost 
   return pn_coll_time_alone_ns(p, cost);
 }
 
-/* Per measured group size: its default-channel rows through the profile, and through the profile
- * without that size's table rows (what a group size between two measured ones gets). */
-static void check_coll_groups(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+/* The group sizes of the collective rows, ascending, each with an (empty) error list. */
+static void coll_groups_init(const PnCalData *d, PnCalCheck *out)
 {
   for (guint i = 0; i < d->coll->len; i++) {
     int r   = g_array_index(d->coll, PnCalColl, i).nranks;
@@ -463,10 +462,25 @@ static void check_coll_groups(const PnCalData *d, const PnHwProfile *p, PnCalChe
       g_array_insert_val(out->coll_groups, k, r);
   }
   for (guint k = 0; k < out->coll_groups->len; k++) {
+    g_ptr_array_add(out->coll_by_group, g_array_new(FALSE, FALSE, sizeof(double)));
+    g_ptr_array_add(out->coll_group_loo, g_array_new(FALSE, FALSE, sizeof(double)));
+  }
+}
+
+static GArray *coll_group_errors(GPtrArray *lists, const PnCalCheck *out, int ranks)
+{
+  guint k = 0;
+  while (g_array_index(out->coll_groups, int, k) != ranks)
+    k++;
+  return g_ptr_array_index(lists, k);
+}
+
+/* The default-channel rows of each inner group size through the profile without that size's
+ * table rows: what a group size between two measured ones gets. */
+static void check_coll_group_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  for (guint k = 1; k + 1 < out->coll_groups->len; k++) {
     int r                        = g_array_index(out->coll_groups, int, k);
-    GArray *own                  = g_array_new(FALSE, FALSE, sizeof(double));
-    GArray *loo                  = g_array_new(FALSE, FALSE, sizeof(double));
-    bool inner                   = k > 0 && k + 1 < out->coll_groups->len;
     PnHwProfile lp               = *p; /* shallow: only the table is replaced */
     g_autofree PnCollPoint *rest = g_new(PnCollPoint, p->nccl_table.n ? p->nccl_table.n : 1);
     lp.nccl_table.pts            = rest;
@@ -479,12 +493,8 @@ static void check_coll_groups(const PnCalData *d, const PnHwProfile *p, PnCalChe
       if (c->nranks != r || c->ctas != 0 || coll_outlier(d, c))
         continue;
       PnCollCost cost;
-      push_err(own, coll_predict(p, c, &cost), c->ns);
-      if (inner)
-        push_err(loo, coll_predict(&lp, c, &cost), c->ns);
+      push_err(g_ptr_array_index(out->coll_group_loo, k), coll_predict(&lp, c, &cost), c->ns);
     }
-    g_ptr_array_add(out->coll_by_group, own);
-    g_ptr_array_add(out->coll_group_loo, loo);
   }
 }
 
@@ -545,11 +555,15 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
              a->bwd_ns);
   }
   g_free(fastest.pts);
+  coll_groups_init(d, out);
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
     PnCollCost cost;
-    double t = coll_predict(p, c, &cost);
-    push_err(coll_outlier(d, c) ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
+    double t     = coll_predict(p, c, &cost);
+    bool outlier = coll_outlier(d, c);
+    push_err(outlier ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
+    if (!outlier && c->ctas == 0)
+      push_err(coll_group_errors(out->coll_by_group, out, c->nranks), t, c->ns);
     if (c->ctas == 0) {
       static const char *const series[] = {"coll_all_gather", "coll_reduce_scatter", "coll_all_reduce",
                                            "coll_all_to_all", "coll_send_recv"};
@@ -563,7 +577,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
                  pn_coll_kind_name(c->kind), c->nranks, c->ctas, c->bytes, c->ns, t, cost.latency_ns,
                  cost.max_bytes_per_ns);
   }
-  check_coll_groups(d, p, out);
+  check_coll_group_loo(d, p, out);
   /* A GEMM beside a real NCCL collective: the executor gives it the SMs the collective's CTAs
    * leave, at its shape's SMs-held curve (measured beside a spinner that fills its SMs), and no
    * slowdown when it is already restricted to the other SMs. */

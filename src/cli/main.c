@@ -431,7 +431,7 @@ static int cmd_calibrate(int argc, char **argv)
       for (int b = 0; b < 2; b++) {
         g_autoptr(GArray) sorted = g_array_copy(beside[b]);
         double med               = pn_calib_median(sorted); /* signed: < 0 means the model is too slow */
-        if (check_line(out, names[b], beside[b], tol) || beside[b]->len == 0)
+        if (check_line(out, names[b], beside[b], tol))      /* all within, or no rows */
           continue;
         g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
       }
