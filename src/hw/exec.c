@@ -1,6 +1,9 @@
 /* exec.c — runs a task graph on simulated GPUs (exec.h; graph.h says when a task may start).
  *
- * State, all in flat arrays built once before the run (no allocation per event once grown):
+ * State, all in flat arrays built once before the run (no allocation per event once grown), by
+ * setup_tasks in task order: either all at once in pn_exec_run, or behind the builder on a helper
+ * thread (pn_exec_prepare: the task array is then read while it is still in cache, and the setup
+ * runs on the other core during the build), then the P2P legs once the graph is complete:
  *  - per task: its state, in a dense array of its own (what other tasks read), and in TaskRt
  *    `stream_prev`, `queue_next` (the previous task of its stream, the next of its hardware
  *    queue) and where its dependencies are in the graph's array.
@@ -160,6 +163,11 @@ typedef struct {
   uint32_t *qcur;   /* per hardware queue: the head's dependencies known to have ended */
   uint32_t *qlink;  /* per hardware queue: the next queue in the same waiter list, or NONE */
   uint32_t *waiter; /* per task: first queue whose head waits for it (list through qlink), or NONE */
+  uint32_t *s_last; /* setup: per (gpu, stream), the latest task seen, or NONE */
+  uint32_t *q_last; /* setup: per hardware queue, the latest task seen, or NONE */
+  uint32_t n_set;   /* setup: tasks [0, n_set) have their run records */
+  uint32_t cap_set; /* room in rt, state and waiter (and 2 * cap_set + 1 transfers) */
+  GArray *p2p_ids;  /* setup: the P2P tasks, whose legs are set up once the graph is complete */
   PnTaskTime *times;
   PnTaskId *work; /* min-heap of dispatch candidates */
   uint32_t n_work, cap_work;
@@ -718,7 +726,7 @@ static int leg_mate(const PnTask *tasks, const PnP2pLeg *legs, PnTaskId t, int k
     return FALSE;                                                                                                      \
   } while (0)
 
-/* Checks the options and the profile (the graph is checked task by task in exec_setup). */
+/* Checks the options and the profile (the graph is checked task by task in setup_tasks). */
 static gboolean validate_profile(const PnHwProfile *hw, const PnExecOptions *opt, GError **error)
 {
   if (opt->max_connections < 1 || opt->max_connections > 32)
@@ -739,19 +747,21 @@ static gboolean validate_profile(const PnHwProfile *hw, const PnExecOptions *opt
   return TRUE;
 }
 
-/* One task's own fields against the graph and the profile (its legs are checked once every
- * task's own fields are known to be sane: a leg reads its peer). */
-static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId t, GError **error)
+/* One task's own fields against the graph and the profile; `n_deps` bounds its dependency range
+ * (its legs are checked once the graph is complete and every task's own fields are known to be
+ * sane: a later task may pair them, and a leg reads its peer). */
+static gboolean validate_task(const Exec *ex, const PnTask *tasks, const PnTaskId *deps, uint32_t n_deps, PnTaskId t,
+                              GError **error)
 {
-  const PnTask *tk     = &pn_graph_tasks(g)[t];
-  const PnTaskId *deps = pn_graph_deps(g);
-  if (tk->gpu >= g->n_gpus)
-    INVALID(TASK_FMT ": gpu out of range (%u GPUs)", TASK_ARGS(t, tk), g->n_gpus);
+  const PnHwProfile *hw = ex->hw;
+  const PnTask *tk      = &tasks[t];
+  if (tk->gpu >= ex->n_gpus)
+    INVALID(TASK_FMT ": gpu out of range (%u GPUs)", TASK_ARGS(t, tk), ex->n_gpus);
   if (tk->stream >= PN_STREAM_N)
     INVALID(TASK_FMT ": stream out of range (%d streams)", TASK_ARGS(t, tk), PN_STREAM_N);
   if (tk->kind > PN_TASK_DELAY)
     INVALID(TASK_FMT ": unknown kind %u", TASK_ARGS(t, tk), (unsigned)tk->kind);
-  if ((uint64_t)tk->dep_first + tk->dep_count > pn_graph_n_deps(g))
+  if ((uint64_t)tk->dep_first + tk->dep_count > n_deps)
     INVALID(TASK_FMT ": dependency range outside the graph's dependency array", TASK_ARGS(t, tk));
   for (uint32_t i = 0; i < tk->dep_count; i++)
     if (deps[tk->dep_first + i] >= t)
@@ -770,9 +780,6 @@ static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId 
     if (tk->nic_bytes > 0.0 && !(hw->nic_bytes_per_ns > 0.0 && isfinite(hw->nic_bytes_per_ns)))
       INVALID(TASK_FMT ": moves NIC bytes but profile '%s' has no NIC bandwidth", TASK_ARGS(t, tk), hw->name);
   }
-  if (tk->kind == PN_TASK_P2P && (tk->n_legs < 1 || tk->n_legs > PN_TASK_MAX_LEGS))
-    INVALID(TASK_FMT ": a P2P task needs 1 to 4 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
-            (unsigned)tk->n_legs);
   return TRUE;
 }
 
@@ -780,6 +787,16 @@ static gboolean validate_task(const PnGraph *g, const PnHwProfile *hw, PnTaskId 
 static bool legs_in_array(const PnGraph *g, const PnTask *tk)
 {
   return tk->leg_first != UINT32_MAX && (uint64_t)tk->leg_first + PN_TASK_MAX_LEGS <= g->legs->len;
+}
+
+/* A P2P task has 1 to PN_TASK_MAX_LEGS legs (known only once the graph is complete). */
+static gboolean validate_leg_count(const PnTask *tasks, PnTaskId t, GError **error)
+{
+  const PnTask *tk = &tasks[t];
+  if (tk->n_legs < 1 || tk->n_legs > PN_TASK_MAX_LEGS)
+    INVALID(TASK_FMT ": a P2P task needs 1 to 4 legs, has %u (unpaired? see pn_graph_pair_p2p)", TASK_ARGS(t, tk),
+            (unsigned)tk->n_legs);
+  return TRUE;
 }
 
 /* A P2P task's legs: in the leg array, each matched by its peer with the same bytes and link. */
@@ -829,57 +846,41 @@ static void exec_free(Exec *ex)
   g_free(ex->qhead);
   g_free(ex->qcur);
   g_free(ex->qlink);
+  g_free(ex->s_last);
+  g_free(ex->q_last);
   g_free(ex->waiter);
   g_free(ex->work);
   g_free(ex->dirty_gpus);
   g_free(ex->flow_xfer);
   g_free(ex->shares);
+  if (ex->p2p_ids)
+    g_array_free(ex->p2p_ids, TRUE);
   if (ex->changed)
     g_array_free(ex->changed, TRUE);
   pn_maxmin_free(ex->mm);
   pn_engine_free(ex->eng);
 }
 
-/* Checks the graph and builds the run state in one pass over the tasks (the task array is the
- * largest thing in memory: each pass costs a trip through it): each task is checked, then its
- * run record (stream predecessor, hardware-queue successor: issue order = task id order within
- * a GPU), its empty waiter list and its COMM transfer. The P2P tasks' legs are checked and
- * numbered as transfers afterwards, once every task's own fields are known to be sane. On
- * failure the run state is left for exec_free. */
-static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt,
-                           PnTaskTime *times, GError **error)
+/* Everything that does not depend on the tasks: the engine, the solver with four link resources
+ * per GPU, the per-queue and per-stream registers. The per-task arrays start empty. */
+static void exec_init(Exec *ex, uint32_t n_gpus, const PnHwProfile *hw, const PnExecOptions *opt)
 {
-  uint32_t n          = pn_graph_n_tasks(g);
-  ex->tasks           = pn_graph_tasks(g);
-  ex->legs            = (const PnP2pLeg *)(const void *)g->legs->data;
-  ex->deps            = pn_graph_deps(g);
+  *ex                 = (Exec){.horizon_task = PN_TASK_NONE};
   ex->hw              = hw;
-  ex->n_tasks         = n;
-  ex->n_gpus          = g->n_gpus;
+  ex->n_gpus          = n_gpus;
   ex->max_connections = opt->max_connections;
   ex->n_queues        = (uint32_t)MIN(opt->max_connections, PN_STREAM_N);
-  ex->times           = times;
   ex->obs             = opt->observer;
   ex->eng             = pn_engine_new(PN_QUEUE_HEAP);
   pn_engine_set_instant_hook(ex->eng, settle, ex);
-  ex->mm       = pn_maxmin_new();
-  ex->rt       = g_new(TaskRt, n ? n : 1);
-  ex->leg_xfer = g_new(uint32_t, g->legs->len ? g->legs->len : 1);
-  ex->state    = g_new0(uint8_t, n ? n : 1);
-  ex->waiter   = g_new(uint32_t, n ? n : 1);
-  pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
-  pn_mem_hint_large(ex->waiter, (size_t)n * sizeof(uint32_t));
-  ex->gpus            = g_new0(GpuRt, ex->n_gpus ? ex->n_gpus : 1);
+  ex->mm              = pn_maxmin_new();
+  ex->gpus            = g_new0(GpuRt, n_gpus ? n_gpus : 1);
   ex->changed         = g_array_new(FALSE, FALSE, sizeof(PnFlowId));
+  ex->p2p_ids         = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
   ex->full_gemm       = pn_curve_eval(&hw->gemm_sm_scaling, (double)hw->sm_count, 0.0);
   ex->full_mem        = pn_curve_eval(&hw->mem_sm_scaling, (double)hw->sm_count, 0.0);
   ex->full_gemm_limit = pn_curve_eval(&hw->gemm_sm_limit_scaling, (double)hw->sm_count, 0.0);
-  if (n > 0 && g->n_gpus == 0) {
-    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID, "graph has %u tasks but no GPU", n);
-    return FALSE;
-  }
-
-  for (uint32_t i = 0; i < ex->n_gpus; i++) {
+  for (uint32_t i = 0; i < n_gpus; i++) {
     GpuRt *gp  = &ex->gpus[i];
     double nvl = hw->nvlink_bytes_per_ns, nic = hw->nic_bytes_per_ns;
     /* A missing link gets no resource; validation made sure no transfer needs it. */
@@ -888,32 +889,56 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
     gp->res[RES_NIC_TX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
     gp->res[RES_NIC_RX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
   }
-
-  size_t n_sq      = (size_t)ex->n_gpus * PN_STREAM_N;
-  size_t n_gq      = (size_t)ex->n_gpus * ex->n_queues;
-  uint32_t *s_last = g_new(uint32_t, n_sq ? n_sq : 1);
-  uint32_t *q_last = g_new(uint32_t, n_gq ? n_gq : 1);
-  ex->qhead        = g_new(uint32_t, n_gq ? n_gq : 1);
-  ex->qcur         = g_new0(uint32_t, n_gq ? n_gq : 1);
-  ex->qlink        = g_new(uint32_t, n_gq ? n_gq : 1);
+  size_t n_sq = (size_t)n_gpus * PN_STREAM_N;
+  size_t n_gq = (size_t)n_gpus * ex->n_queues;
+  ex->s_last  = g_new(uint32_t, n_sq ? n_sq : 1);
+  ex->q_last  = g_new(uint32_t, n_gq ? n_gq : 1);
+  ex->qhead   = g_new(uint32_t, n_gq ? n_gq : 1);
+  ex->qcur    = g_new0(uint32_t, n_gq ? n_gq : 1);
+  ex->qlink   = g_new(uint32_t, n_gq ? n_gq : 1);
   for (size_t i = 0; i < n_sq; i++)
-    s_last[i] = PN_TASK_NONE;
+    ex->s_last[i] = PN_TASK_NONE;
   for (size_t i = 0; i < n_gq; i++)
-    q_last[i] = ex->qhead[i] = ex->qlink[i] = PN_TASK_NONE;
-  /* Transfers: one per COMM task, one per P2P leg counted at its lower-id end (at most two per
-   * P2P task: four legs, each shared with its peer), so at most 2n. Allocated at that bound and
-   * filled in place: growing it by doubling copied and faulted it over and over (about 5 ms of
-   * a 400k-task setup); the untouched tail costs no memory. */
-  ex->xf                    = g_new(Xfer, 2 * (size_t)n + 1);
-  g_autoptr(GArray) p2p_ids = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
-  uint32_t n_x              = 0;
-  gboolean ok               = TRUE;
-  for (PnTaskId t = 0; t < n && ok; t++) {
-    if (!validate_task(g, hw, t, error)) {
-      ok = FALSE;
-      break;
-    }
-    const PnTask *tk = &ex->tasks[t];
+    ex->q_last[i] = ex->qhead[i] = ex->qlink[i] = PN_TASK_NONE;
+}
+
+/* Room in the per-task arrays for `cap` tasks. Transfers: one per COMM task, one per P2P leg
+ * counted at its lower-id end (at most two per P2P task: four legs, each shared with its peer),
+ * so at most 2 * cap; allocated at that bound and filled in place: growing it by doubling copied
+ * and faulted it over and over (about 5 ms of a 400k-task setup); the untouched tail costs no
+ * memory. Sized once, at the graph's reserved capacity, when it is built as expected. */
+static void exec_reserve(Exec *ex, uint32_t cap)
+{
+  if (cap <= ex->cap_set)
+    return;
+  size_t old  = ex->cap_set;
+  ex->rt      = g_renew(TaskRt, ex->rt, cap);
+  ex->state   = g_renew(uint8_t, ex->state, cap);
+  ex->waiter  = g_renew(uint32_t, ex->waiter, cap);
+  ex->xf      = g_renew(Xfer, ex->xf, 2 * (size_t)cap + 1);
+  ex->cap_set = cap;
+  memset(ex->state + old, 0, cap - old);
+  if (old == 0) {
+    pn_mem_hint_large(ex->rt, (size_t)cap * sizeof(TaskRt));
+    pn_mem_hint_large(ex->waiter, (size_t)cap * sizeof(uint32_t));
+  }
+}
+
+/* Checks tasks [ex->n_set, to) and builds their run records, in task order (the task array is the
+ * largest thing in memory: each pass costs a trip through it, so this is the only one): each
+ * task is checked, then its run record (stream predecessor, hardware-queue successor: issue
+ * order = task id order within a GPU), its empty waiter list and its COMM transfer. `n_deps`
+ * bounds the dependency ranges. A P2P task's legs are checked and numbered as transfers
+ * afterwards (setup_legs), once the graph is complete: a later task may pair them. */
+static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps, uint32_t n_deps, uint32_t to,
+                            GError **error)
+{
+  exec_reserve(ex, to);
+  const PnHwProfile *hw = ex->hw;
+  for (PnTaskId t = ex->n_set; t < to; t++) {
+    if (!validate_task(ex, tasks, deps, n_deps, t, error))
+      return FALSE;
+    const PnTask *tk = &tasks[t];
     TaskRt *r        = &ex->rt[t];
     *r               = (TaskRt){.stream_prev = PN_TASK_NONE,
                                 .queue_next  = PN_TASK_NONE,
@@ -924,7 +949,6 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
                                 .kind        = tk->kind,
                                 .scaling     = tk->scaling,
                                 .sm_shape    = tk->sm_shape,
-                                .n_legs      = tk->n_legs,
                                 .stream      = tk->stream};
     switch (tk->kind) {
     case PN_TASK_COMPUTE:
@@ -940,37 +964,49 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
       break;
     }
     size_t sq      = (size_t)tk->gpu * PN_STREAM_N + tk->stream;
-    r->stream_prev = s_last[sq];
-    s_last[sq]     = t;
+    r->stream_prev = ex->s_last[sq];
+    ex->s_last[sq] = t;
     uint32_t q     = ex->max_connections == 1 ? 0 : (uint32_t)(tk->stream % ex->max_connections);
     r->gq          = tk->gpu * ex->n_queues + q;
-    if (q_last[r->gq] != PN_TASK_NONE)
-      ex->rt[q_last[r->gq]].queue_next = t;
+    if (ex->q_last[r->gq] != PN_TASK_NONE)
+      ex->rt[ex->q_last[r->gq]].queue_next = t;
     else
       ex->qhead[r->gq] = t;
-    q_last[r->gq] = t;
-    ex->waiter[t] = PN_TASK_NONE;
+    ex->q_last[r->gq] = t;
+    ex->waiter[t]     = PN_TASK_NONE;
     if (tk->kind == PN_TASK_COMM) {
-      ex->xf[n_x++] = (Xfer){.flow      = -1,
-                             .task      = t,
-                             .peer      = PN_TASK_NONE,
-                             .nvl_bytes = tk->nvlink_bytes,
-                             .nic_bytes = tk->nic_bytes,
-                             .bound     = tk->max_bytes_per_ns};
-      r->aux        = n_x - 1;
+      ex->xf[ex->n_xfers++] = (Xfer){.flow      = -1,
+                                     .task      = t,
+                                     .peer      = PN_TASK_NONE,
+                                     .nvl_bytes = tk->nvlink_bytes,
+                                     .nic_bytes = tk->nic_bytes,
+                                     .bound     = tk->max_bytes_per_ns};
+      r->aux                = ex->n_xfers - 1;
     } else if (tk->kind == PN_TASK_P2P) {
       r->aux = tk->leg_first;
-      g_array_append_val(p2p_ids, t);
+      g_array_append_val(ex->p2p_ids, t);
     }
+    ex->n_set = t + 1;
   }
-  /* The legs: checked, then one transfer each, numbered when its lower-id end is seen. */
-  for (guint i = 0; ok && i < p2p_ids->len; i++) {
-    PnTaskId t = g_array_index(p2p_ids, PnTaskId, i);
-    if (!validate_legs(g, hw, t, error)) {
-      ok = FALSE;
-      break;
-    }
+  return TRUE;
+}
+
+/* The legs of the complete graph: checked, then one transfer each, numbered when its lower-id end
+ * is seen. */
+static gboolean setup_legs(Exec *ex, const PnGraph *g, GError **error)
+{
+  ex->leg_xfer = g_new(uint32_t, g->legs->len ? g->legs->len : 1);
+  for (guint i = 0; i < ex->p2p_ids->len; i++) { /* first every count: a leg reads its peer's */
+    PnTaskId t = g_array_index(ex->p2p_ids, PnTaskId, i);
+    if (!validate_leg_count(ex->tasks, t, error))
+      return FALSE;
+  }
+  for (guint i = 0; i < ex->p2p_ids->len; i++) {
+    PnTaskId t = g_array_index(ex->p2p_ids, PnTaskId, i);
+    if (!validate_legs(g, ex->hw, t, error))
+      return FALSE;
     const PnTask *tk = &ex->tasks[t];
+    ex->rt[t].n_legs = tk->n_legs;
     for (int k = 0; k < tk->n_legs; k++) {
       const PnP2pLeg *l = &ex->legs[tk->leg_first + k];
       if (l->peer < t)
@@ -979,21 +1015,113 @@ static gboolean exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, co
       g_assert(j >= 0);
       PnTaskId snd = l->is_send ? t : l->peer, rcv = l->is_send ? l->peer : t;
       double b1 = ex->tasks[snd].max_bytes_per_ns, b2 = ex->tasks[rcv].max_bytes_per_ns;
-      g_assert(n_x < 2 * (size_t)n + 1);
-      ex->xf[n_x++]                                  = (Xfer){.flow      = -1,
+      g_assert(ex->n_xfers < 2 * (size_t)ex->cap_set + 1);
+      ex->xf[ex->n_xfers++]                          = (Xfer){.flow      = -1,
                                                               .task      = snd,
                                                               .peer      = rcv,
                                                               .nvl_bytes = l->bytes,
                                                               .bound     = b1 > 0.0 && b2 > 0.0 ? fmin(b1, b2) : (b1 > 0.0 ? b1 : b2),
                                                               .over_nic  = l->over_nic};
-      ex->leg_xfer[tk->leg_first + k]                = n_x - 1;
-      ex->leg_xfer[ex->tasks[l->peer].leg_first + j] = n_x - 1;
+      ex->leg_xfer[tk->leg_first + k]                = ex->n_xfers - 1;
+      ex->leg_xfer[ex->tasks[l->peer].leg_first + j] = ex->n_xfers - 1;
     }
   }
-  g_free(s_last);
-  g_free(q_last);
-  ex->n_xfers = n_x;
-  return ok;
+  return TRUE;
+}
+
+/* ---- preparing while the graph is built ---- */
+
+struct PnExecPrep {
+  Exec ex;
+  const PnGraph *g;
+  PnExecOptions opt;
+  PnGraphWatch watch;
+  PnGraph *watched; /* the graph while the helper watches it, else NULL */
+  GThread *thread;  /* NULL: everything is set up in pn_exec_run_prepared */
+  gint finish;      /* atomic: the graph is complete and `watch` says so */
+  gint abandon;     /* atomic: the run will not happen (pn_exec_prepare_cancel): stop at once */
+  bool lock_init;   /* watch.lock was initialized */
+  GError *error;    /* the first error: of the options and profile, or of a task (the helper's) */
+};
+
+/* The helper: sets up tasks as the builder publishes them, until the graph is complete or a task
+ * is invalid. It walks the arrays only under the watch's read lock (the builder moves them under
+ * the write lock) and publishes nothing: the caller joins it before reading the run state. */
+static gpointer prep_main(gpointer data)
+{
+  PnExecPrep *p = data;
+  while (!g_atomic_int_get(&p->abandon)) {
+    gboolean last = g_atomic_int_get(&p->finish); /* read first: once set, ready_tasks is final */
+    guint ready   = (guint)g_atomic_int_get(&p->watch.ready_tasks);
+    if (ready > p->ex.n_set) {
+      g_rw_lock_reader_lock(&p->watch.lock);
+      exec_reserve(&p->ex, MAX(ready, p->g->cap_tasks));
+      gboolean ok =
+          setup_tasks(&p->ex, p->g->tasks, p->g->deps, (guint)g_atomic_int_get(&p->watch.ready_deps), ready, &p->error);
+      g_rw_lock_reader_unlock(&p->watch.lock);
+      if (!ok)
+        break;
+    } else if (last) {
+      break;
+    } else {
+      g_usleep(50); /* the builder publishes every PN_GRAPH_WATCH_STEP tasks: a fraction of a ms */
+    }
+  }
+  return NULL;
+}
+
+PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
+{
+  g_assert(g != NULL && hw != NULL);
+  PnExecPrep *p = g_new0(PnExecPrep, 1);
+  p->g          = g;
+  p->opt        = opt ? *opt : (PnExecOptions){.max_connections = 8}; /* CUDA's default */
+  if (!validate_profile(hw, &p->opt, &p->error))
+    return p; /* reported by pn_exec_run_prepared; nothing may be set up with these options */
+  exec_init(&p->ex, g->n_gpus, hw, &p->opt);
+  g_rw_lock_init(&p->watch.lock);
+  p->lock_init = true;
+  pn_graph_watch(g, &p->watch);
+  p->watched = g;
+  p->thread  = g_thread_try_new("pn-exec-prep", prep_main, p, NULL);
+  if (p->thread == NULL) {
+    pn_graph_watch(g, NULL);
+    p->watched = NULL;
+  }
+  return p;
+}
+
+/* Ends the helper (the graph is complete, or abandoned) and detaches the watch. */
+static void prep_join(PnExecPrep *p)
+{
+  if (p->thread == NULL)
+    return;
+  g_atomic_int_set(&p->watch.ready_deps, p->g->n_deps);
+  g_atomic_int_set(&p->watch.ready_tasks, p->g->n_tasks);
+  g_atomic_int_set(&p->finish, TRUE);
+  g_thread_join(p->thread);
+  p->thread = NULL;
+  pn_graph_watch(p->watched, NULL);
+  p->watched = NULL;
+}
+
+static void prep_free(PnExecPrep *p)
+{
+  if (p->lock_init)
+    g_rw_lock_clear(&p->watch.lock);
+  if (p->ex.eng)
+    exec_free(&p->ex);
+  g_clear_error(&p->error);
+  g_free(p);
+}
+
+void pn_exec_prepare_cancel(PnExecPrep *p)
+{
+  if (!p)
+    return;
+  g_atomic_int_set(&p->abandon, TRUE);
+  prep_join(p);
+  prep_free(p);
 }
 
 /* ---- failure reports ---- */
@@ -1046,71 +1174,97 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
                      GError **error)
 {
   g_assert(g != NULL && hw != NULL && out != NULL);
-  PnExecOptions dflt = {.max_connections = 8, .event_budget = 0}; /* CUDA's default */
-  if (!opt)
-    opt = &dflt;
-  *out = (PnExecResult){0};
-  if (!validate_profile(hw, opt, error))
-    return FALSE;
+  PnExecPrep *p = g_new0(PnExecPrep, 1); /* prepared here and now, without a helper */
+  p->g          = g;
+  p->opt        = opt ? *opt : (PnExecOptions){.max_connections = 8}; /* CUDA's default */
+  if (validate_profile(hw, &p->opt, &p->error))
+    exec_init(&p->ex, g->n_gpus, hw, &p->opt);
+  return pn_exec_run_prepared(p, out, error);
+}
 
-  uint32_t n    = pn_graph_n_tasks(g);
+gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error)
+{
+  g_assert(p != NULL && out != NULL);
+  *out = (PnExecResult){0};
+  prep_join(p);
+  if (p->ex.eng == NULL) { /* the options or the profile */
+    g_propagate_error(error, g_steal_pointer(&p->error));
+    prep_free(p);
+    return FALSE;
+  }
+  const PnGraph *g         = p->g;
+  const PnExecOptions *opt = &p->opt;
+  Exec *ex                 = &p->ex;
+  uint32_t n               = pn_graph_n_tasks(g);
+  gboolean ok              = TRUE;
+  if (n > 0 && g->n_gpus == 0) {
+    g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID, "graph has %u tasks but no GPU", n);
+    ok = FALSE;
+  } else if (p->error) {
+    g_propagate_error(error, g_steal_pointer(&p->error));
+    ok = FALSE;
+  } else {
+    ok = setup_tasks(ex, pn_graph_tasks(g), pn_graph_deps(g), pn_graph_n_deps(g), n, error); /* what is left */
+  }
+  ex->tasks   = pn_graph_tasks(g);
+  ex->legs    = (const PnP2pLeg *)(const void *)g->legs->data;
+  ex->deps    = pn_graph_deps(g);
+  ex->n_tasks = n;
+  if (!ok || !setup_legs(ex, g, error)) {
+    prep_free(p);
+    return FALSE;
+  }
   GArray *times = g_array_sized_new(FALSE, FALSE, sizeof(PnTaskTime), n);
   pn_mem_hint_large(times->data, (size_t)n * sizeof(PnTaskTime));
   g_array_set_size(times, n);
-  PnTaskTime *tt = (PnTaskTime *)(void *)times->data;
+  ex->times = (PnTaskTime *)(void *)times->data;
 
-  Exec ex = {.horizon_task = PN_TASK_NONE};
-  if (!exec_setup(&ex, g, hw, opt, tt, error)) {
-    g_array_free(times, TRUE);
-    exec_free(&ex);
-    return FALSE;
-  }
-  for (uint32_t q = 0; q < ex.n_gpus * ex.n_queues; q++)
-    if (ex.qhead[q] != PN_TASK_NONE && ready(&ex, ex.qhead[q], q))
-      work_push(&ex, ex.qhead[q]);
+  for (uint32_t q = 0; q < ex->n_gpus * ex->n_queues; q++)
+    if (ex->qhead[q] != PN_TASK_NONE && ready(ex, ex->qhead[q], q))
+      work_push(ex, ex->qhead[q]);
 
   uint64_t budget = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
   /* At one instant a task fires at most ~10 events (its latency or start, its completion, two per
    * P2P leg): more than that means time stopped advancing. */
-  pn_engine_set_stall_limit(ex.eng, 24 * (uint64_t)n + 1000);
+  pn_engine_set_stall_limit(ex->eng, 24 * (uint64_t)n + 1000);
   g_autoptr(GError) e = NULL;
-  gboolean ok         = pn_engine_run(ex.eng, budget, &e);
+  ok                  = pn_engine_run(ex->eng, budget, &e);
   if (!ok) {
     g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_BUDGET,
-                "execution stopped at t=%" PRId64 " ns with %u of %u tasks ended: %s%s", pn_engine_now(ex.eng),
-                ex.n_ended, n, e->message,
+                "execution stopped at t=%" PRId64 " ns with %u of %u tasks ended: %s%s", pn_engine_now(ex->eng),
+                ex->n_ended, n, e->message,
                 g_error_matches(e, PN_ENGINE_ERROR, PN_ENGINE_ERROR_BUDGET)
                     ? " (raise event_budget if the graph is just large)"
                     : "");
-  } else if (ex.n_ended < n) {
+  } else if (ex->n_ended < n) {
     PnTaskId t = 0;
-    while (st(&ex, t) == ST_ENDED)
+    while (st(ex, t) == ST_ENDED)
       t++;
-    const PnTask *tk       = &ex.tasks[t];
+    const PnTask *tk       = &ex->tasks[t];
     g_autoptr(GString) why = g_string_new(NULL);
-    describe_stuck(&ex, why, t);
+    describe_stuck(ex, why, t);
     g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_DEADLOCK,
                 "deadlock at t=%" PRId64 " ns: %u of %u tasks never ended; first stuck: " TASK_FMT
                 ", microbatch %d: %s",
-                pn_engine_now(ex.eng), n - ex.n_ended, n, TASK_ARGS(t, tk), tk->microbatch, why->str);
+                pn_engine_now(ex->eng), n - ex->n_ended, n, TASK_ARGS(t, tk), tk->microbatch, why->str);
     ok = FALSE;
-  } else if (ex.horizon_task != PN_TASK_NONE) {
-    const PnTask *tk = &ex.tasks[ex.horizon_task];
+  } else if (ex->horizon_task != PN_TASK_NONE) {
+    const PnTask *tk = &ex->tasks[ex->horizon_task];
     g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON,
                 "simulated time would pass %" PRId64 " ns (146 years): " TASK_FMT
                 " takes that long (work %.3g ns, %.3g NVLink / %.3g NIC bytes); check the scenario's sizes and the "
                 "profile's rates",
-                PN_EXEC_HORIZON_NS, TASK_ARGS(ex.horizon_task, tk), tk->work_ns, tk->nvlink_bytes, tk->nic_bytes);
+                PN_EXEC_HORIZON_NS, TASK_ARGS(ex->horizon_task, tk), tk->work_ns, tk->nvlink_bytes, tk->nic_bytes);
     ok = FALSE;
   }
   if (ok) {
     out->times       = times;
-    out->makespan_ns = ex.makespan_ns;
-    out->events      = pn_engine_events_fired(ex.eng);
+    out->makespan_ns = ex->makespan_ns;
+    out->events      = pn_engine_events_fired(ex->eng);
   } else {
     g_array_free(times, TRUE);
   }
-  exec_free(&ex);
+  prep_free(p);
   return ok;
 }
 

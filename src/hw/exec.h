@@ -79,4 +79,18 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
                      GError **error);
 void pn_exec_result_clear(PnExecResult *r);
 
+/* The same run, prepared while the graph is being built: pn_exec_prepare() on the empty (or
+ * partly built) graph starts a helper thread that checks each task and builds its run record on
+ * the other core as soon as the builder has moved past it (PnGraphWatch), so that only what the
+ * builder added last is left when the graph is complete. Then pn_exec_run_prepared() (which
+ * frees the preparation) runs it with the same results, errors included, as pn_exec_run(); or
+ * pn_exec_prepare_cancel() abandons it. Between the two calls only the builder may touch the
+ * graph, and the observer's `tag` is called on the helper thread (it must not share unguarded
+ * state with the builder). Without a thread (none could be made) everything is done in
+ * pn_exec_run_prepared(). */
+typedef struct PnExecPrep PnExecPrep;
+PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt);
+gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error);
+void pn_exec_prepare_cancel(PnExecPrep *p); /* NULL is a no-op */
+
 #endif

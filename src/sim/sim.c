@@ -186,7 +186,7 @@ static void acct_iteration_end(PnAcct *ac, int k, PnTimeNs t)
     ac->w0 = t;
     for (uint32_t i = 0; i < ac->n_gpus; i++)
       ac->gpu[i].last_ns = t;
-  } else if (k == ac->iters - 1) { /* with one iteration, w0 = 0 from acct_init */
+  } else if (k == ac->iters - 1) { /* with one iteration, w0 = 0 from acct_iterations */
     for (uint32_t i = 0; i < ac->n_gpus; i++)
       acct_charge(ac, &ac->gpu[i], t);
     ac->w1 = t;
@@ -232,19 +232,25 @@ static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uin
   }
 }
 
-static void acct_init(PnAcct *ac, const PnGraph *g, const PnBuildInfo *info)
+/* Before the build: the op index (asked by acct_tag while the executor prepares) and the GPUs. */
+static void acct_init(PnAcct *ac, uint32_t n_gpus)
 {
-  *ac          = (PnAcct){.info   = info,
-                          .n_gpus = g->n_gpus,
-                          .iters  = (int)(info->iteration_end->len / (g->n_gpus ? g->n_gpus : 1)),
-                          .w0     = PN_TIME_NEVER,
-                          .w1     = PN_TIME_NEVER,
-                          .ops    = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
-  ac->gpu      = g_new0(PnAcctGpu, ac->n_gpus ? ac->n_gpus : 1);
-  ac->finished = g_new0(int, ac->iters ? ac->iters : 1);
-  ac->done     = g_new0(bool, (size_t)(ac->iters ? ac->iters : 1) * (ac->n_gpus ? ac->n_gpus : 1));
+  *ac     = (PnAcct){.n_gpus = n_gpus,
+                     .w0     = PN_TIME_NEVER,
+                     .w1     = PN_TIME_NEVER,
+                     .ops    = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
+  ac->gpu = g_new0(PnAcctGpu, ac->n_gpus ? ac->n_gpus : 1);
   for (uint32_t i = 0; i < ac->n_gpus; i++)
     ac->gpu[i].end_ns = -1;
+}
+
+/* After the build: the iterations and their end tasks. */
+static void acct_iterations(PnAcct *ac, const PnBuildInfo *info)
+{
+  ac->info     = info;
+  ac->iters    = (int)(info->iteration_end->len / (ac->n_gpus ? ac->n_gpus : 1));
+  ac->finished = g_new0(int, ac->iters ? ac->iters : 1);
+  ac->done     = g_new0(bool, (size_t)(ac->iters ? ac->iters : 1) * (ac->n_gpus ? ac->n_gpus : 1));
   if (ac->iters == 1)
     ac->w0 = 0;
 }
@@ -362,21 +368,26 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnPlan plan;
   if (!pn_overlap_resolve(sc, &plan, r->warnings, error))
     return FALSE;
-  /* the graph's and the executor's large arrays are mapped in by a helper thread (mem.h) */
+  /* the graph's and the executor's large arrays are mapped in by a helper thread (mem.h), and the
+   * executor checks and records the tasks on another one while they are built (exec.h) */
   PnPrefault *pf       = pn_mem_prefault_begin();
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
-  PnBuildInfo info     = {0};
+  PnAcct ac;
+  acct_init(&ac, g->n_gpus);
+  PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
+  PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
+  PnExecPrep *prep   = pn_exec_prepare(g, sc->hw, &eo);
+  PnBuildInfo info   = {0};
   if (!pn_sched_build(sc, &plan, g, &info, error)) {
+    pn_exec_prepare_cancel(prep);
     pn_mem_prefault_end(pf);
+    acct_clear(&ac);
     pn_build_info_clear(&info);
     return FALSE;
   }
-  PnAcct ac;
-  acct_init(&ac, g, &info);
-  PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
-  PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
-  PnExecResult ex    = {0};
-  gboolean ran       = pn_exec_run(g, sc->hw, &eo, &ex, error);
+  acct_iterations(&ac, &info);
+  PnExecResult ex = {0};
+  gboolean ran    = pn_exec_run_prepared(prep, &ex, error);
   pn_mem_prefault_end(pf);
   if (!ran) {
     acct_clear(&ac);

@@ -1021,6 +1021,43 @@ END_TEST
  *  - no speed-up: a compute task lasts at least work_ns + launch, a COMM at least its latency
  *    plus its bytes over the link bandwidth, a DELAY exactly ceil(work_ns);
  *  - determinism: a second run gives byte-identical times. */
+/* Appends random tasks to g (3 GPUs) until it has n_target: compute, delay, COMM and paired P2P
+ * tasks on random streams with random earlier dependencies. */
+static void random_tasks(GRand *rng, PnGraph *g, uint32_t n_target)
+{
+  while (pn_graph_n_tasks(g) < n_target) {
+    uint32_t n   = pn_graph_n_tasks(g);
+    uint32_t gpu = (uint32_t)g_rand_int_range(rng, 0, 3);
+    PnStream st  = (PnStream)g_rand_int_range(rng, 0, PN_STREAM_N);
+    PnTaskId deps[3];
+    uint32_t nd = n > 0 ? (uint32_t)g_rand_int_range(rng, 0, 4) : 0;
+    for (uint32_t k = 0; k < nd; k++)
+      deps[k] = (PnTaskId)g_rand_int_range(rng, 0, (gint32)n);
+    int kind = g_rand_int_range(rng, 0, 10);
+    if (kind < 4) {
+      PnTask t  = compute(gpu, st, g_rand_double_range(rng, 1, 1000));
+      t.scaling = (uint8_t)g_rand_int_range(rng, 0, 2);
+      t.sms     = g_rand_int_range(rng, 0, 3) == 0 ? (int16_t)g_rand_int_range(rng, 8, 133) : 0;
+      add(g, t, nd, deps);
+    } else if (kind < 6) {
+      add(g, delay(gpu, st, g_rand_double_range(rng, 0, 300)), nd, deps);
+    } else if (kind < 9) {
+      PnTask t           = comm(gpu, st, g_rand_int_range(rng, 0, 33), g_rand_double_range(rng, 0, 50),
+                      g_rand_int_range(rng, 0, 4) ? g_rand_double_range(rng, 0, 1e5) : 0,
+                      g_rand_int_range(rng, 0, 2) ? g_rand_double_range(rng, 0, 2e4) : 0);
+      t.max_bytes_per_ns = g_rand_int_range(rng, 0, 3) == 0 ? g_rand_double_range(rng, 50, 500) : 0;
+      add(g, t, nd, deps);
+    } else {
+      uint32_t peer = (gpu + (uint32_t)g_rand_int_range(rng, 1, 3)) % 3;
+      PnTask s      = p2p(gpu, PN_STREAM_PP_SEND, g_rand_int_range(rng, 0, 9), g_rand_double_range(rng, 0, 40), "s");
+      s.max_bytes_per_ns = g_rand_int_range(rng, 0, 2) ? 100 : 0;
+      PnTaskId sid       = add(g, s, nd, deps);
+      PnTaskId rid       = add(g, p2p(peer, PN_STREAM_PP_RECV, 4, 20, "r"), nd, deps); /* deps all < sid */
+      pn_graph_pair_p2p(g, sid, rid, g_rand_double_range(rng, 0, 5e4), g_rand_int_range(rng, 0, 2));
+    }
+  }
+}
+
 START_TEST(test_exec_property_random)
 {
   PnHwProfile hw      = test_hw();
@@ -1030,38 +1067,7 @@ START_TEST(test_exec_property_random)
   GRand *rng         = g_rand_new_with_seed(2024);
   for (int inst = 0; inst < 30; inst++) {
     g_autoptr(PnGraph) g = pn_graph_new(3);
-    uint32_t n_target    = 400;
-    while (pn_graph_n_tasks(g) < n_target) {
-      uint32_t n   = pn_graph_n_tasks(g);
-      uint32_t gpu = (uint32_t)g_rand_int_range(rng, 0, 3);
-      PnStream st  = (PnStream)g_rand_int_range(rng, 0, PN_STREAM_N);
-      PnTaskId deps[3];
-      uint32_t nd = n > 0 ? (uint32_t)g_rand_int_range(rng, 0, 4) : 0;
-      for (uint32_t k = 0; k < nd; k++)
-        deps[k] = (PnTaskId)g_rand_int_range(rng, 0, (gint32)n);
-      int kind = g_rand_int_range(rng, 0, 10);
-      if (kind < 4) {
-        PnTask t  = compute(gpu, st, g_rand_double_range(rng, 1, 1000));
-        t.scaling = (uint8_t)g_rand_int_range(rng, 0, 2);
-        t.sms     = g_rand_int_range(rng, 0, 3) == 0 ? (int16_t)g_rand_int_range(rng, 8, 133) : 0;
-        add(g, t, nd, deps);
-      } else if (kind < 6) {
-        add(g, delay(gpu, st, g_rand_double_range(rng, 0, 300)), nd, deps);
-      } else if (kind < 9) {
-        PnTask t           = comm(gpu, st, g_rand_int_range(rng, 0, 33), g_rand_double_range(rng, 0, 50),
-                        g_rand_int_range(rng, 0, 4) ? g_rand_double_range(rng, 0, 1e5) : 0,
-                        g_rand_int_range(rng, 0, 2) ? g_rand_double_range(rng, 0, 2e4) : 0);
-        t.max_bytes_per_ns = g_rand_int_range(rng, 0, 3) == 0 ? g_rand_double_range(rng, 50, 500) : 0;
-        add(g, t, nd, deps);
-      } else {
-        uint32_t peer = (gpu + (uint32_t)g_rand_int_range(rng, 1, 3)) % 3;
-        PnTask s      = p2p(gpu, PN_STREAM_PP_SEND, g_rand_int_range(rng, 0, 9), g_rand_double_range(rng, 0, 40), "s");
-        s.max_bytes_per_ns = g_rand_int_range(rng, 0, 2) ? 100 : 0;
-        PnTaskId sid       = add(g, s, nd, deps);
-        PnTaskId rid       = add(g, p2p(peer, PN_STREAM_PP_RECV, 4, 20, "r"), nd, deps); /* deps all < sid */
-        pn_graph_pair_p2p(g, sid, rid, g_rand_double_range(rng, 0, 5e4), g_rand_int_range(rng, 0, 2));
-      }
-    }
+    random_tasks(rng, g, 400);
     int conns[] = {1, 2, 8};
     for (int ci = 0; ci < 3; ci++) {
       int c           = conns[ci];
@@ -1104,6 +1110,56 @@ START_TEST(test_exec_property_random)
       pn_exec_result_clear(&r);
       pn_exec_result_clear(&r2);
     }
+  }
+  g_rand_free(rng);
+}
+END_TEST
+
+/* A run prepared while the graph is built (a helper thread sets up each task behind the builder,
+ * across several publication steps and while the task and dependency arrays grow and move) gives
+ * exactly the plain run's result, and the same error for an invalid graph or invalid options;
+ * a preparation abandoned mid-build ends cleanly. */
+START_TEST(test_exec_prepared_matches)
+{
+  PnHwProfile hw      = test_hw();
+  hw.kernel_launch_ns = 3;
+  GRand *rng          = g_rand_new_with_seed(77);
+  for (int variant = 0; variant < 6; variant++) {
+    PnExecOptions opt    = {.max_connections = variant == 1 ? 1 : 8};
+    g_autoptr(PnGraph) g = pn_graph_new(3);
+    PnExecPrep *prep     = pn_exec_prepare(g, &hw, variant == 4 ? &(PnExecOptions){.max_connections = 0} : &opt);
+    uint32_t n_target    = 5 * PN_GRAPH_WATCH_STEP + 123;
+    random_tasks(rng, g, n_target / 2);
+    if (variant == 2) /* invalid in the middle: the helper finds it */
+      add(g, compute(0, PN_STREAM_COMPUTE, NAN), 0, NULL);
+    if (variant == 3) /* a P2P task never paired: known only at the end */
+      add(g, p2p(1, PN_STREAM_PP_SEND, 0, 0, "unpaired"), 0, NULL);
+    if (variant == 5) {
+      pn_exec_prepare_cancel(prep);
+      random_tasks(rng, g, n_target); /* building on after the helper left */
+      PnExecResult r = run_ok(g, &hw, 8);
+      pn_exec_result_clear(&r);
+      continue;
+    }
+    random_tasks(rng, g, n_target);
+    PnExecResult a = {0}, b = {0};
+    g_autoptr(GError) ea = NULL;
+    g_autoptr(GError) eb = NULL;
+    gboolean oka         = pn_exec_run_prepared(prep, &a, &ea);
+    gboolean okb         = pn_exec_run(g, &hw, variant == 4 ? &(PnExecOptions){.max_connections = 0} : &opt, &b, &eb);
+    ck_assert_int_eq(oka, okb);
+    ck_assert_int_eq(oka, variant <= 1);
+    if (oka) {
+      ck_assert_uint_eq(a.times->len, pn_graph_n_tasks(g));
+      ck_assert_int_eq(a.makespan_ns, b.makespan_ns);
+      ck_assert_uint_eq(a.events, b.events);
+      ck_assert_int_eq(memcmp(a.times->data, b.times->data, a.times->len * sizeof(PnTaskTime)), 0);
+    } else {
+      ck_assert_str_eq(ea->message, eb->message);
+      ck_assert_ptr_null(a.times);
+    }
+    pn_exec_result_clear(&a);
+    pn_exec_result_clear(&b);
   }
   g_rand_free(rng);
 }
@@ -1201,6 +1257,7 @@ static Suite *hw_suite(void)
   TC("exec_horizon", test_exec_horizon);
   TC("exec_empty", test_exec_empty);
   TC("exec_property", test_exec_property_random);
+  TC("exec_prepared", test_exec_prepared_matches);
 #undef TC
   return s;
 }
