@@ -1070,6 +1070,15 @@ static gpointer prep_main(gpointer data)
   return NULL;
 }
 
+/* The graph reserved room for `cap` tasks (the builder's thread, the helper kept out): the run
+ * records get room for as many here, so that they come from the memory of the thread that frees
+ * them (malloc keeps a heap per thread, and memory freed into the helper's would stay mapped). */
+static void prep_grown(void *ctx, uint32_t cap)
+{
+  PnExecPrep *p = ctx;
+  exec_reserve(&p->ex, cap);
+}
+
 PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
 {
   g_assert(g != NULL && hw != NULL);
@@ -1080,7 +1089,9 @@ PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptio
     return p; /* reported by pn_exec_run_prepared; nothing may be set up with these options */
   exec_init(&p->ex, g->n_gpus, hw, &p->opt);
   g_rw_lock_init(&p->watch.lock);
-  p->lock_init = true;
+  p->lock_init   = true;
+  p->watch.grown = prep_grown;
+  p->watch.ctx   = p;
   pn_graph_watch(g, &p->watch);
   p->watched = g;
   p->thread  = g_thread_try_new("pn-exec-prep", prep_main, p, NULL);

@@ -51,6 +51,8 @@ static void grow_tasks(PnGraph *g, uint32_t n)
   PnTask *old  = g->tasks;
   g->tasks     = a;
   g->cap_tasks = cap;
+  if (g->watch && g->watch->grown)
+    g->watch->grown(g->watch->ctx, cap);
   move_end(g);
   g_free(old);
 }

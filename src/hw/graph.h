@@ -113,6 +113,10 @@ typedef struct {
   GRWLock lock;
   guint ready_tasks;
   guint ready_deps;
+  /* Optional: told of the task array's new capacity, on the builder's thread, with `lock` held
+   * for writing (so the reader may size its own arrays from the thread that frees them). */
+  void (*grown)(void *ctx, uint32_t cap_tasks);
+  void *ctx;
 } PnGraphWatch;
 #define PN_GRAPH_WATCH_STEP 4096u
 
