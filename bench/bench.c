@@ -13,6 +13,11 @@
  *           parallel 8 / 32 / 128, so 64 micro-batches per pipeline each time). One iteration:
  *           load, build (overlap plan + task graph), execute, and the whole pn_sim_run; best of
  *           5. Each size runs in a child process so its peak RSS is its own.
+ *   host    the machine's state, to read the other figures against (a shared host's caches come
+ *           and go with its neighbours' load): the latency of a dependent random walk over 1, 8
+ *           and 64 MiB (a private L2 hit, a shared L3 hit, DRAM, when the L3 is available; the
+ *           8 MiB walk at DRAM latency means the L3 is not) and the time of a fixed chain of
+ *           integer multiplies (the core's own speed).
  *   sweep   1,000 Llama 3 70B scenarios in one process (tp x pp x vpp x cp x mbs x gbs x gpus,
  *           in a fixed order, the valid ones): time per scenario (load + simulate) and the
  *           process's RSS before and after (a leak would grow it).
@@ -162,6 +167,56 @@ static void bench_load(void)
   printf("loading: hwprofiles/h100-sxm.json (calibrated) %.2f ms the first time in a process (read + parse), then "
          "%.2f ms per pn_hw_profile_load (mean of %d: read, found in the process's cache, copied)\n",
          first * 1e3, dt * 1e3, n);
+}
+
+/* ---- host ---- */
+
+/* ns per step of a dependent walk through one random cycle over `bytes` (a step per 64-byte
+ * line, so every step is a cache-line access and none can be predicted). */
+static double chase_ns(size_t bytes)
+{
+  size_t n       = bytes / 64;
+  uint32_t *perm = g_new(uint32_t, n);
+  for (size_t i = 0; i < n; i++)
+    perm[i] = (uint32_t)i;
+  GRand *rng = g_rand_new_with_seed(42);
+  for (size_t i = n - 1; i > 0; i--) {
+    size_t j   = (size_t)g_rand_int_range(rng, 0, (gint32)(i + 1));
+    uint32_t t = perm[i];
+    perm[i]    = perm[j];
+    perm[j]    = t;
+  }
+  g_rand_free(rng);
+  uint64_t *next = g_malloc(n * 64); /* 8 words per line; only the first is used */
+  for (size_t i = 0; i < n; i++)
+    next[(size_t)perm[i] * 8] = (uint64_t)perm[(i + 1) % n] * 8;
+  g_free(perm);
+  uint64_t at = 0;
+  for (size_t i = 0; i < n; i++) /* once around: warm the TLB and whatever cache holds it */
+    at = next[at];
+  long steps = 2000000;
+  double t0  = now_s();
+  for (long i = 0; i < steps; i++)
+    at = next[at];
+  double dt              = now_s() - t0;
+  volatile uint64_t sink = at;
+  (void)sink;
+  g_free(next);
+  return dt / (double)steps * 1e9;
+}
+
+static void bench_host(void)
+{
+  double t0           = now_s();
+  volatile uint64_t x = 1;
+  uint64_t y          = x;
+  for (long i = 0; i < 100000000; i++)
+    y = y * 6364136223846793005ull + 1;
+  x            = y;
+  double chain = now_s() - t0;
+  printf("host: dependent random walk %.1f ns at 1 MiB, %.1f ns at 8 MiB, %.1f ns at 64 MiB per step; "
+         "10^8 dependent multiply-adds %.0f ms\n",
+         chase_ns((size_t)1 << 20), chase_ns((size_t)8 << 20), chase_ns((size_t)64 << 20), chain * 1e3);
 }
 
 /* ---- Llama 3.1 405B ---- */
@@ -340,7 +395,7 @@ static void bench_sweep(void)
 
 int main(int argc, char **argv)
 {
-  gboolean all = TRUE, engine = FALSE, load = FALSE, b405 = FALSE, sweep = FALSE;
+  gboolean all = TRUE, engine = FALSE, load = FALSE, b405 = FALSE, sweep = FALSE, host = FALSE;
   int reps = 5;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "engine") == 0)
@@ -351,16 +406,20 @@ int main(int argc, char **argv)
       b405 = TRUE, all = FALSE;
     else if (strcmp(argv[i], "sweep") == 0)
       sweep = TRUE, all = FALSE;
+    else if (strcmp(argv[i], "host") == 0)
+      host = TRUE, all = FALSE;
     else if (strcmp(argv[i], "--reps") == 0 && i + 1 < argc)
       reps = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: penumbra-bench [engine] [load] [405b] [sweep] [--reps N]\n");
+      fprintf(stderr, "usage: penumbra-bench [host] [engine] [load] [405b] [sweep] [--reps N]\n");
       return 2;
     }
   }
   if (reps < 1)
     reps = 1;
   g_unsetenv("PENUMBRA_DATA_DIR");
+  if (all || host)
+    bench_host();
   if (all || engine)
     bench_engine();
   if (all || load)
