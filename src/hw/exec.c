@@ -1079,15 +1079,25 @@ static void prep_grown(void *ctx, uint32_t cap)
   exec_reserve(&p->ex, cap);
 }
 
-PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
+/* A preparation without a helper: the options (`opt` NULL: CUDA's default of 8 connections) and
+ * the run state that does not depend on the tasks; with invalid options or profile, only the error
+ * (pn_exec_run_prepared reports it; nothing may be set up with them). */
+static PnExecPrep *prep_new(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
 {
   g_assert(g != NULL && hw != NULL);
   PnExecPrep *p = g_new0(PnExecPrep, 1);
   p->g          = g;
-  p->opt        = opt ? *opt : (PnExecOptions){.max_connections = 8}; /* CUDA's default */
-  if (!validate_profile(hw, &p->opt, &p->error))
-    return p; /* reported by pn_exec_run_prepared; nothing may be set up with these options */
-  exec_init(&p->ex, g->n_gpus, hw, &p->opt);
+  p->opt        = opt ? *opt : (PnExecOptions){.max_connections = 8};
+  if (validate_profile(hw, &p->opt, &p->error))
+    exec_init(&p->ex, g->n_gpus, hw, &p->opt);
+  return p;
+}
+
+PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
+{
+  PnExecPrep *p = prep_new(g, hw, opt);
+  if (p->ex.eng == NULL)
+    return p; /* invalid options or profile: no helper, the error waits for pn_exec_run_prepared */
   g_rw_lock_init(&p->watch.lock);
   p->lock_init   = true;
   p->watch.grown = prep_grown;
@@ -1184,13 +1194,7 @@ static void describe_stuck(const Exec *ex, GString *why, PnTaskId t)
 gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnExecResult *out,
                      GError **error)
 {
-  g_assert(g != NULL && hw != NULL && out != NULL);
-  PnExecPrep *p = g_new0(PnExecPrep, 1); /* prepared here and now, without a helper */
-  p->g          = g;
-  p->opt        = opt ? *opt : (PnExecOptions){.max_connections = 8}; /* CUDA's default */
-  if (validate_profile(hw, &p->opt, &p->error))
-    exec_init(&p->ex, g->n_gpus, hw, &p->opt);
-  return pn_exec_run_prepared(p, out, error);
+  return pn_exec_run_prepared(prep_new(g, hw, opt), out, error); /* prepared here and now */
 }
 
 gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error)

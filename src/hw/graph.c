@@ -24,8 +24,6 @@ void pn_graph_free(PnGraph *g)
   g_free(g);
 }
 
-/* Room for `n` more tasks: a new array at the final size (copying the tasks so far), never a
- * zero-filled one, so its pages are faulted in as tasks are written, not all now. */
 /* The arrays move only while a watcher cannot be reading them (PnGraphWatch). */
 static void move_begin(PnGraph *g)
 {
@@ -39,6 +37,8 @@ static void move_end(PnGraph *g)
     g_rw_lock_writer_unlock(&g->watch->lock);
 }
 
+/* Room for `n` more tasks: a new array at the final size (copying the tasks so far), never a
+ * zero-filled one, so its pages are faulted in as tasks are written, not all now. */
 static void grow_tasks(PnGraph *g, uint32_t n)
 {
   g_assert(n <= PN_TASK_NONE - g->n_tasks);
