@@ -17,7 +17,8 @@
  *           and go with its neighbours' load): the latency of a dependent random walk over 1, 8
  *           and 64 MiB (a private L2 hit, a shared L3 hit, DRAM, when the L3 is available; the
  *           8 MiB walk at DRAM latency means the L3 is not) and the time of a fixed chain of
- *           integer multiplies (the core's own speed).
+ *           integer multiplies (the core's own latency) and of four independent chains of
+ *           one-cycle integer operations (its throughput, which a busy sibling hyperthread takes).
  *   sweep   1,000 Llama 3 70B scenarios in one process (tp x pp x vpp x cp x mbs x gbs x gpus,
  *           in a fixed order, the valid ones): time per scenario (load + simulate) and the
  *           process's RSS before and after (a leak would grow it).
@@ -205,6 +206,32 @@ static double chase_ns(size_t bytes)
   return dt / (double)steps * 1e9;
 }
 
+/* ms for 10^8 steps of four independent add-xor-rotate chains: 1.2 * 10^9 one-cycle integer
+ * operations that a core can issue four at a time (the simulator's own code runs at an IPC of
+ * about 2.5 when the host is quiet). A latency chain does not notice a busy sibling hyperthread
+ * (it leaves the issue ports idle anyway); this does, so it reads the core's throughput. The
+ * empty asm keeps the four chains in scalar registers (no vectorization). */
+static double throughput_ms(void)
+{
+  volatile uint64_t seed = 1;
+  uint64_t a = seed, b = seed + 1, c = seed + 2, d = seed + 3;
+  double t0 = now_s();
+  for (long i = 0; i < 100000000; i++) {
+    a = ((a + 0x9E3779B97F4A7C15ull) ^ (uint64_t)i);
+    b = ((b + 0xC2B2AE3D27D4EB4Full) ^ (uint64_t)i);
+    c = ((c + 0x165667B19E3779F9ull) ^ (uint64_t)i);
+    d = ((d + 0x27D4EB2F165667C5ull) ^ (uint64_t)i);
+    a = (a << 7) | (a >> 57);
+    b = (b << 11) | (b >> 53);
+    c = (c << 13) | (c >> 51);
+    d = (d << 17) | (d >> 47);
+    __asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d));
+  }
+  double dt = now_s() - t0;
+  seed      = a ^ b ^ c ^ d;
+  return dt * 1e3;
+}
+
 static void bench_host(void)
 {
   double t0           = now_s();
@@ -215,8 +242,9 @@ static void bench_host(void)
   x            = y;
   double chain = now_s() - t0;
   printf("host: dependent random walk %.1f ns at 1 MiB, %.1f ns at 8 MiB, %.1f ns at 64 MiB per step; "
-         "10^8 dependent multiply-adds %.0f ms\n",
-         chase_ns((size_t)1 << 20), chase_ns((size_t)8 << 20), chase_ns((size_t)64 << 20), chain * 1e3);
+         "10^8 dependent multiply-adds %.0f ms; 10^8 steps of 4 independent add-xor-rotate chains %.0f ms\n",
+         chase_ns((size_t)1 << 20), chase_ns((size_t)8 << 20), chase_ns((size_t)64 << 20), chain * 1e3,
+         throughput_ms());
 }
 
 /* ---- Llama 3.1 405B ---- */

@@ -69,16 +69,61 @@ static double blend(const PnNeighbour *best, int n_best, bool *exact)
   return exp(lsum / wsum);
 }
 
+/* log2(q / v) for one query q over a table's values v, memoized: a table has a few distinct
+ * sizes per dimension (a grid), so a query needs a few dozen logarithms, not three per point.
+ * Direct-mapped on v; a hit returns the very value the call would. */
+#define PN_COST_LOG_MEMO 64
+typedef struct {
+  int64_t v[PN_COST_LOG_MEMO];
+  double r[PN_COST_LOG_MEMO];
+  double q;
+} PnLogMemo;
+
+/* Every slot starts as v = 0, with the value the call gives for 0 (so no slot is ever stale). */
+static void log_memo_init(PnLogMemo *c, int64_t q)
+{
+  c->q        = (double)q;
+  double zero = log2_ratio(c->q, 0.0);
+  for (int i = 0; i < PN_COST_LOG_MEMO; i++) {
+    c->v[i] = 0;
+    c->r[i] = zero;
+  }
+}
+
+static inline double log_memo(PnLogMemo *c, int64_t v)
+{
+  unsigned slot = (unsigned)(((uint64_t)v * 0x9E3779B97F4A7C15ull) >> 58); /* 0..63 */
+  if (c->v[slot] != v) {
+    c->v[slot] = v;
+    c->r[slot] = log2_ratio(c->q, (double)v);
+  }
+  return c->r[slot];
+}
+
 static double gemm_table_rate(const PnGemmTable *t, int64_t m, int64_t n, int64_t k, bool *exact)
 {
   PnNeighbour best[PN_COST_NEIGHBOURS];
   int n_best = 0;
+  PnLogMemo lm, ln, lk;
+  log_memo_init(&lm, m);
+  log_memo_init(&ln, n);
+  log_memo_init(&lk, k);
+  /* Once PN_COST_NEIGHBOURS are kept, a point whose squared distance exceeds the farthest kept
+   * one's, squared, by more than rounding can (1e-9 relative) cannot get in: it is passed over
+   * before the square root, the rate and the insertion; the others take the exact path. */
+  double reject_sq = INFINITY;
   for (int i = 0; i < t->n; i++) {
     const PnGemmPoint *p = &t->pts[i];
-    double dm = log2_ratio((double)m, (double)p->m), dn = log2_ratio((double)n, (double)p->n);
-    double dk   = log2_ratio((double)k, (double)p->k);
-    double dist = sqrt(dm * dm + dn * dn + dk * dk);
-    keep_nearest(best, &n_best, dist, 2.0 * (double)p->m * (double)p->n * (double)p->k / p->ns);
+    double dm = log_memo(&lm, p->m), dn = log_memo(&ln, p->n);
+    double dk = log_memo(&lk, p->k);
+    double sq = dm * dm + dn * dn + dk * dk;
+    if (sq > reject_sq)
+      continue;
+    keep_nearest(best, &n_best, sqrt(sq), 2.0 * (double)p->m * (double)p->n * (double)p->k / p->ns);
+    if (n_best == PN_COST_NEIGHBOURS) {
+      double far = best[n_best - 1].dist;
+      reject_sq  = far * far * (1.0 + 1e-9);
+    }
   }
   return blend(best, n_best, exact);
 }

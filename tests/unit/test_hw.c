@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hw/coll.h"
+#include "hw/cost.h"
 #include "hw/exec.h"
 #include "hw/graph.h"
 #include "hw/maxmin.h"
@@ -456,6 +457,105 @@ START_TEST(test_graph_add_dep_not_last_asserts)
   PnTaskId b           = pn_graph_add(g, &t, NULL, 0);
   pn_graph_add(g, &t, NULL, 0);
   pn_graph_add_dep(g, b, a); /* aborts */
+}
+END_TEST
+
+/* GEMM pricing from a table: the nearest four points in log2(m, n, k) space (at most 2 away),
+ * their rates blended with inverse-square-distance weights in log space. The reference below is
+ * that rule written the plain way (three logarithms, a square root and an ordered insertion per
+ * point); the priced durations must match it bit for bit on random tables: grids with repeated
+ * sizes (where distances tie exactly), off-grid sizes, exact hits and queries far from any point. */
+static double ref_gemm_rate(const PnGemmTable *t, int64_t m, int64_t n, int64_t k, bool *exact)
+{
+  double bd[4], br[4];
+  int nb = 0;
+  for (int i = 0; i < t->n; i++) {
+    const PnGemmPoint *p = &t->pts[i];
+    double dm = log2((double)m / (double)p->m), dn = log2((double)n / (double)p->n);
+    double dk = log2((double)k / (double)p->k);
+    double d  = sqrt(dm * dm + dn * dn + dk * dk);
+    double r  = 2.0 * (double)p->m * (double)p->n * (double)p->k / p->ns;
+    int at    = nb < 4 ? nb : (d < bd[3] ? 3 : -1);
+    if (at < 0)
+      continue;
+    nb     = nb < 4 ? nb + 1 : 4;
+    bd[at] = d, br[at] = r;
+    for (int j = at; j > 0 && bd[j] < bd[j - 1]; j--) {
+      double td = bd[j], tr = br[j];
+      bd[j] = bd[j - 1], br[j] = br[j - 1];
+      bd[j - 1] = td, br[j - 1] = tr;
+    }
+  }
+  *exact = false;
+  if (nb == 0 || bd[0] > 2.0)
+    return 0.0;
+  if (bd[0] < 1e-9) {
+    *exact = true;
+    return br[0];
+  }
+  double ws = 0.0, ls = 0.0;
+  for (int i = 0; i < nb && bd[i] <= 2.0; i++) {
+    double w = 1.0 / (bd[i] * bd[i]);
+    ws += w;
+    ls += w * log(br[i]);
+  }
+  return exp(ls / ws);
+}
+
+START_TEST(test_cost_gemm_table_exact)
+{
+  GRand *rng                  = g_rand_new_with_seed(7);
+  PnHwProfile hw              = {.sm_count               = 132,
+                                 .peak_bf16_flops_per_ns = 989e3,
+                                 .gemm_efficiency        = 0.8,
+                                 .gemm_tile_m            = 128,
+                                 .gemm_tile_n            = 256,
+                                 .hbm_bytes_per_ns       = 3350.0};
+  static const int64_t grid[] = {8, 64, 512, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 53248};
+  int checked = 0, hits = 0, roofline = 0;
+  for (int round = 0; round < 40; round++) {
+    int n          = g_rand_int_range(rng, 1, 400);
+    PnGemmPoint *p = g_new(PnGemmPoint, n);
+    for (int i = 0; i < n; i++) {
+      int64_t d[3];
+      for (int j = 0; j < 3; j++)
+        d[j] = g_rand_int_range(rng, 0, 4) == 0 ? g_rand_int_range(rng, 1, 70000)
+                                                : grid[g_rand_int_range(rng, 0, G_N_ELEMENTS(grid))];
+      p[i] = (PnGemmPoint){.m = d[0], .n = d[1], .k = d[2], .ns = g_rand_double_range(rng, 1e3, 1e7)};
+    }
+    hw.gemm_bf16 = (PnGemmTable){.n = n, .pts = p};
+    for (int q = 0; q < 200; q++) {
+      int64_t d[3];
+      const PnGemmPoint *at = &p[g_rand_int_range(rng, 0, n)];
+      bool on_point         = g_rand_int_range(rng, 0, 4) == 0; /* an exact hit */
+      for (int j = 0; j < 3; j++) {
+        int how = g_rand_int_range(rng, 0, 3);
+        d[j]    = on_point || how == 2 ? (&at->m)[j]
+                  : how == 0           ? grid[g_rand_int_range(rng, 0, G_N_ELEMENTS(grid))]
+                                       : g_rand_int_range(rng, 1, 200000);
+      }
+      bool exact;
+      double rate = ref_gemm_rate(&hw.gemm_bf16, d[0], d[1], d[2], &exact);
+      PnCostSource src;
+      double ns = pn_cost_gemm_ns(&hw, d[0], d[1], d[2], PN_DT_BF16, &src);
+      if (rate > 0.0) {
+        double want = 2.0 * (double)d[0] * (double)d[1] * (double)d[2] / rate;
+        ck_assert_msg(ns == want, "m %ld n %ld k %ld: %.17g ns, the plain rule gives %.17g", (long)d[0], (long)d[1],
+                      (long)d[2], ns, want);
+        ck_assert_int_eq(src, exact ? PN_COST_TABLE : PN_COST_INTERPOLATED);
+        hits += exact;
+      } else {
+        ck_assert_int_eq(src, PN_COST_ROOFLINE);
+        roofline++;
+      }
+      checked++;
+    }
+    g_free(p);
+  }
+  ck_assert_int_eq(checked, 8000);
+  ck_assert_msg(hits > 1000 && roofline > 1000 && checked - hits - roofline > 1000, "exact %d, roofline %d of %d", hits,
+                roofline, checked); /* each outcome, often */
+  g_rand_free(rng);
 }
 END_TEST
 
@@ -1239,6 +1339,7 @@ static Suite *hw_suite(void)
   tcase_add_test_raise_signal(tc, test_graph_add_dep_not_last_asserts, SIGABRT);
   suite_add_tcase(s, tc);
   TC("curve_eval", test_curve_eval);
+  TC("cost_gemm_table_exact", test_cost_gemm_table_exact);
   TC("coll_table_group_sizes", test_coll_table_group_sizes);
   TC("exec_chain", test_exec_chain);
   TC("exec_streams_concurrent", test_exec_streams_concurrent);
