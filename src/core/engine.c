@@ -344,7 +344,12 @@ void pn_engine_request_instant_hook(PnEngine *eng)
 bool pn_engine_step(PnEngine *eng)
 {
   for (;;) {
-    const PnQueueKey *head = queue_peek(eng);
+    /* queue_peek() then queue_pop(), with the FIFO-or-heap choice made once */
+    bool from_due          = eng->kind == PN_QUEUE_HEAP && due_first(eng);
+    const PnQueueKey *head = from_due                     ? &eng->due[eng->due_head]
+                             : eng->n_queue == 0          ? NULL
+                             : eng->kind == PN_QUEUE_HEAP ? &eng->queue[0]
+                                                          : &eng->queue[eng->n_queue - 1];
     if (eng->hook_pending && (head == NULL || head->t_ns > eng->now_ns)) {
       eng->hook_pending = false; /* the hook may request itself again */
       eng->hook_fn(eng, eng->hook_ctx, 0);
@@ -352,7 +357,7 @@ bool pn_engine_step(PnEngine *eng)
     }
     if (head == NULL)
       return false;
-    PnQueueKey key = queue_pop(eng);
+    PnQueueKey key = from_due ? due_pop(eng) : eng->kind == PN_QUEUE_HEAP ? heap_pop(eng) : list_pop(eng);
     uint32_t slot  = key_slot(&key);
     PnEventSlot *s = &eng->slots[slot];
     bool cancelled = s->cancelled;

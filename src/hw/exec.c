@@ -403,14 +403,21 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   uint32_t n = g->n_run;
   if (n == 0)
     return;
+  double avail = (double)ex->hw->sm_count - (double)g->comm_sms;
+  if (avail < 1.0)
+    avail = 1.0;
+  if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
+    Run *r     = &g->run[0];
+    double lim = (double)r->sm_limit;
+    bool own   = lim > 0.0 && lim < avail;
+    run_set_rate(ex, r, sm_rate(ex, &ex->rt[r->task], own ? lim : avail, own));
+    return;
+  }
   if (ex->cap_shares < n) {
     ex->cap_shares = 2 * n;
     ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
   }
   double *share = ex->shares;
-  double avail  = (double)ex->hw->sm_count - (double)g->comm_sms;
-  if (avail < 1.0)
-    avail = 1.0;
   for (uint32_t i = 0; i < n; i++)
     share[i] = -1.0; /* unfixed */
   uint32_t n_free = n;
