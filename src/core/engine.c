@@ -17,9 +17,17 @@
  * only keys at `now`, in seq order: popping the smaller of the FIFO's head and the heap's top
  * gives exactly the (t_ns, seq) order, at O(1) for these events.
  *
- * Queues: PN_QUEUE_HEAP is a 4-ary min-heap on (t_ns, seq) in a plain array; PN_QUEUE_LIST keeps
- * the same keys sorted in descending order, so the earliest is at the end (O(1) pop) and an
- * insertion scans from the end (O(n)): the obviously-correct reference the tests compare with.
+ * Queues: PN_QUEUE_HEAP is the production queue. While at most SMALL_MAX keys are pending (the
+ * executor keeps 11 on average and never 64 for a 405B run) they are a sorted array, ascending
+ * from `q_head`: the earliest is popped by advancing q_head, and a new key is placed by scanning
+ * back from the latest, which it usually is or nearly is (a kernel's completion comes after most
+ * pending events), so a push is a few compares and moves and a pop one load, where a heap pays a
+ * sift-up and a bottom-up deletion. Past SMALL_MAX the array becomes a 4-ary min-heap (an
+ * ascending array is already one: the switch is a move to the front), and it goes back to sorted
+ * below SMALL_MIN (an insertion sort of a few keys); the gap keeps a queue that hovers near the
+ * limit from switching at every event. PN_QUEUE_LIST keeps the same keys sorted in descending
+ * order, so the earliest is at the end (O(1) pop) and an insertion scans from the end (O(n)): the
+ * obviously-correct reference the tests compare with.
  */
 #include "core/engine.h"
 
@@ -56,8 +64,9 @@ struct PnEngine {
   PnTimeNs now_ns;
   uint64_t next_seq;
   uint64_t fired;
-  PnQueueKey *queue; /* heap order (HEAP) or sorted descending (LIST) */
-  size_t n_queue, cap_queue;
+  PnQueueKey *queue; /* HEAP: sorted ascending from q_head, or heap order (q_head 0); LIST: descending */
+  size_t q_head, n_queue, cap_queue;
+  bool sorted; /* HEAP: the small sorted form (see the top of this file) */
   PnEventSlot *slots;
   uint32_t n_slots, cap_slots;
   uint32_t *free_slots; /* a stack */
@@ -85,6 +94,7 @@ PnEngine *pn_engine_new(PnQueueKind kind)
   g_assert(kind == PN_QUEUE_HEAP || kind == PN_QUEUE_LIST);
   PnEngine *eng  = g_new0(PnEngine, 1);
   eng->kind      = kind;
+  eng->sorted    = kind == PN_QUEUE_HEAP;
   eng->cap_queue = eng->cap_slots = eng->cap_free = 64;
   eng->queue                                      = g_new(PnQueueKey, eng->cap_queue);
   eng->slots                                      = g_new(PnEventSlot, eng->cap_slots);
@@ -147,7 +157,13 @@ static inline void queue_reserve(PnEngine *eng)
   }
 }
 
-/* ---- heap queue ---- */
+/* ---- heap queue: sorted while small, a 4-ary heap when large ---- */
+
+#define SMALL_MAX 64
+#define SMALL_MIN 16
+
+/* The earliest pending key (the queue is not empty). */
+static inline PnQueueKey *queue_front(const PnEngine *eng) { return &eng->queue[eng->q_head]; }
 
 /* A 4-ary min-heap: children of i are 4i+1 .. 4i+4. Half the levels of a binary heap, and the
  * four children of a node are adjacent (two cache lines), so a pop makes half the dependent
@@ -155,6 +171,7 @@ static inline void queue_reserve(PnEngine *eng)
  * which a random key order would mispredict half the time. */
 #define HEAP_D 4
 
+/* Pushes a new key: its seq is above every pending one (see small_push), so times decide. */
 static inline void heap_push(PnEngine *eng, PnQueueKey key)
 {
   queue_reserve(eng);
@@ -162,7 +179,7 @@ static inline void heap_push(PnEngine *eng, PnQueueKey key)
   size_t i      = eng->n_queue++;
   while (i > 0) {
     size_t parent = (i - 1) / HEAP_D;
-    if (!key_less(&key, &h[parent]))
+    if (!(key.t_ns < h[parent].t_ns))
       break;
     h[i] = h[parent];
     i    = parent;
@@ -210,6 +227,80 @@ static inline PnQueueKey heap_pop(PnEngine *eng)
   return top;
 }
 
+/* Sorted form: places a new key by scanning back from the latest (room is made at the tail
+ * first). A new key's seq is above every pending one (seq only grows, and renumber() keeps
+ * next_seq above the keys it renumbers), so it goes before a key exactly when its time is
+ * earlier: the scan compares times only. */
+static inline void small_push(PnEngine *eng, PnQueueKey key)
+{
+  if (eng->q_head + eng->n_queue == eng->cap_queue) {
+    if (eng->q_head > 0) { /* popped slots at the front: slide down rather than grow */
+      memmove(eng->queue, queue_front(eng), eng->n_queue * sizeof *eng->queue);
+      eng->q_head = 0;
+    } else {
+      queue_reserve(eng);
+    }
+  }
+  PnQueueKey *a = queue_front(eng);
+  size_t i      = eng->n_queue++;
+  while (i > 0 && key.t_ns < a[i - 1].t_ns) {
+    a[i] = a[i - 1];
+    i--;
+  }
+  a[i] = key;
+}
+
+/* Sorted form -> heap: an ascending array is a valid min-heap once it starts at index 0. */
+static void small_to_heap(PnEngine *eng)
+{
+  if (eng->q_head > 0)
+    memmove(eng->queue, queue_front(eng), eng->n_queue * sizeof *eng->queue);
+  eng->q_head = 0;
+  eng->sorted = false;
+}
+
+/* Heap -> sorted form: an insertion sort of the (fewer than SMALL_MIN) keys. */
+static void heap_to_small(PnEngine *eng)
+{
+  PnQueueKey *a = eng->queue;
+  for (size_t j = 1; j < eng->n_queue; j++) {
+    PnQueueKey k = a[j];
+    size_t i     = j;
+    while (i > 0 && key_less(&k, &a[i - 1])) {
+      a[i] = a[i - 1];
+      i--;
+    }
+    a[i] = k;
+  }
+  eng->sorted = true;
+}
+
+static inline void adaptive_push(PnEngine *eng, PnQueueKey key)
+{
+  if (G_LIKELY(eng->sorted)) {
+    if (G_LIKELY(eng->n_queue < SMALL_MAX)) {
+      small_push(eng, key);
+      return;
+    }
+    small_to_heap(eng);
+  }
+  heap_push(eng, key);
+}
+
+static inline PnQueueKey adaptive_pop(PnEngine *eng)
+{
+  if (G_LIKELY(eng->sorted)) {
+    PnQueueKey key = eng->queue[eng->q_head++];
+    if (--eng->n_queue == 0)
+      eng->q_head = 0;
+    return key;
+  }
+  PnQueueKey key = heap_pop(eng);
+  if (eng->n_queue < SMALL_MIN)
+    heap_to_small(eng);
+  return key;
+}
+
 /* ---- sorted-list queue (reference) ---- */
 
 static void list_push(PnEngine *eng, PnQueueKey key)
@@ -241,7 +332,7 @@ static inline void due_push(PnEngine *eng, PnQueueKey key)
 /* True when the next event is the FIFO's head rather than the heap's top. */
 static inline bool due_first(const PnEngine *eng)
 {
-  return eng->due_head < eng->n_due && (eng->n_queue == 0 || key_less(&eng->due[eng->due_head], &eng->queue[0]));
+  return eng->due_head < eng->n_due && (eng->n_queue == 0 || key_less(&eng->due[eng->due_head], queue_front(eng)));
 }
 
 static inline PnQueueKey due_pop(PnEngine *eng)
@@ -256,7 +347,7 @@ static inline PnQueueKey queue_pop(PnEngine *eng)
 {
   if (eng->kind != PN_QUEUE_HEAP)
     return list_pop(eng);
-  return due_first(eng) ? due_pop(eng) : heap_pop(eng);
+  return due_first(eng) ? due_pop(eng) : adaptive_pop(eng);
 }
 
 static inline const PnQueueKey *queue_peek(const PnEngine *eng)
@@ -265,7 +356,7 @@ static inline const PnQueueKey *queue_peek(const PnEngine *eng)
     return &eng->due[eng->due_head];
   if (eng->n_queue == 0)
     return NULL;
-  return eng->kind == PN_QUEUE_HEAP ? &eng->queue[0] : &eng->queue[eng->n_queue - 1];
+  return eng->kind == PN_QUEUE_HEAP ? queue_front(eng) : &eng->queue[eng->n_queue - 1];
 }
 
 /* ---- renumbering ---- */
@@ -284,7 +375,7 @@ static void renumber(PnEngine *eng)
   size_t n_due = eng->n_due - eng->due_head, n = eng->n_queue + n_due;
   PnQueueKey **all = g_new(PnQueueKey *, n ? n : 1);
   for (size_t i = 0; i < eng->n_queue; i++)
-    all[i] = &eng->queue[i];
+    all[i] = &eng->queue[eng->q_head + i]; /* q_head is 0 except in the sorted form */
   for (size_t i = 0; i < n_due; i++)
     all[eng->n_queue + i] = &eng->due[eng->due_head + i];
   qsort(all, n, sizeof *all, key_cmp);
@@ -312,7 +403,7 @@ PnEventId pn_engine_schedule(PnEngine *eng, PnTimeNs at_ns, PnEventFn fn, void *
   if (eng->kind == PN_QUEUE_HEAP && at_ns == eng->now_ns)
     due_push(eng, key);
   else if (eng->kind == PN_QUEUE_HEAP)
-    heap_push(eng, key);
+    adaptive_push(eng, key);
   else
     list_push(eng, key);
   return ((uint64_t)s->gen << 32) | slot;
@@ -348,7 +439,7 @@ bool pn_engine_step(PnEngine *eng)
     bool from_due          = eng->kind == PN_QUEUE_HEAP && due_first(eng);
     const PnQueueKey *head = from_due                     ? &eng->due[eng->due_head]
                              : eng->n_queue == 0          ? NULL
-                             : eng->kind == PN_QUEUE_HEAP ? &eng->queue[0]
+                             : eng->kind == PN_QUEUE_HEAP ? queue_front(eng)
                                                           : &eng->queue[eng->n_queue - 1];
     if (eng->hook_pending && (head == NULL || head->t_ns > eng->now_ns)) {
       eng->hook_pending = false; /* the hook may request itself again */
@@ -357,7 +448,7 @@ bool pn_engine_step(PnEngine *eng)
     }
     if (head == NULL)
       return false;
-    PnQueueKey key = from_due ? due_pop(eng) : eng->kind == PN_QUEUE_HEAP ? heap_pop(eng) : list_pop(eng);
+    PnQueueKey key = from_due ? due_pop(eng) : eng->kind == PN_QUEUE_HEAP ? adaptive_pop(eng) : list_pop(eng);
     uint32_t slot  = key_slot(&key);
     PnEventSlot *s = &eng->slots[slot];
     bool cancelled = s->cancelled;

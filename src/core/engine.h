@@ -9,7 +9,8 @@
  * asserts); an event id is never reused within one engine. At most 2^24 events may be pending at
  * once (more aborts with a message; a simulator keeps a few per simulated GPU).
  *
- * Cost: schedule O(log n), cancel O(1), pop O(log n) with the 4-ary heap queue; the sorted-list
+ * Cost: cancel O(1); schedule and pop O(log n) with PN_QUEUE_HEAP (a 4-ary heap once more than 64
+ * events are pending; below that a sorted array, whose push scans back from the latest); the sorted-list
  * reference queue (PN_QUEUE_LIST) is O(n) per schedule and exists to be run through the same
  * tests. Neither allocates per event once its arrays have grown.
  */

@@ -423,6 +423,50 @@ START_TEST(test_heap_matches_list)
 }
 END_TEST
 
+/* Property: the production queue keeps few events as a sorted array and many as a heap, switching
+ * above 64 pending and back below 16. Twenty times over, the pending count climbs from a handful
+ * to 90-140 (schedules, many at equal times, and cancels of any id) and falls back to a few
+ * (steps, whose callbacks schedule and cancel too): every switch, both ways, with ties and
+ * cancelled keys in the array being converted, fires exactly what the sorted-list reference fires. */
+static void oscillate(PnEngine *eng, Rec *r, guint32 seed)
+{
+  r->rng = g_rand_new_with_seed(seed);
+  for (int round = 0; round < 20; round++) {
+    size_t top = 90 + (size_t)g_rand_int_range(r->rng, 0, 50);
+    while (pn_engine_pending(eng) < top) {
+      guint32 u    = g_rand_int_range(r->rng, 0, 100);
+      PnTimeNs at  = pn_engine_now(eng) + g_rand_int_range(r->rng, 0, u < 30 ? 4 : 2000);
+      PnEventId id = pn_engine_schedule(eng, at, random_cb, r, (uint64_t)(round * 100000 + u));
+      g_array_append_val(r->ids, id);
+      if (u < 10)
+        pn_engine_cancel(eng, g_array_index(r->ids, PnEventId, g_rand_int_range(r->rng, 0, (gint32)r->ids->len)));
+    }
+    while (pn_engine_pending(eng) > 4)
+      pn_engine_step(eng);
+  }
+  ck_assert(pn_engine_run(eng, 0, NULL));
+}
+
+START_TEST(test_small_heap_switch_matches_list)
+{
+  for (guint32 seed = 11; seed <= 13; seed++) {
+    Rec h, l;
+    rec_init(&h);
+    rec_init(&l);
+    g_autoptr(PnEngine) eh = pn_engine_new(PN_QUEUE_HEAP);
+    g_autoptr(PnEngine) el = pn_engine_new(PN_QUEUE_LIST);
+    oscillate(eh, &h, seed);
+    oscillate(el, &l, seed);
+    ck_assert_uint_gt(h.log->len, 2000);
+    ck_assert_uint_eq(h.log->len, l.log->len);
+    ck_assert_int_eq(memcmp(h.log->data, l.log->data, h.log->len * sizeof(Fired)), 0);
+    ck_assert_uint_eq(pn_engine_events_fired(eh), pn_engine_events_fired(el));
+    rec_clear(&h);
+    rec_clear(&l);
+  }
+}
+END_TEST
+
 /* The instant hook: requested from a callback at t = 5, it runs after every event due at 5
  * (scheduled before or during that instant), before the event at 6, and is not an event. When
  * it schedules an event at the current time and requests itself again, that event fires next
@@ -530,6 +574,9 @@ static Suite *core_suite(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("heap_matches_list");
   tcase_add_test(tc, test_heap_matches_list);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("small_heap_switch_matches_list");
+  tcase_add_test(tc, test_small_heap_switch_matches_list);
   suite_add_tcase(s, tc);
   return s;
 }
