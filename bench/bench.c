@@ -27,7 +27,7 @@
  *           process's RSS before and after (a leak would grow it).
  * Options: --reps N (405b repetitions, default 5).
  *
- * Build: cmake --build build --target penumbra-bench (RelWithDebInfo: -O2 -g).
+ * Build: cmake --build build --target penumbra-bench (RelWithDebInfo: -O3 -g, see CMakeLists.txt).
  */
 #define _GNU_SOURCE
 
