@@ -9,10 +9,10 @@
  * asserts); an event id is never reused within one engine. At most 2^24 events may be pending at
  * once (more aborts with a message; a simulator keeps a few per simulated GPU).
  *
- * Cost: cancel O(1); schedule and pop O(log n) with PN_QUEUE_HEAP (a 4-ary heap once more than 64
- * events are pending; below that a sorted array, whose push scans back from the latest); the sorted-list
- * reference queue (PN_QUEUE_LIST) is O(n) per schedule and exists to be run through the same
- * tests. Neither allocates per event once its arrays have grown.
+ * Cost: cancel O(1). PN_QUEUE_HEAP keeps up to 64 pending events as a sorted array (pop O(1),
+ * schedule a scan back from the latest, at most 64 steps) and more as a 4-ary heap (schedule and
+ * pop O(log n)). The sorted-list reference queue (PN_QUEUE_LIST) is O(n) per schedule and exists
+ * to be run through the same tests. Neither allocates per event once its arrays have grown.
  */
 #ifndef PN_CORE_ENGINE_H
 #define PN_CORE_ENGINE_H
