@@ -32,6 +32,9 @@
  * after them. (It was an event scheduled at the current time: the same order, since such an
  * event came after every event already due then, at one event per instant more.)
  *
+ * Kernel chains (below, before run_set_rate): a run of compute kernels that nothing outside it
+ * observes between them is one Run, and alone on its GPU needs one completion event in all.
+ *
  * Compute sharing: avail = sm_count - SMs held by running COMM/P2P tasks (at least 1). Running
  * compute tasks water-fill it: each gets avail/n, a task whose sm_limit is below that gets its
  * limit and the rest is split again among the others. A task with s SMs runs at
@@ -67,7 +70,8 @@ enum {
   ST_ENDED   = 2,
   ST_MASK    = 3,
   ST_QUEUED  = 4, /* flag: in the worklist */
-  ST_OPENED  = 8  /* flag: the observer was told it opened */
+  ST_OPENED  = 8, /* flag: the observer was told it opened */
+  ST_NEEDED  = 16 /* flag, set at setup: a task other than its stream successor depends on it */
 };
 enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
 
@@ -96,15 +100,20 @@ typedef struct {
   int16_t sms;                   /* as in PnTask */
   uint8_t kind, scaling, sm_shape, n_legs, stream;
   uint8_t legs_left; /* P2P: legs not yet done */
+  uint8_t cont;      /* COMPUTE: continues its stream predecessor's kernel chain (see "Kernel chains") */
   uint16_t tag;      /* the observer's tag (COMM, P2P) */
 } TaskRt;
 
-/* A running compute kernel. */
+/* A running compute kernel, or kernel chain: `task` is the chain's kernel running now, `last` its
+ * final one (== task for a lone kernel). */
 typedef struct {
   PnTaskId task;
-  int16_t sm_limit;  /* the task's sms (0 = all) */
+  PnTaskId last;
+  int16_t sm_limit;  /* the running kernel's sms (0 = all) */
+  bool projected;    /* the completion event is the chain's end, its kernels' ends computed ahead */
   double remaining;  /* ns of work at full speed left at since_ns */
   double rate;       /* speed relative to running alone with all SMs; 0 before the first refresh */
+  double avail;      /* projected: the SMs free of communication kernels when projected */
   PnTimeNs since_ns; /* when `remaining` was last brought up to date */
   PnEventId ev;      /* completion event, 0 before the first refresh */
 } Run;
@@ -181,6 +190,7 @@ typedef struct {
   double full_gemm; /* curve value with all SMs (0 when the curve is empty) */
   double full_gemm_limit;
   double full_mem;
+  bool fuse; /* kernel chains (PnExecOptions.unfused off) */
   uint32_t n_ended;
   const PnExecObserver *obs; /* NULL: none */
   PnTimeNs makespan_ns;      /* the latest end so far (time only moves forward: the last end) */
@@ -379,19 +389,105 @@ static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool ow
   return r > 1.0 ? 1.0 : r;
 }
 
-/* Brings a running kernel's remaining work up to now and moves its completion to the new rate. */
-static void run_set_rate(Exec *ex, Run *r, double rate)
+/* ---- kernel chains ----
+ *
+ * A chain is a run of compute kernels on one stream that nothing outside the chain can observe
+ * between them: each kernel after the first (`cont`) is the next task of its hardware queue after
+ * its stream predecessor, depends on nothing else, and no other task depends on that predecessor;
+ * the task issued after a chain's kernel waits for its end (same stream, or a dependency). So each
+ * kernel of the chain starts exactly when the one before it ends, as it would if dispatched, and the
+ * chain runs as one Run whose `task` moves from kernel to kernel (setup_tasks decides; the
+ * observer's iteration ends are kept whole, pn_exec_prepare_keep_whole).
+ *
+ * While a chain is the only compute work of its GPU, the SMs it gets cannot change until something
+ * else starts or ends there, which refreshes the GPU: so the ends of all its kernels are computed
+ * ahead ("projected", each with the rate it gets alone, rounded as its own completion would be)
+ * and one event is scheduled, at the chain's end. A refresh first brings the chain up to now
+ * (chain_advance): the kernels whose computed end has come end there. Beside other compute
+ * kernels (whose shares depend on which kernel of the chain runs) each kernel gets its own
+ * completion event, and the next one starts in place. Times, rates and rounding are those of the
+ * kernels run one by one; only the dispatch work and the events between them are saved. */
+
+/* The rate kernel `s` gets alone on its GPU with `avail` SMs free: refresh_gpu's one-kernel case. */
+static inline double alone_rate(Exec *ex, PnTaskId s, double avail)
 {
-  if (r->ev != 0 && r->rate == rate)
+  const TaskRt *k = &ex->rt[s];
+  double lim      = (double)k->sms;
+  bool own        = lim > 0.0 && lim < avail;
+  return sm_rate(ex, k, own ? lim : avail, own);
+}
+
+/* The chain's running kernel ends at `end` and the next one starts there (rate 0: not yet set).
+ * Nothing waits for the kernel that ended (setup made sure). */
+static void chain_step(Exec *ex, Run *r, PnTimeNs end)
+{
+  PnTaskId t = r->task, nx = ex->rt[t].queue_next;
+  g_assert(ex->waiter[t] == PN_TASK_NONE && ex->rt[nx].cont);
+  set_st(ex, t, ST_ENDED);
+  ex->times[t].end_ns = end;
+  ex->n_ended++;
+  set_st(ex, nx, ST_RUNNING);
+  ex->times[nx].start_ns = end;
+  ex->rt[nx].aux         = ex->rt[t].aux;
+  r->task                = nx;
+  r->sm_limit            = ex->rt[nx].sms;
+  r->remaining           = ex->rt[nx].work;
+  r->since_ns            = end;
+  r->rate                = 0.0;
+}
+
+/* A projected chain's kernels whose computed end is not after now end there. */
+static void chain_advance(Exec *ex, Run *r)
+{
+  if (!r->projected)
+    return;
+  PnTimeNs now = pn_engine_now(ex->eng);
+  while (r->task != r->last) {
+    PnTimeNs end = r->since_ns + dur_ns(r->remaining / r->rate, 1); /* below the horizon: projected */
+    if (end > now)
+      break;
+    chain_step(ex, r, end);
+    r->rate = alone_rate(ex, r->task, r->avail);
+  }
+}
+
+/* Brings a running kernel's remaining work up to now and moves its completion to the new rate.
+ * `alone`: it is the only compute work of its GPU, which has `avail` SMs free; a chain is then
+ * projected to its end. */
+static void run_set_rate(Exec *ex, Run *r, double rate, bool alone, double avail)
+{
+  bool project = alone && r->task != r->last;
+  if (r->ev != 0 && r->rate == rate && r->projected == project && (!project || r->avail == avail))
     return;
   PnTimeNs now = pn_engine_now(ex->eng);
   r->remaining -= (double)(now - r->since_ns) * r->rate;
   if (r->remaining < 0.0)
     r->remaining = 0.0;
-  r->since_ns = now;
-  r->rate     = rate;
+  r->since_ns  = now;
+  r->rate      = rate;
+  r->projected = false;
   if (r->ev != 0)
     pn_engine_cancel(ex->eng, r->ev);
+  if (project) {
+    PnTimeNs end = now;
+    double rem = r->remaining, kr = rate;
+    for (PnTaskId s = r->task;;) {
+      PnTimeNs d = dur_ns(rem / kr, 1);
+      if (d >= PN_EXEC_HORIZON_NS - end)
+        goto one_kernel; /* absurd: kernel by kernel, so that the horizon blames the right one */
+      end += d;
+      if (s == r->last)
+        break;
+      s   = ex->rt[s].queue_next;
+      rem = ex->rt[s].work;
+      kr  = alone_rate(ex, s, avail);
+    }
+    r->projected = true;
+    r->avail     = avail;
+    r->ev        = pn_engine_schedule(ex->eng, end, on_task_done, ex, r->last);
+    return;
+  }
+one_kernel:
   r->ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->remaining / rate, 1), r->task), on_task_done, ex, r->task);
 }
 
@@ -407,12 +503,13 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   if (avail < 1.0)
     avail = 1.0;
   if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
-    Run *r     = &g->run[0];
-    double lim = (double)r->sm_limit;
-    bool own   = lim > 0.0 && lim < avail;
-    run_set_rate(ex, r, sm_rate(ex, &ex->rt[r->task], own ? lim : avail, own));
+    Run *r = &g->run[0];
+    chain_advance(ex, r);
+    run_set_rate(ex, r, alone_rate(ex, r->task, avail), true, avail);
     return;
   }
+  for (uint32_t i = 0; i < n; i++)
+    chain_advance(ex, &g->run[i]); /* which kernel of a chain runs decides its sm_limit */
   if (ex->cap_shares < n) {
     ex->cap_shares = 2 * n;
     ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
@@ -439,7 +536,7 @@ static void refresh_gpu(Exec *ex, uint32_t gpu)
   }
   for (uint32_t i = 0; i < n; i++) {
     double s = share[i] < 0.0 ? level : share[i];
-    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0));
+    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0), false, 0.0);
   }
 }
 
@@ -465,7 +562,7 @@ static void end_task(Exec *ex, PnTaskId t)
     GpuRt *g                     = &ex->gpus[r->gpu];
     uint32_t pos                 = r->aux;
     g->run[pos]                  = g->run[--g->n_run];
-    ex->rt[g->run[pos].task].aux = pos; /* no-op when t was last */
+    ex->rt[g->run[pos].task].aux = ex->rt[g->run[pos].last].aux = pos; /* no-op when t was last */
     mark_gpu(ex, r->gpu);
   } else if (r->kind == PN_TASK_COMM || r->kind == PN_TASK_P2P) {
     hold_sms(ex, r, -1);
@@ -517,17 +614,23 @@ static void start_task(Exec *ex, PnTaskId t)
   prefetch_ahead(ex, t);
   set_st(ex, t, ST_RUNNING);
   ex->times[t].start_ns = now;
-  ex->qhead[r->gq]      = r->queue_next;
-  ex->qcur[r->gq]       = 0;
-  if (r->queue_next != PN_TASK_NONE && ready(ex, r->queue_next, r->gq))
-    work_push(ex, r->queue_next);
+  PnTaskId last = t, next = r->queue_next; /* a chain leaves its queue as one task */
+  while (next != PN_TASK_NONE && ex->rt[next].cont) {
+    last = next;
+    next = ex->rt[next].queue_next;
+  }
+  ex->qhead[r->gq] = next;
+  ex->qcur[r->gq]  = 0;
+  if (next != PN_TASK_NONE && ready(ex, next, r->gq))
+    work_push(ex, next);
   if (ex->obs && (r->kind == PN_TASK_COMPUTE || r->kind == PN_TASK_COMM))
     ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, r->tag, now);
   switch (r->kind) {
   case PN_TASK_COMPUTE: {
-    GpuRt *g = &ex->gpus[r->gpu];
-    r->aux   = g->n_run;
-    Run run  = {.task = t, .sm_limit = r->sms, .remaining = r->work, .since_ns = now};
+    GpuRt *g         = &ex->gpus[r->gpu];
+    r->aux           = g->n_run;
+    ex->rt[last].aux = g->n_run;
+    Run run          = {.task = t, .last = last, .sm_limit = r->sms, .remaining = r->work, .since_ns = now};
     VEC_PUSH(g->run, g->n_run, g->cap_run, run);
     mark_gpu(ex, r->gpu); /* the refresh schedules its completion */
     break;
@@ -596,8 +699,21 @@ static void leg_done(Exec *ex, uint32_t xi)
 
 static void on_task_done(PnEngine *eng, void *ctx, uint64_t arg)
 {
-  Exec *ex = ctx;
-  end_task(ex, (PnTaskId)arg);
+  Exec *ex        = ctx;
+  PnTaskId t      = (PnTaskId)arg;
+  const TaskRt *k = &ex->rt[t];
+  if (k->kind == PN_TASK_COMPUTE) {
+    Run *r = &ex->gpus[k->gpu].run[k->aux];
+    if (t != r->last) { /* a kernel of a chain, on its own event: the next starts in place */
+      r->ev = 0;
+      chain_step(ex, r, pn_engine_now(eng));
+      mark_gpu(ex, k->gpu);
+      return;
+    }
+    chain_advance(ex, r); /* projected: the kernels before the last end at their computed ends */
+    g_assert(r->task == t);
+  }
+  end_task(ex, t);
 }
 
 static void on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
@@ -878,6 +994,7 @@ static void exec_init(Exec *ex, uint32_t n_gpus, const PnHwProfile *hw, const Pn
   ex->max_connections = opt->max_connections;
   ex->n_queues        = (uint32_t)MIN(opt->max_connections, PN_STREAM_N);
   ex->obs             = opt->observer;
+  ex->fuse            = !opt->unfused;
   ex->eng             = pn_engine_new(PN_QUEUE_HEAP);
   pn_engine_set_instant_hook(ex->eng, settle, ex);
   ex->mm              = pn_maxmin_new();
@@ -931,6 +1048,26 @@ static void exec_reserve(Exec *ex, uint32_t cap)
   }
 }
 
+/* Task d's end is waited for by a task other than its stream successor: the kernel issued after it
+ * cannot continue its chain. */
+static void mark_needed(Exec *ex, PnTaskId d)
+{
+  if (ex->state[d] & ST_NEEDED)
+    return;
+  ex->state[d] |= ST_NEEDED;
+  PnTaskId c = ex->rt[d].queue_next;
+  if (c != PN_TASK_NONE)
+    ex->rt[c].cont = 0;
+}
+
+static bool lists_dep(const PnTaskId *deps, const PnTask *tk, PnTaskId d)
+{
+  for (uint32_t i = 0; i < tk->dep_count; i++)
+    if (deps[tk->dep_first + i] == d)
+      return true;
+  return false;
+}
+
 /* Checks tasks [ex->n_set, to) and builds their run records, in task order (the task array is the
  * largest thing in memory: each pass costs a trip through it, so this is the only one): each
  * task is checked, then its run record (stream predecessor, hardware-queue successor: issue
@@ -975,12 +1112,27 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
     ex->s_last[sq] = t;
     uint32_t q     = ex->max_connections == 1 ? 0 : (uint32_t)(tk->stream % ex->max_connections);
     r->gq          = tk->gpu * ex->n_queues + q;
-    if (ex->q_last[r->gq] != PN_TASK_NONE)
-      ex->rt[ex->q_last[r->gq]].queue_next = t;
-    else
+    bool own_deps  = true; /* t depends on nothing but its stream predecessor */
+    for (uint32_t i = 0; i < tk->dep_count; i++) {
+      PnTaskId d = deps[tk->dep_first + i];
+      if (d != r->stream_prev) {
+        own_deps = false;
+        mark_needed(ex, d);
+      }
+    }
+    PnTaskId qp = ex->q_last[r->gq];
+    if (qp != PN_TASK_NONE) {
+      TaskRt *qr     = &ex->rt[qp];
+      qr->queue_next = t;
+      if (qr->cont && tk->stream != qr->stream && !lists_dep(deps, tk, qp))
+        qr->cont = 0; /* t could start before qp ends: qp's start must be dispatched */
+    } else {
       ex->qhead[r->gq] = t;
+    }
     ex->q_last[r->gq] = t;
-    ex->waiter[t]     = PN_TASK_NONE;
+    r->cont = ex->fuse && tk->kind == PN_TASK_COMPUTE && own_deps && qp != PN_TASK_NONE && qp == r->stream_prev &&
+              ex->rt[qp].kind == PN_TASK_COMPUTE && !(ex->state[qp] & ST_NEEDED);
+    ex->waiter[t] = PN_TASK_NONE;
     if (tk->kind == PN_TASK_COMM) {
       ex->xf[ex->n_xfers++] = (Xfer){.flow      = -1,
                                      .task      = t,
@@ -1048,6 +1200,7 @@ struct PnExecPrep {
   gint finish;      /* atomic: the graph is complete and `watch` says so */
   gint abandon;     /* atomic: the run will not happen (pn_exec_prepare_cancel): stop at once */
   bool lock_init;   /* watch.lock was initialized */
+  GArray *keep;     /* of PnTaskId: whose ends the observer needs as their own (may be NULL) */
   GError *error;    /* the first error: of the options and profile, or of a task (the helper's) */
 };
 
@@ -1137,10 +1290,19 @@ static void prep_free(PnExecPrep *p)
 {
   if (p->lock_init)
     g_rw_lock_clear(&p->watch.lock);
+  if (p->keep)
+    g_array_free(p->keep, TRUE);
   if (p->ex.eng)
     exec_free(&p->ex);
   g_clear_error(&p->error);
   g_free(p);
+}
+
+void pn_exec_prepare_keep_whole(PnExecPrep *p, const PnTaskId *ids, guint n)
+{
+  if (p->keep == NULL)
+    p->keep = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
+  g_array_append_vals(p->keep, ids, n);
 }
 
 void pn_exec_prepare_cancel(PnExecPrep *p)
@@ -1228,6 +1390,12 @@ gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error)
   } else {
     ok = setup_tasks(ex, pn_graph_tasks(g), pn_graph_deps(g), pn_graph_n_deps(g), n, error); /* what is left */
   }
+  if (ok && p->keep)
+    for (guint i = 0; i < p->keep->len; i++) {
+      PnTaskId k = g_array_index(p->keep, PnTaskId, i);
+      if (k < n)
+        mark_needed(ex, k); /* its end ends a chain */
+    }
   ex->tasks   = pn_graph_tasks(g);
   ex->legs    = (const PnP2pLeg *)(const void *)g->legs->data;
   ex->deps    = pn_graph_deps(g);

@@ -375,7 +375,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
   PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
-  PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs};
+  PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs, .unfused = opt && opt->unfused};
   PnExecPrep *prep   = pn_exec_prepare(g, sc->hw, &eo);
   PnBuildInfo info   = {0};
   if (!pn_sched_build(sc, &plan, g, &info, error)) {
@@ -386,6 +386,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
     return FALSE;
   }
   acct_iterations(&ac, &info);
+  pn_exec_prepare_keep_whole(prep, (const PnTaskId *)(const void *)info.iteration_end->data, info.iteration_end->len);
   PnExecResult ex = {0};
   gboolean ran    = pn_exec_run_prepared(prep, &ex, error);
   pn_mem_prefault_end(pf);

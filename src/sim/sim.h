@@ -17,6 +17,7 @@
 
 typedef struct {
   bool keep_graph; /* keep the graph and task times in the run (for traces) */
+  bool unfused;    /* no kernel chains in the executor (PnExecOptions.unfused): the same result, the reference */
 } PnSimOptions;
 
 typedef struct {

@@ -1265,6 +1265,193 @@ START_TEST(test_exec_prepared_matches)
 }
 END_TEST
 
+/* Kernel chains (exec.c): kernels issued back to back on one stream, with nothing between them
+ * that another task waits for, run as one chain; the times are those of the kernels run one by
+ * one. Here, with 8 hardware queues (the compute and TP streams dispatch independently), no
+ * curves (a kernel with s SMs runs at s/132) and no launch time:
+ *   GPU 0 compute: A (100 ns), B (50 ns, sm_limit 66), C (30 ns), back to back;
+ *   GPU 0 TP:      a 150 ns delay, then a collective holding 66 SMs for its 100 ns latency.
+ *   A runs alone at full speed: [0, 100]. B is held to its 66 SMs, rate 0.5: 100 ns, [100, 200];
+ *   the collective takes 66 SMs at 150, which leaves B its 66 (it is not below the 66 free, so
+ *   the shared curve applies, also 0.5). C starts at 200 on the 66 free SMs, rate 0.5: by 250 it
+ *   has done 25 of its 30 ns; the collective ends at 250 and C finishes the last 5 at full speed:
+ *   [200, 255]. The same times unfused, with more events (each kernel's own completion). */
+START_TEST(test_exec_chain_times)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTask b             = compute(0, PN_STREAM_COMPUTE, 50);
+  b.sms                = 66;
+  PnTaskId ia          = add(g, compute(0, PN_STREAM_COMPUTE, 100), 0, NULL);
+  PnTaskId ib          = add(g, b, 0, NULL);
+  PnTaskId ic          = add(g, compute(0, PN_STREAM_COMPUTE, 30), 0, NULL);
+  add(g, delay(0, PN_STREAM_TP_COMM, 150), 0, NULL);
+  PnTaskId icoll = add(g, comm(0, PN_STREAM_TP_COMM, 66, 100, 0, 0), 0, NULL);
+  PnExecResult r[2];
+  for (int u = 0; u < 2; u++) {
+    PnExecOptions opt = {.max_connections = 8, .unfused = u == 1};
+    ck_assert(pn_exec_run(g, &hw, &opt, &r[u], NULL));
+    ck_assert_int_eq(T(r[u], ia).start_ns, 0);
+    ck_assert_int_eq(T(r[u], ia).end_ns, 100);
+    ck_assert_int_eq(T(r[u], ib).start_ns, 100);
+    ck_assert_int_eq(T(r[u], ib).end_ns, 200);
+    ck_assert_int_eq(T(r[u], ic).start_ns, 200);
+    ck_assert_int_eq(T(r[u], ic).end_ns, 255);
+    ck_assert_int_eq(T(r[u], icoll).start_ns, 150);
+    ck_assert_int_eq(T(r[u], icoll).end_ns, 250);
+  }
+  ck_assert_uint_lt(r[0].events, r[1].events);
+  pn_exec_result_clear(&r[0]);
+  pn_exec_result_clear(&r[1]);
+}
+END_TEST
+
+/* What an observer sees, per GPU: the time during which some compute task is open, and the
+ * number of closes of each task (a chain's kernels close as one). */
+typedef struct {
+  int open_compute[3];
+  PnTimeNs since[3], busy_ns[3], last_t;
+  uint32_t *closes;
+} ChainObs;
+
+static void chain_obs_open(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
+                           PnTimeNs t)
+{
+  ChainObs *o = ctx;
+  ck_assert_int_ge(t, o->last_t);
+  o->last_t = t;
+  if (kind == PN_TASK_COMPUTE && o->open_compute[gpu]++ == 0)
+    o->since[gpu] = t;
+}
+
+static void chain_obs_close(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
+                            PnTimeNs start, PnTimeNs t)
+{
+  ChainObs *o = ctx;
+  ck_assert_int_ge(t, o->last_t);
+  o->last_t = t;
+  o->closes[task]++;
+  if (kind == PN_TASK_COMPUTE && --o->open_compute[gpu] == 0)
+    o->busy_ns[gpu] += t - o->since[gpu];
+}
+
+/* Appends chain-rich random work to g (3 GPUs) until it has n_target tasks: runs of compute
+ * kernels on the compute stream (some with an sm_limit, some memory-bound), kernels on a second
+ * compute stream beside them (so a chain shares the SMs with other kernels), collectives holding
+ * SMs on the TP and DP streams, delays, P2P pairs, and dependencies on recent tasks (some on the
+ * middle of a run, which must cut the chain there). */
+static void chain_tasks(GRand *rng, PnGraph *g, uint32_t n_target)
+{
+  while (pn_graph_n_tasks(g) < n_target) {
+    uint32_t n   = pn_graph_n_tasks(g);
+    uint32_t gpu = (uint32_t)g_rand_int_range(rng, 0, 3);
+    PnTaskId deps[2];
+    uint32_t nd = 0;
+    if (n > 0 && g_rand_int_range(rng, 0, 4) == 0)
+      deps[nd++] = (PnTaskId)g_rand_int_range(rng, n > 12 ? (gint32)n - 12 : 0, (gint32)n);
+    int kind = g_rand_int_range(rng, 0, 20);
+    if (kind < 12) {
+      int run = g_rand_int_range(rng, 1, 6);
+      for (int k = 0; k < run; k++) {
+        PnTask t   = compute(gpu, PN_STREAM_COMPUTE, g_rand_double_range(rng, 1, 500));
+        t.scaling  = (uint8_t)g_rand_int_range(rng, 0, 2);
+        t.sm_shape = (uint8_t)g_rand_int_range(rng, 0, 2);
+        t.sms      = g_rand_int_range(rng, 0, 3) == 0 ? (int16_t)g_rand_int_range(rng, 8, 133) : 0;
+        add(g, t, k == 0 ? nd : 0, deps);
+      }
+    } else if (kind < 14) {
+      add(g, compute(gpu, PN_STREAM_UB_COMPUTE1, g_rand_double_range(rng, 1, 800)), nd, deps);
+    } else if (kind < 17) {
+      PnStream st = g_rand_int_range(rng, 0, 2) ? PN_STREAM_TP_COMM : PN_STREAM_DP_COMM;
+      add(g,
+          comm(gpu, st, g_rand_int_range(rng, 0, 40), g_rand_double_range(rng, 0, 50), g_rand_double_range(rng, 0, 1e5),
+               g_rand_int_range(rng, 0, 2) ? g_rand_double_range(rng, 0, 1e4) : 0),
+          nd, deps);
+    } else if (kind < 19) {
+      add(g,
+          delay(gpu, g_rand_int_range(rng, 0, 2) ? PN_STREAM_COMPUTE : PN_STREAM_TP_COMM,
+                g_rand_double_range(rng, 0, 300)),
+          nd, deps);
+    } else {
+      uint32_t peer = (gpu + (uint32_t)g_rand_int_range(rng, 1, 3)) % 3;
+      PnTaskId sid  = add(g, p2p(gpu, PN_STREAM_PP_SEND, g_rand_int_range(rng, 0, 20), 10, "s"), nd, deps);
+      PnTaskId rid  = add(g, p2p(peer, PN_STREAM_PP_RECV, 4, 20, "r"), nd, deps);
+      pn_graph_pair_p2p(g, sid, rid, g_rand_double_range(rng, 0, 5e4), g_rand_int_range(rng, 0, 2));
+    }
+  }
+}
+
+/* Property: on chain-rich random graphs (40 instances x max_connections 1, 2, 8, with calibrated
+ * curves, per-shape curves and a launch time), the run with kernel chains gives byte-identical
+ * task times to the run without, no more events, and the observer sees the same compute-busy time
+ * per GPU, in time order; every task closes once unfused, and a kept task (prepared run, the
+ * iteration ends of sim.c) closes on its own; a kernel of absurd length fails both runs with the
+ * same error. */
+START_TEST(test_exec_chains_match_unfused)
+{
+  PnHwProfile hw      = test_hw();
+  hw.kernel_launch_ns = 3;
+  double cx[] = {16, 66, 132}, cy[] = {0.2, 0.6, 1.0}, my[] = {0.5, 0.9, 1.0}, sy[] = {0.1, 0.5, 1.0};
+  hw.gemm_sm_scaling       = (PnCurve){.n = 3, .x = cx, .y = cy};
+  hw.mem_sm_scaling        = (PnCurve){.n = 3, .x = cx, .y = my};
+  hw.gemm_sm_limit_scaling = (PnCurve){.n = 3, .x = cx, .y = sy};
+  PnShapeContention shape  = {.curve = {{.n = 3, .x = cx, .y = sy}, {.n = 3, .x = cx, .y = my}}};
+  hw.shape_contention      = &shape;
+  hw.n_shape_contention    = 1;
+  GRand *rng               = g_rand_new_with_seed(4242);
+  uint64_t fused_events = 0, unfused_events = 0;
+  for (int inst = 0; inst < 40; inst++) {
+    g_autoptr(PnGraph) g = pn_graph_new(3);
+    chain_tasks(rng, g, 600);
+    uint32_t n  = pn_graph_n_tasks(g);
+    int conns[] = {1, 2, 8};
+    for (int ci = 0; ci < 3; ci++) {
+      PnExecResult r[2];
+      ChainObs o[2];
+      PnTaskId keep = (PnTaskId)g_rand_int_range(rng, 0, (gint32)n);
+      for (int u = 0; u < 2; u++) {
+        o[u]               = (ChainObs){.closes = g_new0(uint32_t, n)};
+        PnExecObserver obs = {.ctx = &o[u], .open = chain_obs_open, .close = chain_obs_close};
+        PnExecOptions opt  = {.max_connections = conns[ci], .observer = &obs, .unfused = u == 1};
+        PnExecPrep *prep   = pn_exec_prepare(g, &hw, &opt);
+        pn_exec_prepare_keep_whole(prep, &keep, 1);
+        g_autoptr(GError) e = NULL;
+        ck_assert_msg(pn_exec_run_prepared(prep, &r[u], &e), "%s", e ? e->message : "?");
+      }
+      ck_assert_int_eq(r[0].makespan_ns, r[1].makespan_ns);
+      ck_assert_int_eq(memcmp(r[0].times->data, r[1].times->data, n * sizeof(PnTaskTime)), 0);
+      ck_assert_uint_le(r[0].events, r[1].events);
+      fused_events += r[0].events;
+      unfused_events += r[1].events;
+      for (int gpu = 0; gpu < 3; gpu++) {
+        ck_assert_int_eq(o[0].open_compute[gpu], 0);
+        ck_assert_int_eq(o[0].busy_ns[gpu], o[1].busy_ns[gpu]);
+      }
+      for (PnTaskId t = 0; t < n; t++) {
+        ck_assert_uint_eq(o[1].closes[t], 1);
+        ck_assert_uint_le(o[0].closes[t], 1);
+      }
+      ck_assert_uint_eq(o[0].closes[keep], 1);
+      for (int u = 0; u < 2; u++) {
+        g_free(o[u].closes);
+        pn_exec_result_clear(&r[u]);
+      }
+    }
+  }
+  ck_assert_uint_lt(fused_events, unfused_events); /* chains happened */
+  /* absurd: the second kernel of a chain would end after the horizon */
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  add(g, compute(0, PN_STREAM_COMPUTE, 10), 0, NULL);
+  add(g, compute(0, PN_STREAM_COMPUTE, 1e30), 0, NULL);
+  add(g, compute(0, PN_STREAM_COMPUTE, 10), 0, NULL);
+  g_autoptr(GError) e0 = run_err(g, &hw, (PnExecOptions){.max_connections = 1});
+  g_autoptr(GError) e1 = run_err(g, &hw, (PnExecOptions){.max_connections = 1, .unfused = true});
+  ck_assert(g_error_matches(e0, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON));
+  ck_assert_str_eq(e0->message, e1->message);
+  g_rand_free(rng);
+}
+END_TEST
+
 /* The measured collective table by group size: a measured size is replayed, a size between two
  * measured ones is interpolated in log(group size) (here the geometric mean of 2 and 8 for 4),
  * and a size outside them, or a group spanning nodes, keeps the NVSwitch/network model. */
@@ -1359,6 +1546,8 @@ static Suite *hw_suite(void)
   TC("exec_empty", test_exec_empty);
   TC("exec_property", test_exec_property_random);
   TC("exec_prepared", test_exec_prepared_matches);
+  TC("exec_chain_times", test_exec_chain_times);
+  TC("exec_chains_match_unfused", test_exec_chains_match_unfused);
 #undef TC
   return s;
 }
