@@ -1060,14 +1060,6 @@ static void mark_needed(Exec *ex, PnTaskId d)
     ex->rt[c].cont = 0;
 }
 
-static bool lists_dep(const PnTaskId *deps, const PnTask *tk, PnTaskId d)
-{
-  for (uint32_t i = 0; i < tk->dep_count; i++)
-    if (deps[tk->dep_first + i] == d)
-      return true;
-  return false;
-}
-
 /* Checks tasks [ex->n_set, to) and builds their run records, in task order (the task array is the
  * largest thing in memory: each pass costs a trip through it, so this is the only one): each
  * task is checked, then its run record (stream predecessor, hardware-queue successor: issue
@@ -1112,19 +1104,21 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
     ex->s_last[sq] = t;
     uint32_t q     = ex->max_connections == 1 ? 0 : (uint32_t)(tk->stream % ex->max_connections);
     r->gq          = tk->gpu * ex->n_queues + q;
-    bool own_deps  = true; /* t depends on nothing but its stream predecessor */
+    PnTaskId qp    = ex->q_last[r->gq]; /* issued just before t on its hardware queue */
+    bool own_deps  = true;              /* t depends on nothing but its stream predecessor */
+    bool waits_qp  = false;
     for (uint32_t i = 0; i < tk->dep_count; i++) {
       PnTaskId d = deps[tk->dep_first + i];
+      waits_qp |= d == qp;
       if (d != r->stream_prev) {
         own_deps = false;
         mark_needed(ex, d);
       }
     }
-    PnTaskId qp = ex->q_last[r->gq];
     if (qp != PN_TASK_NONE) {
       TaskRt *qr     = &ex->rt[qp];
       qr->queue_next = t;
-      if (qr->cont && tk->stream != qr->stream && !lists_dep(deps, tk, qp))
+      if (qr->cont && tk->stream != qr->stream && !waits_qp)
         qr->cont = 0; /* t could start before qp ends: qp's start must be dispatched */
     } else {
       ex->qhead[r->gq] = t;
