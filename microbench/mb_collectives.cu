@@ -15,7 +15,8 @@
 // NVLink SHARP (NVLS) must stay off: the program refuses to run unless NCCL_NVLS_ENABLE=0.
 #include "mb_nccl.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   mb::Args args(argc, argv);
   const char *nvls = std::getenv("NCCL_NVLS_ENABLE");
   if (!nvls || std::string(nvls) != "0") {
@@ -29,17 +30,22 @@ int main(int argc, char **argv) {
     return 1;
   }
   const std::vector<int> groups = mb::group_sizes(args.get("--group-sizes", ""), ndev);
-  const std::vector<long> ctas = mb::parse_list(args.get("--ctas", "0,1,2,4,8,16,32"));
-  const size_t min_b = static_cast<size_t>(args.geti("--min-bytes", 1024));
-  const size_t max_b = static_cast<size_t>(args.geti("--max-bytes", 4294967296L));
-  const double budget_s = args.getf("--budget-s", 150.0);
-  const int nused = *std::max_element(groups.begin(), groups.end());
+  const std::vector<long> ctas  = mb::parse_list(args.get("--ctas", "0,1,2,4,8,16,32"));
+  const size_t min_b            = static_cast<size_t>(args.geti("--min-bytes", 1024));
+  const size_t max_b            = static_cast<size_t>(args.geti("--max-bytes", 4294967296L));
+  const double budget_s         = args.getf("--budget-s", 150.0);
+  const int nused               = *std::max_element(groups.begin(), groups.end());
   std::vector<int> devs(nused);
-  for (int d = 0; d < nused; ++d) devs[d] = d;
+  for (int d = 0; d < nused; ++d)
+    devs[d] = d;
   mb::Report rep("collective", args.get("--out", "collective.json"), args.joined("mb_collectives"), devs);
   mb::Gate gate(!args.has("--no-gate"));
-  rep.env().s("nccl_version", mb::nccl_version_string()).i("nranks", nused).s("group_sizes", mb::join_ints(groups))
-      .s("dtype", "bf16").b("launch_gate", gate.enabled());
+  rep.env()
+      .s("nccl_version", mb::nccl_version_string())
+      .i("nranks", nused)
+      .s("group_sizes", mb::join_ints(groups))
+      .s("dtype", "bf16")
+      .b("launch_gate", gate.enabled());
   const double t0 = mb::now_s();
 
   // One buffer pair per GPU of the largest group, each big enough for any collective.
@@ -57,8 +63,8 @@ int main(int argc, char **argv) {
                             mb::Coll::SendRecv};
   std::string note;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const int n = groups[gi];
-    const double g0 = mb::now_s();
+    const int n        = groups[gi];
+    const double g0    = mb::now_s();
     const double share = (budget_s - (g0 - t0)) / static_cast<double>(groups.size() - gi);
     const std::vector<cudaStream_t> gst(st.begin(), st.begin() + n);
     bool truncated = false;
@@ -70,31 +76,40 @@ int main(int argc, char **argv) {
       mb::Comms comms(n, static_cast<int>(c));
       for (mb::Coll coll : colls) {
         for (size_t bytes = min_b; bytes <= max_b; bytes *= 4) {
-          if (bytes < 2u * n * n) continue;  // every rank needs whole elements per peer
+          if (bytes < 2u * n * n)
+            continue; // every rank needs whole elements per peer
           if (mb::now_s() - g0 > share) {
             truncated = true;
             break;
           }
-          auto launch = [&](int) { comms.launch(coll, bytes, send, recv, gst); };
-          std::vector<double> w = mb::time_multi(gst, bytes < (1u << 20) ? 5 : 2, launch);  // ungated warm-up
-          const double est = w.back();
-          const int reps = std::max(3, std::min(50, static_cast<int>(2e7 / std::max(est, 1.0)) + 1));
-          bool gated = false;
+          auto launch            = [&](int) { comms.launch(coll, bytes, send, recv, gst); };
+          std::vector<double> w  = mb::time_multi(gst, bytes < (1u << 20) ? 5 : 2, launch); // ungated warm-up
+          const double est       = w.back();
+          const int reps         = std::max(3, std::min(50, static_cast<int>(2e7 / std::max(est, 1.0)) + 1));
+          bool gated             = false;
           std::vector<double> ns = mb::time_multi(gst, reps, launch, &gate, &gated);
-          const double med = mb::median(ns);
-          const size_t moved = mb::coll_bytes(coll, bytes, n);
-          const double algbw = static_cast<double>(moved) / med;
+          const double med       = mb::median(ns);
+          const size_t moved     = mb::coll_bytes(coll, bytes, n);
+          const double algbw     = static_cast<double>(moved) / med;
           mb::Row row;
-          row.s("collective", mb::coll_name(coll)).i("ctas_requested", c).i("nranks", n).s("dtype", "bf16")
-              .i("size_bytes", static_cast<long long>(moved)).f("median_ns", med).f("min_ns", mb::minimum(ns))
-              .f("algbw_gbps", algbw).f("busbw_gbps", algbw * mb::busbw_factor(coll, n)).i("reps", reps)
+          row.s("collective", mb::coll_name(coll))
+              .i("ctas_requested", c)
+              .i("nranks", n)
+              .s("dtype", "bf16")
+              .i("size_bytes", static_cast<long long>(moved))
+              .f("median_ns", med)
+              .f("min_ns", mb::minimum(ns))
+              .f("algbw_gbps", algbw)
+              .f("busbw_gbps", algbw * mb::busbw_factor(coll, n))
+              .i("reps", reps)
               .b("launch_gated", gated);
           rep.add(row);
         }
         std::fprintf(stderr, "[%6.1fs] n=%d ctas=%ld %s done\n", mb::now_s() - t0, n, c, mb::coll_name(coll));
       }
     }
-    if (truncated) note += (note.empty() ? "time budget reached for n=" : ",") + std::to_string(n);
+    if (truncated)
+      note += (note.empty() ? "time budget reached for n=" : ",") + std::to_string(n);
   }
   rep.env().i("launch_gate_timeouts", gate.timeouts());
   for (int d = 0; d < nused; ++d) {

@@ -12,15 +12,17 @@
 // Sizes go up x4 from 1 KiB. With one GPU only local_d2d runs.
 #include "mb_common.h"
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   mb::Args args(argc, argv);
   int ndev = 0;
   MB_CK(cudaGetDeviceCount(&ndev));
   const size_t max_bytes = static_cast<size_t>(args.geti("--sizes-mib-max", 1024)) << 20;
   const size_t min_bytes = static_cast<size_t>(args.geti("--sizes-kib-min", 1)) << 10;
-  const double budget_s = args.getf("--budget-s", 40.0);
-  std::vector<int> devs = {0};
-  if (ndev >= 2) devs.push_back(1);
+  const double budget_s  = args.getf("--budget-s", 40.0);
+  std::vector<int> devs  = {0};
+  if (ndev >= 2)
+    devs.push_back(1);
   mb::Report rep("copy_engine", args.get("--out", "copy_engine.json"), args.joined("mb_copy_engine"), devs);
   const double t0 = mb::now_s();
 
@@ -34,7 +36,8 @@ int main(int argc, char **argv) {
   std::vector<cudaStream_t> st(devs.size());
   for (size_t d = 0; d < devs.size(); ++d) {
     MB_CK(cudaSetDevice(devs[d]));
-    if (devs.size() == 2 && (d == 0 ? can01 : can10)) MB_CK(cudaDeviceEnablePeerAccess(devs[1 - d], 0));
+    if (devs.size() == 2 && (d == 0 ? can01 : can10))
+      MB_CK(cudaDeviceEnablePeerAccess(devs[1 - d], 0));
     MB_CK(cudaMalloc(&src[d], max_bytes));
     MB_CK(cudaMalloc(&dst[d], max_bytes));
     mb::fill(reinterpret_cast<float *>(src[d]), max_bytes / 4, 3 + d);
@@ -43,7 +46,8 @@ int main(int argc, char **argv) {
   }
 
   std::vector<std::string> modes = {"local_d2d"};
-  if (devs.size() == 2) modes = {"peer_0to1", "peer_1to0", "peer_bidir", "local_d2d"};
+  if (devs.size() == 2)
+    modes = {"peer_0to1", "peer_1to0", "peer_bidir", "local_d2d"};
   bool truncated = false;
   for (const std::string &mode : modes) {
     for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
@@ -51,12 +55,13 @@ int main(int argc, char **argv) {
         truncated = true;
         break;
       }
-      const int s0 = mode == "peer_1to0" ? 1 : 0;  // the stream the events live on
+      const int s0 = mode == "peer_1to0" ? 1 : 0; // the stream the events live on
       MB_CK(cudaSetDevice(devs[s0]));
-      cudaEvent_t mid_start, mid_end;  // bidir handshakes
+      cudaEvent_t mid_start, mid_end; // bidir handshakes
       MB_CK(cudaSetDevice(devs[0]));
       MB_CK(cudaEventCreateWithFlags(&mid_start, cudaEventDisableTiming));
-      if (devs.size() == 2) MB_CK(cudaSetDevice(devs[1]));
+      if (devs.size() == 2)
+        MB_CK(cudaSetDevice(devs[1]));
       MB_CK(cudaEventCreateWithFlags(&mid_end, cudaEventDisableTiming));
       MB_CK(cudaSetDevice(devs[s0]));
       auto launch = [&](int) {
@@ -78,8 +83,8 @@ int main(int argc, char **argv) {
           MB_CK(cudaMemcpyAsync(dst[0], src[0], bytes, cudaMemcpyDeviceToDevice, st[0]));
         }
       };
-      std::vector<double> w = mb::time_reps(st[s0], 3, launch);
-      const int reps = std::max(5, std::min(100, static_cast<int>(2e7 / std::max(w[2], 1.0)) + 1));
+      std::vector<double> w  = mb::time_reps(st[s0], 3, launch);
+      const int reps         = std::max(5, std::min(100, static_cast<int>(2e7 / std::max(w[2], 1.0)) + 1));
       std::vector<double> ns = mb::time_reps(st[s0], reps, launch);
       if (devs.size() == 2) {
         MB_CK(cudaSetDevice(devs[1 - s0]));
@@ -88,11 +93,16 @@ int main(int argc, char **argv) {
       }
       MB_CK(cudaEventDestroy(mid_start));
       MB_CK(cudaEventDestroy(mid_end));
-      const double med = mb::median(ns);
+      const double med   = mb::median(ns);
       const double moved = static_cast<double>(bytes) * (mode == "peer_bidir" ? 2 : 1);
       mb::Row row;
-      row.s("mode", mode).i("size_bytes", static_cast<long long>(bytes)).i("moved_bytes", std::llround(moved))
-          .f("median_ns", med).f("min_ns", mb::minimum(ns)).f("gbps", moved / med).i("reps", reps);
+      row.s("mode", mode)
+          .i("size_bytes", static_cast<long long>(bytes))
+          .i("moved_bytes", std::llround(moved))
+          .f("median_ns", med)
+          .f("min_ns", mb::minimum(ns))
+          .f("gbps", moved / med)
+          .i("reps", reps);
       rep.add(row);
     }
     std::fprintf(stderr, "[%5.1fs] %s done\n", mb::now_s() - t0, mode.c_str());

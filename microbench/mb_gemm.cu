@@ -26,11 +26,13 @@ struct Job {
 };
 
 // Whether the comma list `list` names `item`.
-bool in_list(const std::string &list, const std::string &item) {
+bool in_list(const std::string &list, const std::string &item)
+{
   return ("," + list + ",").find("," + item + ",") != std::string::npos;
 }
 
-std::vector<Job> read_shapes(const char *path, const char *source, bool fp8) {
+std::vector<Job> read_shapes(const char *path, const char *source, bool fp8)
+{
   std::vector<Job> out;
   FILE *f = std::fopen(path, "r");
   if (!f) {
@@ -40,48 +42,53 @@ std::vector<Job> read_shapes(const char *path, const char *source, bool fp8) {
   char line[256];
   std::set<std::tuple<long, long, long, char, char, bool>> seen;
   while (std::fgets(line, sizeof line, f)) {
-    if (line[0] == '#' || line[0] == '\n') continue;
+    if (line[0] == '#' || line[0] == '\n')
+      continue;
     long m, n, k;
     char lay[8] = {0}, pass[16] = {0}, only[32] = {0};
     const int fields = std::sscanf(line, "%ld %ld %ld %7s %15s %31s", &m, &n, &k, lay, pass, only);
-    if (fields < 5) continue;
-    if (fields == 6 && !in_list(only, fp8 ? "fp8" : "bf16")) continue;
+    if (fields < 5)
+      continue;
+    if (fields == 6 && !in_list(only, fp8 ? "fp8" : "bf16"))
+      continue;
     Job j;
-    j.s.m = m;
-    j.s.n = n;
-    j.s.k = k;
-    j.s.fp8 = fp8;
-    j.pass = pass;
+    j.s.m    = m;
+    j.s.n    = n;
+    j.s.k    = k;
+    j.s.fp8  = fp8;
+    j.pass   = pass;
     j.source = source;
-    if (fp8) {  // Hopper fp8 is TN only; TE casts+transposes so every pass runs TN
-      j.s.ta = 'T';
-      j.s.tb = 'N';
+    if (fp8) { // Hopper fp8 is TN only; TE casts+transposes so every pass runs TN
+      j.s.ta         = 'T';
+      j.s.tb         = 'N';
       j.s.fast_accum = (j.pass == "fprop");
     } else {
       j.s.ta = lay[0];
       j.s.tb = lay[1];
     }
     auto key = std::make_tuple(m, n, k, j.s.ta, j.s.tb, j.s.fast_accum);
-    if (seen.insert(key).second) out.push_back(j);
+    if (seen.insert(key).second)
+      out.push_back(j);
   }
   std::fclose(f);
   return out;
 }
 
-}  // namespace
+} // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   mb::Args args(argc, argv);
   const int dev = static_cast<int>(args.geti("--device", 0));
   MB_CK(cudaSetDevice(dev));
-  const double budget_s = args.getf("--budget-s", 170.0);
-  const double target_ns = 1e6 * args.getf("--target-ms", 8.0);
-  const int min_reps = static_cast<int>(args.geti("--min-reps", 3));
-  const int max_reps = static_cast<int>(args.geti("--max-reps", 20));
+  const double budget_s    = args.getf("--budget-s", 170.0);
+  const double target_ns   = 1e6 * args.getf("--target-ms", 8.0);
+  const int min_reps       = static_cast<int>(args.geti("--min-reps", 3));
+  const int max_reps       = static_cast<int>(args.geti("--max-reps", 20));
   const std::string dtypes = args.get("--dtypes", "bf16,fp8");
-  const char *shapes = args.get("--shapes", nullptr);
-  const char *grid = args.get("--grid", nullptr);
-  const char *moe = args.get("--moe", nullptr);
+  const char *shapes       = args.get("--shapes", nullptr);
+  const char *grid         = args.get("--grid", nullptr);
+  const char *moe          = args.get("--moe", nullptr);
   if (!shapes && !grid && !moe) {
     std::fprintf(stderr,
                  "usage: mb_gemm [--shapes FILE] [--grid FILE] [--moe FILE] [--dtypes bf16,fp8] [--out FILE]\n");
@@ -92,7 +99,8 @@ int main(int argc, char **argv) {
 
   cublasLtHandle_t lt;
   MB_CKLT(cublasLtCreate(&lt));
-  rep.env().i("cublaslt_version", static_cast<long long>(cublasLtGetVersion()))
+  rep.env()
+      .i("cublaslt_version", static_cast<long long>(cublasLtGetVersion()))
       .i("workspace_bytes", static_cast<long long>(mb::LtGemm::kWorkspaceBytes));
   cudaDeviceProp prop{};
   MB_CK(cudaGetDeviceProperties(&prop, dev));
@@ -102,14 +110,15 @@ int main(int argc, char **argv) {
   std::string checks = "[";
   for (int f8 = 0; f8 < 2; ++f8) {
     for (const char *lay : {"TN", "NN", "NT"}) {
-      if (f8 && std::string(lay) != "TN") continue;
+      if (f8 && std::string(lay) != "TN")
+        continue;
       mb::GemmShape s;
-      s.m = 384;
-      s.n = 256;
-      s.k = 512;
-      s.ta = lay[0];
-      s.tb = lay[1];
-      s.fp8 = f8;
+      s.m      = 384;
+      s.n      = 256;
+      s.k      = 512;
+      s.ta     = lay[0];
+      s.tb     = lay[1];
+      s.fp8    = f8;
       double e = mb::check_gemm(lt, s);
       std::fprintf(stderr, "check %s %s: rel err %.3g\n", f8 ? "fp8" : "bf16", lay, e);
       checks += std::string(checks.size() > 1 ? ", " : "") +
@@ -124,20 +133,24 @@ int main(int argc, char **argv) {
 
   std::vector<Job> jobs;
   for (const char *dt : {"bf16", "fp8"}) {
-    if (dtypes.find(dt) == std::string::npos) continue;
+    if (dtypes.find(dt) == std::string::npos)
+      continue;
     bool f8 = std::string(dt) == "fp8";
     if (shapes)
-      for (auto &j : read_shapes(shapes, "model", f8)) jobs.push_back(j);
+      for (auto &j : read_shapes(shapes, "model", f8))
+        jobs.push_back(j);
     if (grid)
-      for (auto &j : read_shapes(grid, "grid", f8)) jobs.push_back(j);
+      for (auto &j : read_shapes(grid, "grid", f8))
+        jobs.push_back(j);
     if (moe)
-      for (auto &j : read_shapes(moe, "moe", f8)) jobs.push_back(j);
+      for (auto &j : read_shapes(moe, "moe", f8))
+        jobs.push_back(j);
   }
 
   // Buffer pools sized for the largest job; small jobs rotate over several sets inside them.
   size_t in_need = 0, out_need = 0;
   for (auto &j : jobs) {
-    in_need = std::max(in_need, j.s.a_bytes() + j.s.b_bytes() + 512);
+    in_need  = std::max(in_need, j.s.a_bytes() + j.s.b_bytes() + 512);
     out_need = std::max(out_need, j.s.d_bytes() + 256);
   }
   const size_t in_pool = std::max(in_need, 4 * l2), out_pool = std::max(out_need, 4 * l2);
@@ -153,7 +166,7 @@ int main(int argc, char **argv) {
   int filled_fp8 = -1;
   bool truncated = false;
   size_t skipped = 0;
-  auto align = [](size_t x) { return (x + 255) & ~size_t(255); };
+  auto align     = [](size_t x) { return (x + 255) & ~size_t(255); };
 
   for (size_t ji = 0; ji < jobs.size(); ++ji) {
     const Job &j = jobs[ji];
@@ -164,7 +177,7 @@ int main(int argc, char **argv) {
       ++skipped;
       continue;
     }
-    if (filled_fp8 != static_cast<int>(j.s.fp8)) {  // refill inputs with this dtype's values
+    if (filled_fp8 != static_cast<int>(j.s.fp8)) { // refill inputs with this dtype's values
       if (j.s.fp8)
         mb::fill(reinterpret_cast<__nv_fp8_e4m3 *>(pin), in_pool, 1234, 1.0f, st);
       else
@@ -172,8 +185,13 @@ int main(int argc, char **argv) {
       filled_fp8 = j.s.fp8;
     }
     mb::Row row;
-    row.i("m", j.s.m).i("n", j.s.n).i("k", j.s.k).s("dtype", j.s.fp8 ? "fp8" : "bf16")
-        .s("layout", j.s.layout()).s("pass", j.pass).s("source", j.source)
+    row.i("m", j.s.m)
+        .i("n", j.s.n)
+        .i("k", j.s.k)
+        .s("dtype", j.s.fp8 ? "fp8" : "bf16")
+        .s("layout", j.s.layout())
+        .s("pass", j.pass)
+        .s("source", j.source)
         .b("fast_accum", j.s.fast_accum);
     std::string err;
     if (!g.setup(j.s, &err)) {
@@ -183,14 +201,14 @@ int main(int argc, char **argv) {
     }
     const size_t a_sz = align(j.s.a_bytes()), b_sz = align(j.s.b_bytes()), d_sz = align(j.s.d_bytes());
     const size_t want = std::min<size_t>(64, (3 * l2) / (a_sz + b_sz) + 1);
-    const size_t nin = std::max<size_t>(1, std::min(want, in_pool / (a_sz + b_sz)));
+    const size_t nin  = std::max<size_t>(1, std::min(want, in_pool / (a_sz + b_sz)));
     const size_t nout = std::max<size_t>(1, std::min(want, out_pool / d_sz));
-    auto launch = [&](int r) {
+    auto launch       = [&](int r) {
       size_t si = static_cast<size_t>(r) % nin, so = static_cast<size_t>(r) % nout;
       const char *A = pin + si * (a_sz + b_sz);
       g.run(A, A + a_sz, pout + so * d_sz, st);
     };
-    {  // one checked run: a refused shape becomes a row with a status instead of an abort
+    { // one checked run: a refused shape becomes a row with a status instead of an abort
       cublasStatus_t cs = g.try_run(pin, pin + a_sz, pout, st);
       if (cs != CUBLAS_STATUS_SUCCESS) {
         row.s("status", "cublasLtMatmul status " + std::to_string(static_cast<int>(cs)));
@@ -200,12 +218,16 @@ int main(int argc, char **argv) {
     }
     // Warm-up (also the estimate that sizes the timed run).
     std::vector<double> w = mb::time_reps(st, 2, launch);
-    const double t_est = w[1];
+    const double t_est    = w[1];
     const int reps = std::max(min_reps, std::min(max_reps, static_cast<int>(target_ns / std::max(t_est, 1.0)) + 1));
     std::vector<double> ns = mb::time_reps(st, reps, [&](int r) { launch(r + 2); });
-    const double med = mb::median(ns);
-    row.f("median_ns", med).f("min_ns", mb::minimum(ns)).f("tflops", j.s.flops() / med / 1e3)
-        .f("flops", j.s.flops()).i("reps", reps).i("buffer_sets_in", static_cast<long long>(nin))
+    const double med       = mb::median(ns);
+    row.f("median_ns", med)
+        .f("min_ns", mb::minimum(ns))
+        .f("tflops", j.s.flops() / med / 1e3)
+        .f("flops", j.s.flops())
+        .i("reps", reps)
+        .i("buffer_sets_in", static_cast<long long>(nin))
         .i("buffer_sets_out", static_cast<long long>(nout))
         .i("working_set_bytes", static_cast<long long>(nin * (a_sz + b_sz) + nout * d_sz));
     g.describe(row).s("status", "ok");

@@ -20,11 +20,12 @@
 
 namespace {
 
-constexpr int kSpinThreads = 1024;
-constexpr size_t kSpinCopyBytes = 8ull << 20;  // per CTA, spinner_mem
+constexpr int kSpinThreads      = 1024;
+constexpr size_t kSpinCopyBytes = 8ull << 20; // per CTA, spinner_mem
 
 __global__ void __launch_bounds__(kSpinThreads, 1)
-    spinner_kernel(volatile int *stop, volatile int *started, const float4 *src, float4 *dst, int mem) {
+    spinner_kernel(volatile int *stop, volatile int *started, const float4 *src, float4 *dst, int mem)
+{
   extern __shared__ float4 smem[];
   __shared__ int done;
   if (threadIdx.x == 0) {
@@ -32,20 +33,24 @@ __global__ void __launch_bounds__(kSpinThreads, 1)
     __threadfence_system();
   }
   const size_t per_cta = kSpinCopyBytes / sizeof(float4);
-  const float4 *s = src + blockIdx.x * per_cta;
-  float4 *d = dst + blockIdx.x * per_cta;
+  const float4 *s      = src + blockIdx.x * per_cta;
+  float4 *d            = dst + blockIdx.x * per_cta;
   for (;;) {
-    if (threadIdx.x == 0) done = *stop;
+    if (threadIdx.x == 0)
+      done = *stop;
     __syncthreads();
-    if (done) break;
+    if (done)
+      break;
     if (mem) {
-      for (size_t i = threadIdx.x; i < per_cta; i += blockDim.x) d[i] = s[i];
+      for (size_t i = threadIdx.x; i < per_cta; i += blockDim.x)
+        d[i] = s[i];
     } else {
       __nanosleep(500);
     }
     __syncthreads();
   }
-  if (threadIdx.x == 0 && smem[0].x == 1234.5f) d[0] = smem[0];  // keep smem allocated
+  if (threadIdx.x == 0 && smem[0].x == 1234.5f)
+    d[0] = smem[0]; // keep smem allocated
 }
 
 // The stop flag lives in device memory and is raised by a copy-engine write from the host:
@@ -60,10 +65,11 @@ struct Spinner {
   cudaStream_t st{}, ctrl{};
   int max_ctas = 0;
 
-  explicit Spinner(int dev, int ctas) : max_ctas(ctas) {
+  explicit Spinner(int dev, int ctas) : max_ctas(ctas)
+  {
     cudaDeviceProp p{};
     MB_CK(cudaGetDeviceProperties(&p, dev));
-    smem = p.sharedMemPerBlockOptin - 1024;  // leave room for the static __shared__ int
+    smem = p.sharedMemPerBlockOptin - 1024; // leave room for the static __shared__ int
     MB_CK(cudaFuncSetAttribute(spinner_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     MB_CK(cudaHostAlloc(&one_h, sizeof(int), cudaHostAllocDefault));
     *one_h = 1;
@@ -85,8 +91,10 @@ struct Spinner {
   }
 
   // Launches k CTAs and returns once all are resident.
-  void start(int k, bool mem) {
-    if (k == 0) return;
+  void start(int k, bool mem)
+  {
+    if (k == 0)
+      return;
     std::memset(started_h, 0, sizeof(int) * max_ctas);
     MB_CK(cudaMemsetAsync(stop_d, 0, sizeof(int), st));
     spinner_kernel<<<k, kSpinThreads, smem, st>>>(stop_d, started_d, src, dst, mem ? 1 : 0);
@@ -94,23 +102,28 @@ struct Spinner {
     const double t0 = mb::now_s();
     for (;;) {
       int n = 0;
-      for (int i = 0; i < k; ++i) n += reinterpret_cast<volatile int *>(started_h)[i];
-      if (n == k) return;
+      for (int i = 0; i < k; ++i)
+        n += reinterpret_cast<volatile int *>(started_h)[i];
+      if (n == k)
+        return;
       if (mb::now_s() - t0 > 5.0) {
         std::fprintf(stderr, "spinner: only %d of %d CTAs started\n", n, k);
         std::exit(5);
       }
     }
   }
-  void stop(int k) {
-    if (k == 0) return;
+  void stop(int k)
+  {
+    if (k == 0)
+      return;
     MB_CK(cudaMemcpyAsync(stop_d, one_h, sizeof(int), cudaMemcpyHostToDevice, ctrl));
     MB_CK(cudaStreamSynchronize(ctrl));
     MB_CK(cudaStreamSynchronize(st));
   }
 };
 
-mb::GemmShape parse_shape(const std::string &t) {
+mb::GemmShape parse_shape(const std::string &t)
+{
   mb::GemmShape s;
   if (std::sscanf(t.c_str(), "%ldx%ldx%ld", &s.m, &s.n, &s.k) != 3) {
     std::fprintf(stderr, "bad shape %s (want MxNxK)\n", t.c_str());
@@ -119,24 +132,27 @@ mb::GemmShape parse_shape(const std::string &t) {
   return s;
 }
 
-}  // namespace
+} // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   mb::Args args(argc, argv);
   const int dev = static_cast<int>(args.geti("--device", 0));
   MB_CK(cudaSetDevice(dev));
   const std::vector<long> ks = mb::parse_list(args.get("--sms", "0,1,2,4,8,16,24,32,48,64"));
-  const std::string dtypes = args.get("--dtypes", "bf16,fp8");
-  const int reps = static_cast<int>(args.geti("--reps", 15));
-  const double budget_s = args.getf("--budget-s", 80.0);
-  std::string shape_list = args.get("--shapes", "8192x8192x8192,8192x14336x8192,8192x2560x8192,8192x8192x2048");
-  mb::Report rep("gemm_contention", args.get("--out", "gemm_contention.json"), args.joined("mb_gemm_contention"), {dev});
+  const std::string dtypes   = args.get("--dtypes", "bf16,fp8");
+  const int reps             = static_cast<int>(args.geti("--reps", 15));
+  const double budget_s      = args.getf("--budget-s", 80.0);
+  std::string shape_list     = args.get("--shapes", "8192x8192x8192,8192x14336x8192,8192x2560x8192,8192x8192x2048");
+  mb::Report rep("gemm_contention", args.get("--out", "gemm_contention.json"), args.joined("mb_gemm_contention"),
+                 {dev});
   const double t0 = mb::now_s();
   cudaDeviceProp prop{};
   MB_CK(cudaGetDeviceProperties(&prop, dev));
   const int nsm = prop.multiProcessorCount;
-  long kmax = 0;
-  for (long k : ks) kmax = std::max(kmax, k);
+  long kmax     = 0;
+  for (long k : ks)
+    kmax = std::max(kmax, k);
   if (kmax >= nsm) {
     std::fprintf(stderr, "k must stay below the SM count %d\n", nsm);
     return 1;
@@ -145,15 +161,19 @@ int main(int argc, char **argv) {
   cublasLtHandle_t lt;
   MB_CKLT(cublasLtCreate(&lt));
   Spinner spin(dev, static_cast<int>(kmax > 0 ? kmax : 1));
-  rep.env().i("cublaslt_version", static_cast<long long>(cublasLtGetVersion()))
-      .i("spinner_threads", kSpinThreads).i("spinner_smem_bytes", static_cast<long long>(spin.smem))
+  rep.env()
+      .i("cublaslt_version", static_cast<long long>(cublasLtGetVersion()))
+      .i("spinner_threads", kSpinThreads)
+      .i("spinner_smem_bytes", static_cast<long long>(spin.smem))
       .i("spinner_mem_bytes_per_cta", static_cast<long long>(kSpinCopyBytes));
 
   std::vector<mb::GemmShape> shapes;
   for (size_t p = 0; p <= shape_list.size();) {
     size_t c = shape_list.find(',', p);
-    if (c == std::string::npos) c = shape_list.size();
-    if (c > p) shapes.push_back(parse_shape(shape_list.substr(p, c - p)));
+    if (c == std::string::npos)
+      c = shape_list.size();
+    if (c > p)
+      shapes.push_back(parse_shape(shape_list.substr(p, c - p)));
     p = c + 1;
   }
 
@@ -161,31 +181,32 @@ int main(int argc, char **argv) {
   size_t need = 0;
   for (auto s : shapes) {
     s.fp8 = false;
-    need = std::max(need, s.a_bytes() + s.b_bytes() + s.d_bytes());
+    need  = std::max(need, s.a_bytes() + s.b_bytes() + s.d_bytes());
   }
   const int nsets = static_cast<int>(std::max<size_t>(2, (3 * static_cast<size_t>(prop.l2CacheSize)) / need + 1));
   const size_t pool_bytes = need * nsets + 4096;
-  char *pool = nullptr;
+  char *pool              = nullptr;
   MB_CK(cudaMalloc(&pool, pool_bytes));
   cudaStream_t st;
   MB_CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  mb::LtGemm g(lt), gb(lt);  // g: the variant's GEMM; gb: the plain GEMM for adjacent baselines
+  mb::LtGemm g(lt), gb(lt); // g: the variant's GEMM; gb: the plain GEMM for adjacent baselines
   const char *variants[] = {"spinner", "spinner_mem", "sm_target", "spinner_sm_target"};
-  bool truncated = false;
+  bool truncated         = false;
 
   for (const char *dt : {"bf16", "fp8"}) {
-    if (dtypes.find(dt) == std::string::npos) continue;
+    if (dtypes.find(dt) == std::string::npos)
+      continue;
     const bool f8 = std::string(dt) == "fp8";
     if (f8)
       mb::fill(reinterpret_cast<__nv_fp8_e4m3 *>(pool), pool_bytes, 99, 1.0f, st);
     else
       mb::fill(reinterpret_cast<__nv_bfloat16 *>(pool), pool_bytes / 2, 99, 1.0f, st);
     for (mb::GemmShape s : shapes) {
-      s.fp8 = f8;
-      s.fast_accum = false;
+      s.fp8          = f8;
+      s.fast_accum   = false;
       const size_t a = (s.a_bytes() + 255) & ~size_t(255), b = (s.b_bytes() + 255) & ~size_t(255);
       const size_t set = a + b + ((s.d_bytes() + 255) & ~size_t(255));
-      auto launch = [&](int r) {
+      auto launch      = [&](int r) {
         char *base = pool + static_cast<size_t>(r % nsets) * set;
         g.run(base, base + a, base + a + b, st);
       };
@@ -195,7 +216,7 @@ int main(int argc, char **argv) {
       };
       {
         mb::GemmShape sb = s;
-        sb.sm_target = 0;
+        sb.sm_target     = 0;
         std::string err;
         if (!gb.setup(sb, &err) || gb.try_run(pool, pool + a, pool + a + b, st) != CUBLAS_STATUS_SUCCESS) {
           std::fprintf(stderr, "%s %ldx%ldx%ld: no plain GEMM (%s), skipped\n", dt, s.m, s.n, s.k, err.c_str());
@@ -204,7 +225,8 @@ int main(int argc, char **argv) {
       }
       for (const char *var : variants) {
         const std::string v = var;
-        const bool use_spin = v.rfind("spinner", 0) == 0, mem = v == "spinner_mem", tgt = v.find("sm_target") != std::string::npos;
+        const bool use_spin = v.rfind("spinner", 0) == 0, mem = v == "spinner_mem",
+                   tgt = v.find("sm_target") != std::string::npos;
         for (long k : ks) {
           if (mb::now_s() - t0 > budget_s) {
             truncated = true;
@@ -213,15 +235,22 @@ int main(int argc, char **argv) {
           s.sm_target = (tgt && k > 0) ? nsm - static_cast<int>(k) : 0;
           std::string err;
           mb::Row row;
-          row.i("m", s.m).i("n", s.n).i("k", s.k).s("dtype", dt).s("layout", s.layout()).s("variant", v)
-              .i("sms_held", k).i("sm_count_target", s.sm_target).i("sm_count", nsm);
+          row.i("m", s.m)
+              .i("n", s.n)
+              .i("k", s.k)
+              .s("dtype", dt)
+              .s("layout", s.layout())
+              .s("variant", v)
+              .i("sms_held", k)
+              .i("sm_count_target", s.sm_target)
+              .i("sm_count", nsm);
           if (!g.setup(s, &err)) {
             row.s("status", err);
             rep.add(row);
             continue;
           }
           {
-            char *base = pool;
+            char *base        = pool;
             cublasStatus_t cs = g.try_run(base, base + a, base + a + b, st);
             if (cs != CUBLAS_STATUS_SUCCESS) {
               row.s("status", "cublasLtMatmul status " + std::to_string(static_cast<int>(cs)));
@@ -240,15 +269,17 @@ int main(int argc, char **argv) {
           for (int r = 0; r < reps && !hung; ++r) {
             bns.push_back(mb::time_reps(st, 1, [&](int) { launch_base(2 * r); })[0]);
             spin.start(use_spin ? static_cast<int>(k) : 0, mem);
-            const double v = mb::time_reps(st, 1, [&](int) { launch(2 * r + 1); }, [&] {
-              const double tw = mb::now_s();
-              while (cudaStreamQuery(st) == cudaErrorNotReady)
-                if (mb::now_s() - tw > 20.0) {
-                  hung = true;
-                  break;
-                }
-              spin.stop(use_spin ? static_cast<int>(k) : 0);
-            })[0];
+            const double v = mb::time_reps(
+                st, 1, [&](int) { launch(2 * r + 1); },
+                [&] {
+                  const double tw = mb::now_s();
+                  while (cudaStreamQuery(st) == cudaErrorNotReady)
+                    if (mb::now_s() - tw > 20.0) {
+                      hung = true;
+                      break;
+                    }
+                  spin.stop(use_spin ? static_cast<int>(k) : 0);
+                })[0];
             ns.push_back(v);
           }
           if (hung) {
@@ -257,9 +288,13 @@ int main(int argc, char **argv) {
             continue;
           }
           const double base_ns = mb::median(bns);
-          const double med = mb::median(ns);
-          row.f("median_ns", med).f("min_ns", mb::minimum(ns)).f("tflops", s.flops() / med / 1e3)
-              .f("baseline_ns", base_ns).f("slowdown", med / base_ns).i("reps", reps);
+          const double med     = mb::median(ns);
+          row.f("median_ns", med)
+              .f("min_ns", mb::minimum(ns))
+              .f("tflops", s.flops() / med / 1e3)
+              .f("baseline_ns", base_ns)
+              .f("slowdown", med / base_ns)
+              .i("reps", reps);
           g.describe(row).s("status", "ok");
           rep.add(row);
         }

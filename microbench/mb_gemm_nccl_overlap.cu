@@ -40,9 +40,10 @@ struct Side {
   std::vector<cudaEvent_t> c0, c1, g0, g1;
 };
 
-}  // namespace
+} // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
   mb::Args args(argc, argv);
   const char *nvls = std::getenv("NCCL_NVLS_ENABLE");
   if (!nvls || std::string(nvls) != "0") {
@@ -55,12 +56,12 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "mb_gemm_nccl_overlap needs 2 or more GPUs (found %d)\n", ndev);
     return 1;
   }
-  const std::vector<int> groups = mb::group_sizes(args.get("--group-sizes", ""), ndev);
-  const std::vector<long> ctas = mb::parse_list(args.get("--ctas", "0,1,2,4,8,16,32"));
+  const std::vector<int> groups     = mb::group_sizes(args.get("--group-sizes", ""), ndev);
+  const std::vector<long> ctas      = mb::parse_list(args.get("--ctas", "0,1,2,4,8,16,32"));
   const std::vector<long> sizes_mib = mb::parse_list(args.get("--sizes-mib", "128,512"));
-  const std::string colls_arg = args.get("--colls", "all_gather,reduce_scatter");
-  const int reps = static_cast<int>(args.geti("--reps", 8));
-  const double budget_s = args.getf("--budget-s", 90.0);
+  const std::string colls_arg       = args.get("--colls", "all_gather,reduce_scatter");
+  const int reps                    = static_cast<int>(args.geti("--reps", 8));
+  const double budget_s             = args.getf("--budget-s", 90.0);
   mb::GemmShape shape;
   if (std::sscanf(args.get("--shape", "8192x8192x8192"), "%ldx%ldx%ld", &shape.m, &shape.n, &shape.k) != 3) {
     std::fprintf(stderr, "bad --shape\n");
@@ -68,21 +69,28 @@ int main(int argc, char **argv) {
   }
   const int nused = *std::max_element(groups.begin(), groups.end());
   std::vector<int> devs(nused);
-  for (int d = 0; d < nused; ++d) devs[d] = d;
-  mb::Report rep("gemm_nccl_overlap", args.get("--out", "gemm_nccl_overlap.json"), args.joined("mb_gemm_nccl_overlap"), devs);
+  for (int d = 0; d < nused; ++d)
+    devs[d] = d;
+  mb::Report rep("gemm_nccl_overlap", args.get("--out", "gemm_nccl_overlap.json"), args.joined("mb_gemm_nccl_overlap"),
+                 devs);
   mb::Gate gate(!args.has("--no-gate"));
-  rep.env().s("nccl_version", mb::nccl_version_string()).i("nranks", nused).s("group_sizes", mb::join_ints(groups))
-      .i("cublaslt_version", static_cast<long long>(cublasLtGetVersion())).b("launch_gate", gate.enabled());
+  rep.env()
+      .s("nccl_version", mb::nccl_version_string())
+      .i("nranks", nused)
+      .s("group_sizes", mb::join_ints(groups))
+      .i("cublaslt_version", static_cast<long long>(cublasLtGetVersion()))
+      .b("launch_gate", gate.enabled());
   const double t0 = mb::now_s();
   cudaDeviceProp prop{};
   MB_CK(cudaGetDeviceProperties(&prop, 0));
   const int nsm = prop.multiProcessorCount;
 
   long max_mib = 1;
-  for (long s : sizes_mib) max_mib = std::max(max_mib, s);
+  for (long s : sizes_mib)
+    max_mib = std::max(max_mib, s);
   const size_t coll_bytes = static_cast<size_t>(max_mib) << 20;
   // GEMM buffers: 4 sets to rotate over (8192^3 bf16: 128 MiB + 128 MiB in, 128 MiB out).
-  const int nsets = 4;
+  const int nsets   = 4;
   const size_t a_sz = (shape.a_bytes() + 255) & ~size_t(255), b_sz = (shape.b_bytes() + 255) & ~size_t(255);
   const size_t d_sz = (shape.d_bytes() + 255) & ~size_t(255), set = a_sz + b_sz + d_sz;
 
@@ -90,7 +98,7 @@ int main(int argc, char **argv) {
   std::vector<char *> send(nused), recv(nused), gpool(nused);
   std::vector<cudaStream_t> comm_st(nused), comp_st(nused);
   std::vector<cublasLtHandle_t> lt(nused);
-  std::vector<std::unique_ptr<mb::LtGemm>> gemm(nused), gemm_full(nused);  // variant / all SMs
+  std::vector<std::unique_ptr<mb::LtGemm>> gemm(nused), gemm_full(nused); // variant / all SMs
   for (int d = 0; d < nused; ++d) {
     MB_CK(cudaSetDevice(d));
     MB_CK(cudaMalloc(&send[d], coll_bytes));
@@ -104,14 +112,14 @@ int main(int argc, char **argv) {
     MB_CK(cudaStreamCreateWithPriority(&comm_st[d], cudaStreamNonBlocking, hi));
     MB_CK(cudaStreamCreateWithPriority(&comp_st[d], cudaStreamNonBlocking, lo));
     MB_CKLT(cublasLtCreate(&lt[d]));
-    gemm[d] = std::make_unique<mb::LtGemm>(lt[d]);
+    gemm[d]      = std::make_unique<mb::LtGemm>(lt[d]);
     gemm_full[d] = std::make_unique<mb::LtGemm>(lt[d]);
     MB_CK(cudaDeviceSynchronize());
   }
-  int n = nused;  // the group being measured: GPUs 0..n-1
+  int n           = nused; // the group being measured: GPUs 0..n-1
   auto setup_gemm = [&](std::vector<std::unique_ptr<mb::LtGemm>> &gs, int sm_target) {
     mb::GemmShape s = shape;
-    s.sm_target = sm_target;
+    s.sm_target     = sm_target;
     for (int d = 0; d < nused; ++d) {
       MB_CK(cudaSetDevice(d));
       std::string err;
@@ -122,7 +130,7 @@ int main(int argc, char **argv) {
     }
   };
   setup_gemm(gemm_full, 0);
-  int rot = 0;
+  int rot               = 0;
   auto launch_gemm_with = [&](const mb::LtGemm &g, int d) {
     MB_CK(cudaSetDevice(d));
     char *base = gpool[d] + static_cast<size_t>(rot % nsets) * set;
@@ -140,7 +148,7 @@ int main(int argc, char **argv) {
       MB_CK(cudaEventCreate(&(*v)[d]));
     }
   }
-  bool all_gated = true;  // of the current row's timings
+  bool all_gated  = true; // of the current row's timings
   auto overlapped = [&](const mb::Comms &comms, mb::Coll coll, size_t bytes, int n_gemm, double *g_ns, double *c_ns) {
     for (int d = 0; d < n; ++d) {
       MB_CK(cudaSetDevice(d));
@@ -180,9 +188,12 @@ int main(int argc, char **argv) {
   };
 
   std::vector<mb::Coll> colls;
-  if (colls_arg.find("all_gather") != std::string::npos) colls.push_back(mb::Coll::AllGather);
-  if (colls_arg.find("reduce_scatter") != std::string::npos) colls.push_back(mb::Coll::ReduceScatter);
-  if (colls_arg.find("all_reduce") != std::string::npos) colls.push_back(mb::Coll::AllReduce);
+  if (colls_arg.find("all_gather") != std::string::npos)
+    colls.push_back(mb::Coll::AllGather);
+  if (colls_arg.find("reduce_scatter") != std::string::npos)
+    colls.push_back(mb::Coll::ReduceScatter);
+  if (colls_arg.find("all_reduce") != std::string::npos)
+    colls.push_back(mb::Coll::AllReduce);
 
   // Interleaved design: every rep times, back to back, the GEMM(s) alone on all SMs, the
   // GEMM(s) alone with the margin (if any), the collective alone, then both together. Heavy
@@ -190,21 +201,24 @@ int main(int argc, char **argv) {
   // and "overlapped" in a later one would bias the comparison; interleaving cancels that.
   auto gemms_alone = [&](std::vector<std::unique_ptr<mb::LtGemm>> &gs, int n_gemm) {
     const std::vector<cudaStream_t> st(comp_st.begin(), comp_st.begin() + n);
-    bool g = false;
-    const double t = mb::time_multi(st, 1, [&](int) {
-      for (int d = 0; d < n; ++d)
-        for (int i = 0; i < n_gemm; ++i) {
-          launch_gemm_with(*gs[d], d);
-          ++rot;
-        }
-    }, &gate, &g)[0];
+    bool g         = false;
+    const double t = mb::time_multi(
+        st, 1,
+        [&](int) {
+          for (int d = 0; d < n; ++d)
+            for (int i = 0; i < n_gemm; ++i) {
+              launch_gemm_with(*gs[d], d);
+              ++rot;
+            }
+        },
+        &gate, &g)[0];
     all_gated = g && all_gated;
     return t;
   };
   std::string note;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    n = groups[gi];
-    const double g0 = mb::now_s();
+    n                  = groups[gi];
+    const double g0    = mb::now_s();
     const double share = (budget_s - (g0 - t0)) / static_cast<double>(groups.size() - gi);
     const std::vector<cudaStream_t> cst(comm_st.begin(), comm_st.begin() + n);
     bool truncated = false;
@@ -217,10 +231,10 @@ int main(int argc, char **argv) {
       for (mb::Coll coll : colls) {
         for (long mib : sizes_mib) {
           const size_t bytes = static_cast<size_t>(mib) << 20;
-          auto coll_alone = [&]() {
-            bool g = false;
-            const double t =
-                mb::time_multi(cst, 1, [&](int) { comms.launch(coll, bytes, send, recv, cst); }, &gate, &g)[0];
+          auto coll_alone    = [&]() {
+            bool g         = false;
+            const double t = mb::time_multi(
+                   cst, 1, [&](int) { comms.launch(coll, bytes, send, recv, cst); }, &gate, &g)[0];
             all_gated = g && all_gated;
             return t;
           };
@@ -233,16 +247,17 @@ int main(int argc, char **argv) {
             const double c_est = coll_alone(), g_est = gemms_alone(gemm, 1);
             for (const char *mode : {"single", "covered"}) {
               const bool covered = std::string(mode) == "covered";
-              const int n_gemm = covered ? std::max(1, static_cast<int>(std::ceil(c_est / g_est)) + 1) : 1;
+              const int n_gemm   = covered ? std::max(1, static_cast<int>(std::ceil(c_est / g_est)) + 1) : 1;
               std::vector<double> gf, ga, ca, go, co;
               all_gated = true;
-              for (int r = 0; r <= reps; ++r) {  // r == 0 is a warm-up
-                double gfull = gemms_alone(gemm_full, n_gemm);
+              for (int r = 0; r <= reps; ++r) { // r == 0 is a warm-up
+                double gfull  = gemms_alone(gemm_full, n_gemm);
                 double galone = margin ? gemms_alone(gemm, n_gemm) : gfull;
                 double calone = coll_alone();
                 double g_ns, c_ns;
                 overlapped(comms, coll, bytes, n_gemm, &g_ns, &c_ns);
-                if (r == 0) continue;
+                if (r == 0)
+                  continue;
                 gf.push_back(gfull / n_gemm);
                 ga.push_back(galone / n_gemm);
                 ca.push_back(calone);
@@ -252,15 +267,30 @@ int main(int argc, char **argv) {
               const double g_full = mb::median(gf), g_alone = mb::median(ga), c_alone = mb::median(ca);
               const double gm = mb::median(go), cm = mb::median(co);
               mb::Row row;
-              row.s("collective", mb::coll_name(coll)).i("ctas_requested", c).i("nranks", n)
-                  .i("size_bytes", static_cast<long long>(mb::coll_bytes(coll, bytes, n))).i("m", shape.m)
-                  .i("n", shape.n).i("k", shape.k).s("dtype", "bf16").s("layout", shape.layout())
-                  .b("sm_margin", margin != 0).i("sm_count_target", target).s("mode", mode).i("n_gemm", n_gemm)
-                  .f("gemm_alone_ns", g_alone).f("gemm_full_sms_alone_ns", g_full).f("coll_alone_ns", c_alone)
-                  .f(covered ? "gemm_stream_ns" : "gemm_overlap_ns", gm).f("coll_overlap_ns", cm)
-                  .f("coll_slowdown", cm / c_alone).i("reps", reps).b("launch_gated", all_gated);
+              row.s("collective", mb::coll_name(coll))
+                  .i("ctas_requested", c)
+                  .i("nranks", n)
+                  .i("size_bytes", static_cast<long long>(mb::coll_bytes(coll, bytes, n)))
+                  .i("m", shape.m)
+                  .i("n", shape.n)
+                  .i("k", shape.k)
+                  .s("dtype", "bf16")
+                  .s("layout", shape.layout())
+                  .b("sm_margin", margin != 0)
+                  .i("sm_count_target", target)
+                  .s("mode", mode)
+                  .i("n_gemm", n_gemm)
+                  .f("gemm_alone_ns", g_alone)
+                  .f("gemm_full_sms_alone_ns", g_full)
+                  .f("coll_alone_ns", c_alone)
+                  .f(covered ? "gemm_stream_ns" : "gemm_overlap_ns", gm)
+                  .f("coll_overlap_ns", cm)
+                  .f("coll_slowdown", cm / c_alone)
+                  .i("reps", reps)
+                  .b("launch_gated", all_gated);
               if (covered)
-                row.f("gemm_rate_while_overlapped", 1.0 - (gm - n_gemm * g_alone) / cm).b("gemm_outlasted_coll", gm >= cm);
+                row.f("gemm_rate_while_overlapped", 1.0 - (gm - n_gemm * g_alone) / cm)
+                    .b("gemm_outlasted_coll", gm >= cm);
               else
                 row.f("gemm_slowdown", gm / g_alone).f("gemm_slowdown_vs_full", gm / g_full);
               rep.add(row);
@@ -270,7 +300,8 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "[%5.1fs] n=%d ctas=%ld %s done\n", mb::now_s() - t0, n, c, mb::coll_name(coll));
       }
     }
-    if (truncated) note += (note.empty() ? "time budget reached for n=" : ",") + std::to_string(n);
+    if (truncated)
+      note += (note.empty() ? "time budget reached for n=" : ",") + std::to_string(n);
   }
   rep.env().i("launch_gate_timeouts", gate.timeouts());
   for (int d = 0; d < nused; ++d) {

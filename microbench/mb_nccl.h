@@ -31,51 +31,65 @@
 
 #include "mb_common.h"
 
-#define MB_CKN(call)                                                                             \
-  do {                                                                                           \
-    ncclResult_t mb_r_ = (call);                                                                 \
-    if (mb_r_ != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(mb_r_)); \
-      std::exit(6);                                                                              \
-    }                                                                                            \
+#define MB_CKN(call)                                                                                                   \
+  do {                                                                                                                 \
+    ncclResult_t mb_r_ = (call);                                                                                       \
+    if (mb_r_ != ncclSuccess) {                                                                                        \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(mb_r_));                   \
+      std::exit(6);                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 namespace mb {
 
 enum class Coll { AllGather, ReduceScatter, AllReduce, AllToAll, SendRecv };
 
-inline const char *coll_name(Coll c) {
+inline const char *coll_name(Coll c)
+{
   switch (c) {
-    case Coll::AllGather: return "all_gather";
-    case Coll::ReduceScatter: return "reduce_scatter";
-    case Coll::AllReduce: return "all_reduce";
-    case Coll::AllToAll: return "all_to_all";
-    case Coll::SendRecv: return "sendrecv";
+  case Coll::AllGather:
+    return "all_gather";
+  case Coll::ReduceScatter:
+    return "reduce_scatter";
+  case Coll::AllReduce:
+    return "all_reduce";
+  case Coll::AllToAll:
+    return "all_to_all";
+  case Coll::SendRecv:
+    return "sendrecv";
   }
   return "?";
 }
 
-inline double busbw_factor(Coll c, int n) {
+inline double busbw_factor(Coll c, int n)
+{
   switch (c) {
-    case Coll::AllReduce: return 2.0 * (n - 1) / n;
-    case Coll::SendRecv: return 1.0;
-    default: return static_cast<double>(n - 1) / n;
+  case Coll::AllReduce:
+    return 2.0 * (n - 1) / n;
+  case Coll::SendRecv:
+    return 1.0;
+  default:
+    return static_cast<double>(n - 1) / n;
   }
 }
 
 // The bytes a call of `size_bytes` really moves under the conventions above: AG, RS and A2A
 // split the buffer into n equal bf16 parts, so the size rounds down to a multiple of 2n bytes.
-inline size_t coll_bytes(Coll c, size_t size_bytes, int n) {
+inline size_t coll_bytes(Coll c, size_t size_bytes, int n)
+{
   const size_t count = size_bytes / 2;
   switch (c) {
-    case Coll::AllGather:
-    case Coll::ReduceScatter:
-    case Coll::AllToAll: return (count / n) * n * 2;
-    default: return count * 2;
+  case Coll::AllGather:
+  case Coll::ReduceScatter:
+  case Coll::AllToAll:
+    return (count / n) * n * 2;
+  default:
+    return count * 2;
   }
 }
 
-inline std::string nccl_version_string() {
+inline std::string nccl_version_string()
+{
   int v = 0;
   ncclGetVersion(&v);
   return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
@@ -83,7 +97,8 @@ inline std::string nccl_version_string() {
 
 // Group sizes to measure: "--group-sizes 8,4,2", or by default every power of two from the
 // largest that fits down to 2 (plus ndev itself first when it is not a power of two).
-inline std::vector<int> group_sizes(const char *arg, int ndev) {
+inline std::vector<int> group_sizes(const char *arg, int ndev)
+{
   std::vector<int> g;
   if (arg && *arg) {
     for (long x : parse_list(arg)) {
@@ -96,27 +111,34 @@ inline std::vector<int> group_sizes(const char *arg, int ndev) {
     return g;
   }
   int p = 2;
-  while (p * 2 <= ndev) p *= 2;
-  if (p != ndev) g.push_back(ndev);
-  for (; p >= 2; p /= 2) g.push_back(p);
+  while (p * 2 <= ndev)
+    p *= 2;
+  if (p != ndev)
+    g.push_back(ndev);
+  for (; p >= 2; p /= 2)
+    g.push_back(p);
   return g;
 }
 
-inline std::string join_ints(const std::vector<int> &v) {
+inline std::string join_ints(const std::vector<int> &v)
+{
   std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? "," : "") + std::to_string(v[i]);
   return s;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Launch gate (see the top of this file).
-__device__ inline unsigned long long global_ns() {
+__device__ inline unsigned long long global_ns()
+{
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
 
-__global__ void gate_kernel(const volatile int *flag, volatile int *timed_out, unsigned long long timeout_ns) {
+__global__ void gate_kernel(const volatile int *flag, volatile int *timed_out, unsigned long long timeout_ns)
+{
   const unsigned long long t0 = global_ns();
   while (*flag == 0) {
     if (global_ns() - t0 > timeout_ns) {
@@ -129,40 +151,50 @@ __global__ void gate_kernel(const volatile int *flag, volatile int *timed_out, u
 }
 
 class Gate {
- public:
+public:
   // on = false: hold/release/finish do nothing and finish() reports "not gated".
-  explicit Gate(bool on) : enabled_(on) {
-    if (!on) return;
+  explicit Gate(bool on) : enabled_(on)
+  {
+    if (!on)
+      return;
     void *p = nullptr;
     MB_CK(cudaHostAlloc(&p, 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
-    host_ = static_cast<int *>(p);
+    host_    = static_cast<int *>(p);
     host_[0] = host_[1] = 0;
-    void *d = nullptr;
-    MB_CK(cudaHostGetDevicePointer(&d, p, 0));  // with UVA the same address on every device
+    void *d             = nullptr;
+    MB_CK(cudaHostGetDevicePointer(&d, p, 0)); // with UVA the same address on every device
     dev_ = static_cast<int *>(d);
   }
-  ~Gate() {
-    if (host_) cudaFreeHost(host_);
+  ~Gate()
+  {
+    if (host_)
+      cudaFreeHost(host_);
   }
-  Gate(const Gate &) = delete;
+  Gate(const Gate &)            = delete;
   Gate &operator=(const Gate &) = delete;
 
   bool enabled() const { return enabled_; }
   int timeouts() const { return timeouts_; }
 
   // Holds stream `s` (of the current device) until release() or the timeout.
-  void hold(cudaStream_t s) {
-    if (!enabled_) return;
+  void hold(cudaStream_t s)
+  {
+    if (!enabled_)
+      return;
     gate_kernel<<<1, 1, 0, s>>>(dev_, dev_ + 1, 2000000000ull);
     MB_CK_LAUNCH();
   }
-  void release() {
-    if (enabled_) __atomic_store_n(&host_[0], 1, __ATOMIC_SEQ_CST);
+  void release()
+  {
+    if (enabled_)
+      __atomic_store_n(&host_[0], 1, __ATOMIC_SEQ_CST);
   }
   // Call after every held stream was synchronized. True when the batch started on release();
   // after a timeout the gate switches itself off for good.
-  bool finish() {
-    if (!enabled_) return false;
+  bool finish()
+  {
+    if (!enabled_)
+      return false;
     const bool ok = __atomic_load_n(&host_[1], __ATOMIC_SEQ_CST) == 0;
     __atomic_store_n(&host_[0], 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&host_[1], 0, __ATOMIC_SEQ_CST);
@@ -174,7 +206,7 @@ class Gate {
     return ok;
   }
 
- private:
+private:
   bool enabled_;
   int timeouts_ = 0;
   int *host_ = nullptr, *dev_ = nullptr;
@@ -186,7 +218,8 @@ struct Comms {
   std::vector<ncclComm_t> comm;
 
   // n ranks on devices 0..n-1. ctas == 0: NCCL's defaults; otherwise minCTAs = maxCTAs = ctas.
-  Comms(int nranks, int ctas) : n(nranks), comm(nranks) {
+  Comms(int nranks, int ctas) : n(nranks), comm(nranks)
+  {
     ncclUniqueId id;
     MB_CKN(ncclGetUniqueId(&id));
     MB_CKN(ncclGroupStart());
@@ -201,40 +234,43 @@ struct Comms {
     }
     MB_CKN(ncclGroupEnd());
   }
-  ~Comms() {
-    for (auto c : comm) ncclCommDestroy(c);
+  ~Comms()
+  {
+    for (auto c : comm)
+      ncclCommDestroy(c);
   }
-  Comms(const Comms &) = delete;
+  Comms(const Comms &)            = delete;
   Comms &operator=(const Comms &) = delete;
 
   // Enqueues one collective of `size_bytes` (bf16) on every rank's stream; send/recv/st hold
   // at least n entries (rank r's buffers and stream first).
   void launch(Coll c, size_t size_bytes, const std::vector<char *> &send, const std::vector<char *> &recv,
-              const std::vector<cudaStream_t> &st) const {
-    const size_t count = size_bytes / 2;  // bf16 elements
-    const size_t per = count / n;         // per-rank part of AG / RS / A2A
+              const std::vector<cudaStream_t> &st) const
+  {
+    const size_t count = size_bytes / 2; // bf16 elements
+    const size_t per   = count / n;      // per-rank part of AG / RS / A2A
     MB_CKN(ncclGroupStart());
     for (int r = 0; r < n; ++r) {
       switch (c) {
-        case Coll::AllGather:
-          MB_CKN(ncclAllGather(send[r], recv[r], per, ncclBfloat16, comm[r], st[r]));
-          break;
-        case Coll::ReduceScatter:
-          MB_CKN(ncclReduceScatter(send[r], recv[r], per, ncclBfloat16, ncclSum, comm[r], st[r]));
-          break;
-        case Coll::AllReduce:
-          MB_CKN(ncclAllReduce(send[r], recv[r], count, ncclBfloat16, ncclSum, comm[r], st[r]));
-          break;
-        case Coll::AllToAll:
-          for (int p = 0; p < n; ++p) {
-            MB_CKN(ncclSend(send[r] + p * per * 2, per, ncclBfloat16, p, comm[r], st[r]));
-            MB_CKN(ncclRecv(recv[r] + p * per * 2, per, ncclBfloat16, p, comm[r], st[r]));
-          }
-          break;
-        case Coll::SendRecv:
-          MB_CKN(ncclSend(send[r], count, ncclBfloat16, (r + 1) % n, comm[r], st[r]));
-          MB_CKN(ncclRecv(recv[r], count, ncclBfloat16, (r + n - 1) % n, comm[r], st[r]));
-          break;
+      case Coll::AllGather:
+        MB_CKN(ncclAllGather(send[r], recv[r], per, ncclBfloat16, comm[r], st[r]));
+        break;
+      case Coll::ReduceScatter:
+        MB_CKN(ncclReduceScatter(send[r], recv[r], per, ncclBfloat16, ncclSum, comm[r], st[r]));
+        break;
+      case Coll::AllReduce:
+        MB_CKN(ncclAllReduce(send[r], recv[r], count, ncclBfloat16, ncclSum, comm[r], st[r]));
+        break;
+      case Coll::AllToAll:
+        for (int p = 0; p < n; ++p) {
+          MB_CKN(ncclSend(send[r] + p * per * 2, per, ncclBfloat16, p, comm[r], st[r]));
+          MB_CKN(ncclRecv(recv[r] + p * per * 2, per, ncclBfloat16, p, comm[r], st[r]));
+        }
+        break;
+      case Coll::SendRecv:
+        MB_CKN(ncclSend(send[r], count, ncclBfloat16, (r + 1) % n, comm[r], st[r]));
+        MB_CKN(ncclRecv(recv[r], count, ncclBfloat16, (r + n - 1) % n, comm[r], st[r]));
+        break;
       }
     }
     MB_CKN(ncclGroupEnd());
@@ -246,13 +282,16 @@ struct Comms {
 // given) says whether it did.
 template <typename F>
 inline std::vector<double> time_multi(const std::vector<cudaStream_t> &st, int reps, F &&fn, Gate *gate = nullptr,
-                                      bool *gated = nullptr) {
+                                      bool *gated = nullptr)
+{
   const int n = static_cast<int>(st.size());
   std::vector<std::vector<cudaEvent_t>> ev(n, std::vector<cudaEvent_t>(2 * reps));
   for (int r = 0; r < n; ++r) {
     MB_CK(cudaSetDevice(r));
-    for (auto &e : ev[r]) MB_CK(cudaEventCreate(&e));
-    if (gate) gate->hold(st[r]);
+    for (auto &e : ev[r])
+      MB_CK(cudaEventCreate(&e));
+    if (gate)
+      gate->hold(st[r]);
   }
   for (int i = 0; i < reps; ++i) {
     for (int r = 0; r < n; ++r) {
@@ -265,13 +304,15 @@ inline std::vector<double> time_multi(const std::vector<cudaStream_t> &st, int r
       MB_CK(cudaEventRecord(ev[r][2 * i + 1], st[r]));
     }
   }
-  if (gate) gate->release();
+  if (gate)
+    gate->release();
   for (int r = 0; r < n; ++r) {
     MB_CK(cudaSetDevice(r));
     MB_CK(cudaStreamSynchronize(st[r]));
   }
   const bool g = gate ? gate->finish() : false;
-  if (gated) *gated = g;
+  if (gated)
+    *gated = g;
   std::vector<double> ns(reps, 0.0);
   for (int r = 0; r < n; ++r) {
     MB_CK(cudaSetDevice(r));
@@ -280,9 +321,10 @@ inline std::vector<double> time_multi(const std::vector<cudaStream_t> &st, int r
       MB_CK(cudaEventElapsedTime(&ms, ev[r][2 * i], ev[r][2 * i + 1]));
       ns[i] = std::max(ns[i], 1e6 * ms);
     }
-    for (auto &e : ev[r]) MB_CK(cudaEventDestroy(e));
+    for (auto &e : ev[r])
+      MB_CK(cudaEventDestroy(e));
   }
   return ns;
 }
 
-}  // namespace mb
+} // namespace mb
