@@ -1,21 +1,15 @@
-/* build.c — Megatron's iteration as a task graph (see build.h).
- *
- * Structure. The per-layer op lists of workload/ops.h are turned once into templates: arrays of
- * priced tasks with their stream and their dependencies inside the template (a userbuffers
- * GEMM split into chunks waiting on ring-exchange steps, a collective running beside a GEMM).
- * Emitting a template appends its tasks for one (micro-batch, chunk, layer). Two per-GPU
- * registers carry dependencies across templates: `last_compute` (the latest task on the
- * compute stream: what a side-stream task launched "now" must wait for) and `pending` (side
- * stream tasks the next compute-stream task must wait for: a join, a handle.wait()).
- */
+/* build.c — Megatron's iteration as a task graph (see build.h): the driver. Templates are built
+ * once from the ops of workload/ops.h; each rank's schedule actions (order.h) are emitted in turn,
+ * then the gradient-norm barrier and the optimizer step. What each overlap mechanism does to the
+ * graph lives in its own file beside this one (sched-private.h lists them). */
 #include "sched/build.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "hw/coll.h"
 #include "hw/cost.h"
 #include "sched/order.h"
+#include "sched/sched-private.h"
 #include "workload/ops.h"
 
 G_DEFINE_QUARK(pn - build - error - quark, pn_build_error)
@@ -28,25 +22,6 @@ G_DEFINE_QUARK(pn - build - error - quark, pn_build_error)
 /* TE userbuffers: the last pipeline RS chunk runs with UB_MAX_SM CTAs (comm_gemm_overlap.cpp). */
 #define PN_UB_MAX_SM 32
 
-typedef struct {
-  PnTask task;
-  int16_t dep[2];     /* template-relative dependencies, -1 = none */
-  bool after_compute; /* waits for the last compute-stream task issued before it */
-  bool join;          /* a later compute-stream task waits for it: the first one issued after entry `join_at` */
-  int16_t join_at;    /* template index; the entry itself when it is the last of its group */
-  int16_t extra_join; /* an entry whose join_at is this one, other than itself and the previous (-1: none) */
-} PnTplEntry;
-
-typedef struct {
-  GArray *layer_fwd, *layer_bwd, *layer_bwd_plain; /* of PnTplEntry; plain: not recomputed */
-  GArray *emb_fwd, *emb_bwd;
-  GArray *head_fwd, *head_bwd;
-  /* combined 1F1B (EP overlap): a layer split into the nodes of Megatron's fine-grained layer
-   * schedule (PnLayerNode), forward and backward, and the two delayed-wgrad parts */
-  GArray *node_fwd[PN_NODE_N], *node_bwd[PN_NODE_N];
-  GArray *attn_dw, *mlp_dw;
-} PnTemplates;
-
 /* A unit of a model chunk for DP bucketing: the embedding, one layer, or the output head. */
 typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
 typedef struct {
@@ -56,142 +31,6 @@ typedef struct {
   double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
   int16_t bucket;       /* DP bucket, numbered in backprop order */
 } PnUnit;
-
-typedef struct {
-  const PnScenario *sc;
-  const PnPlan *plan;
-  PnGraph *g;
-  PnBuildInfo *info;
-  PnTemplates tpl;
-  int64_t pp, vpp, tp, cp, dp, m;
-  GArray *vs_first_layer; /* of int64_t: first global layer of each virtual stage */
-  GArray *vs_layers;      /* of int64_t: transformer layers in each virtual stage */
-  double p2p_bytes;
-  GHashTable *p2p_open;   /* pairing key -> (task id + 1) of the side seen first */
-  GHashTable *recv_task;  /* consumer key -> task id + 1 of an async receive (overlap_p2p_comm) */
-  GArray *actions;        /* scratch, of PnSchedAction */
-  GArray *action_task;    /* scratch: per action index, per xfer, the P2P task that carries it */
-  GArray *last_on_gpu;    /* of PnTaskId: latest task per GPU */
-  GArray *last_on_stream; /* of PnTaskId: latest task per GPU * PN_STREAM_N (PN_TASK_NONE) */
-  GArray *last_compute;   /* of PnTaskId: latest compute-stream task per GPU (PN_TASK_NONE) */
-  GPtrArray *pending;     /* per GPU: GArray of PnTaskId the next compute-stream task waits for */
-  GPtrArray *dp_wait;     /* per GPU: GArray of PnTaskId finish_grad_sync waits for */
-  GPtrArray *units;       /* per GPU * vpp: GArray of PnUnit, forward order */
-  GPtrArray *chunk_ag;    /* per GPU * vpp: GArray of PnTaskId, param AG per bucket (forward order) */
-  int iteration;
-  bool first_iteration; /* Megatron's first iteration: no DP overlap yet (golden counts recorded) */
-  GArray *scratch_deps;
-} PnBuilder;
-
-int64_t pn_sched_ranks_per_node(const PnScenario *sc, int64_t stride, int64_t size)
-{
-  int64_t gpn = sc->hw->gpus_per_node;
-  if (stride >= gpn)
-    return 1;
-  int64_t k = gpn / stride;
-  return k < size ? k : size;
-}
-
-static PnCommClass group_class(PnGroup grp)
-{
-  switch (grp) {
-  case PN_GROUP_TP:
-    return PN_CLASS_TP;
-  case PN_GROUP_CP:
-    return PN_CLASS_CP;
-  case PN_GROUP_DP:
-    return PN_CLASS_DP;
-  case PN_GROUP_EP:
-    return PN_CLASS_EP;
-  case PN_GROUP_ETP:
-    return PN_CLASS_TP;
-  case PN_GROUP_PP:
-  default:
-    return PN_CLASS_PP;
-  }
-}
-
-/* Group size and ranks per node, with Megatron's rank order tp-cp-(ep)-dp-pp. */
-static void group_span(const PnBuilder *b, PnGroup grp, int64_t *ranks, int64_t *per_node)
-{
-  switch (grp) {
-  case PN_GROUP_TP:
-    *ranks    = b->tp;
-    *per_node = pn_sched_ranks_per_node(b->sc, 1, b->tp);
-    break;
-  case PN_GROUP_CP:
-    *ranks    = b->cp;
-    *per_node = pn_sched_ranks_per_node(b->sc, b->tp, b->cp);
-    break;
-  case PN_GROUP_DP: /* gradients reduce over the dp x cp group */
-    *ranks    = b->dp * b->cp;
-    *per_node = pn_sched_ranks_per_node(b->sc, b->tp, b->dp * b->cp);
-    break;
-  case PN_GROUP_EP: { /* expert ranks: etp x ep x edp; the allgather dispatcher spans etp x ep */
-    int64_t etp = b->sc->parallel.expert_tensor_parallel_size;
-    int64_t ep  = b->sc->parallel.expert_model_parallel_size;
-    if (b->sc->parallel.moe_token_dispatcher_type == PN_MOE_DISPATCHER_ALLGATHER) {
-      *ranks    = etp * ep;
-      *per_node = pn_sched_ranks_per_node(b->sc, 1, *ranks);
-    } else {
-      *ranks    = ep;
-      *per_node = pn_sched_ranks_per_node(b->sc, etp, ep);
-    }
-    break;
-  }
-  case PN_GROUP_ETP:
-    *ranks    = b->sc->parallel.expert_tensor_parallel_size;
-    *per_node = pn_sched_ranks_per_node(b->sc, 1, *ranks);
-    break;
-  case PN_GROUP_PP:
-  default:
-    *ranks    = 2;
-    *per_node = 1;
-    break;
-  }
-}
-
-static void task_init(PnTask *t, PnTaskKind kind, PnStream stream, const char *label, uint8_t phase)
-{
-  *t            = (PnTask){0};
-  t->kind       = (uint8_t)kind;
-  t->stream     = (uint8_t)stream;
-  t->cls        = PN_CLASS_NONE;
-  t->label      = label;
-  t->phase      = phase;
-  t->microbatch = -1;
-  t->chunk      = -1;
-  t->layer      = -1;
-}
-
-/* An NCCL collective over `ranks` GPUs, `per_node` of them per node, of communication class `cls`. */
-static void span_task(const PnBuilder *b, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node,
-                      PnCommClass cls, PnTask *t)
-{
-  PnCollSpec spec = {.kind           = kind,
-                     .bytes          = bytes,
-                     .ranks          = ranks,
-                     .ranks_per_node = per_node,
-                     .min_ctas       = b->plan->nccl_min_ctas,
-                     .max_ctas       = b->plan->nccl_max_ctas};
-  PnCollCost c;
-  pn_coll_cost(b->sc->hw, &spec, &c);
-  t->kind             = PN_TASK_COMM;
-  t->cls              = (int8_t)cls;
-  t->sms              = (int16_t)c.sms;
-  t->latency_ns       = c.latency_ns;
-  t->nvlink_bytes     = c.nvlink_bytes;
-  t->nic_bytes        = c.nic_bytes;
-  t->max_bytes_per_ns = c.max_bytes_per_ns;
-}
-
-/* An NCCL collective of group `grp`. */
-static void nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup grp, PnTask *t)
-{
-  int64_t ranks, per_node;
-  group_span(b, grp, &ranks, &per_node);
-  span_task(b, kind, bytes, ranks, per_node, group_class(grp), t);
-}
 
 /* A userbuffers comm kernel inside the TP group (NVLink): `sms` CTAs push the data; sms == 0 is
  * a copy-engine transfer (ring_exchange with use_ce), which holds no SM. `bytes` per GPU. */
@@ -207,116 +46,7 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
       sms > 0 ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns) : hw->nvlink_ce_bytes_per_ns;
 }
 
-/* The flex dispatcher (DeepEP / HybridEP kernels) is hierarchical: a token bound for experts on
- * another node crosses the network once per destination node, over the GPU's rail NIC, and the
- * GPU that receives it forwards its copies to their experts' GPUs over NVLink; NCCL's
- * all-to-all sends every one of the top-k copies. With balanced routing a token's top-k
- * experts hit a given remote node with probability 1 - C(E - E/nodes, k) / C(E, k). `S` is the
- * per-rank buffer of all top-k copies (Tm*topk*h*2). Inside one node nothing changes. */
-static void flex_dispatch_bytes(const PnBuilder *b, double S, PnTask *t)
-{
-  int64_t ranks, per_node;
-  group_span(b, PN_GROUP_EP, &ranks, &per_node);
-  int64_t nodes = (ranks + per_node - 1) / per_node;
-  if (nodes <= 1)
-    return;
-  int64_t E = b->sc->model.num_moe_experts, k = MAX(b->sc->model.moe_router_topk, 1);
-  int64_t e_node = E / nodes;
-  double miss    = 1.0; /* probability that none of the k experts is on a given remote node */
-  for (int64_t i = 0; i < k && E - i > 0; i++)
-    miss *= fmax(0.0, (double)(E - e_node - i)) / (double)(E - i);
-  double token_bytes  = S / (double)k;
-  t->nic_bytes        = token_bytes * (double)(nodes - 1) * (1.0 - miss);
-  t->nvlink_bytes     = S * (double)(per_node - 1) / (double)per_node;
-  t->max_bytes_per_ns = 0.0; /* bound by the links (the kernels are not NCCL's channels) */
-}
-
-/* Which measured memory-bound kernel an op behaves like. */
-static PnMemClass mem_class(const char *name)
-{
-  if (g_str_has_prefix(name, "ln") || g_str_has_prefix(name, "final_norm"))
-    return PN_MEM_NORM;
-  if (g_str_has_prefix(name, "act"))
-    return PN_MEM_ACTIVATION;
-  if (g_str_has_prefix(name, "adam") || g_str_has_prefix(name, "grad_norm"))
-    return PN_MEM_OPTIMIZER;
-  return PN_MEM_COPY;
-}
-
-static void price_op(PnBuilder *b, const PnOp *op, PnTask *t)
-{
-  const PnHwProfile *hw = b->sc->hw;
-  PnCostSource src      = PN_COST_TABLE;
-  task_init(t, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, op->name, op->phase);
-  t->scaling = PN_SCALE_GEMM;
-  switch (op->kind) {
-  case PN_OP_GEMM: {
-    /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
-     * Hopper overlaps only their launch and tail) */
-    t->work_ns  = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src) * (double)MAX(op->groups, 1);
-    int shape   = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
-    t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
-    break;
-  }
-  case PN_OP_ATTN:
-    t->work_ns = pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads, op->head_dim,
-                                      op->causal, op->backward, &src);
-    break;
-  case PN_OP_MEM:
-    t->work_ns = pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name));
-    t->scaling = PN_SCALE_MEMORY;
-    /* TE's persistent norm kernels run on sm_count - margin SMs (NVTE_*_LAYERNORM_SM_MARGIN). */
-    if (g_str_has_prefix(op->name, "ln") || g_str_has_prefix(op->name, "final_norm")) {
-      int margin = op->phase == PN_PHASE_BWD ? b->plan->bwd_ln_sm_margin : b->plan->fwd_ln_sm_margin;
-      if (margin > 0 && margin < hw->sm_count)
-        t->sms = (int16_t)(hw->sm_count - margin);
-    }
-    break;
-  case PN_OP_COMM:
-    nccl_task(b, op->coll, op->bytes, op->group, t);
-    if (op->group == PN_GROUP_EP && op->coll == PN_COLL_ALL_TO_ALL &&
-        b->sc->parallel.moe_token_dispatcher_type == PN_MOE_DISPATCHER_FLEX)
-      flex_dispatch_bytes(b, op->bytes, t);
-    break;
-  }
-  if (op->kind == PN_OP_GEMM || op->kind == PN_OP_ATTN) {
-    b->info->cost_templates++;
-    if (src == PN_COST_ROOFLINE)
-      b->info->cost_fallbacks++;
-  }
-}
-
 /* ---- templates --------------------------------------------------------------------------- */
-
-static int16_t tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join)
-{
-  int16_t self = (int16_t)tpl->len;
-  PnTplEntry e = {
-      .task = *t, .dep = {dep0, dep1}, .after_compute = after_compute, .join = join, .join_at = self, .extra_join = -1};
-  g_array_append_val(tpl, e);
-  return self;
-}
-
-/* A side-stream entry that runs beside the next entry (its GEMM) and joins after it: the GEMM
- * must not wait for it, the compute that follows the pair must. */
-static void tpl_join_after_next(GArray *tpl, int16_t entry)
-{
-  g_array_index(tpl, PnTplEntry, entry).join_at = entry + 1;
-}
-
-/* A side-stream collective `t` and its GEMM `gt`. Issued first, the collective runs beside the
- * GEMM (it moves a tensor the GEMM does not read) and the compute after the GEMM joins it; issued
- * after, it consumes the GEMM's output and the next compute joins it. */
-static void tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt, bool comm_first)
-{
-  if (comm_first) {
-    tpl_join_after_next(tpl, tpl_add(tpl, t, -1, -1, true, true));
-    tpl_add(tpl, gt, -1, -1, false, false);
-  } else {
-    tpl_add(tpl, gt, -1, -1, false, false);
-    tpl_add(tpl, t, -1, -1, true, true);
-  }
-}
 
 /* `count` consecutive chunks of a GEMM split into `parts` equal chunks along M, as one task:
  * each chunk is priced at its own shape and pays its own launch (the executor adds the last). */
@@ -325,7 +55,7 @@ static void gemm_chunks(PnBuilder *b, const PnOp *gemm, int parts, int count, in
   PnOp part  = *gemm;
   part.m     = (gemm->m + parts - 1) / parts;
   part.flops = gemm->flops / parts;
-  price_op(b, &part, t);
+  pn__price_op(b, &part, t);
   t->sms     = (int16_t)sm_limit;
   t->work_ns = t->work_ns * count + (count - 1) * b->sc->hw->kernel_launch_ns;
 }
@@ -362,12 +92,12 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
   switch (cfg->method) {
   case PN_UB_BULK: {
     /* One comm kernel beside one GEMM; the stream after them waits for both. */
-    task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+    pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
     ub_task(b, S * (n - 1.0) / n, cfg->num_sm, (int)(n - 1), &t);
     PnTask gt;
-    price_op(b, gemm, &gt);
+    pn__price_op(b, gemm, &gt);
     gt.sms = (int16_t)sm_limit;
-    tpl_comm_beside_gemm(tpl, &t, &gt, comm_first);
+    pn__tpl_comm_beside_gemm(tpl, &t, &gt, comm_first);
     break;
   }
   case PN_UB_PIPELINE: {
@@ -378,17 +108,17 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     int splits = cfg->num_splits > 0 ? cfg->num_splits : 4;
     PnTask gt;
     gemm_chunks(b, gemm, splits, 1, sm_limit, &gt);
-    tpl_add(tpl, &gt, -1, -1, false, false);
+    pn__tpl_add(tpl, &gt, -1, -1, false, false);
     if (splits > 1) {
-      task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+      pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
       ub_task(b, S / splits * (splits - 1) * (n - 1.0) / n, cfg->num_sm, (splits - 1) * (int)(n - 1), &t);
-      tpl_add(tpl, &t, -1, -1, true, false);
+      pn__tpl_add(tpl, &t, -1, -1, true, false);
       gemm_chunks(b, gemm, splits, splits - 1, sm_limit, &gt);
-      tpl_add(tpl, &gt, -1, -1, false, false);
+      pn__tpl_add(tpl, &gt, -1, -1, false, false);
     }
-    task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+    pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
     ub_task(b, S / splits * (n - 1.0) / n, PN_UB_MAX_SM, (int)(n - 1), &t);
-    tpl_add(tpl, &t, -1, -1, true, true);
+    pn__tpl_add(tpl, &t, -1, -1, true, true);
     break;
   }
   case PN_UB_RING_EXCHANGE:
@@ -399,38 +129,38 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     PnTask gt;
     if (steps == 1 && comm_first) {
       gemm_chunks(b, gemm, 1, 1, sm_limit, &gt);
-      tpl_add(tpl, &gt, -1, -1, false, false);
+      pn__tpl_add(tpl, &gt, -1, -1, false, false);
       break;
     }
     /* The steps' copy-engine transfers as one (steps - 1 latencies, all their bytes). */
-    task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
+    pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
     ub_task(b, S / steps * (steps - 1), 0, steps - 1, &t);
     int16_t last = -1;
     if (comm_first) {
       /* AG: step 0 multiplies the local chunk; each later step waits for the chunk received by
        * the previous transfer to the ring neighbour. Folded: the transfers beside steps
        * 0..s-2, and the last step after both. */
-      int16_t c = tpl_add(tpl, &t, -1, -1, true, false);
+      int16_t c = pn__tpl_add(tpl, &t, -1, -1, true, false);
       gemm_chunks(b, gemm, steps, steps - 1, sm_limit, &gt);
-      tpl_add(tpl, &gt, -1, -1, false, false);
+      pn__tpl_add(tpl, &gt, -1, -1, false, false);
       gemm_chunks(b, gemm, steps, 1, sm_limit, &gt);
-      tpl_add(tpl, &gt, c, -1, false, false);
+      pn__tpl_add(tpl, &gt, c, -1, false, false);
     } else {
       /* RS: each step's partial output goes to its owner while the next partial GEMM runs; a
        * reduce kernel on the main stream sums the received partials after the last transfer.
        * Folded: step 0, then the transfers beside steps 1..s-1. */
       gemm_chunks(b, gemm, steps, 1, sm_limit, &gt);
-      tpl_add(tpl, &gt, -1, -1, false, false);
+      pn__tpl_add(tpl, &gt, -1, -1, false, false);
       if (steps > 1) {
-        last = tpl_add(tpl, &t, -1, -1, true, false);
+        last = pn__tpl_add(tpl, &t, -1, -1, true, false);
         gemm_chunks(b, gemm, steps, steps - 1, sm_limit, &gt);
-        tpl_add(tpl, &gt, -1, -1, false, false);
+        pn__tpl_add(tpl, &gt, -1, -1, false, false);
       }
       PnTask red;
-      task_init(&red, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, "ub_reduce", comm->phase);
+      pn__task_init(&red, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, "ub_reduce", comm->phase);
       red.scaling = PN_SCALE_MEMORY;
       red.work_ns = pn_cost_memory_ns(b->sc->hw, S / n * 2.0 * (n + 1.0) / 2.0);
-      tpl_add(tpl, &red, last, -1, false, false);
+      pn__tpl_add(tpl, &red, last, -1, false, false);
     }
     break;
   }
@@ -443,18 +173,18 @@ static void tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp 
 {
   int steps = (int)b->cp;
   PnTask at;
-  price_op(b, attn, &at);
+  pn__price_op(b, attn, &at);
   at.work_ns /= steps;
   int16_t prev_comm = -1;
   for (int i = 0; i < steps; i++) {
     int16_t comm_i = -1;
     if (i < steps - 1) {
       PnTask t;
-      task_init(&t, PN_TASK_COMM, PN_STREAM_CP_COMM, comm->name, comm->phase);
-      nccl_task(b, PN_COLL_SEND_RECV, comm->bytes / (steps - 1), PN_GROUP_CP, &t);
-      comm_i = tpl_add(tpl, &t, -1, -1, i == 0, false);
+      pn__task_init(&t, PN_TASK_COMM, PN_STREAM_CP_COMM, comm->name, comm->phase);
+      pn__nccl_task(b, PN_COLL_SEND_RECV, comm->bytes / (steps - 1), PN_GROUP_CP, &t);
+      comm_i = pn__tpl_add(tpl, &t, -1, -1, i == 0, false);
     }
-    tpl_add(tpl, &at, prev_comm, -1, false, false);
+    pn__tpl_add(tpl, &at, prev_comm, -1, false, false);
     prev_comm = comm_i;
   }
 }
@@ -486,14 +216,7 @@ static int slot_partner(GArray *ops, guint i)
   return -1;
 }
 
-static void tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op)
-{
-  PnTask t;
-  price_op(b, op, &t);
-  tpl_add(tpl, &t, -1, -1, false, false);
-}
-
-/* Joins further away than the next entry are recorded on their target (emit_template checks an
+/* Joins further away than the next entry are recorded on their target (pn__emit_template checks an
  * entry, the previous one and extra_join). */
 static void tpl_link_far_joins(GArray *tpl)
 {
@@ -517,9 +240,9 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
     /* moe_shared_expert_overlap: on their own stream, launched after the compute before them */
     if (op->side) {
       PnTask t;
-      price_op(b, op, &t);
+      pn__price_op(b, op, &t);
       t.stream  = PN_STREAM_SHARED_EXPERT;
-      side_last = tpl_add(tpl, &t, -1, -1, side_last < 0, false);
+      side_last = pn__tpl_add(tpl, &t, -1, -1, side_last < 0, false);
       continue;
     }
     if (op->join_side && side_last >= 0 && tpl->len > 0) {
@@ -542,14 +265,14 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
           tpl_ub_group(b, tpl, comm, gemm, op == comm, &b->plan->ub[slot]);
         } else {
           PnTask t, gt;
-          price_op(b, comm, &t);
+          pn__price_op(b, comm, &t);
           t.stream = PN_STREAM_TP_COMM;
-          price_op(b, gemm, &gt);
-          tpl_comm_beside_gemm(tpl, &t, &gt, op == comm);
+          pn__price_op(b, gemm, &gt);
+          pn__tpl_comm_beside_gemm(tpl, &t, &gt, op == comm);
         }
         /* memory-bound kernels skipped over (dY transposes for the wgrad) run after the pair */
         for (guint k = i + 1; k < (guint)j; k++)
-          tpl_plain(b, tpl, &g_array_index(ops, PnOp, k));
+          pn__tpl_plain(b, tpl, &g_array_index(ops, PnOp, k));
         i = (guint)j;
         continue;
       }
@@ -558,9 +281,9 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
      * still runs on its stream beside what follows; the next compute after it joins it. */
     if (j < 0 && op->kind == PN_OP_COMM && slot_is_te_async(op->ub_slot)) {
       PnTask t;
-      price_op(b, op, &t);
+      pn__price_op(b, op, &t);
       t.stream = PN_STREAM_TP_COMM;
-      tpl_join_after_next(tpl, tpl_add(tpl, &t, -1, -1, true, true));
+      pn__tpl_join_after_next(tpl, pn__tpl_add(tpl, &t, -1, -1, true, true));
       continue;
     }
     /* Context-parallel P2P ring: the KV exchange op followed by its attention op. */
@@ -570,7 +293,7 @@ static GArray *tpl_from_ops(PnBuilder *b, GArray *ops)
       i++;
       continue;
     }
-    tpl_plain(b, tpl, op);
+    pn__tpl_plain(b, tpl, op);
   }
   tpl_link_far_joins(tpl);
   return tpl;
@@ -648,128 +371,6 @@ static void templates_free(PnTemplates *t)
   g_clear_pointer(&t->mlp_dw, g_array_unref);
 }
 
-/* ---- emission ---------------------------------------------------------------------------- */
-
-static GArray *pending_of(PnBuilder *b, uint32_t gpu) { return g_ptr_array_index(b->pending, gpu); }
-
-/* Adds a task on `gpu` with `deps`; a compute-stream task also takes the pending joins. */
-static PnTaskId add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *deps, uint32_t n_deps)
-{
-  t->gpu       = gpu;
-  bool compute = t->stream == PN_STREAM_COMPUTE;
-  GArray *pend = compute ? pending_of(b, gpu) : NULL;
-  uint32_t n   = n_deps + (pend ? pend->len : 0);
-  /* The dependency list is assembled on the stack (a million tasks, a few deps each); only the
-   * rare long ones (a barrier over every stream) go through the scratch array. */
-  PnTaskId small[16];
-  PnTaskId *all = small;
-  if (n > G_N_ELEMENTS(small)) {
-    g_array_set_size(b->scratch_deps, n);
-    all = (PnTaskId *)(void *)b->scratch_deps->data;
-  }
-  if (n_deps > 0)
-    memcpy(all, deps, n_deps * sizeof *all);
-  if (pend && pend->len > 0) {
-    memcpy(all + n_deps, pend->data, pend->len * sizeof *all);
-    g_array_set_size(pend, 0);
-  }
-  PnTaskId id                                                               = pn_graph_add(b->g, t, all, n);
-  g_array_index(b->last_on_gpu, PnTaskId, gpu)                              = id;
-  g_array_index(b->last_on_stream, PnTaskId, gpu * PN_STREAM_N + t->stream) = id;
-  if (compute)
-    g_array_index(b->last_compute, PnTaskId, gpu) = id;
-  return id;
-}
-
-/* What a side-stream task launched now waits for (CUDA: the side stream waits for an event
- * recorded on the compute stream): the latest compute-stream task, and the joins already
- * waited for on the compute stream (`pending`: inserted before now, carried by the next compute
- * task). Appends to deps[*n]; deps needs room for 1 + pending->len. */
-static void now_deps(PnBuilder *b, uint32_t gpu, PnTaskId *deps, uint32_t *n)
-{
-  PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
-  if (lc != PN_TASK_NONE)
-    deps[(*n)++] = lc;
-  GArray *pend = pending_of(b, gpu);
-  for (guint i = 0; i < pend->len; i++)
-    deps[(*n)++] = g_array_index(pend, PnTaskId, i);
-}
-
-/* Adds a side-stream task launched now: it waits for the latest compute-stream task only, not
- * for the pending joins as now_deps() does for a template's side tasks. Not yet the general rule:
- * the first DP param all-gather is emitted at the stage's first forward, after its pipeline
- * receive is pending (Megatron-Core r0.8 dispatched it earlier, from zero_grad), and waiting
- * for that receive lengthened the r0.8 weak-scaling validation runs by up to 16% (README, "Not
- * simulated yet"). Moving that emission point first is what would let both share now_deps. */
-static PnTaskId add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t)
-{
-  PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);
-  return add_task(b, gpu, t, &lc, lc == PN_TASK_NONE ? 0 : 1);
-}
-
-/* Same, launched after `after` instead (PN_TASK_NONE: the compute stream's tail). */
-static PnTaskId add_side_task_after(PnBuilder *b, uint32_t gpu, PnTask *t, PnTaskId after)
-{
-  return after == PN_TASK_NONE ? add_side_task(b, gpu, t) : add_task(b, gpu, t, &after, 1);
-}
-
-static void push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id) { g_array_append_val(pending_of(b, gpu), id); }
-
-/* Appends a template's tasks for one (micro-batch, chunk, layer): template-relative deps, the
- * compute-stream tail for side tasks launched now, joins made pending once their partner is
- * issued (join_at is the entry or the next, or further on through extra_join). With a chain
- * (combined 1F1B), the first task also waits for *chain, which then advances to the template's
- * last task on its stream. Communication nodes (dispatch, combine) run entirely on the EP stream
- * (the unpermutation and residual add of moe_combine included); compute templates keep their
- * userbuffers / TE-async side tasks on their own streams. */
-static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
-                      int16_t chunk, int16_t layer)
-{
-  if (tpl->len == 0)
-    return;
-  PnTaskId ids[tpl->len];
-  PnStream node_stream = comm_node ? PN_STREAM_EP_COMM : PN_STREAM_COMPUTE;
-  PnTaskId last        = PN_TASK_NONE;
-  for (guint i = 0; i < tpl->len; i++) {
-    const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
-    PnTask t            = e->task;
-    t.microbatch        = mb;
-    t.chunk             = chunk;
-    t.layer             = layer;
-    if (comm_node)
-      t.stream = (uint8_t)node_stream;
-    PnTaskId deps[4 + pending_of(b, gpu)->len];
-    uint32_t n = 0;
-    for (int k = 0; k < 2; k++)
-      if (e->dep[k] >= 0)
-        deps[n++] = ids[e->dep[k]];
-    if (!comm_node && e->after_compute && t.stream != PN_STREAM_COMPUTE)
-      now_deps(b, gpu, deps, &n);
-    if (i == 0 && *chain != PN_TASK_NONE)
-      deps[n++] = *chain;
-    ids[i] = add_task(b, gpu, &t, deps, n);
-    if (t.stream == node_stream)
-      last = ids[i];
-    if (!comm_node) {
-      for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
-        const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
-        if (ej->join && (guint)ej->join_at == i)
-          push_pending(b, gpu, ids[j]);
-      }
-      if (e->extra_join >= 0)
-        push_pending(b, gpu, ids[e->extra_join]);
-    }
-  }
-  if (last != PN_TASK_NONE)
-    *chain = last;
-}
-
-static void emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
-{
-  PnTaskId no_chain = PN_TASK_NONE;
-  emit_node(b, gpu, tpl, false, &no_chain, mb, chunk, layer);
-}
-
 static int64_t vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
 
 static GArray *units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
@@ -838,10 +439,10 @@ static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, doubl
                              int64_t per_node, const char *label, int16_t chunk, bool side)
 {
   PnTask t;
-  task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
-  span_task(b, kind, bytes, ranks, per_node, PN_CLASS_DP, &t);
+  pn__task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
+  pn__span_task(b, kind, bytes, ranks, per_node, PN_CLASS_DP, &t);
   t.chunk = chunk;
-  return side ? add_side_task(b, rank, &t) : add_task(b, rank, &t, NULL, 0);
+  return side ? pn__add_side_task(b, rank, &t) : pn__add_task(b, rank, &t, NULL, 0);
 }
 
 /* The data-parallel span of the distributed optimizer: with num_distributed_optimizer_instances
@@ -950,16 +551,16 @@ static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, in
   int64_t l0 = g_array_index(b->vs_first_layer, int64_t, vstage_of(b, rank, chunk));
   switch (u->kind) {
   case PN_UNIT_EMB:
-    emit_template(b, rank, fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd, mb, chunk, -1);
+    pn__emit_template(b, rank, fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd, mb, chunk, -1);
     break;
   case PN_UNIT_HEAD:
-    emit_template(b, rank, fwd ? b->tpl.head_fwd : b->tpl.head_bwd, mb, chunk, -1);
+    pn__emit_template(b, rank, fwd ? b->tpl.head_fwd : b->tpl.head_bwd, mb, chunk, -1);
     break;
   case PN_UNIT_LAYER: {
     const GArray *tpl = b->tpl.layer_fwd;
     if (!fwd)
       tpl = pn_workload_layer_is_recomputed(b->sc, u->layer - l0) ? b->tpl.layer_bwd : b->tpl.layer_bwd_plain;
-    emit_template(b, rank, tpl, mb, chunk, (int16_t)u->layer);
+    pn__emit_template(b, rank, tpl, mb, chunk, (int16_t)u->layer);
     break;
   }
   }
@@ -975,7 +576,7 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
     dispatch_chunk_ag(b, rank, a->chunk + 1);
     GArray *ags = chunk_ag_of(b, rank, a->chunk);
     for (guint i = 0; i < ags->len; i++)
-      push_pending(b, rank, g_array_index(ags, PnTaskId, i));
+      pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
   }
   int cur_bucket = -1;
   for (guint i = 0; i < units->len; i++) {
@@ -988,7 +589,7 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
         PnTaskId id = emit_param_ag(b, rank, a->chunk, u->bucket);
         g_array_append_val(ags, id);
       }
-      push_pending(b, rank, g_array_index(ags, PnTaskId, ags->len - 1));
+      pn__push_pending(b, rank, g_array_index(ags, PnTaskId, ags->len - 1));
       if (u->bucket > 0) {
         PnTaskId id = emit_param_ag(b, rank, a->chunk, u->bucket - 1);
         g_array_append_val(ags, id);
@@ -1089,8 +690,8 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
       continue;
     PnStream stream = batched ? PN_STREAM_PP_SEND : xfer_stream(b, rank, &a->xfer[i]);
     PnTask t;
-    task_init(&t, PN_TASK_P2P, stream, a->xfer[i].send ? "pp_send" : "pp_recv",
-              a->xfer[i].activation ? PN_PHASE_FWD : PN_PHASE_BWD);
+    pn__task_init(&t, PN_TASK_P2P, stream, a->xfer[i].send ? "pp_send" : "pp_recv",
+                  a->xfer[i].activation ? PN_PHASE_FWD : PN_PHASE_BWD);
     t.cls         = PN_CLASS_PP;
     t.sms         = (int16_t)hw->nccl_p2p_ctas;
     t.microbatch  = a->xfer[i].microbatch;
@@ -1107,7 +708,7 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
         has_send = has_send || a->xfer[j].send;
     if (a->n_xfers > 1)
       t.label = "pp_p2p";
-    PnTaskId id = has_send ? add_side_task_after(b, rank, &t, after) : add_task(b, rank, &t, NULL, 0);
+    PnTaskId id = has_send ? pn__add_side_task_after(b, rank, &t, after) : pn__add_task(b, rank, &t, NULL, 0);
     for (int j = i; j < a->n_xfers; j++) {
       if (done[j] || !(batched || xfer_stream(b, rank, &a->xfer[j]) == stream))
         continue;
@@ -1120,7 +721,7 @@ static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint 
   /* the call's requests are waited for once all are posted (req.wait() after the isend/irecvs) */
   if (!a->async)
     for (int i = 0; i < n_waits; i++)
-      push_pending(b, rank, waits[i]);
+      pn__push_pending(b, rank, waits[i]);
 }
 
 static void emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
@@ -1129,7 +730,7 @@ static void emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
     return;
   PnTaskId id = g_array_index(b->action_task, PnTaskId, (guint)a->wait_action * PN_SCHED_MAX_XFERS + a->wait_xfer);
   if (id != PN_TASK_NONE)
-    push_pending(b, rank, id);
+    pn__push_pending(b, rank, id);
 }
 
 /* finalize_model_grads: without overlap (or in the first iteration) one synchronous
@@ -1142,7 +743,7 @@ static void emit_grad_sync(PnBuilder *b, uint32_t rank)
   GArray *waits = g_ptr_array_index(b->dp_wait, rank);
   if (grad_overlap_now(b)) {
     for (guint i = 0; i < waits->len; i++)
-      push_pending(b, rank, g_array_index(waits, PnTaskId, i));
+      pn__push_pending(b, rank, g_array_index(waits, PnTaskId, i));
     g_array_set_size(waits, 0);
     return;
   }
@@ -1167,9 +768,9 @@ static void emit_barrier(PnBuilder *b)
   int64_t gpn   = b->sc->hw->gpus_per_node;
   for (uint32_t r = 0; r < b->pp; r++) {
     PnTask t;
-    task_init(&t, PN_TASK_COMM, PN_STREAM_COMPUTE, "grad_norm_all_reduce", PN_PHASE_OPTIM);
-    span_task(b, PN_COLL_ALL_REDUCE, 8.0, world, world < gpn ? world : gpn, PN_CLASS_DP, &t);
-    add_task(b, r, &t, (const PnTaskId *)deps->data, deps->len);
+    pn__task_init(&t, PN_TASK_COMM, PN_STREAM_COMPUTE, "grad_norm_all_reduce", PN_PHASE_OPTIM);
+    pn__span_task(b, PN_COLL_ALL_REDUCE, 8.0, world, world < gpn ? world : gpn, PN_CLASS_DP, &t);
+    pn__add_task(b, r, &t, (const PnTaskId *)deps->data, deps->len);
   }
 }
 
@@ -1187,7 +788,7 @@ static void emit_optimizer(PnBuilder *b, uint32_t rank)
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_optimizer_ops(b->sc, local, ops);
   g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
-  emit_template(b, rank, tpl, -1, -1, -1);
+  pn__emit_template(b, rank, tpl, -1, -1, -1);
   /* Without overlap_param_gather the updated parameters are gathered right after the step;
    * with it, in the next iteration's forward (and in the first iteration not at all). */
   if (b->plan->use_distributed_optimizer && dp_active(b) && !b->plan->overlap_param_gather)
@@ -1211,7 +812,7 @@ typedef struct {
 static void emit_dw(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
 {
   if (tpl && tpl->len)
-    emit_template(b, gpu, tpl, mb, chunk, layer);
+    pn__emit_template(b, gpu, tpl, mb, chunk, layer);
 }
 
 typedef struct {
@@ -1234,23 +835,23 @@ static void emit_layer_pair(PnBuilder *b, uint32_t gpu, const PnCombined *c, int
   int16_t fl = F ? (int16_t)(c->f_first + fi) : -1, bl = B ? (int16_t)(c->b_first + bi) : -1;
   bool delayed = B && bi < b->plan->p2p_wgrad_delayed_layers;
   if (B)
-    emit_node(b, gpu, T->node_bwd[PN_NODE_COMBINE], true, &ch->b, bmb, bc, bl);
+    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_COMBINE], true, &ch->b, bmb, bc, bl);
   if (F)
-    emit_node(b, gpu, T->node_fwd[PN_NODE_ATTN], false, &ch->f, fmb, fc, fl);
+    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_ATTN], false, &ch->f, fmb, fc, fl);
   if (B)
-    emit_node(b, gpu, T->node_bwd[PN_NODE_MLP], false, &ch->b, bmb, bc, bl);
+    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_MLP], false, &ch->b, bmb, bc, bl);
   if (F)
-    emit_node(b, gpu, T->node_fwd[PN_NODE_DISPATCH], true, &ch->f, fmb, fc, fl);
+    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_DISPATCH], true, &ch->f, fmb, fc, fl);
   if (B && !(delayed && b->plan->p2p_delay_mlp_wgrad))
     emit_dw(b, gpu, T->mlp_dw, bmb, bc, bl);
   if (B)
-    emit_node(b, gpu, T->node_bwd[PN_NODE_DISPATCH], true, &ch->b, bmb, bc, bl);
+    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_DISPATCH], true, &ch->b, bmb, bc, bl);
   if (F) {
-    emit_node(b, gpu, T->node_fwd[PN_NODE_MLP], false, &ch->f, fmb, fc, fl);
-    emit_node(b, gpu, T->node_fwd[PN_NODE_COMBINE], true, &ch->f, fmb, fc, fl);
+    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_MLP], false, &ch->f, fmb, fc, fl);
+    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_COMBINE], true, &ch->f, fmb, fc, fl);
   }
   if (B) {
-    emit_node(b, gpu, T->node_bwd[PN_NODE_ATTN], false, &ch->b, bmb, bc, bl);
+    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_ATTN], false, &ch->b, bmb, bc, bl);
     if (!delayed)
       emit_dw(b, gpu, T->attn_dw, bmb, bc, bl);
   }
@@ -1262,8 +863,8 @@ static void emit_event_wait(PnBuilder *b, uint32_t gpu, PnTaskId chain)
   if (chain == PN_TASK_NONE)
     return;
   PnTask t;
-  task_init(&t, PN_TASK_DELAY, PN_STREAM_COMPUTE, "event_wait", PN_PHASE_OTHER);
-  add_task(b, gpu, &t, &chain, 1);
+  pn__task_init(&t, PN_TASK_DELAY, PN_STREAM_COMPUTE, "event_wait", PN_PHASE_OTHER);
+  pn__add_task(b, gpu, &t, &chain, 1);
 }
 
 static void combined_param_gather(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
@@ -1277,7 +878,7 @@ static void combined_param_gather(PnBuilder *b, uint32_t rank, const PnSchedActi
     dispatch_chunk_ag(b, rank, a->chunk + 1);
   GArray *ags = chunk_ag_of(b, rank, a->chunk);
   for (guint i = 0; i < ags->len; i++)
-    push_pending(b, rank, g_array_index(ags, PnTaskId, i));
+    pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
 }
 
 static void combined_grad_reduce(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
@@ -1332,10 +933,10 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
     combined_param_gather(b, rank, c.f);
   PnChains ch = {PN_TASK_NONE, PN_TASK_NONE};
   if (c.f && fvs == 0)
-    emit_template(b, rank, b->tpl.emb_fwd, c.f->microbatch, c.f->chunk, -1);
+    pn__emit_template(b, rank, b->tpl.emb_fwd, c.f->microbatch, c.f->chunk, -1);
   ch.f = g_array_index(b->last_compute, PnTaskId, rank);
   if (c.b && bvs == last_vs)
-    emit_template(b, rank, b->tpl.head_bwd, c.b->microbatch, c.b->chunk, -1);
+    pn__emit_template(b, rank, b->tpl.head_bwd, c.b->microbatch, c.b->chunk, -1);
   ch.b = g_array_index(b->last_compute, PnTaskId, rank);
 
   int64_t both = MIN(c.nf, c.nb);
@@ -1379,9 +980,9 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   emit_event_wait(b, rank, ch.f);
   emit_event_wait(b, rank, ch.b);
   if (c.f && fvs == last_vs)
-    emit_template(b, rank, b->tpl.head_fwd, c.f->microbatch, c.f->chunk, -1);
+    pn__emit_template(b, rank, b->tpl.head_fwd, c.f->microbatch, c.f->chunk, -1);
   if (c.b && bvs == 0)
-    emit_template(b, rank, b->tpl.emb_bwd, c.b->microbatch, c.b->chunk, -1);
+    pn__emit_template(b, rank, b->tpl.emb_bwd, c.b->microbatch, c.b->chunk, -1);
   if (c.b)
     combined_grad_reduce(b, rank, c.b);
   for (guint k = 0; k < next_input->len; k++)

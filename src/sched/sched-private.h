@@ -1,0 +1,94 @@
+/* sched-private.h — the task-graph builder of build.h, as shared by the files of sched/ (no other
+ * layer includes it; functions used across these files carry the pn__ prefix).
+ *
+ * Structure. The per-layer op lists of workload/ops.h are turned once into templates: arrays of
+ * priced tasks with their stream and their dependencies inside the template (a userbuffers
+ * GEMM split into chunks waiting on ring-exchange steps, a collective running beside a GEMM).
+ * Emitting a template appends its tasks for one (micro-batch, chunk, layer). Two per-GPU
+ * registers carry dependencies across templates: `last_compute` (the latest task on the
+ * compute stream: what a side-stream task launched "now" must wait for) and `pending` (side
+ * stream tasks the next compute-stream task must wait for: a join, a handle.wait()).
+ *
+ * Files. build.c drives the iteration (templates, schedule actions, optimizer step); emit.c holds
+ * the primitives every other file uses: pricing an op, template entries, adding a task under the
+ * two registers.
+ *
+ * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
+ */
+#ifndef PN_SCHED_PRIVATE_H
+#define PN_SCHED_PRIVATE_H
+
+#include "hw/graph.h"
+#include "sched/build.h"
+#include "workload/ops.h"
+
+/* A template entry: a priced task, where it waits inside the template and which compute it joins. */
+typedef struct {
+  PnTask task;
+  int16_t dep[2];     /* template-relative dependencies, -1 = none */
+  bool after_compute; /* waits for the last compute-stream task issued before it */
+  bool join;          /* a later compute-stream task waits for it: the first one issued after entry `join_at` */
+  int16_t join_at;    /* template index; the entry itself when it is the last of its group */
+  int16_t extra_join; /* an entry whose join_at is this one, other than itself and the previous (-1: none) */
+} PnTplEntry;
+
+/* The templates, built once per build and emitted per (micro-batch, chunk, layer). */
+typedef struct {
+  GArray *layer_fwd, *layer_bwd, *layer_bwd_plain; /* of PnTplEntry; plain: not recomputed */
+  GArray *emb_fwd, *emb_bwd;
+  GArray *head_fwd, *head_bwd;
+  /* combined 1F1B (EP overlap): a layer split into the nodes of Megatron's fine-grained layer
+   * schedule (PnLayerNode), forward and backward, and the two delayed-wgrad parts */
+  GArray *node_fwd[PN_NODE_N], *node_bwd[PN_NODE_N];
+  GArray *attn_dw, *mlp_dw;
+} PnTemplates;
+
+/* One pn_sched_build call: the scenario, the graph it fills, and the per-GPU registers. */
+typedef struct {
+  const PnScenario *sc;
+  const PnPlan *plan;
+  PnGraph *g;
+  PnBuildInfo *info;
+  PnTemplates tpl;
+  int64_t pp, vpp, tp, cp, dp, m;
+  GArray *vs_first_layer; /* of int64_t: first global layer of each virtual stage */
+  GArray *vs_layers;      /* of int64_t: transformer layers in each virtual stage */
+  double p2p_bytes;
+  GHashTable *p2p_open;   /* pairing key -> (task id + 1) of the side seen first */
+  GHashTable *recv_task;  /* consumer key -> task id + 1 of an async receive (overlap_p2p_comm) */
+  GArray *actions;        /* scratch, of PnSchedAction */
+  GArray *action_task;    /* scratch: per action index, per xfer, the P2P task that carries it */
+  GArray *last_on_gpu;    /* of PnTaskId: latest task per GPU */
+  GArray *last_on_stream; /* of PnTaskId: latest task per GPU * PN_STREAM_N (PN_TASK_NONE) */
+  GArray *last_compute;   /* of PnTaskId: latest compute-stream task per GPU (PN_TASK_NONE) */
+  GPtrArray *pending;     /* per GPU: GArray of PnTaskId the next compute-stream task waits for */
+  GPtrArray *dp_wait;     /* per GPU: GArray of PnTaskId finish_grad_sync waits for */
+  GPtrArray *units;       /* per GPU * vpp: GArray of PnUnit, forward order */
+  GPtrArray *chunk_ag;    /* per GPU * vpp: GArray of PnTaskId, param AG per bucket (forward order) */
+  int iteration;
+  bool first_iteration; /* Megatron's first iteration: no DP overlap yet (golden counts recorded) */
+  GArray *scratch_deps;
+} PnBuilder;
+
+/* ---- emit.c: primitives ------------------------------------------------------------------ */
+
+void pn__task_init(PnTask *t, PnTaskKind kind, PnStream stream, const char *label, uint8_t phase);
+void pn__span_task(const PnBuilder *b, PnCollKind kind, double bytes, int64_t ranks, int64_t per_node, PnCommClass cls,
+                   PnTask *t);
+void pn__nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup grp, PnTask *t);
+void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t);
+
+int16_t pn__tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join);
+void pn__tpl_join_after_next(GArray *tpl, int16_t entry);
+void pn__tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt, bool comm_first);
+void pn__tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op);
+
+PnTaskId pn__add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *deps, uint32_t n_deps);
+PnTaskId pn__add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t);
+PnTaskId pn__add_side_task_after(PnBuilder *b, uint32_t gpu, PnTask *t, PnTaskId after);
+void pn__push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id);
+void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                   int16_t chunk, int16_t layer);
+void pn__emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer);
+
+#endif
