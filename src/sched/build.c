@@ -5,7 +5,6 @@
 #include "sched/build.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "hw/cost.h"
 #include "sched/order.h"
@@ -371,8 +370,6 @@ static void templates_free(PnTemplates *t)
   g_clear_pointer(&t->mlp_dw, g_array_unref);
 }
 
-static int64_t vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
-
 static GArray *units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   return g_ptr_array_index(b->units, rank * b->vpp + chunk);
@@ -384,7 +381,7 @@ static GArray *units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
 static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   GArray *u    = units_of(b, rank, chunk);
-  int64_t vs   = vstage_of(b, rank, chunk);
+  int64_t vs   = pn__vstage_of(b, rank, chunk);
   int64_t last = b->pp * b->vpp - 1;
   if (vs == 0) {
     PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0.0, 0};
@@ -548,7 +545,7 @@ static void dispatch_chunk_ag(PnBuilder *b, uint32_t rank, int64_t chunk)
 
 static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk)
 {
-  int64_t l0 = g_array_index(b->vs_first_layer, int64_t, vstage_of(b, rank, chunk));
+  int64_t l0 = g_array_index(b->vs_first_layer, int64_t, pn__vstage_of(b, rank, chunk));
   switch (u->kind) {
   case PN_UNIT_EMB:
     pn__emit_template(b, rank, fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd, mb, chunk, -1);
@@ -623,114 +620,6 @@ static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
     if (reduce && bucket_done)
       emit_grad_bucket(b, rank, a->chunk, u->bucket);
   }
-}
-
-/* Pairing key of a transfer: which tensor (activation or gradient) of which micro-batch, for
- * which consuming virtual stage. Both sides compute the same key. */
-static gint64 xfer_key(const PnBuilder *b, uint32_t rank, const PnXfer *x)
-{
-  int64_t vs = vstage_of(b, rank, x->chunk), consumer;
-  if (x->activation)
-    consumer = x->send ? vs + 1 : vs;
-  else
-    consumer = x->send ? vs - 1 : vs;
-  return ((gint64)b->iteration << 48) | ((gint64)(x->activation ? 1 : 0) << 47) | ((gint64)x->microbatch << 20) |
-         (gint64)consumer;
-}
-
-static bool stages_cross_nodes(const PnBuilder *b, int64_t r1, int64_t r2)
-{
-  int64_t stride = b->tp * b->cp * b->dp, gpn = b->sc->hw->gpus_per_node;
-  return (r1 * stride) / gpn != (r2 * stride) / gpn;
-}
-
-static void pair_xfer(PnBuilder *b, uint32_t rank, PnTaskId id, const PnXfer *x)
-{
-  gint64 key     = xfer_key(b, rank, x);
-  gpointer other = g_hash_table_lookup(b->p2p_open, &key);
-  if (!other) {
-    gint64 *k = g_new(gint64, 1);
-    *k        = key;
-    g_hash_table_insert(b->p2p_open, k, GUINT_TO_POINTER(id + 1));
-    return;
-  }
-  PnTaskId peer = GPOINTER_TO_UINT(other) - 1;
-  g_hash_table_remove(b->p2p_open, &key);
-  bool cross = stages_cross_nodes(b, rank, x->peer);
-  if (x->send)
-    pn_graph_pair_p2p(b->g, id, peer, b->p2p_bytes, cross);
-  else
-    pn_graph_pair_p2p(b->g, peer, id, b->p2p_bytes, cross);
-}
-
-/* Which PP stream carries a transfer: torch keeps one NCCL communicator (and stream) per pair
- * of ranks for P2P, so traffic with the next and with the previous rank flow independently;
- * with pp == 2 both are the same rank and Megatron sends one direction over another group. */
-static PnStream xfer_stream(const PnBuilder *b, uint32_t rank, const PnXfer *x)
-{
-  if (b->pp == 2)
-    return x->activation ? PN_STREAM_PP_SEND : PN_STREAM_PP_RECV;
-  return x->peer == (int32_t)((rank + 1) % b->pp) ? PN_STREAM_PP_SEND : PN_STREAM_PP_RECV;
-}
-
-/* One p2p call. Batched (batch_isend_irecv) calls are one kernel with every transfer; otherwise
- * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait.
- * A call that sends is launched after `after` (PN_TASK_NONE: the compute stream's tail; the
- * combined 1F1B launches post_forward from the forward chain). */
-static void emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index, PnTaskId after)
-{
-  const PnHwProfile *hw         = b->sc->hw;
-  bool batched                  = b->plan->batch_p2p_comm && !a->async;
-  PnTaskId *slots               = &g_array_index(b->action_task, PnTaskId, action_index * PN_SCHED_MAX_XFERS);
-  bool done[PN_SCHED_MAX_XFERS] = {false};
-  PnTaskId waits[PN_SCHED_MAX_XFERS];
-  int n_waits = 0;
-  for (int i = 0; i < a->n_xfers; i++) {
-    if (done[i])
-      continue;
-    PnStream stream = batched ? PN_STREAM_PP_SEND : xfer_stream(b, rank, &a->xfer[i]);
-    PnTask t;
-    pn__task_init(&t, PN_TASK_P2P, stream, a->xfer[i].send ? "pp_send" : "pp_recv",
-                  a->xfer[i].activation ? PN_PHASE_FWD : PN_PHASE_BWD);
-    t.cls         = PN_CLASS_PP;
-    t.sms         = (int16_t)hw->nccl_p2p_ctas;
-    t.microbatch  = a->xfer[i].microbatch;
-    t.chunk       = a->xfer[i].chunk;
-    bool over_nic = stages_cross_nodes(b, rank, a->xfer[i].peer);
-    t.latency_ns  = hw->nccl_base_latency_ns + (over_nic ? hw->nccl_net_hop_ns : hw->nccl_nvlink_hop_ns);
-    double per_cta =
-        hw->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0 ? hw->nccl_cta_busbw[PN_COLL_SEND_RECV] : hw->nccl_cta_bytes_per_ns;
-    t.max_bytes_per_ns = t.sms * per_cta;
-    /* a send waits for the compute that produced its tensor; a receive can be posted early */
-    bool has_send = false;
-    for (int j = i; j < a->n_xfers; j++)
-      if (!done[j] && (batched || xfer_stream(b, rank, &a->xfer[j]) == stream))
-        has_send = has_send || a->xfer[j].send;
-    if (a->n_xfers > 1)
-      t.label = "pp_p2p";
-    PnTaskId id = has_send ? pn__add_side_task_after(b, rank, &t, after) : pn__add_task(b, rank, &t, NULL, 0);
-    for (int j = i; j < a->n_xfers; j++) {
-      if (done[j] || !(batched || xfer_stream(b, rank, &a->xfer[j]) == stream))
-        continue;
-      done[j]  = true;
-      slots[j] = id;
-      pair_xfer(b, rank, id, &a->xfer[j]);
-    }
-    waits[n_waits++] = id;
-  }
-  /* the call's requests are waited for once all are posted (req.wait() after the isend/irecvs) */
-  if (!a->async)
-    for (int i = 0; i < n_waits; i++)
-      pn__push_pending(b, rank, waits[i]);
-}
-
-static void emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
-{
-  if (a->wait_action < 0)
-    return;
-  PnTaskId id = g_array_index(b->action_task, PnTaskId, (guint)a->wait_action * PN_SCHED_MAX_XFERS + a->wait_xfer);
-  if (id != PN_TASK_NONE)
-    pn__push_pending(b, rank, id);
 }
 
 /* finalize_model_grads: without overlap (or in the first iteration) one synchronous
@@ -913,7 +802,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   if (c.b && c.b->kind != PN_ACT_BWD)
     c.b = NULL;
   int64_t last_vs = b->pp * b->vpp - 1;
-  int64_t fvs = c.f ? vstage_of(b, rank, c.f->chunk) : -1, bvs = c.b ? vstage_of(b, rank, c.b->chunk) : -1;
+  int64_t fvs = c.f ? pn__vstage_of(b, rank, c.f->chunk) : -1, bvs = c.b ? pn__vstage_of(b, rank, c.b->chunk) : -1;
   if (c.f) {
     c.f_first = g_array_index(b->vs_first_layer, int64_t, fvs);
     c.nf      = g_array_index(b->vs_layers, int64_t, fvs);
@@ -927,7 +816,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
     for (guint x = pf0; x < pf1; x++) {
       const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
       if (a->kind == PN_ACT_WAIT && a->wait_action < (int32_t)fi)
-        emit_wait(b, rank, a);
+        pn__emit_wait(b, rank, a);
     }
   if (c.f)
     combined_param_gather(b, rank, c.f);
@@ -953,21 +842,21 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   for (guint x = pf0; x < pf1; x++) {
     const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
     if (a->kind == PN_ACT_COMM)
-      emit_p2p(b, rank, a, x, ch.f);
+      pn__emit_p2p(b, rank, a, x, ch.f);
     else if (a->kind == PN_ACT_WAIT && !a->xfer[0].send && !c.b)
       g_array_append_val(next_input, x);
     else if (a->kind == PN_ACT_WAIT && (!c.b || a->wait_action >= (int32_t)fi))
-      emit_wait(b, rank, a);
+      pn__emit_wait(b, rank, a);
   }
   if (c.b)
     for (guint x = pb0; x < pb1; x++) {
       const PnSchedAction *a = &g_array_index(acts, PnSchedAction, x);
       if (a->kind == PN_ACT_COMM)
-        emit_p2p(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
+        pn__emit_p2p(b, rank, a, x, b->plan->p2p_backward_on_comm_stream ? ch.b : PN_TASK_NONE);
       else if (a->kind == PN_ACT_WAIT && !a->xfer[0].send)
         g_array_append_val(next_input, x);
       else if (a->kind == PN_ACT_WAIT)
-        emit_wait(b, rank, a);
+        pn__emit_wait(b, rank, a);
     }
   /* the delayed pre-dispatch wgrads of the last backward layers, after post_backward */
   if (c.b)
@@ -986,7 +875,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   if (c.b)
     combined_grad_reduce(b, rank, c.b);
   for (guint k = 0; k < next_input->len; k++)
-    emit_wait(b, rank, &g_array_index(acts, PnSchedAction, g_array_index(next_input, guint, k)));
+    pn__emit_wait(b, rank, &g_array_index(acts, PnSchedAction, g_array_index(next_input, guint, k)));
 }
 
 /* Index of the next FWD or BWD action at or after `from` (actions->len when none). */
@@ -1056,10 +945,10 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
         emit_backward(b, r, a);
         break;
       case PN_ACT_COMM:
-        emit_p2p(b, r, a, i, PN_TASK_NONE);
+        pn__emit_p2p(b, r, a, i, PN_TASK_NONE);
         break;
       case PN_ACT_WAIT:
-        emit_wait(b, r, a);
+        pn__emit_wait(b, r, a);
         break;
       }
     }

@@ -11,7 +11,7 @@
  *
  * Files. build.c drives the iteration (templates, schedule actions, optimizer step); emit.c holds
  * the primitives every other file uses: pricing an op, template entries, adding a task under the
- * two registers.
+ * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
@@ -20,6 +20,7 @@
 
 #include "hw/graph.h"
 #include "sched/build.h"
+#include "sched/order.h"
 #include "workload/ops.h"
 
 /* A template entry: a priced task, where it waits inside the template and which compute it joins. */
@@ -70,6 +71,8 @@ typedef struct {
   GArray *scratch_deps;
 } PnBuilder;
 
+static inline int64_t pn__vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
+
 /* ---- emit.c: primitives ------------------------------------------------------------------ */
 
 void pn__task_init(PnTask *t, PnTaskKind kind, PnStream stream, const char *label, uint8_t phase);
@@ -90,5 +93,10 @@ void pn__push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id);
 void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
                    int16_t chunk, int16_t layer);
 void pn__emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer);
+
+/* ---- pp_p2p.c: pipeline P2P calls -------------------------------------------------------- */
+
+void pn__emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index, PnTaskId after);
+void pn__emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a);
 
 #endif
