@@ -213,20 +213,6 @@ int16_t pn__tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bo
  * must not wait for it, the compute that follows the pair must. */
 void pn__tpl_join_after_next(GArray *tpl, int16_t entry) { g_array_index(tpl, PnTplEntry, entry).join_at = entry + 1; }
 
-/* A side-stream collective `t` and its GEMM `gt`. Issued first, the collective runs beside the
- * GEMM (it moves a tensor the GEMM does not read) and the compute after the GEMM joins it; issued
- * after, it consumes the GEMM's output and the next compute joins it. */
-void pn__tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt, bool comm_first)
-{
-  if (comm_first) {
-    pn__tpl_join_after_next(tpl, pn__tpl_add(tpl, t, -1, -1, true, true));
-    pn__tpl_add(tpl, gt, -1, -1, false, false);
-  } else {
-    pn__tpl_add(tpl, gt, -1, -1, false, false);
-    pn__tpl_add(tpl, t, -1, -1, true, true);
-  }
-}
-
 void pn__tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op)
 {
   PnTask t;

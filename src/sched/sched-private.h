@@ -11,7 +11,8 @@
  *
  * Files. build.c drives the iteration (templates, schedule actions, optimizer step); emit.c holds
  * the primitives every other file uses: pricing an op, template entries, adding a task under the
- * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls).
+ * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls), tp_slots.c
+ * (TE userbuffers and async TP collectives beside their GEMMs).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
@@ -83,7 +84,6 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t);
 
 int16_t pn__tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join);
 void pn__tpl_join_after_next(GArray *tpl, int16_t entry);
-void pn__tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt, bool comm_first);
 void pn__tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op);
 
 PnTaskId pn__add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *deps, uint32_t n_deps);
@@ -98,5 +98,9 @@ void pn__emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb
 
 void pn__emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index, PnTaskId after);
 void pn__emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a);
+
+/* ---- tp_slots.c: TP collectives beside their GEMMs --------------------------------------- */
+
+int pn__tpl_tp_slot(PnBuilder *b, GArray *tpl, GArray *ops, guint i);
 
 #endif
