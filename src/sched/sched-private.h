@@ -12,7 +12,8 @@
  * Files. build.c drives the iteration (templates, schedule actions, optimizer step); emit.c holds
  * the primitives every other file uses: pricing an op, template entries, adding a task under the
  * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls), tp_slots.c
- * (TE userbuffers and async TP collectives beside their GEMMs).
+ * (TE userbuffers and async TP collectives beside their GEMMs), cp_ring.c (context-parallel ring
+ * attention).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
@@ -102,5 +103,9 @@ void pn__emit_wait(PnBuilder *b, uint32_t rank, const PnSchedAction *a);
 /* ---- tp_slots.c: TP collectives beside their GEMMs --------------------------------------- */
 
 int pn__tpl_tp_slot(PnBuilder *b, GArray *tpl, GArray *ops, guint i);
+
+/* ---- cp_ring.c: context-parallel ring attention ------------------------------------------ */
+
+void pn__tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp *attn);
 
 #endif
