@@ -15,16 +15,6 @@ G_DEFINE_QUARK(pn - build - error - quark, pn_build_error)
 /* Template entries are indexed by int16_t: ring-exchange / CP-ring steps are bounded well below. */
 #define PN_BUILD_MAX_RING_STEPS 1024
 
-/* A unit of a model chunk for DP bucketing: the embedding, one layer, or the output head. */
-typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
-typedef struct {
-  PnUnitKind kind;
-  int64_t layer;        /* global layer index (PN_UNIT_LAYER) */
-  double params;        /* parameters on this GPU reduced over dp x cp */
-  double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
-  int16_t bucket;       /* DP bucket, numbered in backprop order */
-} PnUnit;
-
 /* ---- templates --------------------------------------------------------------------------- */
 
 /* Joins further away than the next entry are recorded on their target (pn__emit_template checks an
@@ -153,179 +143,6 @@ static void templates_free(PnTemplates *t)
   g_clear_pointer(&t->mlp_dw, g_array_unref);
 }
 
-static GArray *units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
-{
-  return g_ptr_array_index(b->units, rank * b->vpp + chunk);
-}
-
-/* The chunk's units in forward order, with DP buckets formed as Megatron does: walking the
- * parameters in backprop order, a bucket closes once it holds bucket_size elements; only PP
- * rank 0's chunk 0 is split into several buckets (training.py / distributed_data_parallel.py). */
-static void units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
-{
-  GArray *u    = units_of(b, rank, chunk);
-  int64_t vs   = pn__vstage_of(b, rank, chunk);
-  int64_t last = b->pp * b->vpp - 1;
-  if (vs == 0) {
-    PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0.0, 0};
-    g_array_append_val(u, e);
-  }
-  int64_t first = g_array_index(b->vs_first_layer, int64_t, vs);
-  for (int64_t l = 0; l < g_array_index(b->vs_layers, int64_t, vs); l++) {
-    double experts = pn_workload_layer_expert_params(b->sc);
-    PnUnit e       = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc) - experts, experts, 0};
-    g_array_append_val(u, e);
-  }
-  if (vs == last) {
-    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0.0, 0};
-    g_array_append_val(u, e);
-  }
-  bool multi     = b->plan->bucket_size > 0 && rank == 0 && chunk == 0;
-  int16_t bucket = 0;
-  double fill    = 0.0;
-  for (gint i = (gint)u->len - 1; i >= 0; i--) {
-    PnUnit *e = &g_array_index(u, PnUnit, i);
-    e->bucket = bucket;
-    fill += e->params + e->expert_params;
-    if (multi && fill >= (double)b->plan->bucket_size && i > 0) {
-      bucket++;
-      fill = 0.0;
-    }
-  }
-}
-
-static int n_buckets(GArray *units) { return units->len ? g_array_index(units, PnUnit, 0).bucket + 1 : 0; }
-
-/* Parameters of one bucket (bucket < 0: the whole chunk), dense and expert. */
-static double bucket_params(GArray *units, int bucket, double *expert)
-{
-  double p = 0.0, e = 0.0;
-  for (guint i = 0; i < units->len; i++) {
-    const PnUnit *u = &g_array_index(units, PnUnit, i);
-    if (bucket < 0 || u->bucket == bucket) {
-      p += u->params;
-      e += u->expert_params;
-    }
-  }
-  *expert = e;
-  return p;
-}
-
-static bool dense_dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
-static bool dp_active(const PnBuilder *b) { return dense_dp_active(b) || pn_workload_expert_dp(b->sc) > 1; }
-
-/* A DP collective over an explicit span (ranks, ranks per node), on the DP stream when `side`. */
-static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks,
-                             int64_t per_node, const char *label, int16_t chunk, bool side)
-{
-  PnTask t;
-  pn__task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
-  pn__span_task(b, kind, bytes, ranks, per_node, PN_CLASS_DP, &t);
-  t.chunk = chunk;
-  return side ? pn__add_side_task(b, rank, &t) : pn__add_task(b, rank, &t, NULL, 0);
-}
-
-/* The data-parallel span of the distributed optimizer: with num_distributed_optimizer_instances
- * I > 1 the dp x cp group is split into I instances of consecutive DP ranks; gradients are
- * reduce-scattered inside an instance and the shard all-reduced across instances, parameters
- * gathered inside an instance (distributed_data_parallel.py, param_and_grad_buffer.py). */
-static int64_t dp_instances(const PnBuilder *b)
-{
-  int64_t i = b->sc->ddp.num_distributed_optimizer_instances;
-  return (b->plan->use_distributed_optimizer && i > 1) ? i : 1;
-}
-
-static void dp_intra_span(const PnBuilder *b, int64_t *ranks, int64_t *per_node)
-{
-  *ranks    = b->dp * b->cp / dp_instances(b);
-  *per_node = pn_sched_ranks_per_node(b->sc, b->tp, *ranks);
-}
-
-static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, const char *label,
-                                   int16_t chunk, bool side)
-{
-  int64_t ranks, per_node;
-  dp_intra_span(b, &ranks, &per_node);
-  PnTaskId id  = emit_dp_span(b, rank, kind, bytes, ranks, per_node, label, chunk, side);
-  int64_t inst = dp_instances(b);
-  if (kind == PN_COLL_REDUCE_SCATTER && inst > 1) {
-    /* the local shard, all-reduced across instances: ranks one instance apart never share a node
-     * unless the whole data-parallel group fits in one */
-    int64_t stride   = b->tp * ranks;
-    int64_t inter_pn = pn_sched_ranks_per_node(b->sc, stride, inst);
-    id = emit_dp_span(b, rank, PN_COLL_ALL_REDUCE, bytes / (double)ranks, inst, inter_pn, "dp_grad_inter_instance_ar",
-                      chunk, side);
-  }
-  return id;
-}
-
-/* A DP collective of a bucket: the dense parameters over dp x cp, then the experts' over the
- * expert data-parallel group (Megatron keeps them in separate buffers; expert ranks are laid
- * out etp x ep x edp, so edp ranks are etp*ep apart). Returns the last task (both run on the
- * same stream), or PN_TASK_NONE when neither group has more than one rank. */
-static PnTaskId emit_dp_pair(PnBuilder *b, uint32_t rank, PnCollKind kind, double dense_bytes, double expert_bytes,
-                             const char *label, int16_t chunk, bool side)
-{
-  PnTaskId id = PN_TASK_NONE;
-  if (dense_dp_active(b))
-    id = emit_dp_collective(b, rank, kind, dense_bytes, label, chunk, side);
-  int64_t edp = pn_workload_expert_dp(b->sc);
-  if (edp > 1 && expert_bytes > 0.0) {
-    int64_t stride = b->sc->parallel.expert_tensor_parallel_size * b->sc->parallel.expert_model_parallel_size;
-    id =
-        emit_dp_span(b, rank, kind, expert_bytes, edp, pn_sched_ranks_per_node(b->sc, stride, edp), label, chunk, side);
-  }
-  return id;
-}
-
-static PnCollKind grad_coll(const PnBuilder *b)
-{
-  return b->plan->use_distributed_optimizer ? PN_COLL_REDUCE_SCATTER : PN_COLL_ALL_REDUCE;
-}
-
-static const char *grad_label(const PnBuilder *b)
-{
-  return b->plan->use_distributed_optimizer ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
-}
-
-static bool grad_overlap_now(const PnBuilder *b)
-{
-  return b->plan->overlap_grad_reduce && !b->first_iteration && dp_active(b);
-}
-static bool param_overlap_now(const PnBuilder *b)
-{
-  return b->plan->overlap_param_gather && !b->first_iteration && dp_active(b) && b->plan->use_distributed_optimizer;
-}
-
-/* Param all-gather of one bucket on the DP stream, launched now (overlap_param_gather). */
-static PnTaskId emit_param_ag(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
-{
-  GArray *units = units_of(b, rank, chunk);
-  double experts, dense = bucket_params(units, bucket, &experts);
-  double e = b->plan->param_bytes_per_elem;
-  return emit_dp_pair(b, rank, PN_COLL_ALL_GATHER, dense * e, experts * e, "dp_param_all_gather", (int16_t)chunk, true);
-}
-
-static GArray *chunk_ag_of(PnBuilder *b, uint32_t rank, int64_t chunk)
-{
-  return g_ptr_array_index(b->chunk_ag, rank * b->vpp + chunk);
-}
-
-/* Aligned param gather (VPP): all buckets of a chunk at once. */
-static void dispatch_chunk_ag(PnBuilder *b, uint32_t rank, int64_t chunk)
-{
-  if (chunk >= b->vpp)
-    return;
-  GArray *ags = chunk_ag_of(b, rank, chunk);
-  if (ags->len)
-    return;
-  GArray *units = units_of(b, rank, chunk);
-  for (int k = n_buckets(units) - 1; k >= 0; k--) {
-    PnTaskId id = emit_param_ag(b, rank, chunk, k);
-    g_array_append_val(ags, id);
-  }
-}
-
 static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk)
 {
   int64_t l0 = g_array_index(b->vs_first_layer, int64_t, pn__vstage_of(b, rank, chunk));
@@ -348,81 +165,31 @@ static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, in
 
 static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
-  GArray *units = units_of(b, rank, a->chunk);
-  bool gather   = a->first_forward_of_chunk && param_overlap_now(b);
-  if (gather && b->plan->align_param_gather) {
-    /* chunks 0 and 1 at schedule start; chunk k+1 when chunk k's first forward starts */
-    dispatch_chunk_ag(b, rank, a->chunk);
-    dispatch_chunk_ag(b, rank, a->chunk + 1);
-    GArray *ags = chunk_ag_of(b, rank, a->chunk);
-    for (guint i = 0; i < ags->len; i++)
-      pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
-  }
+  GArray *units = pn__units_of(b, rank, a->chunk);
+  bool gather   = a->first_forward_of_chunk && pn__param_overlap_now(b);
+  if (gather && b->plan->align_param_gather)
+    pn__emit_param_gather_chunk(b, rank, a->chunk);
   int cur_bucket = -1;
   for (guint i = 0; i < units->len; i++) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
     if (gather && !b->plan->align_param_gather && u->bucket != cur_bucket) {
-      /* forward pre-hook: the first bucket is dispatched and waited at once, each wait then
-       * dispatches the next bucket (one ahead). Buckets run backwards in forward order. */
-      GArray *ags = chunk_ag_of(b, rank, a->chunk);
-      if (ags->len == 0) {
-        PnTaskId id = emit_param_ag(b, rank, a->chunk, u->bucket);
-        g_array_append_val(ags, id);
-      }
-      pn__push_pending(b, rank, g_array_index(ags, PnTaskId, ags->len - 1));
-      if (u->bucket > 0) {
-        PnTaskId id = emit_param_ag(b, rank, a->chunk, u->bucket - 1);
-        g_array_append_val(ags, id);
-      }
+      pn__emit_param_gather_bucket(b, rank, a->chunk, u->bucket);
       cur_bucket = u->bucket;
     }
     emit_unit(b, rank, u, true, a->microbatch, a->chunk);
   }
 }
 
-/* One bucket's gradient reduction on the DP stream, launched now (overlap_grad_reduce); the
- * compute stream waits for it in finish_grad_sync (emit_grad_sync). */
-static void emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket)
-{
-  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
-  double experts, dense = bucket_params(units_of(b, rank, chunk), bucket, &experts);
-  double g    = b->plan->grad_bytes_per_elem;
-  PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), chunk, true);
-  if (id != PN_TASK_NONE)
-    g_array_append_val(waits, id);
-}
-
 static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
-  GArray *units = units_of(b, rank, a->chunk);
-  bool reduce   = a->last_backward_of_chunk && grad_overlap_now(b);
+  GArray *units = pn__units_of(b, rank, a->chunk);
+  bool reduce   = a->last_backward_of_chunk && pn__grad_overlap_now(b);
   for (gint i = (gint)units->len - 1; i >= 0; i--) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
     emit_unit(b, rank, u, false, a->microbatch, a->chunk);
     bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
     if (reduce && bucket_done)
-      emit_grad_bucket(b, rank, a->chunk, u->bucket);
-  }
-}
-
-/* finalize_model_grads: without overlap (or in the first iteration) one synchronous
- * reduce-scatter (distributed optimizer) or all-reduce per model chunk on the compute stream;
- * with overlap, the compute stream waits for the buckets launched during the backward. */
-static void emit_grad_sync(PnBuilder *b, uint32_t rank)
-{
-  if (!dp_active(b))
-    return;
-  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
-  if (grad_overlap_now(b)) {
-    for (guint i = 0; i < waits->len; i++)
-      pn__push_pending(b, rank, g_array_index(waits, PnTaskId, i));
-    g_array_set_size(waits, 0);
-    return;
-  }
-  for (int64_t c = b->vpp - 1; c >= 0; c--) {
-    double experts, dense = bucket_params(units_of(b, rank, c), -1, &experts);
-    double g = b->plan->grad_bytes_per_elem;
-    emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), (int16_t)c, false);
+      pn__emit_grad_bucket(b, rank, a->chunk, u->bucket);
   }
 }
 
@@ -451,7 +218,7 @@ static void emit_optimizer(PnBuilder *b, uint32_t rank)
   double params = 0.0, experts = 0.0;
   for (int64_t c = 0; c < b->vpp; c++) {
     double e;
-    params += bucket_params(units_of(b, rank, c), -1, &e);
+    params += pn__bucket_params(pn__units_of(b, rank, c), -1, &e);
     experts += e;
   }
   double local          = b->plan->use_distributed_optimizer
@@ -461,14 +228,7 @@ static void emit_optimizer(PnBuilder *b, uint32_t rank)
   pn_workload_optimizer_ops(b->sc, local, ops);
   g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
   pn__emit_template(b, rank, tpl, -1, -1, -1);
-  /* Without overlap_param_gather the updated parameters are gathered right after the step;
-   * with it, in the next iteration's forward (and in the first iteration not at all). */
-  if (b->plan->use_distributed_optimizer && dp_active(b) && !b->plan->overlap_param_gather)
-    for (int64_t c = 0; c < b->vpp; c++) {
-      double experts_c, dense = bucket_params(units_of(b, rank, c), -1, &experts_c);
-      double e = b->plan->param_bytes_per_elem;
-      emit_dp_pair(b, rank, PN_COLL_ALL_GATHER, dense * e, experts_c * e, "dp_param_all_gather", (int16_t)c, false);
-    }
+  pn__emit_param_gather_after_step(b, rank);
 }
 
 /* ---- combined 1F1B (overlap_moe_expert_parallel_comm) ------------------------------------ */
@@ -541,25 +301,20 @@ static void emit_event_wait(PnBuilder *b, uint32_t gpu, PnTaskId chain)
 
 static void combined_param_gather(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
-  if (!(a->first_forward_of_chunk && param_overlap_now(b)))
+  if (!(a->first_forward_of_chunk && pn__param_overlap_now(b)))
     return;
   /* Megatron's per-bucket pre-hooks run inside the layers; at chunk granularity here: every
    * bucket of the chunk (and, aligned, of the next) is gathered before the chunk starts. */
-  dispatch_chunk_ag(b, rank, a->chunk);
-  if (b->plan->align_param_gather)
-    dispatch_chunk_ag(b, rank, a->chunk + 1);
-  GArray *ags = chunk_ag_of(b, rank, a->chunk);
-  for (guint i = 0; i < ags->len; i++)
-    pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
+  pn__emit_param_gather_chunk(b, rank, a->chunk);
 }
 
 static void combined_grad_reduce(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
-  if (!(a->last_backward_of_chunk && grad_overlap_now(b)))
+  if (!(a->last_backward_of_chunk && pn__grad_overlap_now(b)))
     return;
   /* at chunk granularity: the buckets launch when the chunk's backward ends */
-  for (int k = 0; k < n_buckets(units_of(b, rank, a->chunk)); k++)
-    emit_grad_bucket(b, rank, a->chunk, k);
+  for (int k = 0; k < pn__n_buckets(pn__units_of(b, rank, a->chunk)); k++)
+    pn__emit_grad_bucket(b, rank, a->chunk, k);
 }
 
 /* TransformerModelChunkSchedulePlan.run(f, b) (model_chunk_schedule_plan.py): a forward step
@@ -735,7 +490,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
         break;
       }
     }
-    emit_grad_sync(b, r);
+    pn__emit_grad_sync(b, r);
   }
   if (g_hash_table_size(b->p2p_open) != 0) {
     g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
@@ -824,7 +579,7 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   b.chunk_ag = arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
   for (uint32_t r = 0; r < b.pp; r++)
     for (int64_t c = 0; c < b.vpp; c++)
-      units_build(&b, r, c);
+      pn__units_build(&b, r, c);
   gboolean ok_size = TRUE;
   templates_build(&b);
   /* the graph's final size, roughly: every rank runs m * vpp forwards and backwards of its layers,

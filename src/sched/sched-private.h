@@ -13,7 +13,7 @@
  * the primitives every other file uses: pricing an op, template entries, adding a task under the
  * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls), tp_slots.c
  * (TE userbuffers and async TP collectives beside their GEMMs), cp_ring.c (context-parallel ring
- * attention).
+ * attention), dp_buckets.c (DP gradient buckets and parameter all-gather).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
@@ -46,6 +46,16 @@ typedef struct {
   GArray *attn_dw, *mlp_dw;
 } PnTemplates;
 
+/* A unit of a model chunk for DP bucketing: the embedding, one layer, or the output head. */
+typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
+typedef struct {
+  PnUnitKind kind;
+  int64_t layer;        /* global layer index (PN_UNIT_LAYER) */
+  double params;        /* parameters on this GPU reduced over dp x cp */
+  double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
+  int16_t bucket;       /* DP bucket, numbered in backprop order */
+} PnUnit;
+
 /* One pn_sched_build call: the scenario, the graph it fills, and the per-GPU registers. */
 typedef struct {
   const PnScenario *sc;
@@ -74,6 +84,11 @@ typedef struct {
 } PnBuilder;
 
 static inline int64_t pn__vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
+
+static inline GArray *pn__units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
+{
+  return g_ptr_array_index(b->units, rank * b->vpp + chunk);
+}
 
 /* ---- emit.c: primitives ------------------------------------------------------------------ */
 
@@ -107,5 +122,18 @@ int pn__tpl_tp_slot(PnBuilder *b, GArray *tpl, GArray *ops, guint i);
 /* ---- cp_ring.c: context-parallel ring attention ------------------------------------------ */
 
 void pn__tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp *attn);
+
+/* ---- dp_buckets.c: DP gradient buckets and parameter all-gather -------------------------- */
+
+void pn__units_build(PnBuilder *b, uint32_t rank, int64_t chunk);
+int pn__n_buckets(GArray *units);
+double pn__bucket_params(GArray *units, int bucket, double *expert);
+bool pn__grad_overlap_now(const PnBuilder *b);
+bool pn__param_overlap_now(const PnBuilder *b);
+void pn__emit_param_gather_chunk(PnBuilder *b, uint32_t rank, int64_t chunk);
+void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket);
+void pn__emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket);
+void pn__emit_grad_sync(PnBuilder *b, uint32_t rank);
+void pn__emit_param_gather_after_step(PnBuilder *b, uint32_t rank);
 
 #endif
