@@ -13,7 +13,8 @@
  * the primitives every other file uses: pricing an op, template entries, adding a task under the
  * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls), tp_slots.c
  * (TE userbuffers and async TP collectives beside their GEMMs), cp_ring.c (context-parallel ring
- * attention), dp_buckets.c (DP gradient buckets and parameter all-gather).
+ * attention), dp_buckets.c (DP gradient buckets and parameter all-gather), combined.c (the combined 1F1B of
+ * MoE expert-parallel overlap).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
@@ -135,5 +136,9 @@ void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, in
 void pn__emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket);
 void pn__emit_grad_sync(PnBuilder *b, uint32_t rank);
 void pn__emit_param_gather_after_step(PnBuilder *b, uint32_t rank);
+
+/* ---- combined.c: combined 1F1B (MoE EP overlap) ------------------------------------------ */
+
+guint pn__emit_combined_step(PnBuilder *b, uint32_t rank, guint i);
 
 #endif
