@@ -143,6 +143,8 @@ static void templates_free(PnTemplates *t)
   g_clear_pointer(&t->mlp_dw, g_array_unref);
 }
 
+/* ---- the iteration ----------------------------------------------------------------------- */
+
 static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk)
 {
   int64_t l0 = g_array_index(b->vs_first_layer, int64_t, pn__vstage_of(b, rank, chunk));
@@ -286,6 +288,78 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
   return TRUE;
 }
 
+/* ---- the build --------------------------------------------------------------------------- */
+
+/* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
+ * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
+ * loss take a layer's place in the first and last virtual stage. */
+static gboolean split_layers(PnBuilder *b, GError **error)
+{
+  const PnScenario *sc        = b->sc;
+  const PnParallelConfig *par = &sc->parallel;
+  int64_t n_vs                = b->pp * b->vpp;
+  bool acc_emb                = par->account_for_embedding_in_pipeline_split;
+  bool acc_loss               = par->account_for_loss_in_pipeline_split;
+  int64_t slots               = sc->model.num_layers + (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0);
+  if (slots % n_vs != 0 || slots / n_vs < 1 + ((acc_emb && n_vs == 1) ? 1 : 0)) {
+    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
+                "num_layers %" G_GINT64_FORMAT " (+%d accounted embedding/loss) is not divisible by pipeline * "
+                "virtual pipeline size %" G_GINT64_FORMAT,
+                sc->model.num_layers, (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0), n_vs);
+    return FALSE;
+  }
+  b->vs_first_layer = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  b->vs_layers      = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  for (int64_t vs = 0, first = 0; vs < n_vs; vs++) {
+    int64_t n = slots / n_vs - ((acc_emb && vs == 0) ? 1 : 0) - ((acc_loss && vs == n_vs - 1) ? 1 : 0);
+    g_array_append_val(b->vs_first_layer, first);
+    g_array_append_val(b->vs_layers, n);
+    first += n;
+  }
+  return TRUE;
+}
+
+/* The graph's final size, roughly: every rank runs m * vpp forwards and backwards of its layers,
+ * plus P2P calls, embedding, head and the optimizer (reserving avoids copying a 10^6-task array).
+ * FALSE, with a message, past PN_BUILD_MAX_TASKS. */
+static gboolean reserve_graph(PnBuilder *b, GError **error)
+{
+  const PnScenario *sc = b->sc;
+  double per_layer     = (double)(b->tpl.layer_fwd->len + b->tpl.layer_bwd->len);
+  double extra = (double)(b->tpl.emb_fwd->len + b->tpl.emb_bwd->len + b->tpl.head_fwd->len + b->tpl.head_bwd->len);
+  double estimate =
+      (double)(sc->training.iterations > 0 ? sc->training.iterations : 1) *
+      ((double)sc->model.num_layers * (double)b->m * per_layer + (double)b->m * (extra + 8.0 * b->vpp * b->pp));
+  if (!(estimate <= PN_BUILD_MAX_TASKS)) {
+    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
+                "the iteration would need about %.3g simulated tasks (layers x micro-batches x kernels per layer); "
+                "at most %.0f are simulated",
+                estimate, (double)PN_BUILD_MAX_TASKS);
+    return FALSE;
+  }
+  if (estimate > 0)
+    pn_graph_reserve(b->g, (uint32_t)(estimate * 1.05));
+  return TRUE;
+}
+
+static void builder_free(PnBuilder *b)
+{
+  templates_free(&b->tpl);
+  g_hash_table_unref(b->p2p_open);
+  g_array_unref(b->actions);
+  g_array_unref(b->action_task);
+  g_array_unref(b->last_on_gpu);
+  g_array_unref(b->last_compute);
+  g_array_unref(b->scratch_deps);
+  g_array_unref(b->last_on_stream);
+  g_ptr_array_unref(b->pending);
+  g_ptr_array_unref(b->dp_wait);
+  g_ptr_array_unref(b->units);
+  g_ptr_array_unref(b->chunk_ag);
+  g_array_unref(b->vs_first_layer);
+  g_array_unref(b->vs_layers);
+}
+
 static GPtrArray *arrays_new(guint n, guint elem)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
@@ -312,28 +386,8 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
                 b.tp, b.cp, PN_BUILD_MAX_RING_STEPS);
     return FALSE;
   }
-  /* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
-   * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
-   * loss take a layer's place in the first and last virtual stage. */
-  int64_t n_vs  = b.pp * b.vpp;
-  bool acc_emb  = par->account_for_embedding_in_pipeline_split;
-  bool acc_loss = par->account_for_loss_in_pipeline_split;
-  int64_t slots = sc->model.num_layers + (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0);
-  if (slots % n_vs != 0 || slots / n_vs < 1 + ((acc_emb && n_vs == 1) ? 1 : 0)) {
-    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
-                "num_layers %" G_GINT64_FORMAT " (+%d accounted embedding/loss) is not divisible by pipeline * "
-                "virtual pipeline size %" G_GINT64_FORMAT,
-                sc->model.num_layers, (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0), n_vs);
+  if (!split_layers(&b, error))
     return FALSE;
-  }
-  b.vs_first_layer = g_array_new(FALSE, FALSE, sizeof(int64_t));
-  b.vs_layers      = g_array_new(FALSE, FALSE, sizeof(int64_t));
-  for (int64_t vs = 0, first = 0; vs < n_vs; vs++) {
-    int64_t n = slots / n_vs - ((acc_emb && vs == 0) ? 1 : 0) - ((acc_loss && vs == n_vs - 1) ? 1 : 0);
-    g_array_append_val(b.vs_first_layer, first);
-    g_array_append_val(b.vs_layers, n);
-    first += n;
-  }
   double tokens = (double)(sc->training.seq_length / b.cp) * (double)sc->training.micro_batch_size;
   if (par->sequence_parallel && b.tp > 1)
     tokens /= (double)b.tp;
@@ -360,27 +414,8 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   for (uint32_t r = 0; r < b.pp; r++)
     for (int64_t c = 0; c < b.vpp; c++)
       pn__units_build(&b, r, c);
-  gboolean ok_size = TRUE;
   templates_build(&b);
-  /* the graph's final size, roughly: every rank runs m * vpp forwards and backwards of its layers,
-   * plus P2P calls, embedding, head and the optimizer (reserving avoids copying a 10^6-task array) */
-  {
-    double per_layer = (double)(b.tpl.layer_fwd->len + b.tpl.layer_bwd->len);
-    double extra     = (double)(b.tpl.emb_fwd->len + b.tpl.emb_bwd->len + b.tpl.head_fwd->len + b.tpl.head_bwd->len);
-    double estimate =
-        (double)(sc->training.iterations > 0 ? sc->training.iterations : 1) *
-        ((double)sc->model.num_layers * (double)b.m * per_layer + (double)b.m * (extra + 8.0 * b.vpp * b.pp));
-    if (!(estimate <= PN_BUILD_MAX_TASKS)) {
-      g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
-                  "the iteration would need about %.3g simulated tasks (layers x micro-batches x kernels per layer); "
-                  "at most %.0f are simulated",
-                  estimate, (double)PN_BUILD_MAX_TASKS);
-      ok_size = FALSE;
-    } else if (estimate > 0) {
-      pn_graph_reserve(g, (uint32_t)(estimate * 1.05));
-    }
-  }
-  gboolean ok = ok_size;
+  gboolean ok = reserve_graph(&b, error);
   int iters   = sc->training.iterations > 0 ? sc->training.iterations : 1;
   for (b.iteration = 0; ok && b.iteration < iters; b.iteration++) {
     /* One simulated iteration stands for the steady state; with several, the first is the
@@ -388,20 +423,7 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
     b.first_iteration = iters > 1 && b.iteration == 0;
     ok                = emit_iteration(&b, error);
   }
-  templates_free(&b.tpl);
-  g_hash_table_unref(b.p2p_open);
-  g_array_unref(b.actions);
-  g_array_unref(b.action_task);
-  g_array_unref(b.last_on_gpu);
-  g_array_unref(b.last_compute);
-  g_array_unref(b.scratch_deps);
-  g_array_unref(b.last_on_stream);
-  g_ptr_array_unref(b.pending);
-  g_ptr_array_unref(b.dp_wait);
-  g_ptr_array_unref(b.units);
-  g_ptr_array_unref(b.chunk_ag);
-  g_array_unref(b.vs_first_layer);
-  g_array_unref(b.vs_layers);
+  builder_free(&b);
   return ok;
 }
 
