@@ -382,7 +382,9 @@ static bool is_first_vstage(const Builder *b, int16_t chunk) { return chunk == 0
 
 static bool is_last_vstage(const Builder *b, int16_t chunk) { return chunk == b->vpp - 1 && b->rank == b->pp - 1; }
 
-static gboolean build_interleaved(Builder *b, GError **error)
+/* Warm-up ("Run warmup forward passes" in schedules.py): forwards only; the call after the last
+ * one also posts the receive of the first backward's gradient. */
+static gboolean interleaved_warmup(Builder *b, GError **error)
 {
   bool first = b->rank == 0, last = b->rank == b->pp - 1;
   bool wf = b->warmup_flush, ov = b->overlap;
@@ -440,6 +442,17 @@ static gboolean build_interleaved(Builder *b, GError **error)
       after_async(b, emit_comm(b, PN_P2P_SEND_BACKWARD_RECV_BACKWARD, &l, true), false);
     }
   }
+  return TRUE;
+}
+
+/* Steady state ("Run 1F1B in steady state"): a forward and a backward per step; with
+ * overlap_p2p_comm each is followed by its own async call, without it they share one blocking call. */
+static gboolean interleaved_steady(Builder *b, GError **error)
+{
+  bool wf = b->warmup_flush, ov = b->overlap;
+  int64_t w = b->warmup;
+  XferList l;
+  int16_t nc;
 
   b->phase = PN_PHASE_STEADY;
   for (int64_t k = 0; k < b->remaining; k++) {
@@ -488,6 +501,17 @@ static gboolean build_interleaved(Builder *b, GError **error)
       emit_comm(b, PN_P2P_SEND_FORWARD_BACKWARD_RECV_FORWARD_BACKWARD, &l, false);
     }
   }
+  return TRUE;
+}
+
+/* Cool-down ("Run cooldown backward passes"): the remaining backwards, then the wait for the
+ * last send. */
+static gboolean interleaved_cooldown(Builder *b, GError **error)
+{
+  bool last     = b->rank == b->pp - 1;
+  bool wf       = b->warmup_flush;
+  int64_t total = b->total;
+  XferList l;
 
   b->phase = PN_PHASE_COOLDOWN;
   if (b->all_warmup) {
@@ -528,7 +552,13 @@ static gboolean build_interleaved(Builder *b, GError **error)
   }
   if (b->send_prev_handle.action >= 0)
     emit_wait(b, b->send_prev_handle);
+  return TRUE;
+}
 
+static gboolean build_interleaved(Builder *b, GError **error)
+{
+  if (!interleaved_warmup(b, error) || !interleaved_steady(b, error) || !interleaved_cooldown(b, error))
+    return FALSE;
   /* schedules.py asserts both receive lists are drained at the end of a step. */
   g_assert(queue_empty(&b->recv_prev_handles));
   g_assert(queue_empty(&b->recv_next_handles));
