@@ -72,10 +72,11 @@ static PnCalVariant variant_of(const char *v)
   return PN_CAL_OTHER;
 }
 
+/* The row macros below read row `i` of `row` into a local and return FALSE from the reader on error. */
 #define NUM(key, dst)                                                                                                  \
   do {                                                                                                                 \
-    if (!row_num(&ctx, row, i, key, &(dst), error))                                                                    \
-      goto fail;                                                                                                       \
+    if (!row_num(ctx, row, i, key, &(dst), error))                                                                     \
+      return FALSE;                                                                                                    \
   } while (0)
 /* A duration that may land in a profile table, whose durations are at most 1e15 ns. */
 #define DUR(key, dst)                                                                                                  \
@@ -84,15 +85,153 @@ static PnCalVariant variant_of(const char *v)
     if ((dst) > 1e15) {                                                                                                \
       g_autofree char *rptr_ = pn__io_ptr_index("/results", i);                                                        \
       g_autofree char *ptr_  = pn__io_ptr_child(rptr_, key);                                                           \
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, ptr_, "%g ns is absurdly long (at most 1e15)", (dst));              \
-      goto fail;                                                                                                       \
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr_, "%g ns is absurdly long (at most 1e15)", (dst));               \
+      return FALSE;                                                                                                    \
     }                                                                                                                  \
   } while (0)
 #define INT(key, dst, min)                                                                                             \
   do {                                                                                                                 \
-    if (!row_int(&ctx, row, i, key, min, &(dst), error))                                                               \
-      goto fail;                                                                                                       \
+    if (!row_int(ctx, row, i, key, min, &(dst), error))                                                                \
+      return FALSE;                                                                                                    \
   } while (0)
+
+/* Reads row `i` (an object whose status is ok) of a result file of one kind into `d`. A row the
+ * fits cannot use (no time, an unknown collective) is checked and left out. */
+typedef gboolean (*RowReader)(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error);
+
+static gboolean read_gemm_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double m, n, kk, ns;
+  INT("m", m, 1);
+  INT("n", n, 1);
+  INT("k", kk, 1);
+  DUR("median_ns", ns);
+  PnCalGemm g = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, ns};
+  if (ns > 0)
+    g_array_append_val(d->gemm, g);
+  return TRUE;
+}
+
+static gboolean read_contention_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double m, n, kk, held, slow;
+  INT("m", m, 1);
+  INT("n", n, 1);
+  INT("k", kk, 1);
+  INT("sms_held", held, 0);
+  NUM("slowdown", slow);
+  PnCalContention c = {(int64_t)m,
+                       (int64_t)n,
+                       (int64_t)kk,
+                       strcmp(row_str(row, "dtype"), "fp8") == 0,
+                       variant_of(row_str(row, "variant")),
+                       (int)held,
+                       slow};
+  if (slow > 0)
+    g_array_append_val(d->contention, c);
+  return TRUE;
+}
+
+static gboolean read_attention_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double seq, heads, kvh, hd, fwd, bwd, batch = 1;
+  INT("seq_len", seq, 1);
+  INT("heads", heads, 1);
+  INT("kv_heads", kvh, 1);
+  INT("head_dim", hd, 1);
+  DUR("fwd_ns", fwd);
+  DUR("bwd_ns", bwd);
+  if (get(row, "batch"))
+    INT("batch", batch, 1);
+  PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, fwd, bwd};
+  if (fwd > 0 && bwd > 0)
+    g_array_append_val(d->attn, a);
+  return TRUE;
+}
+
+static gboolean read_memory_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double bytes, ns;
+  NUM("moved_bytes", bytes);
+  DUR("median_ns", ns);
+  const char *kn = row_str(row, "kernel");
+  int cls        = strcmp(kn, "copy") == 0                                  ? PN_MEM_COPY
+                   : strcmp(kn, "rmsnorm") == 0                             ? PN_MEM_NORM
+                   : (strcmp(kn, "gelu") == 0 || strcmp(kn, "swiglu") == 0) ? PN_MEM_ACTIVATION
+                   : strcmp(kn, "adam") == 0                                ? PN_MEM_OPTIMIZER
+                                                                            : -1;
+  PnCalBytes b   = {bytes, ns, cls};
+  if (ns > 0)
+    g_array_append_val(d->memory, b);
+  return TRUE;
+}
+
+static gboolean read_collective_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  int ck = coll_kind(row_str(row, "collective"));
+  double ctas, nr, bytes, ns, busbw;
+  INT("ctas_requested", ctas, 0);
+  INT("nranks", nr, 0);
+  NUM("size_bytes", bytes);
+  DUR("median_ns", ns);
+  NUM("busbw_gbps", busbw);
+  PnCalColl c = {(PnCollKind)ck, (int)ctas, (int)nr, bytes, ns, busbw};
+  if (ck >= 0 && ns > 0 && nr >= 2)
+    g_array_append_val(d->coll, c);
+  return TRUE;
+}
+
+static gboolean read_nccl_overlap_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double m, n, kk, ctas, nr, rate;
+  INT("m", m, 1);
+  INT("n", n, 1);
+  INT("k", kk, 1);
+  INT("ctas_requested", ctas, 0);
+  INT("nranks", nr, 0);
+  const cJSON *r = get(row, "gemm_rate_while_overlapped");
+  /* covered rows only ("single" rows time one GEMM that outlives the collective) */
+  if (strcmp(row_str(row, "mode"), "covered") == 0 && cJSON_IsNumber(r)) {
+    NUM("gemm_rate_while_overlapped", rate);
+    PnCalNcclOverlap o = {(int64_t)m, (int64_t)n, (int64_t)kk, (int)ctas, (int)nr, cJSON_IsTrue(get(row, "sm_margin")),
+                          rate};
+    if (rate > 0 && nr >= 2)
+      g_array_append_val(d->nccl_overlap, o);
+  }
+  return TRUE;
+}
+
+static gboolean read_copy_engine_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double bytes, ns;
+  NUM("moved_bytes", bytes);
+  DUR("median_ns", ns);
+  PnCalBytes b = {bytes, ns, -1};
+  if (ns > 0 && g_str_has_prefix(row_str(row, "mode"), "peer_") && !strstr(row_str(row, "mode"), "bidir"))
+    g_array_append_val(d->copy, b);
+  return TRUE;
+}
+
+/* The reader of a result file's kind; NULL for a kind the fits do not read (its rows are skipped). */
+static RowReader row_reader(const char *kind)
+{
+  static const struct {
+    const char *kind;
+    RowReader read;
+  } readers[] = {
+      {"gemm", read_gemm_row},
+      {"gemm_contention", read_contention_row},
+      {"attention", read_attention_row},
+      {"memory", read_memory_row},
+      {"collective", read_collective_row},
+      {"gemm_nccl_overlap", read_nccl_overlap_row},
+      {"copy_engine", read_copy_engine_row},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(readers); i++)
+    if (strcmp(kind, readers[i].kind) == 0)
+      return readers[i].read;
+  return NULL;
+}
 
 gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenance, GError **error)
 {
@@ -121,102 +260,16 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *sms = get(env, "sm_count");
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
-  const char *k = kind->valuestring;
-  gsize i       = 0;
+  const char *k  = kind->valuestring;
+  RowReader read = row_reader(k);
+  gsize i        = 0;
   const cJSON *row;
   cJSON_ArrayForEach(row, results)
   {
     const char *status = row_str(row, "status");
-    if (!cJSON_IsObject(row) || (status[0] && strcmp(status, "ok") != 0)) {
-      i++;
-      continue;
-    }
-    if (strcmp(k, "gemm") == 0) {
-      double m, n, kk, ns;
-      INT("m", m, 1);
-      INT("n", n, 1);
-      INT("k", kk, 1);
-      DUR("median_ns", ns);
-      PnCalGemm g = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, ns};
-      if (ns > 0)
-        g_array_append_val(d->gemm, g);
-    } else if (strcmp(k, "gemm_contention") == 0) {
-      double m, n, kk, held, slow;
-      INT("m", m, 1);
-      INT("n", n, 1);
-      INT("k", kk, 1);
-      INT("sms_held", held, 0);
-      NUM("slowdown", slow);
-      PnCalContention c = {(int64_t)m,
-                           (int64_t)n,
-                           (int64_t)kk,
-                           strcmp(row_str(row, "dtype"), "fp8") == 0,
-                           variant_of(row_str(row, "variant")),
-                           (int)held,
-                           slow};
-      if (slow > 0)
-        g_array_append_val(d->contention, c);
-    } else if (strcmp(k, "attention") == 0) {
-      double seq, heads, kvh, hd, fwd, bwd, batch = 1;
-      INT("seq_len", seq, 1);
-      INT("heads", heads, 1);
-      INT("kv_heads", kvh, 1);
-      INT("head_dim", hd, 1);
-      DUR("fwd_ns", fwd);
-      DUR("bwd_ns", bwd);
-      if (get(row, "batch"))
-        INT("batch", batch, 1);
-      PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, fwd, bwd};
-      if (fwd > 0 && bwd > 0)
-        g_array_append_val(d->attn, a);
-    } else if (strcmp(k, "memory") == 0) {
-      double bytes, ns;
-      NUM("moved_bytes", bytes);
-      DUR("median_ns", ns);
-      const char *kn = row_str(row, "kernel");
-      int cls        = strcmp(kn, "copy") == 0                                  ? PN_MEM_COPY
-                       : strcmp(kn, "rmsnorm") == 0                             ? PN_MEM_NORM
-                       : (strcmp(kn, "gelu") == 0 || strcmp(kn, "swiglu") == 0) ? PN_MEM_ACTIVATION
-                       : strcmp(kn, "adam") == 0                                ? PN_MEM_OPTIMIZER
-                                                                                : -1;
-      PnCalBytes b   = {bytes, ns, cls};
-      if (ns > 0)
-        g_array_append_val(d->memory, b);
-    } else if (strcmp(k, "collective") == 0) {
-      int ck = coll_kind(row_str(row, "collective"));
-      double ctas, nr, bytes, ns, busbw;
-      INT("ctas_requested", ctas, 0);
-      INT("nranks", nr, 0);
-      NUM("size_bytes", bytes);
-      DUR("median_ns", ns);
-      NUM("busbw_gbps", busbw);
-      PnCalColl c = {(PnCollKind)ck, (int)ctas, (int)nr, bytes, ns, busbw};
-      if (ck >= 0 && ns > 0 && nr >= 2)
-        g_array_append_val(d->coll, c);
-    } else if (strcmp(k, "gemm_nccl_overlap") == 0) {
-      double m, n, kk, ctas, nr, rate;
-      INT("m", m, 1);
-      INT("n", n, 1);
-      INT("k", kk, 1);
-      INT("ctas_requested", ctas, 0);
-      INT("nranks", nr, 0);
-      const cJSON *r = get(row, "gemm_rate_while_overlapped");
-      /* covered rows only ("single" rows time one GEMM that outlives the collective) */
-      if (strcmp(row_str(row, "mode"), "covered") == 0 && cJSON_IsNumber(r)) {
-        NUM("gemm_rate_while_overlapped", rate);
-        PnCalNcclOverlap o = {
-            (int64_t)m, (int64_t)n, (int64_t)kk, (int)ctas, (int)nr, cJSON_IsTrue(get(row, "sm_margin")), rate};
-        if (rate > 0 && nr >= 2)
-          g_array_append_val(d->nccl_overlap, o);
-      }
-    } else if (strcmp(k, "copy_engine") == 0) {
-      double bytes, ns;
-      NUM("moved_bytes", bytes);
-      DUR("median_ns", ns);
-      PnCalBytes b = {bytes, ns, -1};
-      if (ns > 0 && g_str_has_prefix(row_str(row, "mode"), "peer_") && !strstr(row_str(row, "mode"), "bidir"))
-        g_array_append_val(d->copy, b);
-    }
+    bool usable        = cJSON_IsObject(row) && (status[0] == '\0' || strcmp(status, "ok") == 0);
+    if (usable && read != NULL && !read(&ctx, row, i, d, error))
+      goto fail;
     i++;
   }
   if (provenance)
@@ -276,14 +329,36 @@ static cJSON *gemm_table_json(const PnGemmTable *t, const char *source)
   return table_json(cols, 4, v, t->n, source);
 }
 
-gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p, const PnCalFitted *f,
-                                const char *provenance, GError **error)
+/* The measured contention rows as a table (dtype 1 bf16, 2 fp8; variant 1 + PnCalVariant). */
+static cJSON *contention_table_json(const PnHwProfile *p, const char *source)
 {
-  cJSON *root = NULL;
-  if (!pn__io_read_json(base_path, base_path, &root, error))
-    return FALSE;
-  g_autofree char *src =
-      g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
+  static const char *const cols[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
+  g_autofree double *v            = g_new(double, (gsize)p->n_contention_points * 7);
+  for (int i = 0; i < p->n_contention_points; i++) {
+    const PnContentionPoint *c = &p->contention_points[i];
+    double row[] = {(double)c->m,        (double)c->n, (double)c->k, c->fp8 ? 2.0 : 1.0, (double)(c->variant + 1),
+                    (double)c->sms_held, c->slowdown};
+    memcpy(v + (gsize)i * 7, row, sizeof row);
+  }
+  return table_json(cols, 7, v, p->n_contention_points, source);
+}
+
+static cJSON *attn_table_json(const PnAttnTable *t, const char *source)
+{
+  static const char *const cols[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
+  g_autofree double *v            = g_new(double, (gsize)t->n * 7 + 1);
+  for (int i = 0; i < t->n; i++) {
+    const PnAttnPoint *a = &t->pts[i];
+    double row[]         = {(double)a->batch,    (double)a->seq,   (double)a->heads, (double)a->kv_heads,
+                            (double)a->head_dim, round(a->fwd_ns), round(a->bwd_ns)};
+    memcpy(v + (gsize)i * 7, row, sizeof row);
+  }
+  return table_json(cols, 7, v, t->n, source);
+}
+
+/* The scalars of compute / network / nccl that the fit replaced, each with its new source. */
+static void set_fitted_scalars(cJSON *root, const PnHwProfile *p, const PnCalFitted *f, const char *src)
+{
   if (f->hbm) {
     g_autofree char *s = g_strdup_printf("median bandwidth of the memory-bound kernels moving >= 256 MiB (read + "
                                          "write counted); %s",
@@ -306,61 +381,51 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
                                           src);
     set_scalar(root, "nccl", "p2p_ctas", p->nccl_p2p_ctas, s3);
   }
-  cJSON *cal = cJSON_CreateObject();
-  if (f->gemm_sm_scaling) {
-    g_autofree char *s = g_strdup_printf("cuBLASLt GEMMs launched for all SMs while a spinner kernel holds k SMs: x = "
-                                         "SMs left, y = 1 / median slowdown over the shapes measured; %s",
-                                         src);
-    cJSON_AddItemToObject(cal, "gemm_sm_scaling", curve_json(&p->gemm_sm_scaling, s));
-  }
-  if (f->gemm_sm_limit_scaling) {
-    g_autofree char *s = g_strdup_printf("cuBLASLt GEMMs with SM_COUNT_TARGET = sm_count - k while a spinner holds the "
-                                         "other k SMs (TE set_sm_margin): y = 1 / median slowdown; %s",
-                                         src);
-    cJSON_AddItemToObject(cal, "gemm_sm_limit_scaling", curve_json(&p->gemm_sm_limit_scaling, s));
-  }
+}
+
+/* The collective entries of a fit that measured collectives: efficiency curves, the per-kind
+ * 2-GPU figures, and the table of every group size. */
+static void add_coll_entries(cJSON *cal, const PnHwProfile *p, const char *src)
+{
   static const char *const coll_keys[] = {"coll_efficiency_all_gather", "coll_efficiency_reduce_scatter",
                                           "coll_efficiency_all_reduce", "coll_efficiency_all_to_all",
                                           "coll_efficiency_send_recv"};
   static const char *const pair_keys[] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"};
-  if (f->coll) {
-    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
-      if (p->coll_efficiency[k].n == 0)
-        continue;
-      g_autofree char *s = g_strdup_printf("NCCL on 2 GPUs at default channels: x = bytes per rank, y = wire bytes / "
-                                           "(time - latency) / large-size bus bandwidth; %s",
-                                           src);
-      cJSON_AddItemToObject(cal, coll_keys[k], curve_json(&p->coll_efficiency[k], s));
-    }
-    cJSON *pair = cJSON_AddObjectToObject(cal, "nccl_pair_busbw");
-    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
-      cJSON *o = cJSON_CreateObject();
-      g_autofree char *s =
-          g_strdup_printf("NCCL bus bandwidth on 2 NVLinked GPUs at the largest size measured; %s", src);
-      cJSON_AddNumberToObject(o, "value", p->nccl_pair_busbw[k] > 0 ? p->nccl_pair_busbw[k] : p->nvlink_bytes_per_ns);
-      cJSON_AddStringToObject(o, "source", p->nccl_pair_busbw[k] > 0 ? s : "not measured: nvlink_bytes_per_ns");
-      cJSON_AddItemToObject(pair, pair_keys[k], o);
-    }
-    cJSON *lat = cJSON_AddObjectToObject(cal, "nccl_pair_latency_ns");
-    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
-      cJSON *o           = cJSON_CreateObject();
-      g_autofree char *s = g_strdup_printf("NCCL on 2 GPUs: time of the smallest message measured; %s", src);
-      cJSON_AddNumberToObject(o, "value", p->nccl_pair_latency_ns[k]);
-      cJSON_AddStringToObject(o, "source", p->nccl_pair_latency_ns[k] > 0 ? s : "not measured: base latency + hops");
-      cJSON_AddItemToObject(lat, pair_keys[k], o);
-    }
-    cJSON *cta = cJSON_AddObjectToObject(cal, "nccl_cta_busbw");
-    for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
-      cJSON *o           = cJSON_CreateObject();
-      g_autofree char *s = g_strdup_printf("NCCL bus bandwidth on 2 GPUs with NCCL_MIN_CTAS=NCCL_MAX_CTAS=1 at the "
-                                           "largest size measured; %s",
-                                           src);
-      cJSON_AddNumberToObject(o, "value", p->nccl_cta_busbw[k] > 0 ? p->nccl_cta_busbw[k] : p->nccl_cta_bytes_per_ns);
-      cJSON_AddStringToObject(o, "source", p->nccl_cta_busbw[k] > 0 ? s : "not measured: cta_bytes_per_ns");
-      cJSON_AddItemToObject(cta, pair_keys[k], o);
-    }
+  for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+    if (p->coll_efficiency[k].n == 0)
+      continue;
+    g_autofree char *s = g_strdup_printf("NCCL on 2 GPUs at default channels: x = bytes per rank, y = wire bytes / "
+                                         "(time - latency) / large-size bus bandwidth; %s",
+                                         src);
+    cJSON_AddItemToObject(cal, coll_keys[k], curve_json(&p->coll_efficiency[k], s));
   }
-  if (f->coll && p->nccl_table.n > 0) {
+  cJSON *pair = cJSON_AddObjectToObject(cal, "nccl_pair_busbw");
+  for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+    cJSON *o           = cJSON_CreateObject();
+    g_autofree char *s = g_strdup_printf("NCCL bus bandwidth on 2 NVLinked GPUs at the largest size measured; %s", src);
+    cJSON_AddNumberToObject(o, "value", p->nccl_pair_busbw[k] > 0 ? p->nccl_pair_busbw[k] : p->nvlink_bytes_per_ns);
+    cJSON_AddStringToObject(o, "source", p->nccl_pair_busbw[k] > 0 ? s : "not measured: nvlink_bytes_per_ns");
+    cJSON_AddItemToObject(pair, pair_keys[k], o);
+  }
+  cJSON *lat = cJSON_AddObjectToObject(cal, "nccl_pair_latency_ns");
+  for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+    cJSON *o           = cJSON_CreateObject();
+    g_autofree char *s = g_strdup_printf("NCCL on 2 GPUs: time of the smallest message measured; %s", src);
+    cJSON_AddNumberToObject(o, "value", p->nccl_pair_latency_ns[k]);
+    cJSON_AddStringToObject(o, "source", p->nccl_pair_latency_ns[k] > 0 ? s : "not measured: base latency + hops");
+    cJSON_AddItemToObject(lat, pair_keys[k], o);
+  }
+  cJSON *cta = cJSON_AddObjectToObject(cal, "nccl_cta_busbw");
+  for (int k = 0; k < PN_PROFILE_COLL_KINDS; k++) {
+    cJSON *o           = cJSON_CreateObject();
+    g_autofree char *s = g_strdup_printf("NCCL bus bandwidth on 2 GPUs with NCCL_MIN_CTAS=NCCL_MAX_CTAS=1 at the "
+                                         "largest size measured; %s",
+                                         src);
+    cJSON_AddNumberToObject(o, "value", p->nccl_cta_busbw[k] > 0 ? p->nccl_cta_busbw[k] : p->nccl_cta_bytes_per_ns);
+    cJSON_AddStringToObject(o, "source", p->nccl_cta_busbw[k] > 0 ? s : "not measured: cta_bytes_per_ns");
+    cJSON_AddItemToObject(cta, pair_keys[k], o);
+  }
+  if (p->nccl_table.n > 0) {
     static const char *const cols[] = {"collective", "ranks", "ctas", "bytes", "ns"};
     g_autofree double *v            = g_new(double, (gsize)p->nccl_table.n * 5);
     for (int i = 0; i < p->nccl_table.n; i++) {
@@ -375,20 +440,33 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
                                          src);
     cJSON_AddItemToObject(cal, "nccl_table", table_json(cols, 5, v, p->nccl_table.n, s));
   }
+}
+
+/* The new "calibration" section: what the fit replaced, then the entries of the previous one
+ * (`old`, may be NULL) that it did not. */
+static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const char *src, const cJSON *old)
+{
+  cJSON *cal = cJSON_CreateObject();
+  if (f->gemm_sm_scaling) {
+    g_autofree char *s = g_strdup_printf("cuBLASLt GEMMs launched for all SMs while a spinner kernel holds k SMs: x = "
+                                         "SMs left, y = 1 / median slowdown over the shapes measured; %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "gemm_sm_scaling", curve_json(&p->gemm_sm_scaling, s));
+  }
+  if (f->gemm_sm_limit_scaling) {
+    g_autofree char *s = g_strdup_printf("cuBLASLt GEMMs with SM_COUNT_TARGET = sm_count - k while a spinner holds the "
+                                         "other k SMs (TE set_sm_margin): y = 1 / median slowdown; %s",
+                                         src);
+    cJSON_AddItemToObject(cal, "gemm_sm_limit_scaling", curve_json(&p->gemm_sm_limit_scaling, s));
+  }
+  if (f->coll)
+    add_coll_entries(cal, p, src);
   if (p->n_contention_points > 0) {
-    static const char *const cols[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
-    g_autofree double *v            = g_new(double, (gsize)p->n_contention_points * 7);
-    for (int i = 0; i < p->n_contention_points; i++) {
-      const PnContentionPoint *c = &p->contention_points[i];
-      double row[] = {(double)c->m,        (double)c->n, (double)c->k, c->fp8 ? 2.0 : 1.0, (double)(c->variant + 1),
-                      (double)c->sms_held, c->slowdown};
-      memcpy(v + (gsize)i * 7, row, sizeof row);
-    }
     g_autofree char *s = g_strdup_printf("cuBLASLt GEMM slowdown while a spinner holds sms_held SMs, per measured "
                                          "shape (dtype 1 bf16, 2 fp8; variant 1: GEMM launched for all SMs, 2: "
                                          "restricted to the others with SM_COUNT_TARGET; median of the repeats); %s",
                                          src);
-    cJSON_AddItemToObject(cal, "gemm_contention_table", table_json(cols, 7, v, p->n_contention_points, s));
+    cJSON_AddItemToObject(cal, "gemm_contention_table", contention_table_json(p, s));
   }
   if (f->mem_classes) {
     static const char *const keys[] = {"mem_bandwidth_copy", "mem_bandwidth_norm", "mem_bandwidth_activation",
@@ -411,21 +489,12 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
     cJSON_AddItemToObject(cal, "gemm_fp8", gemm_table_json(&p->gemm_fp8, s));
   }
   if (f->attn) {
-    static const char *const cols[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
-    g_autofree double *v            = g_new(double, (gsize)p->attn_bf16.n * 7 + 1);
-    for (int i = 0; i < p->attn_bf16.n; i++) {
-      const PnAttnPoint *a = &p->attn_bf16.pts[i];
-      double row[]         = {(double)a->batch,    (double)a->seq,   (double)a->heads, (double)a->kv_heads,
-                              (double)a->head_dim, round(a->fwd_ns), round(a->bwd_ns)};
-      memcpy(v + (gsize)i * 7, row, sizeof row);
-    }
     g_autofree char *s = g_strdup_printf("causal BF16 attention through PyTorch SDPA, fastest backend per shape "
                                          "(cuDNN fused attention); %s",
                                          src);
-    cJSON_AddItemToObject(cal, "attn_bf16", table_json(cols, 7, v, p->attn_bf16.n, s));
+    cJSON_AddItemToObject(cal, "attn_bf16", attn_table_json(&p->attn_bf16, s));
   }
   /* keep a previous calibration's entries this fit did not replace */
-  cJSON *old = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   if (cJSON_IsObject(old)) {
     cJSON *e;
     cJSON_ArrayForEach(e, old)
@@ -436,19 +505,16 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
         cJSON_AddItemToObject(cal, e->string, cJSON_Duplicate(e, 1));
     }
   }
-  if (get(root, "calibration"))
-    cJSON_ReplaceItemInObjectCaseSensitive(root, "calibration", cal);
-  else
-    cJSON_AddItemToObject(root, "calibration", cal);
-  char *text = cJSON_Print(root);
-  cJSON_Delete(root);
-  g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
-  free(text);
-  /* What calibrate writes must load: the profile goes to a file beside out_path, is read back by
-   * the profile reader and only then renamed over out_path. A fit of absurd measurements (a
-   * 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable profile. */
+  return cal;
+}
+
+/* What calibrate writes must load: the profile goes to a file beside out_path, is read back by
+ * the profile reader and only then renamed over out_path. A fit of absurd measurements (a
+ * 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable profile. */
+static gboolean write_loadable(const char *out_path, const char *text, GError **error)
+{
   g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", out_path, (int)getpid());
-  if (!pn_io_write_file_atomic(tmp, with_nl, strlen(with_nl), error))
+  if (!pn_io_write_file_atomic(tmp, text, strlen(text), error))
     return FALSE;
   g_autoptr(GError) local = NULL;
   PnHwProfile *back       = pn_hw_profile_load(tmp, &local);
@@ -467,4 +533,25 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
     return FALSE;
   }
   return TRUE;
+}
+
+gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p, const PnCalFitted *f,
+                                const char *provenance, GError **error)
+{
+  cJSON *root = NULL;
+  if (!pn__io_read_json(base_path, base_path, &root, error))
+    return FALSE;
+  g_autofree char *src =
+      g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
+  set_fitted_scalars(root, p, f, src);
+  cJSON *cal = calibration_json(p, f, src, cJSON_GetObjectItemCaseSensitive(root, "calibration"));
+  if (get(root, "calibration"))
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "calibration", cal);
+  else
+    cJSON_AddItemToObject(root, "calibration", cal);
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  g_autofree char *with_nl = g_strconcat(text, "\n", NULL);
+  free(text);
+  return write_loadable(out_path, with_nl, error);
 }

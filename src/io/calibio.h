@@ -2,7 +2,7 @@
  *
  * Result files are the JSON that microbench/ writes (microbench/README.md): {schema_version 1,
  * kind, env, results[]}, kind one of gemm, gemm_contention, attention, memory, collective,
- * copy_engine, gemm_nccl_overlap (the last is not needed for fitting and is skipped). Rows
+ * copy_engine, gemm_nccl_overlap (the last is read for the check, not fitted). Rows
  * whose "status" is present and not "ok" are skipped. Errors name the file and the JSON path.
  *
  * Writing: the base profile's JSON is kept as it is (every number with its source); the
