@@ -328,30 +328,16 @@ static gboolean read_curve(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
   return TRUE;
 }
 
-/* Reads a measured table: maps the file's column order onto `cols` (all required), and each row
- * into `values` (row-major in `cols` order). The first `n_int` of `cols` are positive integers,
- * the rest positive durations. */
-static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const char *const *cols, int ncols,
-                           int n_int, double **values, int *n_rows, GError **error)
+/* Maps the file's column names onto `cols` (all required, each once): pos[j] = the index in a
+ * row of cols[j]. `expected` lists `cols` for messages. */
+static gboolean read_columns(const PnIoCtx *ctx, const cJSON *columns, const char *cptr, const char *const *cols,
+                             int ncols, const char *expected, int *pos, GError **error)
 {
-  if (!pn__io_check_keys(ctx, obj, ptr, table_keys, error) || !check_source(ctx, obj, ptr, error))
-    return FALSE;
-  g_autofree char *cptr = pn__io_ptr_child(ptr, "columns");
-  g_autofree char *rptr = pn__io_ptr_child(ptr, "rows");
-  const cJSON *columns  = cJSON_GetObjectItemCaseSensitive(obj, "columns");
-  const cJSON *rows     = cJSON_GetObjectItemCaseSensitive(obj, "rows");
-  if (columns == NULL || rows == NULL) {
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, columns == NULL ? cptr : rptr, "required key missing");
-    return FALSE;
-  }
-  g_autofree char *expected = join(cols, ncols);
   if (!cJSON_IsArray(columns)) {
     g_autofree char *got = pn__io_describe(columns);
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "expected an array of column names (%s), got %s", expected, got);
     return FALSE;
   }
-  int pos[16]; /* pos[j] = index in a row of cols[j] */
-  g_assert(ncols <= (int)G_N_ELEMENTS(pos));
   for (int j = 0; j < ncols; j++)
     pos[j] = -1;
   int i = 0;
@@ -382,6 +368,60 @@ static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+/* Row `r` of a table, cell by cell with the value checks and their messages: read_table's own
+ * loop checks without formatting anything and hands a row here only when it refused it. */
+static gboolean read_row_checked(const PnIoCtx *ctx, const cJSON *row, const char *rptr, int r, const int *pos,
+                                 int ncols, int n_int, const char *expected, double *out, GError **error)
+{
+  g_autofree char *rowptr = pn__io_ptr_index(rptr, (gsize)r);
+  if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != ncols) {
+    g_autofree char *got =
+        cJSON_IsArray(row) ? g_strdup_printf("%d values", cJSON_GetArraySize(row)) : pn__io_describe(row);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rowptr, "expected a row of %d values (%s), got %s", ncols, expected,
+                got);
+    return FALSE;
+  }
+  for (int j = 0; j < ncols; j++) {
+    const cJSON *v        = cJSON_GetArrayItem(row, pos[j]);
+    g_autofree char *vptr = pn__io_ptr_index(rowptr, (gsize)pos[j]);
+    double d;
+    if (j < n_int) {
+      int64_t iv;
+      if (!pn__io_get_int(ctx, v, vptr, 1, 1000000000, true, &iv, error))
+        return FALSE;
+      d = (double)iv;
+    } else if (!check_double(ctx, v, vptr, 0.0, 1e15, false, &d, error)) {
+      return FALSE;
+    }
+    out[j] = d;
+  }
+  return TRUE;
+}
+
+/* Reads a measured table: maps the file's column order onto `cols` (all required), and each row
+ * into `values` (row-major in `cols` order). The first `n_int` of `cols` are positive integers,
+ * the rest positive durations. */
+static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const char *const *cols, int ncols,
+                           int n_int, double **values, int *n_rows, GError **error)
+{
+  if (!pn__io_check_keys(ctx, obj, ptr, table_keys, error) || !check_source(ctx, obj, ptr, error))
+    return FALSE;
+  g_autofree char *cptr = pn__io_ptr_child(ptr, "columns");
+  g_autofree char *rptr = pn__io_ptr_child(ptr, "rows");
+  const cJSON *columns  = cJSON_GetObjectItemCaseSensitive(obj, "columns");
+  const cJSON *rows     = cJSON_GetObjectItemCaseSensitive(obj, "rows");
+  if (columns == NULL || rows == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, columns == NULL ? cptr : rptr, "required key missing");
+    return FALSE;
+  }
+  g_autofree char *expected = join(cols, ncols);
+  int pos[16]; /* pos[j] = index in a row of cols[j] */
+  g_assert(ncols <= (int)G_N_ELEMENTS(pos));
+  if (!read_columns(ctx, columns, cptr, cols, ncols, expected, pos, error))
+    return FALSE;
   if (!cJSON_IsArray(rows)) {
     g_autofree char *got = pn__io_describe(rows);
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rptr, "expected an array of rows, got %s", got);
@@ -407,39 +447,17 @@ static gboolean read_table(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
       if (ok)
         continue;
     }
-    g_autofree char *rowptr = pn__io_ptr_index(rptr, (gsize)r);
-    if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != ncols) {
-      g_autofree char *got =
-          cJSON_IsArray(row) ? g_strdup_printf("%d values", cJSON_GetArraySize(row)) : pn__io_describe(row);
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rowptr, "expected a row of %d values (%s), got %s", ncols, expected,
-                  got);
+    if (!read_row_checked(ctx, row, rptr, r, pos, ncols, n_int, expected, vals + (gsize)r * (gsize)ncols, error))
       return FALSE;
-    }
-    for (int j = 0; j < ncols; j++) {
-      const cJSON *v        = cJSON_GetArrayItem(row, pos[j]);
-      g_autofree char *vptr = pn__io_ptr_index(rowptr, (gsize)pos[j]);
-      double d;
-      if (j < n_int) {
-        int64_t iv;
-        if (!pn__io_get_int(ctx, v, vptr, 1, 1000000000, true, &iv, error))
-          return FALSE;
-        d = (double)iv;
-      } else if (!check_double(ctx, v, vptr, 0.0, 1e15, false, &d, error)) {
-        return FALSE;
-      }
-      vals[(gsize)r * (gsize)ncols + (gsize)j] = d;
-    }
   }
   *values = g_steal_pointer(&vals);
   *n_rows = n;
   return TRUE;
 }
 
-static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfile *p, GError **error)
+/* The curves of "calibration", each optional. */
+static gboolean read_curves(const PnIoCtx *ctx, const cJSON *cal, const char *ptr, PnHwProfile *p, GError **error)
 {
-  const char *ptr = "/calibration";
-  if (!pn__io_check_keys(ctx, cal, ptr, calibration_keys, error))
-    return FALSE;
   static const struct {
     const char *key;
     size_t offset;
@@ -467,17 +485,11 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
     if (!read_curve(ctx, c, cptr, curves[i].log_x, (PnCurve *)((char *)p + curves[i].offset), error))
       return FALSE;
   }
-  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_busbw") != NULL) {
-    if (!read_scalars(ctx, cal, ptr, "nccl_pair_busbw", pair_busbw_scalars, G_N_ELEMENTS(pair_busbw_scalars), p, error))
-      return FALSE;
-  }
-  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_latency_ns") != NULL &&
-      !read_scalars(ctx, cal, ptr, "nccl_pair_latency_ns", pair_latency_scalars, G_N_ELEMENTS(pair_latency_scalars), p,
-                    error))
-    return FALSE;
-  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_cta_busbw") != NULL &&
-      !read_scalars(ctx, cal, ptr, "nccl_cta_busbw", cta_busbw_scalars, G_N_ELEMENTS(cta_busbw_scalars), p, error))
-    return FALSE;
+  return TRUE;
+}
+
+static gboolean read_gemm_tables(const PnIoCtx *ctx, const cJSON *cal, const char *ptr, PnHwProfile *p, GError **error)
+{
   static const struct {
     const char *key;
     size_t offset;
@@ -502,30 +514,37 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
       tab->pts[r]     = (PnGemmPoint){.m = (int64_t)v[0], .n = (int64_t)v[1], .k = (int64_t)v[2], .ns = v[3]};
     }
   }
-  const cJSON *gt = cJSON_GetObjectItemCaseSensitive(cal, "gemm_contention_table");
-  if (gt != NULL) {
-    g_autofree double *vals = NULL;
-    int n                   = 0;
-    if (!read_table(ctx, gt, "/calibration/gemm_contention_table", contention_columns, 7, 6, &vals, &n, error))
+  return TRUE;
+}
+
+static gboolean read_contention_table(const PnIoCtx *ctx, const cJSON *gt, PnHwProfile *p, GError **error)
+{
+  g_autofree double *vals = NULL;
+  int n                   = 0;
+  if (!read_table(ctx, gt, "/calibration/gemm_contention_table", contention_columns, 7, 6, &vals, &n, error))
+    return FALSE;
+  p->contention_points   = n > 0 ? g_new0(PnContentionPoint, n) : NULL;
+  p->n_contention_points = n;
+  for (int r = 0; r < n; r++) {
+    const double *v = vals + (gsize)r * 7;
+    if (v[3] > 2 || v[4] > 2 || v[5] >= p->sm_count) {
+      g_autofree char *rp = g_strdup_printf("/calibration/gemm_contention_table/rows/%d", r);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp,
+                  "expected dtype 1 (bf16) or 2 (fp8), variant 1 (SMs held) or 2 (SM margin), sms_held < sm_count %d",
+                  p->sm_count);
       return FALSE;
-    p->contention_points   = n > 0 ? g_new0(PnContentionPoint, n) : NULL;
-    p->n_contention_points = n;
-    for (int r = 0; r < n; r++) {
-      const double *v = vals + (gsize)r * 7;
-      if (v[3] > 2 || v[4] > 2 || v[5] >= p->sm_count) {
-        g_autofree char *rp = g_strdup_printf("/calibration/gemm_contention_table/rows/%d", r);
-        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp,
-                    "expected dtype 1 (bf16) or 2 (fp8), variant 1 (SMs held) or 2 (SM margin), sms_held < sm_count %d",
-                    p->sm_count);
-        return FALSE;
-      }
-      p->contention_points[r] =
-          (PnContentionPoint){(int64_t)v[0], (int64_t)v[1], (int64_t)v[2], v[3] == 2, (int)v[4] - 1, (int)v[5], v[6]};
     }
-    pn_hw_profile_index_contention(p);
+    p->contention_points[r] =
+        (PnContentionPoint){(int64_t)v[0], (int64_t)v[1], (int64_t)v[2], v[3] == 2, (int)v[4] - 1, (int)v[5], v[6]};
   }
-  /* the measured collectives: nccl_table (any group size), or the older nccl_pair_table of
-   * profiles calibrated from 2-GPU measurements only (its rows are groups of 2) */
+  pn_hw_profile_index_contention(p);
+  return TRUE;
+}
+
+/* the measured collectives: nccl_table (any group size), or the older nccl_pair_table of
+ * profiles calibrated from 2-GPU measurements only (its rows are groups of 2) */
+static gboolean read_coll_table(const PnIoCtx *ctx, const cJSON *cal, PnHwProfile *p, GError **error)
+{
   const cJSON *ct   = cJSON_GetObjectItemCaseSensitive(cal, "nccl_table");
   const cJSON *pair = cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_table");
   if (ct != NULL && pair != NULL) {
@@ -533,53 +552,82 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
                 "give nccl_table or the older nccl_pair_table, not both");
     return FALSE;
   }
-  if (ct != NULL || pair != NULL) {
-    bool legacy             = ct == NULL;
-    const char *tptr        = legacy ? "/calibration/nccl_pair_table" : "/calibration/nccl_table";
-    int ncols               = legacy ? 4 : 5;
-    g_autofree double *vals = NULL;
-    int n                   = 0;
-    if (!read_table(ctx, legacy ? pair : ct, tptr, legacy ? pair_columns : coll_columns, ncols, ncols - 2, &vals, &n,
-                    error))
+  if (ct == NULL && pair == NULL)
+    return TRUE;
+  bool legacy             = ct == NULL;
+  const char *tptr        = legacy ? "/calibration/nccl_pair_table" : "/calibration/nccl_table";
+  int ncols               = legacy ? 4 : 5;
+  g_autofree double *vals = NULL;
+  int n                   = 0;
+  if (!read_table(ctx, legacy ? pair : ct, tptr, legacy ? pair_columns : coll_columns, ncols, ncols - 2, &vals, &n,
+                  error))
+    return FALSE;
+  p->nccl_table.pts = n > 0 ? g_new0(PnCollPoint, n) : NULL;
+  p->nccl_table.n   = n;
+  for (int r = 0; r < n; r++) {
+    const double *v = vals + (gsize)r * (gsize)ncols;
+    double ranks    = legacy ? 2.0 : v[1];
+    if (v[0] > PN_PROFILE_COLL_KINDS || ranks < 2.0 || ranks > PN_PROFILE_MAX_TABLE_RANKS) {
+      g_autofree char *rp = g_strdup_printf("%s/rows/%d", tptr, r);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp,
+                  "collective %.0f, ranks %.0f: expected collective 1 (all-gather) .. %d (send/recv) and 2 .. %d "
+                  "ranks",
+                  v[0], ranks, PN_PROFILE_COLL_KINDS, PN_PROFILE_MAX_TABLE_RANKS);
       return FALSE;
-    p->nccl_table.pts = n > 0 ? g_new0(PnCollPoint, n) : NULL;
-    p->nccl_table.n   = n;
-    for (int r = 0; r < n; r++) {
-      const double *v = vals + (gsize)r * (gsize)ncols;
-      double ranks    = legacy ? 2.0 : v[1];
-      if (v[0] > PN_PROFILE_COLL_KINDS || ranks < 2.0 || ranks > PN_PROFILE_MAX_TABLE_RANKS) {
-        g_autofree char *rp = g_strdup_printf("%s/rows/%d", tptr, r);
-        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, rp,
-                    "collective %.0f, ranks %.0f: expected collective 1 (all-gather) .. %d (send/recv) and 2 .. %d "
-                    "ranks",
-                    v[0], ranks, PN_PROFILE_COLL_KINDS, PN_PROFILE_MAX_TABLE_RANKS);
-        return FALSE;
-      }
-      const double *rest   = v + (legacy ? 1 : 2); /* ctas, bytes, ns */
-      p->nccl_table.pts[r] = (PnCollPoint){
-          .kind = (int)v[0] - 1, .ranks = (int)ranks, .ctas = (int)rest[0], .bytes = rest[1], .ns = rest[2]};
     }
-  }
-  const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, "attn_bf16");
-  if (t != NULL) {
-    g_autofree double *vals = NULL;
-    int n                   = 0;
-    if (!read_table(ctx, t, "/calibration/attn_bf16", attn_columns, 7, 5, &vals, &n, error))
-      return FALSE;
-    p->attn_bf16.pts = n > 0 ? g_new0(PnAttnPoint, n) : NULL;
-    p->attn_bf16.n   = n;
-    for (int r = 0; r < n; r++) {
-      const double *v     = vals + (gsize)r * 7;
-      p->attn_bf16.pts[r] = (PnAttnPoint){.batch    = (int64_t)v[0],
-                                          .seq      = (int64_t)v[1],
-                                          .heads    = (int64_t)v[2],
-                                          .kv_heads = (int64_t)v[3],
-                                          .head_dim = (int64_t)v[4],
-                                          .fwd_ns   = v[5],
-                                          .bwd_ns   = v[6]};
-    }
+    const double *rest   = v + (legacy ? 1 : 2); /* ctas, bytes, ns */
+    p->nccl_table.pts[r] = (PnCollPoint){
+        .kind = (int)v[0] - 1, .ranks = (int)ranks, .ctas = (int)rest[0], .bytes = rest[1], .ns = rest[2]};
   }
   return TRUE;
+}
+
+static gboolean read_attn_table(const PnIoCtx *ctx, const cJSON *t, PnHwProfile *p, GError **error)
+{
+  g_autofree double *vals = NULL;
+  int n                   = 0;
+  if (!read_table(ctx, t, "/calibration/attn_bf16", attn_columns, 7, 5, &vals, &n, error))
+    return FALSE;
+  p->attn_bf16.pts = n > 0 ? g_new0(PnAttnPoint, n) : NULL;
+  p->attn_bf16.n   = n;
+  for (int r = 0; r < n; r++) {
+    const double *v     = vals + (gsize)r * 7;
+    p->attn_bf16.pts[r] = (PnAttnPoint){.batch    = (int64_t)v[0],
+                                        .seq      = (int64_t)v[1],
+                                        .heads    = (int64_t)v[2],
+                                        .kv_heads = (int64_t)v[3],
+                                        .head_dim = (int64_t)v[4],
+                                        .fwd_ns   = v[5],
+                                        .bwd_ns   = v[6]};
+  }
+  return TRUE;
+}
+
+static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfile *p, GError **error)
+{
+  const char *ptr = "/calibration";
+  if (!pn__io_check_keys(ctx, cal, ptr, calibration_keys, error) || !read_curves(ctx, cal, ptr, p, error))
+    return FALSE;
+  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_busbw") != NULL) {
+    if (!read_scalars(ctx, cal, ptr, "nccl_pair_busbw", pair_busbw_scalars, G_N_ELEMENTS(pair_busbw_scalars), p, error))
+      return FALSE;
+  }
+  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_latency_ns") != NULL &&
+      !read_scalars(ctx, cal, ptr, "nccl_pair_latency_ns", pair_latency_scalars, G_N_ELEMENTS(pair_latency_scalars), p,
+                    error))
+    return FALSE;
+  if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_cta_busbw") != NULL &&
+      !read_scalars(ctx, cal, ptr, "nccl_cta_busbw", cta_busbw_scalars, G_N_ELEMENTS(cta_busbw_scalars), p, error))
+    return FALSE;
+  if (!read_gemm_tables(ctx, cal, ptr, p, error))
+    return FALSE;
+  const cJSON *gt = cJSON_GetObjectItemCaseSensitive(cal, "gemm_contention_table");
+  if (gt != NULL && !read_contention_table(ctx, gt, p, error))
+    return FALSE;
+  if (!read_coll_table(ctx, cal, p, error))
+    return FALSE;
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, "attn_bf16");
+  return t == NULL || read_attn_table(ctx, t, p, error);
 }
 
 static gboolean read_name(const PnIoCtx *ctx, const cJSON *root, const char *key, char *dst, gsize size, GError **error)
