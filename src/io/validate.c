@@ -128,42 +128,18 @@ static PnValidationRow *skip(PnValidationRow *row, const char *fmt, ...)
   return row;
 }
 
-static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
+/* The scenario a record describes, as JSON: its layout, and the frameworks' defaults (Megatron-Bridge's
+ * recipes, Megatron-LM's overlap flags) for what it leaves out. Sets row->layout; what had to be
+ * assumed is appended to `notes` ("...; "). */
+static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char *profile, GString *notes)
 {
-  PnValidationRow *row    = g_new0(PnValidationRow, 1);
-  const cJSON *model      = obj_get(rec, "model");
-  const cJSON *hw         = obj_get(rec, "hardware");
-  const cJSON *par        = obj_get(rec, "parallelism");
-  const cJSON *arch       = obj_get(model, "architecture");
-  const cJSON *summary    = obj_get(rec, "summary");
-  row->id                 = g_strdup(str_or(rec, "id", "?"));
-  row->source_family      = g_strdup(str_or(rec, "source_family", "?"));
-  row->model              = g_strdup(str_or(model, "name", "?"));
-  row->gpus               = (long)num_or(hw, "gpus_total", 0);
-  row->precision          = g_strdup(str_or(rec, "precision", "?"));
-  row->published_step_s   = num_or(obj_get(summary, "step_time_s"), "value", (double)NAN);
-  row->measured_exposed_s = (double)NAN;
-  const char *gpu         = str_or(hw, "gpu", "");
-  if (!strstr(gpu, "H100"))
-    return skip(row, "not an H100 record (%s)", gpu);
-  if (!cJSON_IsTrue(obj_get(rec, "config_complete")))
-    return skip(row, "configuration incomplete in the source");
-  if (strcmp(str_or(rec, "task", "pretrain"), "pretrain") != 0)
-    return skip(row, "not pretraining");
-  if (!cJSON_IsObject(arch))
-    return skip(row, "architecture not stated");
-  if (obj_get(arch, "mla"))
-    return skip(row, "MLA (multi-latent attention) is not simulated yet");
-  if (num_or(par, "fsdp", 0) > 0)
-    return skip(row, "Megatron-FSDP is not simulated yet");
-  if (!isfinite(row->published_step_s) || row->published_step_s <= 0)
-    return skip(row, "no step time or throughput");
-
+  const cJSON *model = obj_get(rec, "model");
+  const cJSON *par   = obj_get(rec, "parallelism");
+  const cJSON *arch  = obj_get(model, "architecture");
   long tp = (long)num_or(par, "tp", 1), pp = (long)num_or(par, "pp", 1), cp = (long)num_or(par, "cp", 1);
   long vp = (long)num_or(par, "vp", 1), gbs = (long)num_or(par, "gbs", 0);
-  long mbs                 = (long)num_or(par, "mbs", 0);
-  long seq                 = (long)num_or(model, "seq_len_used", num_or(arch, "seq_len", 0));
-  g_autoptr(GString) notes = g_string_new(NULL);
+  long mbs = (long)num_or(par, "mbs", 0);
+  long seq = (long)num_or(model, "seq_len_used", num_or(arch, "seq_len", 0));
   if (mbs <= 0) {
     mbs = 1;
     g_string_append(notes, "micro-batch size not stated: 1 assumed; ");
@@ -241,7 +217,43 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
                                   ep_overlap ? " EP-overlap" : "");
   else
     row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld", tp, pp, vp, cp, mbs, gbs);
-  g_autofree char *text = cJSON_PrintUnformatted(sc);
+  return sc;
+}
+
+static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
+{
+  PnValidationRow *row    = g_new0(PnValidationRow, 1);
+  const cJSON *model      = obj_get(rec, "model");
+  const cJSON *hw         = obj_get(rec, "hardware");
+  const cJSON *par        = obj_get(rec, "parallelism");
+  const cJSON *arch       = obj_get(model, "architecture");
+  const cJSON *summary    = obj_get(rec, "summary");
+  row->id                 = g_strdup(str_or(rec, "id", "?"));
+  row->source_family      = g_strdup(str_or(rec, "source_family", "?"));
+  row->model              = g_strdup(str_or(model, "name", "?"));
+  row->gpus               = (long)num_or(hw, "gpus_total", 0);
+  row->precision          = g_strdup(str_or(rec, "precision", "?"));
+  row->published_step_s   = num_or(obj_get(summary, "step_time_s"), "value", (double)NAN);
+  row->measured_exposed_s = (double)NAN;
+  const char *gpu         = str_or(hw, "gpu", "");
+  if (!strstr(gpu, "H100"))
+    return skip(row, "not an H100 record (%s)", gpu);
+  if (!cJSON_IsTrue(obj_get(rec, "config_complete")))
+    return skip(row, "configuration incomplete in the source");
+  if (strcmp(str_or(rec, "task", "pretrain"), "pretrain") != 0)
+    return skip(row, "not pretraining");
+  if (!cJSON_IsObject(arch))
+    return skip(row, "architecture not stated");
+  if (obj_get(arch, "mla"))
+    return skip(row, "MLA (multi-latent attention) is not simulated yet");
+  if (num_or(par, "fsdp", 0) > 0)
+    return skip(row, "Megatron-FSDP is not simulated yet");
+  if (!isfinite(row->published_step_s) || row->published_step_s <= 0)
+    return skip(row, "no step time or throughput");
+
+  g_autoptr(GString) notes = g_string_new(NULL);
+  cJSON *sc                = record_scenario(rec, row, profile, notes);
+  g_autofree char *text    = cJSON_PrintUnformatted(sc);
   cJSON_Delete(sc);
   g_autoptr(GError) error  = NULL;
   g_autofree char *display = g_strdup_printf("%s.json", row->id);
