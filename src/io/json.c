@@ -542,6 +542,52 @@ static const char *describe_once(char **cache, const cJSON *v)
   return *cache;
 }
 
+/* A STRING or STRING_NULL field (null stores ""). */
+static gboolean apply_string(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const PnField *f, void *dst,
+                             GError **error)
+{
+  char *p = (char *)dst + f->offset;
+  if (cJSON_IsNull(v) && f->kind == PN_FIELD_STRING_NULL) {
+    p[0] = '\0';
+    return TRUE;
+  }
+  const char *s;
+  if (!cJSON_IsString(v)) {
+    g_autofree char *got = pn__io_describe(v);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string%s, got %s",
+                f->kind == PN_FIELD_STRING_NULL ? " or null" : "", got);
+    return FALSE;
+  }
+  if (!pn__io_get_string(ctx, v, ptr, f->size - 1, &s, error))
+    return FALSE;
+  g_strlcpy(p, s, f->size);
+  return TRUE;
+}
+
+/* An ENUM or ENUM_NULL field: one of f->names (null stores f->null_value). */
+static gboolean apply_enum(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const PnField *f, void *dst,
+                           GError **error)
+{
+  if (cJSON_IsNull(v) && f->kind == PN_FIELD_ENUM_NULL) {
+    store_enum(dst, f, f->null_value);
+    return TRUE;
+  }
+  GString *list = g_string_new(NULL);
+  for (const PnEnumName *e = f->names; e->name != NULL; e++) {
+    if (cJSON_IsString(v) && strcmp(v->valuestring, e->name) == 0) {
+      g_string_free(list, TRUE);
+      store_enum(dst, f, e->value);
+      return TRUE;
+    }
+    g_string_append_printf(list, "%s\"%s\"", list->len ? ", " : "", e->name);
+  }
+  g_autofree char *got = pn__io_describe(v);
+  pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected one of %s%s, got %s", list->str,
+              f->kind == PN_FIELD_ENUM_NULL ? ", null" : "", got);
+  g_string_free(list, TRUE);
+  return FALSE;
+}
+
 static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const PnField *f, void *dst,
                           GError **error)
 {
@@ -597,43 +643,11 @@ static gboolean apply_one(const PnIoCtx *ctx, const cJSON *v, const char *ptr, c
     return TRUE;
   }
   case PN_FIELD_STRING:
-  case PN_FIELD_STRING_NULL: {
-    char *p = (char *)dst + f->offset;
-    if (is_null && f->kind == PN_FIELD_STRING_NULL) {
-      p[0] = '\0';
-      return TRUE;
-    }
-    const char *s;
-    if (!cJSON_IsString(v)) {
-      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string%s, got %s",
-                  f->kind == PN_FIELD_STRING_NULL ? " or null" : "", describe_once(&got, v));
-      return FALSE;
-    }
-    if (!pn__io_get_string(ctx, v, ptr, f->size - 1, &s, error))
-      return FALSE;
-    g_strlcpy(p, s, f->size);
-    return TRUE;
-  }
+  case PN_FIELD_STRING_NULL:
+    return apply_string(ctx, v, ptr, f, dst, error);
   case PN_FIELD_ENUM:
-  case PN_FIELD_ENUM_NULL: {
-    if (is_null && f->kind == PN_FIELD_ENUM_NULL) {
-      store_enum(dst, f, f->null_value);
-      return TRUE;
-    }
-    GString *list = g_string_new(NULL);
-    for (const PnEnumName *e = f->names; e->name != NULL; e++) {
-      if (cJSON_IsString(v) && strcmp(v->valuestring, e->name) == 0) {
-        g_string_free(list, TRUE);
-        store_enum(dst, f, e->value);
-        return TRUE;
-      }
-      g_string_append_printf(list, "%s\"%s\"", list->len ? ", " : "", e->name);
-    }
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected one of %s%s, got %s", list->str,
-                f->kind == PN_FIELD_ENUM_NULL ? ", null" : "", describe_once(&got, v));
-    g_string_free(list, TRUE);
-    return FALSE;
-  }
+  case PN_FIELD_ENUM_NULL:
+    return apply_enum(ctx, v, ptr, f, dst, error);
   case PN_FIELD_IGNORED_STRING:
     if (!cJSON_IsString(v)) {
       pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a string, got %s", describe_once(&got, v));
