@@ -498,7 +498,7 @@ static void check_coll_group_loo(const PnCalData *d, const PnHwProfile *p, PnCal
   }
 }
 
-void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+static void check_init(PnCalCheck *out)
 {
   out->gemm                = g_array_new(FALSE, FALSE, sizeof(double));
   out->gemm_loo            = g_array_new(FALSE, FALSE, sizeof(double));
@@ -516,7 +516,11 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   out->nccl_overlap_margin = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_by_group       = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  /* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
+}
+
+/* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
+static void check_gemm(const PnHwProfile *p, PnCalCheck *out)
+{
   for (int fp8 = 0; fp8 < 2; fp8++) {
     const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
     PnHwProfile loo      = *p;
@@ -542,7 +546,11 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
       g_free(rest);
     }
   }
-  /* attention: the fastest backend per shape, which is what the table keeps */
+}
+
+/* attention: the fastest backend per shape, which is what the table keeps */
+static void check_attn(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
   PnAttnTable fastest = {0};
   fit_attn(d, &fastest);
   for (int i = 0; i < fastest.n; i++) {
@@ -555,6 +563,12 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
              a->bwd_ns);
   }
   g_free(fastest.pts);
+}
+
+/* Every collective row alone through the profile, sorted into default channels, forced channels,
+ * outliers and group sizes; then the group sizes left out of the table in turn. */
+static void check_coll(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
   coll_groups_init(d, out);
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
@@ -578,9 +592,13 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
                  cost.max_bytes_per_ns);
   }
   check_coll_group_loo(d, p, out);
-  /* A GEMM beside a real NCCL collective: the executor gives it the SMs the collective's CTAs
-   * leave, at its shape's SMs-held curve (measured beside a spinner that fills its SMs), and no
-   * slowdown when it is already restricted to the other SMs. */
+}
+
+/* A GEMM beside a real NCCL collective: the executor gives it the SMs the collective's CTAs
+ * leave, at its shape's SMs-held curve (measured beside a spinner that fills its SMs), and no
+ * slowdown when it is already restricted to the other SMs. */
+static void check_nccl_overlap(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
   for (guint i = 0; i < d->nccl_overlap->len; i++) {
     const PnCalNcclOverlap *o = &g_array_index(d->nccl_overlap, PnCalNcclOverlap, i);
     int held                  = o->ctas > 0 ? o->ctas : p->nccl_ctas_nvlink;
@@ -595,6 +613,12 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
     }
     push_err(o->sm_margin ? out->nccl_overlap_margin : out->nccl_overlap, pred, o->rate);
   }
+}
+
+/* The contention rows: each through its shape's curves, and the median over shapes per SMs held
+ * through the profile-wide curves. */
+static void check_contention(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
   /* every (shape, SMs held) row through the curves of its shape, as the executor uses them */
   for (guint i = 0; i < d->contention->len; i++) {
     const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
@@ -628,6 +652,10 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
       }
     }
   }
+}
+
+static void check_memory(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
   for (guint i = 0; i < d->memory->len; i++) {
     const PnCalBytes *b = &g_array_index(d->memory, PnCalBytes, i);
     if (b->bytes < PN_CAL_LARGE_BYTES)
@@ -637,6 +665,17 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
     else
       push_err(out->memory_other, pn_cost_memory_ns(p, b->bytes), b->ns);
   }
+}
+
+void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  check_init(out);
+  check_gemm(p, out);
+  check_attn(d, p, out);
+  check_coll(d, p, out);
+  check_nccl_overlap(d, p, out);
+  check_contention(d, p, out);
+  check_memory(d, p, out);
 }
 
 void pn_cal_check_clear(PnCalCheck *c)
