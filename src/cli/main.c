@@ -15,6 +15,7 @@
 #include "io/trace.h"
 #include "io/validate.h"
 #include "overlap/gating.h"
+#include "overlap/strategy.h"
 #include "sim/sim.h"
 
 #ifndef PN_DATA_DIR
@@ -53,96 +54,6 @@ static int fail(const GError *error)
   return (error->domain == PN_EXEC_ERROR && error->code != PN_EXEC_ERROR_HORIZON) ? 1 : 2;
 }
 
-/* One knob of the what-if table: a --set that flips an overlap mechanism the plan resolved. */
-typedef struct {
-  const char *name;
-  const char *set_on[2], *set_off[2]; /* one or two --set each (NULL: none) */
-  bool (*applies)(const PnScenario *sc);
-  bool (*is_on)(const PnPlan *plan, const PnScenario *sc);
-} PnKnob;
-
-static bool applies_dp(const PnScenario *sc)
-{
-  return sc->parallel.data_parallel_size * sc->parallel.context_parallel_size > 1;
-}
-static bool applies_dist_opt(const PnScenario *sc) { return applies_dp(sc) && sc->ddp.use_distributed_optimizer; }
-static bool applies_tp(const PnScenario *sc)
-{
-  return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel;
-}
-static bool applies_vpp(const PnScenario *sc) { return sc->parallel.virtual_pipeline_model_parallel_size > 1; }
-static bool applies_cp(const PnScenario *sc) { return sc->parallel.context_parallel_size > 1; }
-/* EP overlap where Megatron accepts it: MoE with EP > 1, alltoall / flex, VPP when pipelined, no
- * full recompute (overlap/gating.c has the whole list and says why when it refuses) */
-static bool applies_ep(const PnScenario *sc)
-{
-  const PnParallelConfig *p = &sc->parallel;
-  return sc->model.num_moe_experts > 1 && p->expert_model_parallel_size > 1 &&
-         p->moe_token_dispatcher_type != PN_MOE_DISPATCHER_ALLGATHER &&
-         (p->pipeline_model_parallel_size == 1 || p->virtual_pipeline_model_parallel_size > 1) &&
-         sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL && !sc->comm_overlap.moe_shared_expert_overlap;
-}
-static bool applies_delay(const PnScenario *sc)
-{
-  return applies_ep(sc) && sc->comm_overlap.overlap_moe_expert_parallel_comm;
-}
-static bool applies_conn(const PnScenario *sc)
-{
-  return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc) || applies_delay(sc);
-}
-static bool on_grad(const PnPlan *p, const PnScenario *sc) { return p->overlap_grad_reduce; }
-static bool on_param(const PnPlan *p, const PnScenario *sc) { return p->overlap_param_gather; }
-static bool on_tp(const PnPlan *p, const PnScenario *sc) { return p->tp_comm_overlap; }
-static bool on_p2p(const PnPlan *p, const PnScenario *sc) { return p->overlap_p2p_comm; }
-static bool on_cp(const PnPlan *p, const PnScenario *sc) { return p->cp_comm_type == PN_CP_P2P; }
-static bool on_conn(const PnPlan *p, const PnScenario *sc) { return p->max_connections == 1; }
-static bool on_ep(const PnPlan *p, const PnScenario *sc) { return p->overlap_moe_expert_parallel_comm; }
-static bool on_delay(const PnPlan *p, const PnScenario *sc) { return p->delay_wgrad_compute; }
-
-static const PnKnob knobs[] = {
-    {"ddp.overlap_grad_reduce",
-     {"ddp.overlap_grad_reduce=true"},
-     {"ddp.overlap_grad_reduce=false"},
-     applies_dp,
-     on_grad},
-    {"ddp.overlap_param_gather",
-     {"ddp.overlap_param_gather=true"},
-     {"ddp.overlap_param_gather=false"},
-     applies_dist_opt,
-     on_param},
-    {"comm_overlap.tp_comm_overlap",
-     {"comm_overlap.tp_comm_overlap=true"},
-     {"comm_overlap.tp_comm_overlap=false"},
-     applies_tp,
-     on_tp},
-    {"comm_overlap.overlap_p2p_comm",
-     {"comm_overlap.overlap_p2p_comm=true"},
-     {"comm_overlap.overlap_p2p_comm=false"},
-     applies_vpp,
-     on_p2p},
-    {"comm_overlap.cp_comm_type (p2p ring vs all_gather)",
-     {"comm_overlap.cp_comm_type=\"p2p\""},
-     {"comm_overlap.cp_comm_type=\"all_gather\""},
-     applies_cp,
-     on_cp},
-    /* off also drops delay_wgrad_compute, which Bridge accepts only with EP overlap */
-    {"comm_overlap.overlap_moe_expert_parallel_comm",
-     {"comm_overlap.overlap_moe_expert_parallel_comm=true"},
-     {"comm_overlap.overlap_moe_expert_parallel_comm=false", "comm_overlap.delay_wgrad_compute=false"},
-     applies_ep,
-     on_ep},
-    {"comm_overlap.delay_wgrad_compute",
-     {"comm_overlap.delay_wgrad_compute=true"},
-     {"comm_overlap.delay_wgrad_compute=false"},
-     applies_delay,
-     on_delay},
-    {"env.CUDA_DEVICE_MAX_CONNECTIONS (1 vs 8)",
-     {"env.CUDA_DEVICE_MAX_CONNECTIONS=1"},
-     {"env.CUDA_DEVICE_MAX_CONNECTIONS=8"},
-     applies_conn,
-     on_conn},
-};
-
 static double total_exposed(const PnResult *r)
 {
   double e = 0.0;
@@ -168,15 +79,16 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
                            path, base_r->iteration_time_s, total_exposed(base_r), "knob", "now", "off (s)", "on (s)",
                            "on-off (s)", "exposed on-off");
   bool first = true;
-  for (size_t k = 0; k < G_N_ELEMENTS(knobs); k++) {
-    if (!knobs[k].applies(base))
+  for (size_t k = 0; k < pn_overlap_n_what_if; k++) {
+    const PnOverlapStrategy *knob = pn_overlap_what_if[k];
+    if (!knob->applies(base))
       continue;
     double t[2], e[2];
     for (int v = 0; v < 2; v++) {
       g_autoptr(GPtrArray) all = g_ptr_array_new();
       for (int i = 0; i < n_sets; i++)
         g_ptr_array_add(all, sets[i]);
-      const char *const *add = v ? knobs[k].set_on : knobs[k].set_off;
+      const char *const *add = v ? knob->set_on : knob->set_off;
       for (int i = 0; i < 2 && add[i]; i++)
         g_ptr_array_add(all, (gpointer)add[i]);
       g_autoptr(PnScenario) sc = pn_scenario_load(path, (const char *const *)all->pdata, (int)all->len, NULL, &error);
@@ -189,14 +101,14 @@ static int what_if(const char *path, char **sets, int n_sets, const PnScenario *
       t[v] = r->iteration_time_s;
       e[v] = total_exposed(r);
     }
-    bool now = knobs[k].is_on(&plan, base);
+    bool now = knob->is_on(&plan);
     if (json)
       g_string_append_printf(out,
                              "%s  {\"knob\": \"%s\", \"now\": %s, \"off_s\": %.9g, \"on_s\": %.9g, "
                              "\"exposed_off_s\": %.9g, \"exposed_on_s\": %.9g}",
-                             first ? "" : ",\n", knobs[k].name, now ? "true" : "false", t[0], t[1], e[0], e[1]);
+                             first ? "" : ",\n", knob->name, now ? "true" : "false", t[0], t[1], e[0], e[1]);
     else
-      g_string_append_printf(out, "%-48s %-5s %12.4f %12.4f %+12.4f %+12.4f\n", knobs[k].name, now ? "on" : "off", t[0],
+      g_string_append_printf(out, "%-48s %-5s %12.4f %12.4f %+12.4f %+12.4f\n", knob->name, now ? "on" : "off", t[0],
                              t[1], t[1] - t[0], e[1] - e[0]);
     first = false;
   }

@@ -7,7 +7,7 @@
 
 #include "io/io-private.h"
 #include "io/scenario.h"
-#include "overlap/ub.h"
+#include "overlap/gating.h"
 #include "sim/sim.h"
 
 void pn_validation_row_free(PnValidationRow *row)

@@ -24,6 +24,7 @@
 #define PN_OVERLAP_GATING_H
 
 #include <glib.h>
+#include <stdbool.h>
 
 #include "sched/plan.h"
 #include "workload/config.h"
@@ -32,10 +33,22 @@
 GQuark pn_overlap_error_quark(void);
 typedef enum { PN_OVERLAP_ERROR_INVALID } PnOverlapError;
 
-/* Fills `plan` (entirely overwritten) and appends warnings. Fails only on options the frameworks
+/* Fills `plan` (entirely overwritten) and appends warnings: the gates of the strategy registry
+ * (strategy.h) run in its order, which is the order above. Fails only on options the frameworks
  * reject outright (above), with "<scenario path>: <JSON pointer>: <violated invariant>"; `plan`
- * is then unspecified. Pure: the same scenario always gives the same plan and warnings. */
+ * is then unspecified and `warnings` holds those of the gates before the failing one. Pure: the
+ * same scenario always gives the same plan and warnings. */
 gboolean pn_overlap_resolve(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings /* of char*, may be NULL */,
                             GError **error);
+
+/* Transformer Engine userbuffers configurations (tp.c): TE's defaults and the named presets of
+ * Megatron-Bridge / NeMo (comm_overlap.py, tp_overlap_configs/userbuffers.py), per GEMM slot.
+ * Reference: shared/reference/overlap-mechanics.md §2.3 (TE defaults) and §2.5 (presets). The
+ * LoRA presets (different slot set) and the B200 presets are not included. */
+const char *pn_ub_method_name(PnUbMethod m);
+/* Fills cfg from a named preset; false when the name is unknown (the gating then fails). */
+bool pn_ub_preset(const char *name, PnUbCfg cfg[PN_UB_N]);
+/* Appends the known preset names, comma-separated. */
+void pn_ub_preset_names(GString *out);
 
 #endif

@@ -22,7 +22,6 @@
 #include "hw/exec.h"
 #include "io/scenario.h"
 #include "overlap/gating.h"
-#include "overlap/ub.h"
 #include "sched/build.h"
 #include "sched/order.h"
 #include "sim/sim.h"

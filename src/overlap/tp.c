@@ -1,7 +1,9 @@
-/* ub.c — userbuffers defaults and presets (see ub.h). One table row per preset. */
-#include "overlap/ub.h"
-
+/* tp.c — tensor parallelism: Megatron-Bridge's TP-overlap cascade and Transformer Engine's
+ * userbuffers configurations (TE's defaults and Bridge's named presets, one table row per
+ * preset; see gating.h). */
 #include <string.h>
+
+#include "overlap/overlap-private.h"
 
 const char *pn_ub_method_name(PnUbMethod m)
 {
@@ -74,7 +76,8 @@ static const PnUbPreset presets[] = {
      RM},
 };
 
-void pn_ub_defaults(PnUbCfg cfg[PN_UB_N])
+/* TE's get_default_config for all slots (used when tp_comm_overlap is on without a preset). */
+static void ub_defaults(PnUbCfg cfg[PN_UB_N])
 {
   /* TE initialize_ub get_default_config: ring_exchange (num_sm 1, cga 1, no margin, tp steps)
    * for the AG slots; pipeline (num_sm 16, cga 2, 4 splits, margin) for the RS fprop slots;
@@ -97,7 +100,7 @@ bool pn_ub_preset(const char *name, PnUbCfg cfg[PN_UB_N])
     const PnUbPreset *p = &presets[i];
     if (strcmp(name, p->name) != 0)
       continue;
-    pn_ub_defaults(cfg); /* ring_exchange AG slots are the same in every preset */
+    ub_defaults(cfg); /* ring_exchange AG slots are the same in every preset */
     cfg[PN_UB_QKV_DGRAD]  = p->bulk[0];
     cfg[PN_UB_QKV_WGRAD]  = p->bulk[1];
     cfg[PN_UB_FC1_DGRAD]  = p->bulk[2];
@@ -113,4 +116,39 @@ void pn_ub_preset_names(GString *out)
 {
   for (size_t i = 0; i < G_N_ELEMENTS(presets); i++)
     g_string_append_printf(out, "%s%s", i ? ", " : "", presets[i].name);
+}
+
+/* TP: _get_model_comm_overlap_cfgs, checked in this order. */
+gboolean pn__overlap_gate_tp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error)
+{
+  const PnParallelConfig *par   = &sc->parallel;
+  const PnCommOverlapConfig *co = &sc->comm_overlap;
+  bool tp_overlap               = co->tp_comm_overlap == PN_TRI_TRUE;
+  if (tp_overlap && par->tensor_model_parallel_size < 2) {
+    pn__overlap_warn(warnings, "Disabling tensor parallel communication overlap due to TP size < 2.");
+    tp_overlap = false;
+  } else if (tp_overlap && !par->sequence_parallel) {
+    pn__overlap_warn(warnings, "Disabling tensor parallel communication overlap due to sequence_parallel=False.");
+    tp_overlap = false;
+  } else if (tp_overlap && !co->transformer_engine) {
+    pn__overlap_warn(warnings, "Disabling tensor parallel communication overlap due to TE not detected.");
+    tp_overlap = false;
+  }
+  plan->tp_comm_overlap = tp_overlap;
+  if (!tp_overlap)
+    return TRUE;
+  const char *preset = co->tp_comm_overlap_cfg;
+  if (preset[0] == '\0') {
+    pn__overlap_warn(warnings, "Tensor parallel overlap: No overlap config provided. Initializing TP comm overlap with "
+                               "the default config.");
+    ub_defaults(plan->ub);
+  } else if (!pn_ub_preset(preset, plan->ub)) {
+    g_autoptr(GString) names = g_string_new(NULL);
+    pn_ub_preset_names(names);
+    g_set_error(error, PN_OVERLAP_ERROR, PN_OVERLAP_ERROR_INVALID,
+                "%s: /comm_overlap/tp_comm_overlap_cfg: unknown userbuffers preset \"%s\" (known: %s)", sc->path,
+                preset, names->str);
+    return FALSE;
+  }
+  return TRUE;
 }
