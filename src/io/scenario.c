@@ -567,22 +567,6 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
                   I64 " does not divide moe_ffn_hidden_size " I64, etp, moe_ffn);
       return FALSE;
     }
-    if (sc->comm_overlap.moe_shared_expert_overlap && par->moe_token_dispatcher_type == PN_MOE_DISPATCHER_ALLGATHER) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/comm_overlap/moe_shared_expert_overlap",
-                  "expected false with the \"allgather\" dispatcher (Megatron-Core: moe_shared_expert_overlap only "
-                  "works with alltoall or flex token dispatcher)");
-      return FALSE;
-    }
-    if (sc->comm_overlap.moe_shared_expert_overlap && m->moe_shared_expert_intermediate_size == 0)
-      warn(warnings, ctx, "/comm_overlap/moe_shared_expert_overlap",
-           "has no effect without shared experts (moe_shared_expert_intermediate_size is 0)");
-    if (sc->comm_overlap.moe_shared_expert_overlap &&
-        (sc->recompute.recompute_modules & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) &&
-        sc->recompute.recompute_granularity == PN_RECOMPUTE_SELECTIVE) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/recompute/recompute_modules",
-                  "\"shared_experts\" recompute cannot work with moe_shared_expert_overlap (Megatron-Core)");
-      return FALSE;
-    }
     if (tp > 1 && ep > 1 && !par->sequence_parallel) {
       pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/sequence_parallel",
                   "expected true: Megatron-Core requires sequence parallelism with tensor and expert parallelism");

@@ -1,7 +1,33 @@
-/* ep.c — expert parallelism: the overlap_moe_expert_parallel_comm and delay_wgrad_compute
- * invariants Megatron-Bridge asserts (copies of Megatron-Core's), and the flags of Megatron-LM
- * PR #4268 that act inside the combined 1F1B schedule (see gating.h). */
+/* ep.c — expert parallelism: Megatron-Core's moe_shared_expert_overlap checks, the
+ * overlap_moe_expert_parallel_comm and delay_wgrad_compute invariants Megatron-Bridge asserts
+ * (copies of Megatron-Core's), and the flags of Megatron-LM PR #4268 that act inside the combined
+ * 1F1B schedule (see gating.h). */
 #include "overlap/overlap-private.h"
+
+/* Megatron-Core's moe_shared_expert_overlap checks (TransformerConfig.__post_init__ and the MoE
+ * layer), made when the model is configured, before Bridge's: hence first in the registry. */
+gboolean pn__overlap_gate_shared_expert(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error)
+{
+  (void)plan;
+  const PnModelConfig *m = &sc->model;
+  if (m->num_moe_experts == 0 || !sc->comm_overlap.moe_shared_expert_overlap)
+    return TRUE;
+  if (sc->parallel.moe_token_dispatcher_type == PN_MOE_DISPATCHER_ALLGATHER)
+    return pn__overlap_fail(
+        error, sc, "/comm_overlap/moe_shared_expert_overlap",
+        "expected false with the \"allgather\" dispatcher (Megatron-Core: moe_shared_expert_overlap "
+        "only works with alltoall or flex token dispatcher)");
+  if (m->moe_shared_expert_intermediate_size == 0)
+    pn__overlap_warn(warnings,
+                     "%s: /comm_overlap/moe_shared_expert_overlap: has no effect without shared experts "
+                     "(moe_shared_expert_intermediate_size is 0)",
+                     sc->path);
+  if ((sc->recompute.recompute_modules & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) &&
+      sc->recompute.recompute_granularity == PN_RECOMPUTE_SELECTIVE)
+    return pn__overlap_fail(error, sc, "/recompute/recompute_modules",
+                            "\"shared_experts\" recompute cannot work with moe_shared_expert_overlap (Megatron-Core)");
+  return TRUE;
+}
 
 /* Megatron-Bridge _get_model_comm_overlap_cfgs: the overlap_moe_expert_parallel_comm assertions
  * (a copy of Megatron-Core TransformerConfig.__post_init__'s), in Bridge's order. Each message

@@ -11,7 +11,9 @@
  * overlap_p2p_comm is forced off without VPP; batch_p2p_comm and overlap_p2p_comm exclude each
  * other). Every silent change becomes a warning; the warnings Bridge logs keep Bridge's text.
  *
- * Hard failures, where Bridge or Megatron assert: an unknown userbuffers preset; the
+ * Hard failures, where Bridge or Megatron assert: moe_shared_expert_overlap with the allgather
+ * dispatcher or with "shared_experts" in recompute_modules (selective recompute; without shared
+ * experts the option only warns); an unknown userbuffers preset; the
  * overlap_moe_expert_parallel_comm invariants (EP > 1, num_moe_experts > 1, dispatcher alltoall
  * or flex, VPP when PP > 1, no full recompute, no recompute_num_layers, no "moe" in
  * recompute_modules, moe_shared_expert_overlap off, mtp_num_layers <= 1); the

@@ -27,6 +27,7 @@ gboolean pn__overlap_fail(GError **error, const PnScenario *sc, const char *ptr,
 static inline bool pn__overlap_tri_or(PnTri t, bool dflt) { return t == PN_TRI_UNSET ? dflt : t == PN_TRI_TRUE; }
 
 /* ---- gates, in registry order (registry.c) ---- */
+gboolean pn__overlap_gate_shared_expert(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_tp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_p2p(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_moe_ep(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);

@@ -70,12 +70,19 @@ static bool on_delay(const PnPlan *p) { return p->delay_wgrad_compute; }
 
 /* ---- the registry ---- */
 
-/* Gating order: Megatron-Bridge's _get_model_comm_overlap_cfgs (TP, PP, EP, delayed wgrad), then
- * its _get_optimizer_overlap_cfgs (DP); then what penumbra adds or takes as given (PR #4268,
- * NCCL, CP), and CUDA_DEVICE_MAX_CONNECTIONS last because its check reads the EP result. */
-enum { TP, P2P, MOE_EP, DELAY_WGRAD, DP_GRAD, DP_PARAM, PR4268, NCCL, CP, CONNECTIONS, N_STRATEGIES };
+/* Gating order: Megatron-Core's model-configuration checks (shared experts), Megatron-Bridge's
+ * _get_model_comm_overlap_cfgs (TP, PP, EP, delayed wgrad), then its _get_optimizer_overlap_cfgs
+ * (DP); then what penumbra adds or takes as given (PR #4268, NCCL, CP), and
+ * CUDA_DEVICE_MAX_CONNECTIONS last because its check reads the EP result. */
+enum { SHARED_EXPERT, TP, P2P, MOE_EP, DELAY_WGRAD, DP_GRAD, DP_PARAM, PR4268, NCCL, CP, CONNECTIONS, N_STRATEGIES };
 
 const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
+    [SHARED_EXPERT] =
+        {
+            .name = "comm_overlap.moe_shared_expert_overlap",
+            .keys = {"comm_overlap.moe_shared_expert_overlap"},
+            .gate = pn__overlap_gate_shared_expert,
+        },
     [TP] =
         {
             .name    = "comm_overlap.tp_comm_overlap",

@@ -709,6 +709,61 @@ START_TEST(test_moe_ep_overlap_invariants)
 }
 END_TEST
 
+/* Not a Bridge test case: Megatron-Core's moe_shared_expert_overlap checks, gated first (before
+ * TP): refused with the allgather dispatcher and with "shared_experts" selective recompute; a
+ * warning naming the file and the key when there are no shared experts; nothing with shared
+ * experts, or on a dense model (where the key is never read). */
+static void shared_expert_fails(const PnScenario *sc, const char *expect)
+{
+  PnPlan plan;
+  g_autoptr(GError) err = NULL;
+  ck_assert(!pn_overlap_resolve(sc, &plan, NULL, &err));
+  ck_assert(g_error_matches(err, PN_OVERLAP_ERROR, PN_OVERLAP_ERROR_INVALID));
+  ck_assert_str_eq(err->message, expect);
+}
+
+START_TEST(test_shared_expert_overlap_checks)
+{
+  PnScenario sc;
+  moe_scenario(&sc);
+  sc.comm_overlap.overlap_moe_expert_parallel_comm = false;
+  sc.comm_overlap.moe_shared_expert_overlap        = true;
+  sc.model.moe_shared_expert_intermediate_size     = 768;
+  g_autoptr(GPtrArray) with_shared                 = warnings_new();
+  resolve_ok(&sc, with_shared);
+  ck_assert_int_eq(with_shared->len, 0);
+
+  sc.model.moe_shared_expert_intermediate_size = 0;
+  sc.comm_overlap.tp_comm_overlap              = PN_TRI_TRUE; /* TP 1: Bridge's warning comes after */
+  g_autoptr(GPtrArray) w                       = warnings_new();
+  resolve_ok(&sc, w);
+  ck_assert_int_eq(w->len, 2);
+  ck_assert_str_eq(g_ptr_array_index(w, 0), "bridge.json: /comm_overlap/moe_shared_expert_overlap: has no effect "
+                                            "without shared experts (moe_shared_expert_intermediate_size is 0)");
+  ck_assert_str_eq(g_ptr_array_index(w, 1), "Disabling tensor parallel communication overlap due to TP size < 2.");
+
+  sc.model.moe_shared_expert_intermediate_size = 768;
+  sc.parallel.moe_token_dispatcher_type        = PN_MOE_DISPATCHER_ALLGATHER;
+  shared_expert_fails(&sc, "bridge.json: /comm_overlap/moe_shared_expert_overlap: expected false with the "
+                           "\"allgather\" dispatcher (Megatron-Core: moe_shared_expert_overlap only works with "
+                           "alltoall or flex token dispatcher)");
+  sc.parallel.moe_token_dispatcher_type = PN_MOE_DISPATCHER_FLEX;
+  sc.recompute.recompute_granularity    = PN_RECOMPUTE_SELECTIVE;
+  sc.recompute.recompute_modules        = PN_RECOMPUTE_MODULE_CORE_ATTN | PN_RECOMPUTE_MODULE_SHARED_EXPERTS;
+  shared_expert_fails(&sc, "bridge.json: /recompute/recompute_modules: \"shared_experts\" recompute cannot work "
+                           "with moe_shared_expert_overlap (Megatron-Core)");
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_FULL; /* the module list is read under selective only */
+  (void)resolve_ok(&sc, NULL);
+
+  bridge_scenario(&sc);
+  sc.comm_overlap.moe_shared_expert_overlap = true;
+  sc.parallel.moe_token_dispatcher_type     = PN_MOE_DISPATCHER_ALLGATHER;
+  g_autoptr(GPtrArray) dense                = warnings_new();
+  resolve_ok(&sc, dense);
+  ck_assert_int_eq(dense->len, 0);
+}
+END_TEST
+
 /* #23 test_delay_wgrad_config_validation: delay_wgrad_compute with EP overlap (TE version check
  * patched True: a TE is present) passes. */
 START_TEST(test_bridge_delay_wgrad_valid)
@@ -1930,6 +1985,7 @@ static Suite *overlap_suite(void)
       {"bridge_moe_rejects_mtp2", test_bridge_moe_rejects_mtp2},
       {"bridge_moe_rejects_moe_recompute", test_bridge_moe_rejects_moe_recompute},
       {"moe_ep_overlap_invariants", test_moe_ep_overlap_invariants},
+      {"shared_expert_overlap_checks", test_shared_expert_overlap_checks},
       {"bridge_delay_wgrad_valid", test_bridge_delay_wgrad_valid},
       {"bridge_delay_wgrad_with_grad_reduce", test_bridge_delay_wgrad_with_grad_reduce},
       {"bridge_delay_wgrad_requires_ep", test_bridge_delay_wgrad_requires_ep},
