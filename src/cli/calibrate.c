@@ -1,0 +1,163 @@
+/* calibrate.c — `penumbra calibrate`: microbenchmark results (microbench/) fitted into a hardware
+ * profile (calib/, io/calibio.h), or, with --check, replayed through a profile and reported;
+ * exit 3 when a required replay is off by more than --tolerance. */
+#include <math.h>
+
+#include "cli/cli-private.h"
+#include "io/calibio.h"
+#include "io/hwprofile.h"
+
+static gint cmp_abs(gconstpointer a, gconstpointer b)
+{
+  double x = fabs(*(const double *)a), y = fabs(*(const double *)b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* One line of the replay check: count, median / p90 / max |error|, share within `tol`. */
+static bool check_line(GString *out, const char *what, GArray *err, double tol)
+{
+  if (err->len == 0) {
+    g_string_append_printf(out, "  %-34s %6s\n", what, "-");
+    return true;
+  }
+  g_array_sort(err, cmp_abs);
+  guint n = err->len, within = 0;
+  for (guint i = 0; i < n; i++)
+    within += fabs(g_array_index(err, double, i)) <= tol;
+  double med = fabs(g_array_index(err, double, n / 2)), p90 = fabs(g_array_index(err, double, (n * 9) / 10));
+  double max = fabs(g_array_index(err, double, n - 1));
+  g_string_append_printf(out, "  %-34s %6u %8.2f%% %8.2f%% %8.2f%% %8.1f%%\n", what, n, med * 100, p90 * 100, max * 100,
+                         100.0 * within / n);
+  return within == n;
+}
+
+int pn__cli_calibrate(int argc, char **argv)
+{
+  g_autofree char *base    = NULL;
+  g_autofree char *output  = NULL;
+  g_autofree char *profile = NULL;
+  gboolean check           = FALSE;
+  double tol_pct           = 5.0;
+  g_autofree char *plot    = NULL;
+  GOptionEntry entries[]   = {
+        {"base", 'b', 0, G_OPTION_ARG_FILENAME, &base, "Profile to start from (its sourced figures are kept)", "FILE"},
+        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the calibrated profile to FILE (atomically)", "FILE"},
+        {"check", 'c', 0, G_OPTION_ARG_NONE, &check, "Replay every measured case through --profile and report errors",
+         NULL},
+        {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
+        {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
+        {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "--check: write measured vs predicted points to FILE (gnuplot)",
+         "FILE"},
+        {NULL, 0, 0, 0, NULL, NULL, NULL}};
+  g_autoptr(GOptionContext) ctx =
+      g_option_context_new("RESULTS.json... - fit hardware-profile tables from microbenchmark results");
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(
+      ctx,
+      "Examples:\n"
+      "  penumbra calibrate hwprofiles/calibration/h100-sxm/gemm.json --base hwprofiles/h100-sxm.json -o h100.json\n"
+      "  penumbra calibrate --check --profile hwprofiles/h100-sxm.json hwprofiles/calibration/h100-sxm/*.json\n"
+      "  penumbra calibrate --check --profile hwprofiles/h200-sxm.json \\\n"
+      "      hwprofiles/calibration/h200-sxm-8gpu/collective.json --plot-data calibration.dat\n");
+  g_autoptr(GError) error = NULL;
+  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
+    fprintf(stderr, "penumbra calibrate: %s\n", error->message);
+    return 2;
+  }
+  if (argc < 2) {
+    fprintf(stderr, "penumbra calibrate: expected one or more microbenchmark RESULTS.json\n");
+    return 2;
+  }
+  if (check ? !profile : !(base && output)) {
+    fprintf(stderr, "penumbra calibrate: expected --base FILE -o FILE, or --check --profile FILE\n");
+    return 2;
+  }
+  PnCalData data;
+  pn_cal_data_init(&data);
+  g_autoptr(GString) prov = g_string_new(NULL);
+  int rc                  = 0;
+  for (int i = 1; i < argc && rc == 0; i++)
+    if (!pn_calib_read_results(argv[i], &data, prov, &error))
+      rc = pn__cli_fail(error);
+  if (rc == 0) {
+    g_autoptr(PnHwProfile) p = pn_hw_profile_load(check ? profile : base, &error);
+    if (!p) {
+      rc = pn__cli_fail(error);
+    } else if (check) {
+      PnCalCheck c;
+      pn_calib_check(&data, p, &c);
+      double tol             = tol_pct / 100.0;
+      g_autoptr(GString) out = g_string_new(NULL);
+      g_string_append_printf(out, "replay of the measured cases through %s (|predicted/measured - 1|)\n", profile);
+      g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
+      bool ok = check_line(out, "gemm (table replay)", c.gemm, tol);
+      check_line(out, "gemm (leave-one-out interpolation)", c.gemm_loo, tol);
+      ok = check_line(out, "attention", c.attn, tol) && ok;
+      ok = check_line(out, "collectives, NCCL default channels", c.coll_default, tol) && ok;
+      ok = check_line(out, "collectives, NCCL_MAX_CTAS forced", c.coll_ctas, tol) && ok;
+      for (guint k = 0; c.coll_groups->len > 1 && k < c.coll_groups->len; k++) {
+        g_autofree char *what = g_strdup_printf("  default channels, %d GPUs", g_array_index(c.coll_groups, int, k));
+        ok                    = check_line(out, what, g_ptr_array_index(c.coll_by_group, k), tol) && ok;
+      }
+      ok = check_line(out, "SM contention, median per SMs held", c.contention_median, tol) && ok;
+      ok = check_line(out, "memory-bound kernels >= 256 MiB", c.memory, tol) && ok;
+      ok = check_line(out, "SM contention, every shape", c.contention, tol) && ok;
+      g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
+      check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c.memory_other, tol);
+      check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
+      GArray *beside[]    = {c.nccl_overlap, c.nccl_overlap_margin};
+      const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};
+      for (int b = 0; b < 2; b++) {
+        g_autoptr(GArray) sorted = g_array_copy(beside[b]);
+        double med               = pn_calib_median(sorted); /* signed: < 0 means the model is too slow */
+        if (check_line(out, names[b], beside[b], tol))      /* all within, or no rows */
+          continue;
+        g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
+      }
+      for (guint k = 1; k + 1 < c.coll_groups->len; k++) {
+        g_autofree char *what =
+            g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c.coll_groups, int, k));
+        check_line(out, what, g_ptr_array_index(c.coll_group_loo, k), tol);
+      }
+      fputs(out->str, stdout);
+      if (plot) {
+        /* one gnuplot data block per series ("index" in plots/calibration.gp) */
+        static const char *const series[] = {"gemm_bf16",           "gemm_fp8",        "coll_all_gather",
+                                             "coll_reduce_scatter", "coll_all_reduce", "coll_all_to_all",
+                                             "coll_send_recv",      "sm_held",         "sm_margin"};
+        g_autoptr(GString) dat            = g_string_new("# penumbra calibrate --check: x measured predicted\n");
+        for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
+          g_string_append_printf(dat, "# %s\n", series[si]);
+          double last_x = -1.0;
+          for (guint i = 0; i < c.points->len; i++) {
+            const PnCalPoint *pt = &g_array_index(c.points, PnCalPoint, i);
+            if (strcmp(pt->series, series[si]) != 0)
+              continue;
+            if (pt->x < last_x)
+              g_string_append(dat, "\n"); /* a new group size: one blank line breaks gnuplot's line */
+            last_x = pt->x;
+            g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
+          }
+          g_string_append(dat, "\n\n");
+        }
+        if (!pn_io_write_file_atomic(plot, dat->str, dat->len, &error))
+          ok = (pn__cli_fail(error), false);
+      }
+      pn_cal_check_clear(&c);
+      rc = ok ? 0 : 3;
+    } else {
+      PnCalFitted fitted;
+      if (!pn_calib_fit(&data, p, &fitted, &error) ||
+          !pn_calib_write_profile(base, output, p, &fitted, prov->str, &error))
+        rc = pn__cli_fail(error);
+      else
+        printf("calibrated %s: %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
+               fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
+               fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
+               fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
+               fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
+    }
+  }
+  pn_cal_data_clear(&data);
+  return rc;
+}

@@ -1,0 +1,48 @@
+/* cli-private.h — what the subcommands of `penumbra` share: their entry points (main.c's table
+ * dispatches to them) and how a command reports and fails.
+ *
+ * Exit status: 0 success; 2 bad input (file, JSON, inconsistent configuration); 1 internal error;
+ * 3 a check the command was asked to make did not hold (validate --max-mape, calibrate --check).
+ * Errors print one line on stderr: `penumbra: <file>: <json path>: <what was expected>`.
+ */
+#ifndef PN_CLI_PRIVATE_H
+#define PN_CLI_PRIVATE_H
+
+#include <glib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hw/exec.h"
+#include "io/file.h"
+
+#ifndef PN_DATA_DIR
+#define PN_DATA_DIR "."
+#endif
+
+/* A subcommand: argv[0] is "penumbra <name>"; returns the exit status. */
+typedef int (*PnCommandFn)(int argc, char **argv);
+
+int pn__cli_run(int argc, char **argv);
+int pn__cli_validate(int argc, char **argv);
+int pn__cli_calibrate(int argc, char **argv);
+
+/* Prints the error and returns its exit status. */
+static inline int pn__cli_fail(const GError *error)
+{
+  fprintf(stderr, "penumbra: %s\n", error->message);
+  /* an executor failure is ours (exit 1), unless the inputs were absurd enough to overflow time */
+  return (error->domain == PN_EXEC_ERROR && error->code != PN_EXEC_ERROR_HORIZON) ? 1 : 2;
+}
+
+/* A command's report: to FILE (written atomically) with -o, else to stdout. */
+static inline int pn__cli_emit(const char *output, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  if (!output) {
+    fputs(text, stdout);
+    return 0;
+  }
+  return pn_io_write_file_atomic(output, text, strlen(text), &error) ? 0 : pn__cli_fail(error);
+}
+
+#endif
