@@ -206,6 +206,18 @@ static const PnSection *section_find(const char *key)
   return NULL;
 }
 
+const char **pn_scenario_section_keys(const char *section)
+{
+  const PnSection *s = section_find(section);
+  if (s == NULL)
+    return NULL;
+  gsize n           = pn__io_fields_count(s->fields);
+  const char **keys = g_new0(const char *, n + 1);
+  for (gsize i = 0; i < n; i++)
+    keys[i] = s->fields[i].key;
+  return keys;
+}
+
 /* For the unknown-key hint: where a misplaced key belongs. */
 static const char *scenario_where_else(const char *key)
 {

@@ -48,6 +48,11 @@ PnScenario *pn_scenario_load(const char *path, const char *const *sets, int n_se
 PnScenario *pn_scenario_load_string(const char *json, const char *display_name, const char *const *sets, int n_sets,
                                     GPtrArray *warnings, GError **error);
 
+/* The keys the loader accepts in the scenario object `section` ("ddp", "comm_overlap", "env",
+ * ...), in its schema's order and NULL-terminated; NULL when there is no such object. The array
+ * is the caller's (g_free), the strings are static. */
+const char **pn_scenario_section_keys(const char *section);
+
 /* Frees `sc` and its hardware profile; NULL is a no-op. */
 void pn_scenario_free(PnScenario *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnScenario, pn_scenario_free)

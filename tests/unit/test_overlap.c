@@ -22,6 +22,7 @@
 #include "hw/exec.h"
 #include "io/scenario.h"
 #include "overlap/gating.h"
+#include "overlap/strategy.h"
 #include "sched/build.h"
 #include "sched/order.h"
 #include "sim/sim.h"
@@ -1197,6 +1198,135 @@ START_TEST(test_new_keys_load)
 }
 END_TEST
 
+/* ==== part 1b: the strategy registry (strategy.h) ============================================ */
+
+/* The objects whose keys are overlap options or tune one. */
+static const char *const kOverlapSections[] = {"ddp", "comm_overlap", "env"};
+
+/* Entries of the registry that own `dotted` ("ddp.bucket_size"), their names appended to `who`. */
+static int owners_of(const char *dotted, GString *who)
+{
+  int n = 0;
+  for (size_t i = 0; i < pn_overlap_n_strategies; i++) {
+    const PnOverlapStrategy *s = &pn_overlap_strategies[i];
+    for (int k = 0; k < PN_OVERLAP_MAX_KEYS && s->keys[k]; k++)
+      if (strcmp(s->keys[k], dotted) == 0) {
+        g_string_append_printf(who, " \"%s\"", s->name);
+        n++;
+      }
+  }
+  return n;
+}
+
+static bool has_knob(const PnOverlapStrategy *s) { return s->applies != NULL; }
+
+/* Every key the scenario loader accepts in ddp, comm_overlap and env (its own schema tables, via
+ * pn_scenario_section_keys) belongs to exactly one registry entry, and every key an entry names
+ * is one the loader accepts there. An entry's knob is whole or absent; an entry without a gate
+ * follows one that has one; the what-if list holds each entry with a knob once. */
+START_TEST(test_registry_owns_every_key)
+{
+  g_autoptr(GString) failures = g_string_new(NULL);
+  int n_keys                  = 0;
+  for (size_t sec = 0; sec < G_N_ELEMENTS(kOverlapSections); sec++) {
+    g_autofree const char **keys = pn_scenario_section_keys(kOverlapSections[sec]);
+    ck_assert_msg(keys != NULL && keys[0] != NULL, "the loader has no keys in \"%s\"", kOverlapSections[sec]);
+    for (const char **k = keys; *k; k++, n_keys++) {
+      g_autofree char *dotted = g_strdup_printf("%s.%s", kOverlapSections[sec], *k);
+      g_autoptr(GString) who  = g_string_new(NULL);
+      int n                   = owners_of(dotted, who);
+      if (n != 1)
+        g_string_append_printf(failures, "%s: owned by %d entries%s\n", dotted, n, who->str);
+    }
+  }
+  ck_assert_int_ge(n_keys, 30);
+  for (size_t i = 0; i < pn_overlap_n_strategies; i++) {
+    const PnOverlapStrategy *s = &pn_overlap_strategies[i];
+    if (s->keys[0] == NULL)
+      g_string_append_printf(failures, "\"%s\" owns no key\n", s->name);
+    for (int k = 0; k < PN_OVERLAP_MAX_KEYS && s->keys[k]; k++) {
+      g_auto(GStrv) parts          = g_strsplit(s->keys[k], ".", 2);
+      g_autofree const char **keys = pn_scenario_section_keys(parts[0]);
+      bool known                   = false;
+      for (const char **key = keys; keys && parts[1] && *key && !known; key++)
+        known = strcmp(*key, parts[1]) == 0;
+      if (!known)
+        g_string_append_printf(failures, "\"%s\" names %s, which the loader does not accept\n", s->name, s->keys[k]);
+    }
+    bool whole = s->is_on != NULL && s->set_on[0] != NULL && s->set_off[0] != NULL;
+    bool none  = s->is_on == NULL && s->set_on[0] == NULL && s->set_off[0] == NULL;
+    if (has_knob(s) ? !whole : !none)
+      g_string_append_printf(failures, "\"%s\": a knob in part\n", s->name);
+    if (s->gate == NULL && (i == 0 || pn_overlap_strategies[i - 1].gate == NULL))
+      g_string_append_printf(failures, "\"%s\": no gate, and none before it\n", s->name);
+    int listed = 0;
+    for (size_t w = 0; w < pn_overlap_n_what_if; w++)
+      listed += pn_overlap_what_if[w] == s;
+    if (listed != (has_knob(s) ? 1 : 0))
+      g_string_append_printf(failures, "\"%s\": %d times in the what-if list\n", s->name, listed);
+  }
+  ck_assert_msg(failures->len == 0, "%s", failures->str);
+}
+END_TEST
+
+/* The shipped scenarios: the .json files of scenarios/ in the source tree, sorted. */
+static GPtrArray *shipped_scenarios(void)
+{
+  const char *src = g_getenv("PN_SOURCE_DIR");
+  ck_assert_msg(src != NULL, "PN_SOURCE_DIR is not set");
+  g_autofree char *dir_path = g_build_filename(src, "scenarios", NULL);
+  g_autoptr(GDir) dir       = g_dir_open(dir_path, 0, NULL);
+  ck_assert_ptr_nonnull(dir);
+  GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
+  for (const char *name; (name = g_dir_read_name(dir)) != NULL;)
+    if (g_str_has_suffix(name, ".json"))
+      g_ptr_array_add(paths, g_build_filename(dir_path, name, NULL));
+  g_ptr_array_sort(paths, (GCompareFunc)g_strcmp0);
+  return paths;
+}
+
+/* `path` with `sets` (as `run --set` applies them), resolved. */
+static PnPlan resolve_with(const char *path, const char *const *sets)
+{
+  int n = 0;
+  while (n < 2 && sets[n])
+    n++;
+  g_autoptr(GError) err    = NULL;
+  g_autoptr(PnScenario) sc = pn_scenario_load(path, sets, n, NULL, &err);
+  ck_assert_msg(sc != NULL, "%s: %s", path, err ? err->message : "?");
+  return resolve_ok(sc, NULL);
+}
+
+/* Flipping each knob with its own --set strings, on every shipped scenario where it applies, turns
+ * the mechanism on and off in the resolved plan (is_on follows, and the two plans differ); each
+ * knob applies to at least one shipped scenario. */
+START_TEST(test_registry_knobs_flip_plan)
+{
+  g_autoptr(GPtrArray) paths  = shipped_scenarios();
+  g_autoptr(GString) failures = g_string_new(NULL);
+  ck_assert_uint_gt(paths->len, 0);
+  for (size_t w = 0; w < pn_overlap_n_what_if; w++) {
+    const PnOverlapStrategy *s = pn_overlap_what_if[w];
+    int applied                = 0;
+    for (guint i = 0; i < paths->len; i++) {
+      const char *path           = g_ptr_array_index(paths, i);
+      g_autoptr(GError) err      = NULL;
+      g_autoptr(PnScenario) base = pn_scenario_load(path, NULL, 0, NULL, &err);
+      ck_assert_msg(base != NULL, "%s: %s", path, err ? err->message : "?");
+      if (!s->applies(base))
+        continue;
+      applied++;
+      PnPlan on = resolve_with(path, s->set_on), off = resolve_with(path, s->set_off);
+      if (!s->is_on(&on) || s->is_on(&off) || plan_equal(&on, &off))
+        g_string_append_printf(failures, "%s on %s: on %d, off %d\n", s->name, path, s->is_on(&on), s->is_on(&off));
+    }
+    if (applied == 0)
+      g_string_append_printf(failures, "%s applies to no shipped scenario\n", s->name);
+  }
+  ck_assert_msg(failures->len == 0, "%s", failures->str);
+}
+END_TEST
+
 /* ==== part 2: hand-computed exposure ======================================================== */
 
 /* The round-number profile (round_profile above): 128 SMs; GEMMs priced by the roofline at
@@ -2001,6 +2131,8 @@ static Suite *overlap_suite(void)
       {"bridge_mc_dp_disabled", test_bridge_mc_dp_disabled},
       {"bridge_mc_setup_complete", test_bridge_mc_setup_complete},
       {"new_keys_load", test_new_keys_load},
+      {"registry_owns_every_key", test_registry_owns_every_key},
+      {"registry_knobs_flip_plan", test_registry_knobs_flip_plan},
       {"pipeline_rs_exposes_one_chunk", test_pipeline_rs_exposes_one_chunk},
       {"bulk_exposes_excess", test_bulk_exposes_excess},
       {"copy_engine_vs_sm_kernel", test_copy_engine_vs_sm_kernel},
