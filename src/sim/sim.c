@@ -318,7 +318,7 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
   g_array_sort(r->comm_ops, op_cmp);
 }
 
-static void fill_headline(const PnScenario *sc, PnResult *r)
+static void fill_headline(const PnScenario *sc, const PnPlan *plan, PnResult *r)
 {
   const PnTrainingConfig *tr = &sc->training;
   double gpus                = (double)sc->hardware.num_gpus;
@@ -336,7 +336,7 @@ static void fill_headline(const PnScenario *sc, PnResult *r)
   r->mfu = peak_tflops > 0 ? r->model_tflops_per_gpu / peak_tflops : 0.0;
 
   PnWorkloadMemory mem;
-  pn_workload_memory(sc, &mem);
+  pn_workload_memory(sc, plan->tp_comm_overlap, &mem);
   r->memory.weights_gib     = mem.weights_bytes / GIB;
   r->memory.gradients_gib   = mem.gradients_bytes / GIB;
   r->memory.optimizer_gib   = mem.optimizer_bytes / GIB;
@@ -397,7 +397,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   }
   account(g, &ex, &info, &ac, r);
   acct_clear(&ac);
-  fill_headline(sc, r);
+  fill_headline(sc, &plan, r);
   r->tasks          = pn_graph_n_tasks(g);
   r->events         = ex.events;
   r->cost_fallbacks = info.cost_fallbacks;

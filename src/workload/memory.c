@@ -97,7 +97,7 @@ static double phase_saved(const PnScenario *sc, void (*fn)(const PnScenario *, P
   return sum_saved(ops, PN_PHASE_FWD);
 }
 
-static double other_bytes(const PnScenario *sc)
+static double other_bytes(const PnScenario *sc, bool tp_userbuffers)
 {
   const PnParallelConfig *p = &sc->parallel;
   int64_t tp                = MAX(p->tensor_model_parallel_size, 1);
@@ -107,8 +107,7 @@ static double other_bytes(const PnScenario *sc)
   double other              = 1.5 * GIB;
   int comms                 = (tp > 1) + (cp > 1) + (pp > 1) + (dp * cp > 1);
   other += 0.25 * GIB * comms;
-  bool sp = p->sequence_parallel && tp > 1;
-  if (sc->comm_overlap.tp_comm_overlap == PN_TRI_TRUE && sp) {
+  if (tp_userbuffers) {
     double th = (double)(sc->training.seq_length / cp * sc->training.micro_batch_size) * (double)sc->model.hidden_size;
     double e  = sc->training.precision == PN_PREC_FP8 ? 1.0 : 2.0;
     other += th * (6.0 * e + 4.0 * 2.0);
@@ -116,7 +115,7 @@ static double other_bytes(const PnScenario *sc)
   return other;
 }
 
-void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, PnWorkloadMemory *out)
+void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userbuffers, PnWorkloadMemory *out)
 {
   g_assert(sc && out);
   const PnParallelConfig *p = &sc->parallel;
@@ -164,19 +163,19 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, PnWorkloadMem
     act += phase_saved(sc, pn_workload_head_ops);
   out->activations_bytes = act;
 
-  out->other_bytes = other_bytes(sc);
+  out->other_bytes = other_bytes(sc, tp_userbuffers);
   out->total_bytes =
       out->weights_bytes + out->gradients_bytes + out->optimizer_bytes + out->activations_bytes + out->other_bytes;
 }
 
-void pn_workload_memory(const PnScenario *sc, PnWorkloadMemory *out)
+void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out)
 {
   g_assert(sc && out);
   int64_t pp = MAX(sc->parallel.pipeline_model_parallel_size, 1);
-  pn_workload_memory_stage(sc, 0, out);
+  pn_workload_memory_stage(sc, 0, tp_userbuffers, out);
   for (int64_t s = 1; s < pp; s++) {
     PnWorkloadMemory m;
-    pn_workload_memory_stage(sc, s, &m);
+    pn_workload_memory_stage(sc, s, tp_userbuffers, &m);
     if (m.total_bytes > out->total_bytes)
       *out = m;
   }

@@ -33,8 +33,10 @@
  *                backward right after its forward).
  *   other        1.5 GiB (CUDA context, cuBLAS / cuDNN / TE workspaces, allocator slack)
  *                + 0.25 GiB of NCCL buffers per communicator of size > 1 (TP, CP, PP, DP x CP)
- *                + TE userbuffers when tp_comm_overlap is on with SP: ten [T, h] buffers, the
- *                  six AG slots at 1 B/elem in fp8 (fp8_buf) else 2, the four RS slots at 2.
+ *                + TE userbuffers when the resolved plan runs TP overlap (the caller's
+ *                  `tp_userbuffers`: the option as gated, which also means TP > 1 with SP): ten
+ *                  [T, h] buffers, the six AG slots at 1 B/elem in fp8 (fp8_buf) else 2, the four
+ *                  RS slots at 2.
  * Transient tensors (logits gradients, GEMM outputs in flight) are not counted.
  *
  * Cost: builds one layer's op lists a few times: O(ops) per stage, O(pp * ops) for the worst.
@@ -42,6 +44,7 @@
 #ifndef PN_WORKLOAD_MEMORY_H
 #define PN_WORKLOAD_MEMORY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "workload/config.h"
@@ -56,10 +59,13 @@ typedef struct {
   int64_t stage;      /* pipeline stage these numbers are for */
 } PnWorkloadMemory;
 
-/* The pipeline stage with the largest total (the lowest such stage on ties). */
-void pn_workload_memory(const PnScenario *sc, PnWorkloadMemory *out);
+/* The pipeline stage with the largest total (the lowest such stage on ties). `tp_userbuffers`:
+ * TE allocates its userbuffers, i.e. the plan overlap/ resolved runs TP overlap
+ * (PnPlan.tp_comm_overlap); the raw comm_overlap.tp_comm_overlap is not it, since the gating turns
+ * the option off without TP > 1, SP or Transformer Engine. */
+void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out);
 /* One stage, 0 <= stage < pipeline_model_parallel_size. */
-void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, PnWorkloadMemory *out);
+void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userbuffers, PnWorkloadMemory *out);
 
 /* Saved activation bytes of one layer and one micro-batch under `granularity` (sum of the FWD
  * ops' saved_bytes). */

@@ -1443,6 +1443,30 @@ START_TEST(test_pipeline_rs_exposes_one_chunk)
 }
 END_TEST
 
+/* The userbuffers memory follows the gated plan: TP_JSON asks for TP overlap; without Transformer
+ * Engine the gating turns it off (Bridge's warning), and the run reports the memory of
+ * tp_comm_overlap false. With TE, ten [T, h] userbuffers are added to "other": T * h = 4096 *
+ * 2048 = 8,388,608 elements, bf16, (6 AG + 4 RS slots) * 2 B = 20 B -> 167,772,160 B =
+ * 0.15625 GiB. */
+START_TEST(test_userbuffers_memory_follows_gating)
+{
+  g_autofree char *hw      = round_profile("round-ubmem", 200, 25, true);
+  g_autoptr(PnScenario) sc = load_json(TP_JSON(""), hw, NULL);
+  g_autoptr(GError) err    = NULL;
+  g_autoptr(PnResult) on   = pn_sim_run(sc, NULL, &err);
+  ck_assert_msg(on != NULL, "%s", err ? err->message : "?");
+  sc->comm_overlap.transformer_engine = false;
+  g_autoptr(PnResult) no_te           = pn_sim_run(sc, NULL, &err);
+  ck_assert_msg(no_te != NULL, "%s", err ? err->message : "?");
+  ck_assert(has_warning(no_te->warnings, "Disabling tensor parallel communication overlap due to TE not detected."));
+  sc->comm_overlap.tp_comm_overlap = PN_TRI_FALSE;
+  g_autoptr(PnResult) off          = pn_sim_run(sc, NULL, &err);
+  ck_assert_msg(off != NULL, "%s", err ? err->message : "?");
+  ck_assert_double_eq(no_te->memory.other_gib, off->memory.other_gib);
+  ck_assert_double_eq(on->memory.other_gib - off->memory.other_gib, 0.15625);
+}
+END_TEST
+
 /* Regression test for a builder bug found while writing it, fixed in 40505b0 ("a side-stream
  * collective beside a GEMM joins the compute after that GEMM, not the GEMM itself"): the GEMM
  * used to wait for the comm issued just before it (emit_template() pushed the comm's join at
@@ -2135,6 +2159,7 @@ static Suite *overlap_suite(void)
       {"registry_knobs_flip_plan", test_registry_knobs_flip_plan},
       {"pipeline_rs_exposes_one_chunk", test_pipeline_rs_exposes_one_chunk},
       {"bulk_exposes_excess", test_bulk_exposes_excess},
+      {"userbuffers_memory_follows_gating", test_userbuffers_memory_follows_gating},
       {"copy_engine_vs_sm_kernel", test_copy_engine_vs_sm_kernel},
       {"max_connections_dispatch", test_max_connections_dispatch},
       {"dp_exposes_last_bucket", test_dp_exposes_last_bucket},

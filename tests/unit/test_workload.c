@@ -653,26 +653,26 @@ START_TEST(test_activation_sp_and_recompute)
   ck_assert_rel(a_sp, pn_workload_layer_activation_bytes(&one, PN_RECOMPUTE_NONE) / 4, 1e-3);
 
   PnWorkloadMemory m_sp, m_nosp, m_full, m_sel;
-  pn_workload_memory(&sp, &m_sp);
-  pn_workload_memory(&nosp, &m_nosp);
+  pn_workload_memory(&sp, false, &m_sp);
+  pn_workload_memory(&nosp, false, &m_nosp);
   ck_assert(m_sp.activations_bytes < m_nosp.activations_bytes);
   sp.recompute.recompute_granularity = PN_RECOMPUTE_FULL;
   sp.recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
   sp.recompute.recompute_num_layers  = 1;
-  pn_workload_memory(&sp, &m_full);
+  pn_workload_memory(&sp, false, &m_full);
   ck_assert(m_full.activations_bytes < m_sp.activations_bytes / 4);
   /* Selective (core attention) recompute with flash attention saves little: in bf16 only the
    * LSE (o stays alive as proj's input) and the recomputation briefly needs a new o; in fp8 proj
    * keeps its own fp8 copy, so o and LSE both go. */
   sp.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
-  pn_workload_memory(&sp, &m_sel);
+  pn_workload_memory(&sp, false, &m_sel);
   ck_assert(m_sel.activations_bytes > m_full.activations_bytes);
   ck_assert_rel(m_sel.activations_bytes, m_sp.activations_bytes, 0.01);
   sp.training.precision = PN_PREC_FP8;
   PnWorkloadMemory m_fp8, m_fp8_sel;
-  pn_workload_memory(&sp, &m_fp8_sel);
+  pn_workload_memory(&sp, false, &m_fp8_sel);
   sp.recompute.recompute_granularity = PN_RECOMPUTE_NONE;
-  pn_workload_memory(&sp, &m_fp8);
+  pn_workload_memory(&sp, false, &m_fp8);
   ck_assert(m_fp8_sel.activations_bytes < m_fp8.activations_bytes);
   ck_assert(m_fp8.activations_bytes < m_sp.activations_bytes); /* fp8 GEMM inputs: 1 B/elem */
   /* weights, grads and optimizer do not depend on activations choices */
@@ -687,9 +687,9 @@ START_TEST(test_memory_dist_opt)
   PnScenario sc;
   scenario(&sc, 8, 1, false, 1, 1, 1);
   PnWorkloadMemory a, b;
-  pn_workload_memory(&sc, &a);
+  pn_workload_memory(&sc, false, &a);
   sc.ddp.use_distributed_optimizer = false;
-  pn_workload_memory(&sc, &b);
+  pn_workload_memory(&sc, false, &b);
   ck_assert_double_eq(b.optimizer_bytes, 8030261248.0 * 12);
   ck_assert_double_eq(a.optimizer_bytes, b.optimizer_bytes / 8);
   ck_assert_double_eq(a.weights_bytes, 8030261248.0 * 2);
@@ -701,8 +701,34 @@ START_TEST(test_memory_dist_opt)
   PnScenario c;
   scenario(&c, 16, 1, false, 1, 1, 2);
   PnWorkloadMemory mc;
-  pn_workload_memory(&c, &mc);
+  pn_workload_memory(&c, false, &mc);
   ck_assert_double_eq(mc.optimizer_bytes, 8030261248.0 * 12 / 16);
+}
+END_TEST
+
+/* TE userbuffers count when the caller's resolved plan runs TP overlap, never from the raw
+ * option (the gating turns it off without TP > 1, SP or TE). Llama3-8B TP 4 + SP, seq 8192, mbs 1:
+ * [T, h] = 8192 * 4096 = 33,554,432 elements; bf16: 6 AG slots * 2 B + 4 RS slots * 2 B = 20 B
+ * -> 671,088,640 B; fp8: 6 * 1 + 4 * 2 = 14 B -> 469,762,048 B. Nothing else changes. */
+START_TEST(test_memory_userbuffers)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  sc.comm_overlap.tp_comm_overlap = PN_TRI_TRUE; /* asked for, gated off: not counted */
+  PnWorkloadMemory off, on;
+  pn_workload_memory(&sc, false, &off);
+  pn_workload_memory(&sc, true, &on);
+  ck_assert_double_eq(on.other_bytes - off.other_bytes, 671088640.0);
+  ck_assert_double_eq(on.total_bytes - off.total_bytes, 671088640.0);
+  ck_assert_double_eq(on.activations_bytes, off.activations_bytes);
+  sc.comm_overlap.tp_comm_overlap = PN_TRI_UNSET;
+  PnWorkloadMemory unset;
+  pn_workload_memory(&sc, false, &unset);
+  ck_assert_double_eq(unset.other_bytes, off.other_bytes);
+  sc.training.precision = PN_PREC_FP8;
+  pn_workload_memory(&sc, false, &off);
+  pn_workload_memory(&sc, true, &on);
+  ck_assert_double_eq(on.other_bytes - off.other_bytes, 469762048.0);
 }
 END_TEST
 
@@ -725,10 +751,10 @@ START_TEST(test_inflight)
   sc.parallel.num_microbatches                     = 8;
   sc.parallel.virtual_pipeline_model_parallel_size = 1;
   PnWorkloadMemory m;
-  pn_workload_memory(&sc, &m);
+  pn_workload_memory(&sc, false, &m);
   ck_assert_int_eq(m.stage, 0);
   PnWorkloadMemory last;
-  pn_workload_memory_stage(&sc, 3, &last);
+  pn_workload_memory_stage(&sc, 3, false, &last);
   ck_assert(last.activations_bytes < m.activations_bytes);
 }
 END_TEST
@@ -853,6 +879,7 @@ static Suite *workload_suite(void)
       {"layer_activation_bytes", test_layer_activation_bytes},
       {"activation_sp_and_recompute", test_activation_sp_and_recompute},
       {"memory_dist_opt", test_memory_dist_opt},
+      {"memory_userbuffers", test_memory_userbuffers},
       {"inflight", test_inflight},
       {"moe_ops", test_moe_ops},
       {"moe_etp_and_allgather", test_moe_etp_and_allgather},
