@@ -78,6 +78,9 @@ static void dims_init(const PnScenario *sc, Dims *d)
     d->mfc1       = d->mf * (d->gated ? 2 : 1);
     d->sf_tp      = m->moe_shared_expert_intermediate_size / d->tp;
     d->sfc1_tp    = d->sf_tp * (d->gated ? 2 : 1);
+    /* The option as the gating leaves it, so the plan carries no copy: overlap/ep.c refuses it
+     * with the allgather dispatcher and only warns without shared experts, where it has no ops
+     * to move. The dispatcher test keeps op lists built without the gating (tests) consistent. */
     d->shared_overlap =
         sc->comm_overlap.moe_shared_expert_overlap && d->sf_tp > 0 && d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
   }
