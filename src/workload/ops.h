@@ -6,8 +6,12 @@
  * TEDotProductAttention for core attention, fused rope, fused bias-dropout-add), sharded by TP
  * (with or without sequence parallelism) and CP, for one micro-batch, in the order the kernels
  * are issued on one GPU. Every TP/CP/DP rank of a stage does the same work, so one list serves
- * them all. The lists carry no timing and no overlap: sched/ places them on streams and
- * overlap/ rewrites the TP comm ops named by their `ub_slot`.
+ * them all. The lists carry no timing; they mark what the overlaps act on (`ub_slot`,
+ * `te_wgrad`, `node`), and the one overlap they decide themselves is moe_shared_expert_overlap's
+ * (`side`, below). overlap/ gates the user's overlap options into a plan (sched/plan.h);
+ * sched/ builds the task graph from these lists and that plan: it places the ops on streams and,
+ * with TP overlap, runs the GEMM and the TP comm op that share a `ub_slot` as that slot's
+ * userbuffers method.
  *
  * Shapes, per GPU (Megatron names): h = hidden_size, a = num_attention_heads, g =
  * num_query_groups, d = kv_channels, q = a*d, kv = g*d, f = ffn_hidden_size, fc1 width
