@@ -6,7 +6,7 @@
 
 #include "overlap/overlap-private.h"
 
-G_DEFINE_QUARK(pn - overlap - error - quark, pn_overlap_error)
+GQuark pn_overlap_error_quark(void) { return g_quark_from_static_string("pn-overlap-error-quark"); }
 
 void pn__overlap_warn(GPtrArray *warnings, const char *fmt, ...)
 {

@@ -1269,6 +1269,11 @@ START_TEST(test_registry_owns_every_key)
 }
 END_TEST
 
+/* The error domain's name is the one string GLib shows for it (g_quark_to_string); clang-format
+ * once turned G_DEFINE_QUARK's token argument into "pn - overlap - error - quark". */
+START_TEST(test_error_quark_name) { ck_assert_str_eq(g_quark_to_string(PN_OVERLAP_ERROR), "pn-overlap-error-quark"); }
+END_TEST
+
 /* The shipped scenarios: the .json files of scenarios/ in the source tree, sorted. */
 static GPtrArray *shipped_scenarios(void)
 {
@@ -2156,6 +2161,7 @@ static Suite *overlap_suite(void)
       {"bridge_mc_setup_complete", test_bridge_mc_setup_complete},
       {"new_keys_load", test_new_keys_load},
       {"registry_owns_every_key", test_registry_owns_every_key},
+      {"error_quark_name", test_error_quark_name},
       {"registry_knobs_flip_plan", test_registry_knobs_flip_plan},
       {"pipeline_rs_exposes_one_chunk", test_pipeline_rs_exposes_one_chunk},
       {"bulk_exposes_excess", test_bulk_exposes_excess},
