@@ -31,6 +31,100 @@ static bool check_line(GString *out, const char *what, GArray *err, double tol)
   return within == n;
 }
 
+/* The replay table of --check; true when every line that is required holds within `tol`. */
+static bool check_report(GString *out, PnCalCheck *c, const char *profile, double tol)
+{
+  g_string_append_printf(out, "replay of the measured cases through %s (|predicted/measured - 1|)\n", profile);
+  g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
+  bool ok = check_line(out, "gemm (table replay)", c->gemm, tol);
+  check_line(out, "gemm (leave-one-out interpolation)", c->gemm_loo, tol);
+  ok = check_line(out, "attention", c->attn, tol) && ok;
+  ok = check_line(out, "collectives, NCCL default channels", c->coll_default, tol) && ok;
+  ok = check_line(out, "collectives, NCCL_MAX_CTAS forced", c->coll_ctas, tol) && ok;
+  for (guint k = 0; c->coll_groups->len > 1 && k < c->coll_groups->len; k++) {
+    g_autofree char *what = g_strdup_printf("  default channels, %d GPUs", g_array_index(c->coll_groups, int, k));
+    ok                    = check_line(out, what, g_ptr_array_index(c->coll_by_group, k), tol) && ok;
+  }
+  ok = check_line(out, "SM contention, median per SMs held", c->contention_median, tol) && ok;
+  ok = check_line(out, "memory-bound kernels >= 256 MiB", c->memory, tol) && ok;
+  ok = check_line(out, "SM contention, every shape", c->contention, tol) && ok;
+  g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
+  check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c->memory_other, tol);
+  check_line(out, "collectives, non-monotone outliers", c->coll_outliers, tol);
+  GArray *beside[]    = {c->nccl_overlap, c->nccl_overlap_margin};
+  const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};
+  for (int b = 0; b < 2; b++) {
+    g_autoptr(GArray) sorted = g_array_copy(beside[b]);
+    double med               = pn_calib_median(sorted); /* signed: < 0 means the model is too slow */
+    if (check_line(out, names[b], beside[b], tol))      /* all within, or no rows */
+      continue;
+    g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
+  }
+  for (guint k = 1; k + 1 < c->coll_groups->len; k++) {
+    g_autofree char *what =
+        g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c->coll_groups, int, k));
+    check_line(out, what, g_ptr_array_index(c->coll_group_loo, k), tol);
+  }
+  return ok;
+}
+
+/* The replayed points of --check --plot-data. */
+static GString *plot_data(const PnCalCheck *c)
+{
+  /* one gnuplot data block per series ("index" in plots/calibration.gp) */
+  static const char *const series[] = {"gemm_bf16",           "gemm_fp8",        "coll_all_gather",
+                                       "coll_reduce_scatter", "coll_all_reduce", "coll_all_to_all",
+                                       "coll_send_recv",      "sm_held",         "sm_margin"};
+  GString *dat                      = g_string_new("# penumbra calibrate --check: x measured predicted\n");
+  for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
+    g_string_append_printf(dat, "# %s\n", series[si]);
+    double last_x = -1.0;
+    for (guint i = 0; i < c->points->len; i++) {
+      const PnCalPoint *pt = &g_array_index(c->points, PnCalPoint, i);
+      if (strcmp(pt->series, series[si]) != 0)
+        continue;
+      if (pt->x < last_x)
+        g_string_append(dat, "\n"); /* a new group size: one blank line breaks gnuplot's line */
+      last_x = pt->x;
+      g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
+    }
+    g_string_append(dat, "\n\n");
+  }
+  return dat;
+}
+
+/* --check: 0 when the required replays hold, 3 otherwise (or when the plot data cannot be written). */
+static int check_profile(const PnCalData *data, const PnHwProfile *p, const char *profile, double tol, const char *plot)
+{
+  PnCalCheck c;
+  pn_calib_check(data, p, &c);
+  g_autoptr(GString) out = g_string_new(NULL);
+  bool ok                = check_report(out, &c, profile, tol);
+  fputs(out->str, stdout);
+  if (plot) {
+    g_autoptr(GString) dat  = plot_data(&c);
+    g_autoptr(GError) error = NULL;
+    if (!pn_io_write_file_atomic(plot, dat->str, dat->len, &error))
+      ok = (pn__cli_fail(error), false);
+  }
+  pn_cal_check_clear(&c);
+  return ok ? 0 : 3;
+}
+
+static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, const char *output, const char *prov)
+{
+  PnCalFitted fitted;
+  g_autoptr(GError) error = NULL;
+  if (!pn_calib_fit(data, p, &fitted, &error) || !pn_calib_write_profile(base, output, p, &fitted, prov, &error))
+    return pn__cli_fail(error);
+  printf("calibrated %s: %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
+         fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
+         fitted.gemm_sm_scaling ? "SM-contention curve, " : "", fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "",
+         fitted.hbm ? "HBM bandwidth, " : "", fitted.coll ? "NCCL collectives, " : "",
+         fitted.copy ? "copy engine" : "");
+  return 0;
+}
+
 int pn__cli_calibrate(int argc, char **argv)
 {
   g_autofree char *base    = NULL;
@@ -81,82 +175,11 @@ int pn__cli_calibrate(int argc, char **argv)
       rc = pn__cli_fail(error);
   if (rc == 0) {
     g_autoptr(PnHwProfile) p = pn_hw_profile_load(check ? profile : base, &error);
-    if (!p) {
+    if (!p)
       rc = pn__cli_fail(error);
-    } else if (check) {
-      PnCalCheck c;
-      pn_calib_check(&data, p, &c);
-      double tol             = tol_pct / 100.0;
-      g_autoptr(GString) out = g_string_new(NULL);
-      g_string_append_printf(out, "replay of the measured cases through %s (|predicted/measured - 1|)\n", profile);
-      g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
-      bool ok = check_line(out, "gemm (table replay)", c.gemm, tol);
-      check_line(out, "gemm (leave-one-out interpolation)", c.gemm_loo, tol);
-      ok = check_line(out, "attention", c.attn, tol) && ok;
-      ok = check_line(out, "collectives, NCCL default channels", c.coll_default, tol) && ok;
-      ok = check_line(out, "collectives, NCCL_MAX_CTAS forced", c.coll_ctas, tol) && ok;
-      for (guint k = 0; c.coll_groups->len > 1 && k < c.coll_groups->len; k++) {
-        g_autofree char *what = g_strdup_printf("  default channels, %d GPUs", g_array_index(c.coll_groups, int, k));
-        ok                    = check_line(out, what, g_ptr_array_index(c.coll_by_group, k), tol) && ok;
-      }
-      ok = check_line(out, "SM contention, median per SMs held", c.contention_median, tol) && ok;
-      ok = check_line(out, "memory-bound kernels >= 256 MiB", c.memory, tol) && ok;
-      ok = check_line(out, "SM contention, every shape", c.contention, tol) && ok;
-      g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
-      check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c.memory_other, tol);
-      check_line(out, "collectives, non-monotone outliers", c.coll_outliers, tol);
-      GArray *beside[]    = {c.nccl_overlap, c.nccl_overlap_margin};
-      const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};
-      for (int b = 0; b < 2; b++) {
-        g_autoptr(GArray) sorted = g_array_copy(beside[b]);
-        double med               = pn_calib_median(sorted); /* signed: < 0 means the model is too slow */
-        if (check_line(out, names[b], beside[b], tol))      /* all within, or no rows */
-          continue;
-        g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
-      }
-      for (guint k = 1; k + 1 < c.coll_groups->len; k++) {
-        g_autofree char *what =
-            g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c.coll_groups, int, k));
-        check_line(out, what, g_ptr_array_index(c.coll_group_loo, k), tol);
-      }
-      fputs(out->str, stdout);
-      if (plot) {
-        /* one gnuplot data block per series ("index" in plots/calibration.gp) */
-        static const char *const series[] = {"gemm_bf16",           "gemm_fp8",        "coll_all_gather",
-                                             "coll_reduce_scatter", "coll_all_reduce", "coll_all_to_all",
-                                             "coll_send_recv",      "sm_held",         "sm_margin"};
-        g_autoptr(GString) dat            = g_string_new("# penumbra calibrate --check: x measured predicted\n");
-        for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
-          g_string_append_printf(dat, "# %s\n", series[si]);
-          double last_x = -1.0;
-          for (guint i = 0; i < c.points->len; i++) {
-            const PnCalPoint *pt = &g_array_index(c.points, PnCalPoint, i);
-            if (strcmp(pt->series, series[si]) != 0)
-              continue;
-            if (pt->x < last_x)
-              g_string_append(dat, "\n"); /* a new group size: one blank line breaks gnuplot's line */
-            last_x = pt->x;
-            g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
-          }
-          g_string_append(dat, "\n\n");
-        }
-        if (!pn_io_write_file_atomic(plot, dat->str, dat->len, &error))
-          ok = (pn__cli_fail(error), false);
-      }
-      pn_cal_check_clear(&c);
-      rc = ok ? 0 : 3;
-    } else {
-      PnCalFitted fitted;
-      if (!pn_calib_fit(&data, p, &fitted, &error) ||
-          !pn_calib_write_profile(base, output, p, &fitted, prov->str, &error))
-        rc = pn__cli_fail(error);
-      else
-        printf("calibrated %s: %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
-               fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
-               fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
-               fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
-               fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
-    }
+    else
+      rc = check ? check_profile(&data, p, profile, tol_pct / 100.0, plot)
+                 : fit_profile(&data, p, base, output, prov->str);
   }
   pn_cal_data_clear(&data);
   return rc;

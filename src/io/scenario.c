@@ -400,15 +400,15 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
 
 #define I64 "%" G_GINT64_FORMAT
 
-static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings, GError **error)
+/* The scenario's consistency, one part at a time and in this order: each part reads what the ones
+ * before it derived (data_parallel_size, the layers of a stage, num_microbatches). */
+
+static gboolean validate_layout(const PnIoCtx *ctx, PnScenario *sc, GError **error)
 {
-  const PnModelConfig *m     = &sc->model;
-  PnParallelConfig *par      = &sc->parallel;
-  const PnTrainingConfig *tr = &sc->training;
-  const PnHwProfile *hw      = sc->hw;
+  const PnModelConfig *m = &sc->model;
+  PnParallelConfig *par  = &sc->parallel;
   int64_t tp = par->tensor_model_parallel_size, pp = par->pipeline_model_parallel_size;
-  int64_t vpp = par->virtual_pipeline_model_parallel_size, cp = par->context_parallel_size;
-  int64_t ep = par->expert_model_parallel_size, gpus = sc->hardware.num_gpus;
+  int64_t cp = par->context_parallel_size, gpus = sc->hardware.num_gpus;
 
   /* tensor parallelism splits heads and query groups */
   if (m->num_attention_heads % tp != 0) {
@@ -433,6 +433,14 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
   }
   int64_t dp              = gpus / model_par;
   par->data_parallel_size = dp;
+  return TRUE;
+}
+
+static gboolean validate_pipeline(const PnIoCtx *ctx, const PnScenario *sc, int64_t *stage_layers_out, GError **error)
+{
+  const PnModelConfig *m      = &sc->model;
+  const PnParallelConfig *par = &sc->parallel;
+  int64_t pp = par->pipeline_model_parallel_size, vpp = par->virtual_pipeline_model_parallel_size;
 
   /* pipeline stages and virtual chunks hold whole layers */
   if (vpp > 1 && pp == 1) {
@@ -469,6 +477,16 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
                 vpp);
     return FALSE;
   }
+  *stage_layers_out = stage_layers;
+  return TRUE;
+}
+
+static gboolean validate_batch(const PnIoCtx *ctx, PnScenario *sc, GError **error)
+{
+  PnParallelConfig *par      = &sc->parallel;
+  const PnTrainingConfig *tr = &sc->training;
+  int64_t pp = par->pipeline_model_parallel_size, vpp = par->virtual_pipeline_model_parallel_size;
+  int64_t dp = par->data_parallel_size;
 
   /* batch: gbs = mbs * dp * num_microbatches */
   int64_t mbs_dp = tr->micro_batch_size * dp; /* <= 1e9 * 1e7 */
@@ -509,6 +527,15 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
       return FALSE;
     }
   }
+  return TRUE;
+}
+
+static gboolean validate_sequence(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings, GError **error)
+{
+  const PnModelConfig *m     = &sc->model;
+  PnParallelConfig *par      = &sc->parallel;
+  const PnTrainingConfig *tr = &sc->training;
+  int64_t tp = par->tensor_model_parallel_size, cp = par->context_parallel_size;
 
   /* sequence: CP splits it into 2*cp chunks (load balancing), SP shards each CP slice over TP */
   if (cp > 1 && tr->seq_length % (2 * cp) != 0) {
@@ -548,6 +575,15 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
                 m->max_position_embeddings);
     return FALSE;
   }
+  return TRUE;
+}
+
+static gboolean validate_experts(const PnIoCtx *ctx, PnScenario *sc, GError **error)
+{
+  const PnModelConfig *m = &sc->model;
+  PnParallelConfig *par  = &sc->parallel;
+  int64_t tp = par->tensor_model_parallel_size, cp = par->context_parallel_size;
+  int64_t ep = par->expert_model_parallel_size, dp = par->data_parallel_size, gpus = sc->hardware.num_gpus;
 
   /* experts: Megatron-Core lays the expert ranks of a stage out as etp x ep x edp over its
    * tp x cp x dp ranks; expert_tensor_parallel_size defaults to tensor_model_parallel_size */
@@ -585,9 +621,14 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
       return FALSE;
     }
   }
-  if (m->mtp_num_layers > 0)
-    warn(warnings, ctx, "/model/mtp_num_layers",
-         "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)", m->mtp_num_layers);
+  return TRUE;
+}
+
+static gboolean validate_training(const PnIoCtx *ctx, const PnScenario *sc, int64_t stage_layers, GPtrArray *warnings,
+                                  GError **error)
+{
+  const PnTrainingConfig *tr = &sc->training;
+  int64_t dp                 = sc->parallel.data_parallel_size;
 
   /* optimizer, precision, recompute */
   if (dp % sc->ddp.num_distributed_optimizer_instances != 0) {
@@ -616,6 +657,13 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
   if (tr->cuda_graph_modules != 0)
     warn(warnings, ctx, "/training/cuda_graph_modules",
          "CUDA graphs are not simulated in this version (kernels keep their launch cost)");
+  return TRUE;
+}
+
+static gboolean validate_environment(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray *warnings, GError **error)
+{
+  const PnHwProfile *hw = sc->hw;
+  int64_t tp = sc->parallel.tensor_model_parallel_size, gpus = sc->hardware.num_gpus;
 
   /* launch environment against the hardware */
   const PnEnvConfig *env = &sc->env;
@@ -641,6 +689,20 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     warn(warnings, ctx, "/hardware/num_gpus",
          I64 " is not a multiple of gpus_per_node %d: the last node is partly used", gpus, hw->gpus_per_node);
   return TRUE;
+}
+
+static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings, GError **error)
+{
+  int64_t stage_layers = 0;
+  if (!validate_layout(ctx, sc, error) || !validate_pipeline(ctx, sc, &stage_layers, error) ||
+      !validate_batch(ctx, sc, error) || !validate_sequence(ctx, sc, warnings, error) ||
+      !validate_experts(ctx, sc, error))
+    return FALSE;
+  if (sc->model.mtp_num_layers > 0)
+    warn(warnings, ctx, "/model/mtp_num_layers",
+         "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)",
+         sc->model.mtp_num_layers);
+  return validate_training(ctx, sc, stage_layers, warnings, error) && validate_environment(ctx, sc, warnings, error);
 }
 
 /* ---- conversion ---- */
