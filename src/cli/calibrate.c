@@ -143,21 +143,17 @@ int pn__cli_calibrate(int argc, char **argv)
         {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "--check: write measured vs predicted points to FILE (gnuplot)",
          "FILE"},
         {NULL, 0, 0, 0, NULL, NULL, NULL}};
-  g_autoptr(GOptionContext) ctx =
-      g_option_context_new("RESULTS.json... - fit hardware-profile tables from microbenchmark results");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_option_context_set_description(
-      ctx,
-      "Examples:\n"
-      "  penumbra calibrate hwprofiles/calibration/h100-sxm/gemm.json --base hwprofiles/h100-sxm.json -o h100.json\n"
-      "  penumbra calibrate --check --profile hwprofiles/h100-sxm.json hwprofiles/calibration/h100-sxm/*.json\n"
-      "  penumbra calibrate --check --profile hwprofiles/h200-sxm.json \\\n"
-      "      hwprofiles/calibration/h200-sxm-8gpu/collective.json --plot-data calibration.dat\n");
-  g_autoptr(GError) error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    fprintf(stderr, "penumbra calibrate: %s\n", error->message);
+  if (!pn__cli_parse(
+          entries, "RESULTS.json... - fit hardware-profile tables from microbenchmark results",
+          "Examples:\n"
+          "  penumbra calibrate hwprofiles/calibration/h100-sxm/gemm.json \\\n"
+          "      --base hwprofiles/h100-sxm.json -o h100.json\n"
+          "  penumbra calibrate --check --profile hwprofiles/h100-sxm.json hwprofiles/calibration/h100-sxm/*.json\n"
+          "  penumbra calibrate --check --profile hwprofiles/h200-sxm.json \\\n"
+          "      hwprofiles/calibration/h200-sxm-8gpu/collective.json --plot-data calibration.dat\n",
+          &argc, &argv))
     return 2;
-  }
+  g_autoptr(GError) error = NULL;
   if (argc < 2) {
     fprintf(stderr, "penumbra calibrate: expected one or more microbenchmark RESULTS.json\n");
     return 2;

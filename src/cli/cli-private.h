@@ -9,6 +9,7 @@
 #define PN_CLI_PRIVATE_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,22 @@ static inline int pn__cli_fail(const GError *error)
   fprintf(stderr, "penumbra: %s\n", error->message);
   /* an executor failure is ours (exit 1), unless the inputs were absurd enough to overflow time */
   return (error->domain == PN_EXEC_ERROR && error->code != PN_EXEC_ERROR_HORIZON) ? 1 : 2;
+}
+
+/* Parses a subcommand's options into `entries`' targets and leaves its operands in *argc / *argv
+ * (argv[0] is "penumbra <name>"). `parameters` is --help's first line, `examples` its last
+ * part. A bad option prints "penumbra <name>: <why>" and returns false (exit 2). */
+static inline bool pn__cli_parse(const GOptionEntry *entries, const char *parameters, const char *examples, int *argc,
+                                 char ***argv)
+{
+  g_autoptr(GOptionContext) ctx = g_option_context_new(parameters);
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  g_option_context_set_description(ctx, examples);
+  g_autoptr(GError) error = NULL;
+  if (g_option_context_parse(ctx, argc, argv, &error))
+    return true;
+  fprintf(stderr, "%s: %s\n", (*argv)[0], error->message);
+  return false;
 }
 
 /* A command's report: to FILE (written atomically) with -o, else to stdout. */

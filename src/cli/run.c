@@ -90,20 +90,17 @@ int pn__cli_run(int argc, char **argv)
        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout",
         "FILE"},
        {NULL, 0, 0, 0, NULL, NULL, NULL}};
-  g_autoptr(GOptionContext) ctx = g_option_context_new("SCENARIO.json - simulate one training iteration");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_option_context_set_description(
-      ctx, "Examples:\n"
-           "  penumbra run scenarios/llama3-8b-h100-8gpu.json\n"
-           "  penumbra run scenarios/llama3-8b-h100-8gpu.json --what-if\n"
-           "  penumbra run scenarios/llama3-8b-h100-8gpu.json -s ddp.overlap_grad_reduce=false -f json -o report.json\n"
-           "  penumbra run scenarios/qwen3-30b-a3b-h100-16gpu-ep-overlap-on.json -n 2 -t trace.json\n"
-           "    (open trace.json in https://ui.perfetto.dev)\n");
-  g_autoptr(GError) error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    fprintf(stderr, "penumbra run: %s\n", error->message);
+  if (!pn__cli_parse(
+          entries, "SCENARIO.json - simulate one training iteration",
+          "Examples:\n"
+          "  penumbra run scenarios/llama3-8b-h100-8gpu.json\n"
+          "  penumbra run scenarios/llama3-8b-h100-8gpu.json --what-if\n"
+          "  penumbra run scenarios/llama3-8b-h100-8gpu.json -s ddp.overlap_grad_reduce=false -f json -o report.json\n"
+          "  penumbra run scenarios/qwen3-30b-a3b-h100-16gpu-ep-overlap-on.json -n 2 -t trace.json\n"
+          "    (open trace.json in https://ui.perfetto.dev)\n",
+          &argc, &argv))
     return 2;
-  }
+  g_autoptr(GError) error = NULL;
   if (argc != 2) {
     fprintf(stderr, "penumbra run: expected exactly one SCENARIO.json (see penumbra run --help)\n");
     return 2;

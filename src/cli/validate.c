@@ -25,21 +25,16 @@ int pn__cli_validate(int argc, char **argv)
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically)", "FILE"},
         {"max-mape", 0, 0, G_OPTION_ARG_DOUBLE, &max_mape, "Exit 3 when the mean absolute error exceeds PCT", "PCT"},
         {NULL, 0, 0, 0, NULL, NULL, NULL}};
-  g_autoptr(GOptionContext) ctx =
-      g_option_context_new("[RECORDS.json] - predict published measured runs and report the step-time error");
-  g_option_context_add_main_entries(ctx, entries, NULL);
-  g_option_context_set_description(
-      ctx, "Examples:\n"
-           "  penumbra validate\n"
-           "    (the records of tests/data/validation/published-visible.json)\n"
-           "  penumbra validate tests/data/validation/published-visible.json --max-mape 15\n"
-           "  penumbra validate --e2e hwprofiles/calibration/h200-sxm/e2e-results.json -f json\n"
-           "  penumbra validate --plot-data validation.dat\n");
-  g_autoptr(GError) error = NULL;
-  if (!g_option_context_parse(ctx, &argc, &argv, &error)) {
-    fprintf(stderr, "penumbra validate: %s\n", error->message);
+  if (!pn__cli_parse(entries, "[RECORDS.json] - predict published measured runs and report the step-time error",
+                     "Examples:\n"
+                     "  penumbra validate\n"
+                     "    (the records of tests/data/validation/published-visible.json)\n"
+                     "  penumbra validate tests/data/validation/published-visible.json --max-mape 15\n"
+                     "  penumbra validate --e2e hwprofiles/calibration/h200-sxm/e2e-results.json -f json\n"
+                     "  penumbra validate --plot-data validation.dat\n",
+                     &argc, &argv))
     return 2;
-  }
+  g_autoptr(GError) error = NULL;
   if (argc > 2) {
     fprintf(stderr, "penumbra validate: expected at most one RECORDS.json\n");
     return 2;
