@@ -45,14 +45,12 @@ static gboolean check_moe_ep_overlap(const PnScenario *sc, GError **error)
   if (par->expert_model_parallel_size <= 1)
     return pn__overlap_fail(error, sc, ptr,
                             "requires /parallel/expert_model_parallel_size > 1, got " I64
-                            " (overlap_moe_expert_parallel_comm is "
-                            "only supported when expert_model_parallel_size > 1)",
+                            " (overlap_moe_expert_parallel_comm is only supported when expert_model_parallel_size > 1)",
                             par->expert_model_parallel_size);
   if (m->num_moe_experts <= 1)
     return pn__overlap_fail(error, sc, ptr,
                             "requires /model/num_moe_experts > 1, got " I64
-                            " (overlap_moe_expert_parallel_comm is only supported "
-                            "when num_moe_experts > 1)",
+                            " (overlap_moe_expert_parallel_comm is only supported when num_moe_experts > 1)",
                             m->num_moe_experts);
   if (par->moe_token_dispatcher_type != PN_MOE_DISPATCHER_ALLTOALL &&
       par->moe_token_dispatcher_type != PN_MOE_DISPATCHER_FLEX)
@@ -77,8 +75,7 @@ static gboolean check_moe_ep_overlap(const PnScenario *sc, GError **error)
   if (rc->recompute_num_layers > 0)
     return pn__overlap_fail(error, sc, ptr,
                             "requires /recompute/recompute_num_layers null, got " I64
-                            " (recompute_num_layers must be None when "
-                            "enabling overlap_moe_expert_parallel_comm)",
+                            " (recompute_num_layers must be None when enabling overlap_moe_expert_parallel_comm)",
                             rc->recompute_num_layers);
   if (rc->recompute_modules & PN_RECOMPUTE_MODULE_MOE)
     return pn__overlap_fail(
@@ -93,8 +90,7 @@ static gboolean check_moe_ep_overlap(const PnScenario *sc, GError **error)
   if (m->mtp_num_layers > 1)
     return pn__overlap_fail(error, sc, ptr,
                             "requires /model/mtp_num_layers null, 0 or 1, got " I64
-                            " (MTP supports at most one layer when "
-                            "enabling overlap_moe_expert_parallel_comm.)",
+                            " (MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm.)",
                             m->mtp_num_layers);
   return TRUE;
 }
