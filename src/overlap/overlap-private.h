@@ -10,6 +10,7 @@
 #define PN_OVERLAP_PRIVATE_H
 
 #include <glib.h>
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "overlap/gating.h"
@@ -19,10 +20,28 @@
 #define I64 "%" G_GINT64_FORMAT
 
 /* Appends a formatted warning; nothing when `warnings` is NULL. */
-void pn__overlap_warn(GPtrArray *warnings, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+G_GNUC_PRINTF(2, 3)
+static inline void pn__overlap_warn(GPtrArray *warnings, const char *fmt, ...)
+{
+  if (!warnings)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  g_ptr_array_add(warnings, g_strdup_vprintf(fmt, ap));
+  va_end(ap);
+}
+
 /* A hard failure: "<scenario>: <JSON pointer of the option>: <violated invariant>". Returns FALSE. */
-gboolean pn__overlap_fail(GError **error, const PnScenario *sc, const char *ptr, const char *fmt, ...)
-    G_GNUC_PRINTF(4, 5);
+G_GNUC_PRINTF(4, 5)
+static inline gboolean pn__overlap_fail(GError **error, const PnScenario *sc, const char *ptr, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, PN_OVERLAP_ERROR, PN_OVERLAP_ERROR_INVALID, "%s: %s: %s", sc->path, ptr, msg);
+  return FALSE;
+}
 
 static inline bool pn__overlap_tri_or(PnTri t, bool dflt) { return t == PN_TRI_UNSET ? dflt : t == PN_TRI_TRUE; }
 

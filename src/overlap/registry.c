@@ -2,31 +2,9 @@
  * in order (gating.h). */
 #include "overlap/strategy.h"
 
-#include <stdarg.h>
-
 #include "overlap/overlap-private.h"
 
 GQuark pn_overlap_error_quark(void) { return g_quark_from_static_string("pn-overlap-error-quark"); }
-
-void pn__overlap_warn(GPtrArray *warnings, const char *fmt, ...)
-{
-  if (!warnings)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  g_ptr_array_add(warnings, g_strdup_vprintf(fmt, ap));
-  va_end(ap);
-}
-
-gboolean pn__overlap_fail(GError **error, const PnScenario *sc, const char *ptr, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-  va_end(ap);
-  g_set_error(error, PN_OVERLAP_ERROR, PN_OVERLAP_ERROR_INVALID, "%s: %s: %s", sc->path, ptr, msg);
-  return FALSE;
-}
 
 /* ---- where a knob can act, and whether the plan runs it ---- */
 
