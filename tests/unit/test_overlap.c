@@ -1,5 +1,6 @@
-/* test_overlap.c — overlap/: the frameworks' gating (gating.h), and what the overlap mechanisms
- * leave exposed once the plan is built (sched/build.h) and run (hw/exec.h, sim/sim.h).
+/* test_overlap.c — overlap/: the frameworks' gating (gating.h), the strategy registry
+ * (strategy.h), and what the overlap mechanisms leave exposed once the plan is built
+ * (sched/build.h) and run (hw/exec.h, sim/sim.h).
  *
  * Part 1 ports every case of Megatron-Bridge's tests/unit_tests/training/test_comm_overlap.py
  * (NVIDIA-NeMo/Megatron-Bridge 067f987df, 2026-08-22) to pn_overlap_resolve(): 28 cases of
@@ -8,6 +9,7 @@
  * case is about Python mechanics (MagicMock destinations, dataclass-to-dict conversion) it maps
  * to the closest penumbra behaviour, said in its comment. Expected values and warning texts are
  * Bridge's (src/megatron/bridge/training/comm_overlap.py), not read back from src/overlap/.
+ * Part 1b holds the registry against the scenario loader's schema and the shipped scenarios.
  *
  * Part 2 runs synthetic scenarios on a round-number hardware profile written by the test itself
  * (one temporary directory per process), so that every expectation can be derived by hand; each
