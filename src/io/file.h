@@ -30,4 +30,17 @@ GQuark pn_io_error_quark(void);
  * ("<path>: cannot write: <reason>"). */
 gboolean pn_io_write_file_atomic(const char *path, const char *data, gsize len, GError **error);
 
+/* The same for output too large to hold in memory (traces): a file written piece by piece and
+ * published over `path` only when complete. pn_io_stream_open creates the temporary file
+ * ("<path>.XXXXXX", beside `path`); pn_io_stream_write appends (a failure is remembered and
+ * reported by the commit); pn_io_stream_commit flushes it (to disk, when it replaces a file) and
+ * renames it over `path`; pn_io_stream_abort removes it. Commit and abort free the stream (abort
+ * of NULL is a no-op). Errors: PN_IO_ERROR_FILE, "<path>: cannot write: <reason>"; after any
+ * failure no temporary file is left behind. */
+typedef struct PnIoStream PnIoStream;
+PnIoStream *pn_io_stream_open(const char *path, GError **error);
+void pn_io_stream_write(PnIoStream *s, const char *data, gsize len);
+gboolean pn_io_stream_commit(PnIoStream *s, GError **error);
+void pn_io_stream_abort(PnIoStream *s);
+
 #endif

@@ -1,12 +1,14 @@
 /* report.c — PnResult as deterministic JSON and as a readable text summary (see report.h).
  *
- * The JSON is written by hand rather than through cJSON so that the number format ("%.9g" in
- * the C locale), the key order and the indentation are fixed by this file alone.
+ * The JSON goes through io/jsonw.h rather than cJSON so that the number format ("%.9g" in the C
+ * locale), the key order and the indentation are fixed by io/ alone.
  */
 #include <math.h>
 #include <string.h>
 
 #include "io/report.h"
+
+#include "io/jsonw.h"
 
 #define REPORT_SCHEMA_VERSION 1
 
@@ -28,228 +30,111 @@ static char *scenario_name(const PnScenario *sc)
   return base;
 }
 
-/* ---- JSON writer ---- */
+/* ---- JSON ---- */
 
-#define JW_MAX_DEPTH 8
-
-typedef struct {
-  GString *out;
-  int depth; /* containers open */
-  bool has_items[JW_MAX_DEPTH + 1];
-} JsonWriter;
-
-static void jw_escape(GString *out, const char *s)
+static void classes_json(PnJsonWriter *w, const char *key, const double v[PN_CLASS_N])
 {
-  g_autofree char *valid = g_utf8_make_valid(s, -1);
-  g_string_append_c(out, '"');
-  for (const unsigned char *c = (const unsigned char *)valid; *c; c++) {
-    switch (*c) {
-    case '"':
-      g_string_append(out, "\\\"");
-      break;
-    case '\\':
-      g_string_append(out, "\\\\");
-      break;
-    case '\n':
-      g_string_append(out, "\\n");
-      break;
-    case '\r':
-      g_string_append(out, "\\r");
-      break;
-    case '\t':
-      g_string_append(out, "\\t");
-      break;
-    default:
-      if (*c < 0x20 || *c == 0x7f)
-        g_string_append_printf(out, "\\u%04x", *c);
-      else
-        g_string_append_c(out, (char)*c);
-    }
-  }
-  g_string_append_c(out, '"');
-}
-
-static void jw_newline(JsonWriter *w)
-{
-  g_string_append_c(w->out, '\n');
-  for (int i = 0; i < w->depth; i++)
-    g_string_append(w->out, "  ");
-}
-
-/* Starts a member (key != NULL) or an array element (key == NULL) of the open container. */
-static void jw_item(JsonWriter *w, const char *key)
-{
-  if (w->has_items[w->depth])
-    g_string_append_c(w->out, ',');
-  w->has_items[w->depth] = true;
-  jw_newline(w);
-  if (key != NULL) {
-    jw_escape(w->out, key);
-    g_string_append(w->out, ": ");
-  }
-}
-
-static void jw_open(JsonWriter *w, const char *key, char bracket)
-{
-  if (w->depth > 0)
-    jw_item(w, key);
-  g_string_append_c(w->out, bracket);
-  w->depth++;
-  g_assert(w->depth <= JW_MAX_DEPTH);
-  w->has_items[w->depth] = false;
-}
-
-static void jw_close(JsonWriter *w, char bracket)
-{
-  bool had = w->has_items[w->depth];
-  w->depth--;
-  if (had)
-    jw_newline(w);
-  g_string_append_c(w->out, bracket);
-}
-
-static void jw_num(JsonWriter *w, const char *key, double v)
-{
-  jw_item(w, key);
-  if (!isfinite(v)) {
-    g_string_append(w->out, "null");
-    return;
-  }
-  if (v == 0.0)
-    v = 0.0; /* no "-0" */
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  g_string_append(w->out, g_ascii_formatd(buf, sizeof buf, "%.9g", v));
-}
-
-static void jw_int(JsonWriter *w, const char *key, int64_t v)
-{
-  jw_item(w, key);
-  g_string_append_printf(w->out, "%" G_GINT64_FORMAT, v);
-}
-
-static void jw_uint(JsonWriter *w, const char *key, uint64_t v)
-{
-  jw_item(w, key);
-  g_string_append_printf(w->out, "%" G_GUINT64_FORMAT, v);
-}
-
-static void jw_bool(JsonWriter *w, const char *key, bool v)
-{
-  jw_item(w, key);
-  g_string_append(w->out, v ? "true" : "false");
-}
-
-static void jw_str(JsonWriter *w, const char *key, const char *s)
-{
-  jw_item(w, key);
-  jw_escape(w->out, s ? s : "");
-}
-
-static void jw_classes(JsonWriter *w, const char *key, const double v[PN_CLASS_N])
-{
-  jw_open(w, key, '{');
+  pn_jsonw_object(w, key, PN_JSONW_BLOCK);
   for (int c = 0; c < PN_CLASS_N; c++)
-    jw_num(w, class_names[c], v[c]);
-  jw_close(w, '}');
+    pn_jsonw_double(w, class_names[c], v[c]);
+  pn_jsonw_end(w);
 }
 
 char *pn_report_json(const PnScenario *sc, const PnResult *r)
 {
   g_return_val_if_fail(sc != NULL && r != NULL, NULL);
-  JsonWriter w                = {.out = g_string_new(NULL)};
+  PnJsonWriter *w             = pn_jsonw_new(2);
   const PnParallelConfig *par = &sc->parallel;
   g_autofree char *name       = scenario_name(sc);
 
-  jw_open(&w, NULL, '{');
-  jw_int(&w, "schema_version", REPORT_SCHEMA_VERSION);
-  jw_open(&w, "scenario", '{');
-  jw_str(&w, "name", name);
-  jw_str(&w, "model", sc->model.name);
-  jw_str(&w, "profile", sc->hardware.profile);
-  jw_int(&w, "num_gpus", sc->hardware.num_gpus);
-  jw_int(&w, "tp", par->tensor_model_parallel_size);
-  jw_int(&w, "pp", par->pipeline_model_parallel_size);
-  jw_int(&w, "vpp", par->virtual_pipeline_model_parallel_size);
-  jw_int(&w, "cp", par->context_parallel_size);
-  jw_int(&w, "ep", par->expert_model_parallel_size);
-  jw_int(&w, "dp", par->data_parallel_size);
-  jw_bool(&w, "sequence_parallel", par->sequence_parallel);
-  jw_int(&w, "micro_batch_size", sc->training.micro_batch_size);
-  jw_int(&w, "global_batch_size", sc->training.global_batch_size);
-  jw_int(&w, "num_microbatches", par->num_microbatches);
-  jw_int(&w, "seq_length", sc->training.seq_length);
-  jw_str(&w, "precision", precision_name(sc->training.precision));
-  jw_close(&w, '}');
+  pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+  pn_jsonw_int(w, "schema_version", REPORT_SCHEMA_VERSION);
+  pn_jsonw_object(w, "scenario", PN_JSONW_BLOCK);
+  pn_jsonw_string(w, "name", name);
+  pn_jsonw_string(w, "model", sc->model.name);
+  pn_jsonw_string(w, "profile", sc->hardware.profile);
+  pn_jsonw_int(w, "num_gpus", sc->hardware.num_gpus);
+  pn_jsonw_int(w, "tp", par->tensor_model_parallel_size);
+  pn_jsonw_int(w, "pp", par->pipeline_model_parallel_size);
+  pn_jsonw_int(w, "vpp", par->virtual_pipeline_model_parallel_size);
+  pn_jsonw_int(w, "cp", par->context_parallel_size);
+  pn_jsonw_int(w, "ep", par->expert_model_parallel_size);
+  pn_jsonw_int(w, "dp", par->data_parallel_size);
+  pn_jsonw_bool(w, "sequence_parallel", par->sequence_parallel);
+  pn_jsonw_int(w, "micro_batch_size", sc->training.micro_batch_size);
+  pn_jsonw_int(w, "global_batch_size", sc->training.global_batch_size);
+  pn_jsonw_int(w, "num_microbatches", par->num_microbatches);
+  pn_jsonw_int(w, "seq_length", sc->training.seq_length);
+  pn_jsonw_string(w, "precision", precision_name(sc->training.precision));
+  pn_jsonw_end(w);
 
-  jw_num(&w, "iteration_time_s", r->iteration_time_s);
-  jw_num(&w, "tokens_per_s_per_gpu", r->tokens_per_s_per_gpu);
-  jw_num(&w, "model_tflops_per_gpu", r->model_tflops_per_gpu);
-  jw_num(&w, "mfu", r->mfu);
-  jw_classes(&w, "exposed_comm_s", r->exposed_comm_s);
-  jw_classes(&w, "total_comm_s", r->total_comm_s);
-  jw_num(&w, "bubble_s", r->bubble_s);
-  jw_num(&w, "compute_s", r->compute_s);
-  jw_num(&w, "memory_gib_per_gpu", r->memory.total_gib);
-  jw_open(&w, "memory", '{');
-  jw_num(&w, "weights_gib", r->memory.weights_gib);
-  jw_num(&w, "gradients_gib", r->memory.gradients_gib);
-  jw_num(&w, "optimizer_gib", r->memory.optimizer_gib);
-  jw_num(&w, "activations_gib", r->memory.activations_gib);
-  jw_num(&w, "other_gib", r->memory.other_gib);
-  jw_num(&w, "total_gib", r->memory.total_gib);
-  jw_close(&w, '}');
-  jw_num(&w, "model_flops_per_iteration", r->model_flops_per_iteration);
-  jw_num(&w, "tokens_per_iteration", r->tokens_per_iteration);
-  jw_int(&w, "iterations", r->iterations);
+  pn_jsonw_double(w, "iteration_time_s", r->iteration_time_s);
+  pn_jsonw_double(w, "tokens_per_s_per_gpu", r->tokens_per_s_per_gpu);
+  pn_jsonw_double(w, "model_tflops_per_gpu", r->model_tflops_per_gpu);
+  pn_jsonw_double(w, "mfu", r->mfu);
+  classes_json(w, "exposed_comm_s", r->exposed_comm_s);
+  classes_json(w, "total_comm_s", r->total_comm_s);
+  pn_jsonw_double(w, "bubble_s", r->bubble_s);
+  pn_jsonw_double(w, "compute_s", r->compute_s);
+  pn_jsonw_double(w, "memory_gib_per_gpu", r->memory.total_gib);
+  pn_jsonw_object(w, "memory", PN_JSONW_BLOCK);
+  pn_jsonw_double(w, "weights_gib", r->memory.weights_gib);
+  pn_jsonw_double(w, "gradients_gib", r->memory.gradients_gib);
+  pn_jsonw_double(w, "optimizer_gib", r->memory.optimizer_gib);
+  pn_jsonw_double(w, "activations_gib", r->memory.activations_gib);
+  pn_jsonw_double(w, "other_gib", r->memory.other_gib);
+  pn_jsonw_double(w, "total_gib", r->memory.total_gib);
+  pn_jsonw_end(w);
+  pn_jsonw_double(w, "model_flops_per_iteration", r->model_flops_per_iteration);
+  pn_jsonw_double(w, "tokens_per_iteration", r->tokens_per_iteration);
+  pn_jsonw_int(w, "iterations", r->iterations);
 
-  jw_open(&w, "iteration_times_s", '[');
+  pn_jsonw_array(w, "iteration_times_s", PN_JSONW_BLOCK);
   for (guint i = 0; r->iteration_times_s != NULL && i < r->iteration_times_s->len; i++)
-    jw_num(&w, NULL, g_array_index(r->iteration_times_s, double, i));
-  jw_close(&w, ']');
+    pn_jsonw_double(w, NULL, g_array_index(r->iteration_times_s, double, i));
+  pn_jsonw_end(w);
 
-  jw_open(&w, "stages", '[');
+  pn_jsonw_array(w, "stages", PN_JSONW_BLOCK);
   for (guint i = 0; r->stages != NULL && i < r->stages->len; i++) {
     const PnStageStats *st = &g_array_index(r->stages, PnStageStats, i);
-    jw_open(&w, NULL, '{');
-    jw_int(&w, "stage", i);
-    jw_num(&w, "compute_s", st->compute_s);
-    jw_num(&w, "bubble_s", st->bubble_s);
-    jw_classes(&w, "exposed_comm_s", st->exposed_comm_s);
-    jw_classes(&w, "total_comm_s", st->total_comm_s);
-    jw_num(&w, "end_s", st->end_s);
-    jw_close(&w, '}');
+    pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+    pn_jsonw_int(w, "stage", i);
+    pn_jsonw_double(w, "compute_s", st->compute_s);
+    pn_jsonw_double(w, "bubble_s", st->bubble_s);
+    classes_json(w, "exposed_comm_s", st->exposed_comm_s);
+    classes_json(w, "total_comm_s", st->total_comm_s);
+    pn_jsonw_double(w, "end_s", st->end_s);
+    pn_jsonw_end(w);
   }
-  jw_close(&w, ']');
+  pn_jsonw_end(w);
 
-  jw_open(&w, "comm_ops", '[');
+  pn_jsonw_array(w, "comm_ops", PN_JSONW_BLOCK);
   for (guint i = 0; r->comm_ops != NULL && i < r->comm_ops->len; i++) {
     const PnOpStats *os = &g_array_index(r->comm_ops, PnOpStats, i);
-    jw_open(&w, NULL, '{');
-    jw_str(&w, "op", os->op);
-    jw_str(&w, "class", class_name(os->cls));
-    jw_num(&w, "total_s", os->total_s);
-    jw_num(&w, "exposed_s", os->exposed_s);
-    jw_close(&w, '}');
+    pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+    pn_jsonw_string(w, "op", os->op ? os->op : "");
+    pn_jsonw_string(w, "class", class_name(os->cls));
+    pn_jsonw_double(w, "total_s", os->total_s);
+    pn_jsonw_double(w, "exposed_s", os->exposed_s);
+    pn_jsonw_end(w);
   }
-  jw_close(&w, ']');
+  pn_jsonw_end(w);
 
-  jw_open(&w, "simulator", '{');
-  jw_uint(&w, "tasks", r->tasks);
-  jw_uint(&w, "events", r->events);
-  jw_uint(&w, "cost_fallbacks", r->cost_fallbacks);
+  pn_jsonw_object(w, "simulator", PN_JSONW_BLOCK);
+  pn_jsonw_uint(w, "tasks", r->tasks);
+  pn_jsonw_uint(w, "events", r->events);
+  pn_jsonw_uint(w, "cost_fallbacks", r->cost_fallbacks);
   if (g_strcmp0(g_getenv("PENUMBRA_REPORT_WALL"), "1") == 0)
-    jw_num(&w, "wall_s", r->sim_wall_s);
-  jw_close(&w, '}');
+    pn_jsonw_double(w, "wall_s", r->sim_wall_s);
+  pn_jsonw_end(w);
 
-  jw_open(&w, "warnings", '[');
+  pn_jsonw_array(w, "warnings", PN_JSONW_BLOCK);
   for (guint i = 0; r->warnings != NULL && i < r->warnings->len; i++)
-    jw_str(&w, NULL, r->warnings->pdata[i]);
-  jw_close(&w, ']');
+    pn_jsonw_string(w, NULL, r->warnings->pdata[i] ? r->warnings->pdata[i] : "");
+  pn_jsonw_end(w);
 
-  jw_close(&w, '}');
-  g_assert(w.depth == 0);
-  g_string_append_c(w.out, '\n');
-  return g_string_free(w.out, FALSE);
+  pn_jsonw_end(w);
+  return pn_jsonw_free_to_string(w);
 }
 
 /* ---- text ---- */

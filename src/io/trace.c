@@ -1,43 +1,67 @@
 /* trace.c — Chrome trace writer (see trace.h). */
 #include "io/trace.h"
 
-#include "io/file.h"
+#include "io/jsonw.h"
 
 static const char *const stream_names[PN_STREAM_N] = {"compute",     "tp_comm",      "dp_comm", "pp_next",
                                                       "pp_prev",     "cp_comm",      "ep_comm", "ub_compute1",
                                                       "ub_compute2", "shared_expert"};
 static const char *const class_names[PN_CLASS_N]   = {"dp", "tp", "pp", "cp", "ep"};
 
+/* A metadata event naming a process (a GPU) or a thread (a stream, tid >= 0). */
+static void name_event(PnJsonWriter *w, const char *what, uint32_t gpu, int tid, const char *name)
+{
+  pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
+  pn_jsonw_string(w, "ph", "M");
+  pn_jsonw_string(w, "name", what);
+  pn_jsonw_int(w, "pid", gpu);
+  if (tid >= 0)
+    pn_jsonw_int(w, "tid", tid);
+  pn_jsonw_object(w, "args", PN_JSONW_INLINE);
+  pn_jsonw_string(w, "name", name);
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+}
+
+static void task_event(PnJsonWriter *w, PnTaskId id, const PnTask *t, const PnTaskTime *tt)
+{
+  pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
+  pn_jsonw_string(w, "ph", "X");
+  pn_jsonw_string(w, "name", t->label ? t->label : "?");
+  pn_jsonw_string(w, "cat", t->cls >= 0 && t->cls < PN_CLASS_N ? class_names[t->cls] : "compute");
+  pn_jsonw_int(w, "pid", t->gpu);
+  pn_jsonw_int(w, "tid", t->stream);
+  pn_jsonw_fixed(w, "ts", (double)tt->start_ns / 1e3, 3);
+  pn_jsonw_fixed(w, "dur", (double)(tt->end_ns - tt->start_ns) / 1e3, 3);
+  pn_jsonw_object(w, "args", PN_JSONW_INLINE);
+  pn_jsonw_int(w, "id", id);
+  pn_jsonw_int(w, "mb", t->microbatch);
+  pn_jsonw_int(w, "chunk", t->chunk);
+  pn_jsonw_int(w, "layer", t->layer);
+  pn_jsonw_int(w, "sms", t->sms);
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+}
+
 gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, GError **error)
 {
-  GString *s = g_string_sized_new(128 * (gsize)pn_graph_n_tasks(g) + 1024);
-  g_string_append(s, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n");
+  /* indent 0: the events' array puts one event on each line, unindented */
+  g_autoptr(PnJsonWriter) w = pn_jsonw_new_file(path, 0, error);
+  if (w == NULL)
+    return FALSE;
+  pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
+  pn_jsonw_string(w, "displayTimeUnit", "ns");
+  pn_jsonw_array(w, "traceEvents", PN_JSONW_BLOCK);
   for (uint32_t gpu = 0; gpu < g->n_gpus; gpu++) {
-    g_string_append_printf(s,
-                           "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": %u, \"args\": {\"name\": "
-                           "\"stage %u\"}},\n",
-                           gpu, gpu);
+    char stage[32];
+    g_snprintf(stage, sizeof stage, "stage %u", gpu);
+    name_event(w, "process_name", gpu, -1, stage);
     for (int st = 0; st < PN_STREAM_N; st++)
-      g_string_append_printf(s,
-                             "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": %u, \"tid\": %d, \"args\": "
-                             "{\"name\": \"%s\"}},\n",
-                             gpu, st, stream_names[st]);
+      name_event(w, "thread_name", gpu, st, stream_names[st]);
   }
-  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
-    const PnTask *t      = &pn_graph_tasks(g)[id];
-    const PnTaskTime *tt = &g_array_index(ex->times, PnTaskTime, id);
-    const char *cls      = t->cls >= 0 && t->cls < PN_CLASS_N ? class_names[t->cls] : "compute";
-    g_string_append_printf(
-        s,
-        "{\"ph\": \"X\", \"name\": \"%s\", \"cat\": \"%s\", \"pid\": %u, \"tid\": %u, \"ts\": %.3f, "
-        "\"dur\": %.3f, \"args\": {\"id\": %u, \"mb\": %d, \"chunk\": %d, \"layer\": %d, \"sms\": %d}},\n",
-        t->label ? t->label : "?", cls, t->gpu, t->stream, (double)tt->start_ns / 1e3,
-        (double)(tt->end_ns - tt->start_ns) / 1e3, id, t->microbatch, t->chunk, t->layer, t->sms);
-  }
-  if (s->len >= 2 && s->str[s->len - 2] == ',')
-    g_string_truncate(s, s->len - 2);
-  g_string_append(s, "\n]}\n");
-  gboolean ok = pn_io_write_file_atomic(path, s->str, s->len, error);
-  g_string_free(s, TRUE);
-  return ok;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++)
+    task_event(w, id, &pn_graph_tasks(g)[id], &g_array_index(ex->times, PnTaskTime, id));
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+  return pn_jsonw_finish(g_steal_pointer(&w), error);
 }

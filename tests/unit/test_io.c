@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <cjson/cJSON.h>
+#include <float.h>
 #include <glib/gstdio.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,8 +19,10 @@
 
 #include "io/file.h"
 #include "io/hwprofile.h"
+#include "io/jsonw.h"
 #include "io/report.h"
 #include "io/scenario.h"
+#include "io/trace.h"
 
 /* ---- helpers ---- */
 
@@ -1377,6 +1380,249 @@ START_TEST(test_report_text)
 }
 END_TEST
 
+/* ---- JSON writer ---- */
+
+static gint cmp_names(gconstpointer a, gconstpointer b)
+{
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The names a directory holds, sorted and joined by spaces. */
+static char *dir_listing(const char *dir)
+{
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+  g_autoptr(GDir) d          = g_dir_open(dir, 0, NULL);
+  const char *n;
+  while (d != NULL && (n = g_dir_read_name(d)) != NULL)
+    g_ptr_array_add(names, g_strdup(n));
+  g_ptr_array_sort(names, cmp_names);
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < names->len; i++)
+    g_string_append_printf(s, "%s%s", i ? " " : "", (const char *)names->pdata[i]);
+  return g_string_free(s, FALSE);
+}
+
+/* Block containers indent their members and close on their own line; inline ones stay on one
+ * line; empty ones are {} / []; the top-level container ends the text with a newline. */
+START_TEST(test_jsonw_layout)
+{
+  PnJsonWriter *w = pn_jsonw_new(2);
+  pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+  pn_jsonw_int(w, "a", 1);
+  pn_jsonw_object(w, "empty", PN_JSONW_BLOCK);
+  pn_jsonw_end(w);
+  pn_jsonw_array(w, "list", PN_JSONW_BLOCK);
+  pn_jsonw_bool(w, NULL, true);
+  pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+  pn_jsonw_string(w, "k", "v");
+  pn_jsonw_array(w, "none", PN_JSONW_INLINE);
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+  pn_jsonw_object(w, "row", PN_JSONW_INLINE);
+  pn_jsonw_uint(w, "x", 2);
+  pn_jsonw_array(w, "y", PN_JSONW_INLINE);
+  pn_jsonw_int(w, NULL, -3);
+  pn_jsonw_bool(w, NULL, false);
+  pn_jsonw_end(w);
+  pn_jsonw_object(w, "z", PN_JSONW_INLINE);
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+  pn_jsonw_end(w);
+  g_autofree char *text = pn_jsonw_free_to_string(w);
+  ck_assert_str_eq(text, "{\n"
+                         "  \"a\": 1,\n"
+                         "  \"empty\": {},\n"
+                         "  \"list\": [\n"
+                         "    true,\n"
+                         "    {\n"
+                         "      \"k\": \"v\",\n"
+                         "      \"none\": []\n"
+                         "    }\n"
+                         "  ],\n"
+                         "  \"row\": {\"x\": 2, \"y\": [-3, false], \"z\": {}}\n"
+                         "}\n");
+
+  /* indent 0: one element a line, unindented (the trace's layout) */
+  PnJsonWriter *t = pn_jsonw_new(0);
+  pn_jsonw_object(t, NULL, PN_JSONW_INLINE);
+  pn_jsonw_string(t, "unit", "ns");
+  pn_jsonw_array(t, "events", PN_JSONW_BLOCK);
+  for (int i = 0; i < 2; i++) {
+    pn_jsonw_object(t, NULL, PN_JSONW_INLINE);
+    pn_jsonw_int(t, "id", i);
+    pn_jsonw_end(t);
+  }
+  pn_jsonw_end(t);
+  pn_jsonw_end(t);
+  g_autofree char *trace = pn_jsonw_free_to_string(t);
+  ck_assert_str_eq(trace, "{\"unit\": \"ns\", \"events\": [\n{\"id\": 0},\n{\"id\": 1}\n]}\n");
+  cJSON *back = cJSON_Parse(trace);
+  ck_assert(back != NULL);
+  cJSON_Delete(back);
+}
+END_TEST
+
+/* Quotes, backslashes and control characters are escaped, in keys as in values; valid UTF-8 is
+ * kept and invalid bytes become U+FFFD; the result parses back to the same string. */
+START_TEST(test_jsonw_strings)
+{
+  const char *in  = "q\"b\\n\nr\rt\tc\x01\x1f d\x7f \xc3\xa9";
+  PnJsonWriter *w = pn_jsonw_new(2);
+  pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
+  pn_jsonw_string(w, "s", in);
+  pn_jsonw_string(w, "k\"\n", "");
+  pn_jsonw_string(w, "bad",
+                  "a\xff"
+                  "b\xc3");
+  pn_jsonw_end(w);
+  g_autofree char *text = pn_jsonw_free_to_string(w);
+  ck_assert_str_eq(text, "{\"s\": \"q\\\"b\\\\n\\nr\\rt\\tc\\u0001\\u001f d\\u007f \xc3\xa9\", \"k\\\"\\n\": \"\", "
+                         "\"bad\": \"a\xef\xbf\xbd"
+                         "b\xef\xbf\xbd\"}\n");
+  cJSON *back = cJSON_Parse(text);
+  ck_assert_msg(back != NULL, "%s", text);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(back, "s")->valuestring, in);
+  ck_assert(cJSON_GetObjectItemCaseSensitive(back, "k\"\n") != NULL);
+  cJSON_Delete(back);
+}
+END_TEST
+
+/* 9 significant digits or fixed decimals; -0 as 0; NaN and infinities as null; integers exact
+ * to the ends of their range. */
+START_TEST(test_jsonw_numbers)
+{
+  PnJsonWriter *w = pn_jsonw_new(0);
+  pn_jsonw_array(w, NULL, PN_JSONW_INLINE);
+  pn_jsonw_double(w, NULL, 1.234567891234);
+  pn_jsonw_double(w, NULL, 1e-7);
+  pn_jsonw_double(w, NULL, 1e21);
+  pn_jsonw_double(w, NULL, -0.0);
+  pn_jsonw_double(w, NULL, nan(""));
+  pn_jsonw_double(w, NULL, HUGE_VAL);
+  pn_jsonw_double(w, NULL, -HUGE_VAL);
+  pn_jsonw_fixed(w, NULL, 1.5, 3);
+  pn_jsonw_fixed(w, NULL, -0.0, 3);
+  pn_jsonw_fixed(w, NULL, 2.0 / 3.0, 0);
+  pn_jsonw_fixed(w, NULL, nan(""), 3);
+  pn_jsonw_int(w, NULL, INT64_MIN);
+  pn_jsonw_int(w, NULL, INT64_MAX);
+  pn_jsonw_int(w, NULL, 0);
+  pn_jsonw_uint(w, NULL, UINT64_MAX);
+  pn_jsonw_end(w);
+  g_autofree char *text = pn_jsonw_free_to_string(w);
+  ck_assert_str_eq(text, "[1.23456789, 1e-07, 1e+21, 0, null, null, null, 1.500, 0.000, 1, null, "
+                         "-9223372036854775808, 9223372036854775807, 0, 18446744073709551615]\n");
+  /* the largest double in fixed notation fits */
+  PnJsonWriter *big = pn_jsonw_new(0);
+  pn_jsonw_array(big, NULL, PN_JSONW_INLINE);
+  pn_jsonw_fixed(big, NULL, -DBL_MAX, 17);
+  pn_jsonw_end(big);
+  g_autofree char *bigtext = pn_jsonw_free_to_string(big);
+  ck_assert_uint_eq(strlen(bigtext), strlen("[-.]\n") + 309 + 17);
+}
+END_TEST
+
+/* A file writer streams (past its buffer) the same bytes the in-memory writer makes, replaces the
+ * file only when finished, and leaves no temporary file whether it finishes, is abandoned or
+ * cannot write. */
+START_TEST(test_jsonw_file)
+{
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p   = g_build_filename(dir, "out.json", NULL);
+  g_autoptr(GError) e  = NULL;
+  PnJsonWriter *mem    = pn_jsonw_new(2);
+  PnJsonWriter *file   = pn_jsonw_new_file(p, 2, &e);
+  ck_assert_msg(file != NULL, "%s", e ? e->message : "");
+  PnJsonWriter *both[] = {mem, file};
+  for (int k = 0; k < 2; k++) {
+    pn_jsonw_array(both[k], NULL, PN_JSONW_BLOCK);
+    for (int i = 0; i < 20000; i++) {
+      pn_jsonw_object(both[k], NULL, PN_JSONW_INLINE);
+      pn_jsonw_int(both[k], "i", i);
+      pn_jsonw_string(both[k], "s", "sixteen bytes...");
+      pn_jsonw_end(both[k]);
+    }
+    pn_jsonw_end(both[k]);
+  }
+  g_autofree char *want = pn_jsonw_free_to_string(mem);
+  ck_assert_uint_gt(strlen(want), 4 * PN_JSONW_FLUSH_BYTES);
+  g_autofree char *before = dir_listing(dir);
+  ck_assert_msg(g_str_has_prefix(before, "out.json.") && strchr(before, ' ') == NULL, "%s", before); /* temporary */
+  ck_assert(!g_file_test(p, G_FILE_TEST_EXISTS));
+  ck_assert_msg(pn_jsonw_finish(file, &e), "%s", e ? e->message : "");
+  g_autofree char *got = NULL;
+  ck_assert(g_file_get_contents(p, &got, NULL, NULL));
+  ck_assert_str_eq(got, want);
+  g_autofree char *after = dir_listing(dir);
+  ck_assert_str_eq(after, "out.json");
+
+  /* abandoned: the file keeps its content, the temporary file goes */
+  g_autoptr(PnJsonWriter) gone = pn_jsonw_new_file(p, 2, &e);
+  ck_assert(gone != NULL);
+  pn_jsonw_object(gone, NULL, PN_JSONW_BLOCK);
+  g_clear_pointer(&gone, pn_jsonw_free);
+  g_autofree char *kept = NULL;
+  ck_assert(g_file_get_contents(p, &kept, NULL, NULL));
+  ck_assert_str_eq(kept, want);
+  g_autofree char *after_abort = dir_listing(dir);
+  ck_assert_str_eq(after_abort, "out.json");
+
+  g_autofree char *bad = g_build_filename(dir, "no-such-dir", "out.json", NULL);
+  g_autoptr(GError) e2 = NULL;
+  ck_assert(pn_jsonw_new_file(bad, 2, &e2) == NULL);
+  ck_assert_uint_eq(e2->domain, PN_IO_ERROR);
+  ck_assert_int_eq(e2->code, PN_IO_ERROR_FILE);
+  g_autofree char *msg = g_strdup_printf("%s: cannot write: ", bad);
+  ck_assert_msg(g_str_has_prefix(e2->message, msg), "%s", e2->message);
+  rm_rf(dir);
+}
+END_TEST
+
+/* The trace of a one-task graph, byte for byte: the process and thread names, then the task with
+ * its label escaped and its times in microseconds. */
+START_TEST(test_trace)
+{
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTask t             = {.gpu        = 0,
+                          .stream     = PN_STREAM_TP_COMM,
+                          .kind       = PN_TASK_COMM,
+                          .cls        = PN_CLASS_TP,
+                          .sms        = 16,
+                          .chunk      = -1,
+                          .layer      = 3,
+                          .microbatch = 2,
+                          .label      = "ag \"x\""};
+  pn_graph_add(g, &t, NULL, 0);
+  PnExecResult ex = {.times = g_array_new(FALSE, FALSE, sizeof(PnTaskTime))};
+  PnTaskTime tt   = {.start_ns = 1500, .end_ns = 2751};
+  g_array_append_val(ex.times, tt);
+  g_autofree char *dir  = tmp_dir();
+  g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(GError) e   = NULL;
+  ck_assert_msg(pn_trace_write(path, g, &ex, &e), "%s", e ? e->message : "");
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  ck_assert_msg(g_str_has_prefix(text, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n"
+                                       "{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": "
+                                       "\"stage 0\"}},\n"
+                                       "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 0, \"args\": "
+                                       "{\"name\": \"compute\"}},\n"),
+                "%s", text);
+  ck_assert_msg(g_str_has_suffix(text, "{\"name\": \"shared_expert\"}},\n"
+                                       "{\"ph\": \"X\", \"name\": \"ag \\\"x\\\"\", \"cat\": \"tp\", \"pid\": 0, "
+                                       "\"tid\": 1, \"ts\": 1.500, \"dur\": 1.251, \"args\": {\"id\": 0, \"mb\": 2, "
+                                       "\"chunk\": -1, \"layer\": 3, \"sms\": 16}}\n]}\n"),
+                "%s", text);
+  cJSON *root = cJSON_Parse(text);
+  ck_assert(root != NULL);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "traceEvents")), 1 + PN_STREAM_N + 1);
+  cJSON_Delete(root);
+  g_array_unref(ex.times);
+  rm_rf(dir);
+}
+END_TEST
+
 /* ---- atomic write ---- */
 
 /* Creates, replaces, leaves no temporary file; fails cleanly in a missing directory. */
@@ -1443,6 +1689,11 @@ static Suite *io_suite(void)
       {"hw_profile_cache", test_hw_profile_cache},
       {"report_json", test_report_json},
       {"report_text", test_report_text},
+      {"jsonw_layout", test_jsonw_layout},
+      {"jsonw_strings", test_jsonw_strings},
+      {"jsonw_numbers", test_jsonw_numbers},
+      {"jsonw_file", test_jsonw_file},
+      {"trace", test_trace},
       {"atomic_write", test_atomic_write},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
