@@ -6,11 +6,12 @@
  * its keys and the overrides are merged and converted once more, so defaults derived from other
  * fields (kv_channels, num_query_groups, activation) follow the overrides.
  */
+#include "io/model.h"
+
 #include <stddef.h>
 #include <string.h>
 
 #include "io/io-private.h"
-#include "io/scenario.h"
 
 #define M_INT(k, field, lo, hi, req)                                                                                   \
   {                                                                                                                    \

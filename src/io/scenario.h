@@ -57,8 +57,4 @@ const char **pn_scenario_section_keys(const char *section);
 void pn_scenario_free(PnScenario *sc);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnScenario, pn_scenario_free)
 
-/* Loads a model file (a flat object of the model keys; "base" is not allowed there) into `out`,
- * with defaults filled and its fields checked. Errors name `path`. `out` is unchanged on failure. */
-gboolean pn_model_load(const char *path, PnModelConfig *out, GError **error);
-
 #endif

@@ -20,6 +20,7 @@
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/jsonw.h"
+#include "io/model.h"
 #include "io/report.h"
 #include "io/scenario.h"
 #include "io/trace.h"
