@@ -6,7 +6,7 @@
 
 #include "hw/cost.h"
 
-G_DEFINE_QUARK(pn - calib - error - quark, pn_calib_error)
+GQuark pn_calib_error_quark(void) { return g_quark_from_static_string("pn-calib-error-quark"); }
 
 #define PN_CAL_LARGE_BYTES (256.0 * 1024 * 1024)
 

@@ -11,7 +11,7 @@
 
 #include "io/io-private.h"
 
-G_DEFINE_QUARK(pn - io - error - quark, pn_io_error)
+GQuark pn_io_error_quark(void) { return g_quark_from_static_string("pn-io-error-quark"); }
 
 gboolean pn_io_write_file_atomic(const char *path, const char *data, gsize len, GError **error)
 {

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "calib/calib.h"
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/jsonw.h"
@@ -1624,6 +1625,18 @@ START_TEST(test_trace)
 }
 END_TEST
 
+/* ---- error domains ---- */
+
+/* The domains carry the names GLib shows for them (G_DEFINE_QUARK's argument, once spaced by
+ * clang-format, had made them "pn - io - error - quark"). */
+START_TEST(test_error_quarks)
+{
+  ck_assert_str_eq(g_quark_to_string(PN_IO_ERROR), "pn-io-error-quark");
+  ck_assert_str_eq(g_quark_to_string(PN_CALIB_ERROR), "pn-calib-error-quark");
+  ck_assert_uint_eq(PN_IO_ERROR, g_quark_from_string("pn-io-error-quark"));
+}
+END_TEST
+
 /* ---- atomic write ---- */
 
 /* Creates, replaces, leaves no temporary file; fails cleanly in a missing directory. */
@@ -1696,6 +1709,7 @@ static Suite *io_suite(void)
       {"jsonw_file", test_jsonw_file},
       {"trace", test_trace},
       {"atomic_write", test_atomic_write},
+      {"error_quarks", test_error_quarks},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
