@@ -69,7 +69,6 @@ typedef struct {
   GArray *vs_layers;      /* of int64_t: transformer layers in each virtual stage */
   double p2p_bytes;
   GHashTable *p2p_open;   /* pairing key -> (task id + 1) of the side seen first */
-  GHashTable *recv_task;  /* consumer key -> task id + 1 of an async receive (overlap_p2p_comm) */
   GArray *actions;        /* scratch, of PnSchedAction */
   GArray *action_task;    /* scratch: per action index, per xfer, the P2P task that carries it */
   GArray *last_on_gpu;    /* of PnTaskId: latest task per GPU */
