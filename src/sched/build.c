@@ -8,7 +8,7 @@
 #include "sched/sched-private.h"
 #include "workload/ops.h"
 
-G_DEFINE_QUARK(pn - build - error - quark, pn_build_error)
+GQuark pn_build_error_quark(void) { return g_quark_from_static_string("pn-build-error-quark"); }
 
 /* Beyond this a simulation would need gigabytes: the configuration is refused with a message. */
 #define PN_BUILD_MAX_TASKS 2.0e7

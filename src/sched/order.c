@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-G_DEFINE_QUARK(pn - sched - error - quark, pn_sched_error)
+GQuark pn_sched_error_quark(void) { return g_quark_from_static_string("pn-sched-error-quark"); }
 
 /* Bounds that keep every id inside the int32 / int16 fields of PnSchedAction. */
 #define PN_SCHED_MAX_TOTAL ((int64_t)1 << 24) /* m * vpp */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sched/build.h"
 #include "sched/order.h"
 
 /* ---- configurations ---------------------------------------------------------------------- */
@@ -784,6 +785,19 @@ START_TEST(test_validation)
 }
 END_TEST
 
+/* The error domains read "pn-<module>-error-quark": clang-format spaces out the bare argument of
+ * G_DEFINE_QUARK ("pn - sched - error - quark"), so they are spelled as strings. */
+START_TEST(test_error_quarks)
+{
+  ck_assert_str_eq(g_quark_to_string(PN_SCHED_ERROR), "pn-sched-error-quark");
+  ck_assert_str_eq(g_quark_to_string(PN_BUILD_ERROR), "pn-build-error-quark");
+  GError *err = NULL;
+  ck_assert(!pn_sched_validate(&(PnSchedParams){.pp = 0, .vpp = 1, .num_microbatches = 8}, &err));
+  ck_assert(g_error_matches(err, PN_SCHED_ERROR, PN_SCHED_ERROR_INVALID));
+  g_error_free(err);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------------------- */
 
 static Suite *sched_suite(void)
@@ -806,6 +820,7 @@ static Suite *sched_suite(void)
       {"call_sets", test_call_sets},
       {"deterministic", test_deterministic},
       {"validation", test_validation},
+      {"error_quarks", test_error_quarks},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
