@@ -9,12 +9,12 @@
  * compute stream: what a side-stream task launched "now" must wait for) and `pending` (side
  * stream tasks the next compute-stream task must wait for: a join, a handle.wait()).
  *
- * Files. build.c drives the iteration (templates, schedule actions, optimizer step); emit.c holds
- * the primitives every other file uses: pricing an op, template entries, adding a task under the
- * two registers. Each overlap mechanism has its own file: pp_p2p.c (pipeline P2P calls), tp_slots.c
- * (TE userbuffers and async TP collectives beside their GEMMs), cp_ring.c (context-parallel ring
- * attention), dp_buckets.c (DP gradient buckets and parameter all-gather), combined.c (the combined 1F1B of
- * MoE expert-parallel overlap).
+ * Files. build.c drives the iteration (templates, schedule actions, optimizer step). emit.c holds
+ * the primitives the others are written in: pricing an op, template entries, adding a task under
+ * the two registers. Each overlap mechanism has a file of its own: pp_p2p.c (pipeline P2P calls),
+ * tp_slots.c (TE userbuffers and async TP collectives beside their GEMMs), cp_ring.c
+ * (context-parallel ring attention), dp_buckets.c (DP gradient buckets and parameter all-gather),
+ * combined.c (the combined 1F1B of MoE expert-parallel overlap).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
