@@ -6,8 +6,8 @@
 
 Writes OUT_DIR/<name>-n<k>.json (default OUT_DIR: beside the input) with the same header
 (env, truncated, note) and only the rows of k ranks; env.nranks becomes k and env.group_sizes
-is kept. `penumbra calibrate` fits its NCCL pair figures from every collective row it is given
-without looking at nranks, so it must get the 2-rank file only (see microbench/ISSUE7.md).
+is kept. For inspection: `penumbra calibrate` takes the whole multi-group file (its pair figures
+from the 2-rank rows, its measured table from every group size; see microbench/MULTIGPU.md).
 """
 import copy
 import json

@@ -132,8 +132,8 @@ def scenario_model(model):
     }
 
 
-# Where each world size's measurement lives (2: the nvidia-h200-x2 runs; 4 and 8: issue 7, to be
-# run on nvidia-h200-x4 / -x8; see microbench/ISSUE7.md).
+# Where each world size's measurement lives (2: the nvidia-h200-x2 runs; 4 and 8: the nvidia-h200-x8
+# run of microbench/multigpu.sh, see microbench/MULTIGPU.md).
 RESULTS = {
     2: "hwprofiles/calibration/h200-sxm/e2e-results.json",
     4: "hwprofiles/calibration/h200-sxm-8gpu/e2e-results.json (or h200-sxm-4gpu/), not yet measured",
