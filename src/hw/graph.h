@@ -1,5 +1,5 @@
 /* graph.h — the work one iteration puts on the simulated GPUs: tasks on CUDA streams, with
- * dependencies, as built by sched/ and transformed by overlap/, and executed by exec.h.
+ * dependencies, built by sched/ from the plan that overlap/ gates, and executed by exec.h.
  *
  * What it models: one simulated GPU per pipeline stage (all TP/CP/DP ranks of a stage do the
  * same work, so a collective is priced by the topology its group spans). Each task belongs to
