@@ -109,20 +109,20 @@ typedef struct {
 typedef struct {
   PnTaskId task;
   PnTaskId last;
-  int16_t sm_limit;  /* the running kernel's sms (0 = all) */
-  bool projected;    /* the completion event is the chain's end, its kernels' ends computed ahead */
-  double remaining;  /* ns of work at full speed left at since_ns */
-  double rate;       /* speed relative to running alone with all SMs; 0 before the first refresh */
-  double avail;      /* projected: the SMs free of communication kernels when projected */
-  PnTimeNs since_ns; /* when `remaining` was last brought up to date */
-  PnEventId ev;      /* completion event, 0 before the first refresh */
+  int16_t sm_limit;    /* the running kernel's sms (0 = all) */
+  bool projected;      /* the completion event is the chain's end, its kernels' ends computed ahead */
+  double remaining_ns; /* ns of work at full speed left at since_ns */
+  double rate;         /* speed relative to running alone with all SMs; 0 before the first refresh */
+  double avail;        /* projected: the SMs free of communication kernels when projected */
+  PnTimeNs since_ns;   /* when `remaining_ns` was last brought up to date */
+  PnEventId ev;        /* completion event, 0 before the first refresh */
 } Run;
 
 /* What a transfer moves is copied here at setup, so that starting its flow reads no PnTask or
  * leg: those are cold by then (that one cache miss per transfer was 6% of a 405B run). */
 typedef struct {
-  double remaining; /* nominal bytes left at since_ns */
-  double rate;      /* nominal bytes per ns */
+  double remaining_bytes; /* nominal bytes left at since_ns */
+  double rate;            /* nominal bytes per ns */
   PnTimeNs since_ns;
   PnEventId ev;
   double nvl_bytes; /* COMM: NVLink bytes; leg: the leg's bytes */
@@ -431,7 +431,7 @@ static void chain_step(Exec *ex, Run *r, PnTimeNs end)
   ex->rt[nx].aux         = ex->rt[t].aux;
   r->task                = nx;
   r->sm_limit            = ex->rt[nx].sms;
-  r->remaining           = ex->rt[nx].work;
+  r->remaining_ns        = ex->rt[nx].work;
   r->since_ns            = end;
   r->rate                = 0.0;
 }
@@ -443,7 +443,7 @@ static void chain_advance(Exec *ex, Run *r)
     return;
   PnTimeNs now = pn_engine_now(ex->eng);
   while (r->task != r->last) {
-    PnTimeNs end = r->since_ns + dur_ns(r->remaining / r->rate, 1); /* below the horizon: projected */
+    PnTimeNs end = r->since_ns + dur_ns(r->remaining_ns / r->rate, 1); /* below the horizon: projected */
     if (end > now)
       break;
     chain_step(ex, r, end);
@@ -460,9 +460,9 @@ static void run_set_rate(Exec *ex, Run *r, double rate, bool alone, double avail
   if (r->ev != 0 && r->rate == rate && r->projected == project && (!project || r->avail == avail))
     return;
   PnTimeNs now = pn_engine_now(ex->eng);
-  r->remaining -= (double)(now - r->since_ns) * r->rate;
-  if (r->remaining < 0.0)
-    r->remaining = 0.0;
+  r->remaining_ns -= (double)(now - r->since_ns) * r->rate;
+  if (r->remaining_ns < 0.0)
+    r->remaining_ns = 0.0;
   r->since_ns  = now;
   r->rate      = rate;
   r->projected = false;
@@ -470,7 +470,7 @@ static void run_set_rate(Exec *ex, Run *r, double rate, bool alone, double avail
     pn_engine_cancel(ex->eng, r->ev);
   if (project) {
     PnTimeNs end = now;
-    double rem = r->remaining, kr = rate;
+    double rem = r->remaining_ns, kr = rate;
     for (PnTaskId s = r->task;;) {
       PnTimeNs d = dur_ns(rem / kr, 1);
       if (d >= PN_EXEC_HORIZON_NS - end)
@@ -488,7 +488,7 @@ static void run_set_rate(Exec *ex, Run *r, double rate, bool alone, double avail
     return;
   }
 one_kernel:
-  r->ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->remaining / rate, 1), r->task), on_task_done, ex, r->task);
+  r->ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->remaining_ns / rate, 1), r->task), on_task_done, ex, r->task);
 }
 
 /* Water-fills the free SMs of a GPU among its running compute tasks and updates their rates. */
@@ -630,7 +630,7 @@ static void start_task(Exec *ex, PnTaskId t)
     GpuRt *g         = &ex->gpus[r->gpu];
     r->aux           = g->n_run;
     ex->rt[last].aux = g->n_run;
-    Run run          = {.task = t, .last = last, .sm_limit = r->sms, .remaining = r->work, .since_ns = now};
+    Run run          = {.task = t, .last = last, .sm_limit = r->sms, .remaining_ns = r->work, .since_ns = now};
     VEC_PUSH(g->run, g->n_run, g->cap_run, run);
     mark_gpu(ex, r->gpu); /* the refresh schedules its completion */
     break;
@@ -663,14 +663,14 @@ static void start_task(Exec *ex, PnTaskId t)
 static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, const double *coef, double total,
                      double bound)
 {
-  Xfer *x      = &ex->xf[xi];
-  bool placed  = false;
-  PnFlowId f   = pn_maxmin_add_flow_placed(ex->mm, n, res, coef, bound, &placed);
-  x->flow      = f;
-  x->remaining = total;
-  x->rate      = 0.0;
-  x->since_ns  = pn_engine_now(ex->eng);
-  x->ev        = 0;
+  Xfer *x            = &ex->xf[xi];
+  bool placed        = false;
+  PnFlowId f         = pn_maxmin_add_flow_placed(ex->mm, n, res, coef, bound, &placed);
+  x->flow            = f;
+  x->remaining_bytes = total;
+  x->rate            = 0.0;
+  x->since_ns        = pn_engine_now(ex->eng);
+  x->ev              = 0;
   if ((uint32_t)f >= ex->n_flow_xfer) {
     ex->n_flow_xfer = 2 * (uint32_t)f + 16;
     ex->flow_xfer   = g_renew(uint32_t, ex->flow_xfer, ex->n_flow_xfer);
@@ -679,7 +679,8 @@ static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, cons
   if (placed) {
     /* at its bound, nothing else moves: its completion is known now (as settle would set it) */
     x->rate = pn_maxmin_flow_rate(ex->mm, f);
-    x->ev   = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(x->remaining / x->rate, 1), x->task), on_xfer_done, ex, xi);
+    x->ev =
+        pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(x->remaining_bytes / x->rate, 1), x->task), on_xfer_done, ex, xi);
     return;
   }
   ex->mm_dirty = true;
@@ -799,16 +800,17 @@ static void settle(PnEngine *eng, void *ctx, uint64_t arg)
       PnFlowId f  = g_array_index(ex->changed, PnFlowId, i);
       uint32_t xi = ex->flow_xfer[f];
       Xfer *x     = &ex->xf[xi];
-      x->remaining -= (double)(now - x->since_ns) * x->rate;
-      if (x->remaining < 0.0)
-        x->remaining = 0.0;
+      x->remaining_bytes -= (double)(now - x->since_ns) * x->rate;
+      if (x->remaining_bytes < 0.0)
+        x->remaining_bytes = 0.0;
       x->since_ns = now;
       x->rate     = pn_maxmin_flow_rate(ex->mm, f);
       if (x->ev != 0)
         pn_engine_cancel(eng, x->ev);
       x->ev = 0;
       if (x->rate > 0.0)
-        x->ev = pn_engine_schedule(eng, at_ns(ex, dur_ns(x->remaining / x->rate, 1), x->task), on_xfer_done, ex, xi);
+        x->ev =
+            pn_engine_schedule(eng, at_ns(ex, dur_ns(x->remaining_bytes / x->rate, 1), x->task), on_xfer_done, ex, xi);
     }
   }
   /* Nothing above leaves work for this instant: starts and rate changes only schedule events. */
