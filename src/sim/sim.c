@@ -4,7 +4,6 @@
 #include <math.h>
 #include <string.h>
 
-#include "core/mem.h"
 #include "overlap/gating.h"
 #include "sched/build.h"
 #include "workload/flops.h"
@@ -368,9 +367,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnPlan plan;
   if (!pn_overlap_resolve(sc, &plan, r->warnings, error))
     return FALSE;
-  /* the graph's and the executor's large arrays are mapped in by a helper thread (mem.h), and the
-   * executor checks and records the tasks on another one while they are built (exec.h) */
-  PnPrefault *pf       = pn_mem_prefault_begin();
+  /* the executor checks and records the tasks on a helper thread while they are built (exec.h) */
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
@@ -380,7 +377,6 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnBuildInfo info   = {0};
   if (!pn_sched_build(sc, &plan, g, &info, error)) {
     pn_exec_prepare_cancel(prep);
-    pn_mem_prefault_end(pf);
     acct_clear(&ac);
     pn_build_info_clear(&info);
     return FALSE;
@@ -389,7 +385,6 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   pn_exec_prepare_keep_whole(prep, (const PnTaskId *)(const void *)info.iteration_end->data, info.iteration_end->len);
   PnExecResult ex = {0};
   gboolean ran    = pn_exec_run_prepared(prep, &ex, error);
-  pn_mem_prefault_end(pf);
   if (!ran) {
     acct_clear(&ac);
     pn_build_info_clear(&info);
