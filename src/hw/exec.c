@@ -1,9 +1,7 @@
 /* exec.c — runs a task graph on simulated GPUs (exec.h; graph.h says when a task may start).
  *
  * State, all in flat arrays built once before the run (no allocation per event once grown), by
- * setup_tasks in task order: either all at once in pn_exec_run, or behind the builder on a helper
- * thread (pn_exec_prepare: the task array is then read while it is still in cache, and the setup
- * runs on the other core during the build), then the P2P legs once the graph is complete:
+ * setup_tasks in one pass in task order, then the P2P legs:
  *  - per task: its state, in a dense array of its own (what other tasks read), and in TaskRt
  *    `stream_prev`, `queue_next` (the previous task of its stream, the next of its hardware
  *    queue) and where its dependencies are in the graph's array.
@@ -174,9 +172,8 @@ typedef struct {
   uint32_t *waiter; /* per task: first queue whose head waits for it (list through qlink), or NONE */
   uint32_t *s_last; /* setup: per (gpu, stream), the latest task seen, or NONE */
   uint32_t *q_last; /* setup: per hardware queue, the latest task seen, or NONE */
-  uint32_t n_set;   /* setup: tasks [0, n_set) have their run records */
   uint32_t cap_set; /* room in rt, state and waiter (and 2 * cap_set + 1 transfers) */
-  GArray *p2p_ids;  /* setup: the P2P tasks, whose legs are set up once the graph is complete */
+  GArray *p2p_ids;  /* setup: the P2P tasks, whose legs are set up after every task */
   PnTaskTime *times;
   PnTaskId *work; /* min-heap of dispatch candidates */
   uint32_t n_work, cap_work;
@@ -397,7 +394,7 @@ static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool ow
  * the task issued after a chain's kernel waits for its end (same stream, or a dependency). So each
  * kernel of the chain starts exactly when the one before it ends, as it would if dispatched, and the
  * chain runs as one Run whose `task` moves from kernel to kernel (setup_tasks decides; the
- * observer's iteration ends are kept whole, pn_exec_prepare_keep_whole).
+ * observer's iteration ends are kept whole, PnExecOptions.keep_whole).
  *
  * While a chain is the only compute work of its GPU, the SMs it gets cannot change until something
  * else starts or ends there, which refreshes the GPU: so the ends of all its kernels are computed
@@ -1028,26 +1025,19 @@ static void exec_init(Exec *ex, uint32_t n_gpus, const PnHwProfile *hw, const Pn
     ex->q_last[i] = ex->qhead[i] = ex->qlink[i] = PN_TASK_NONE;
 }
 
-/* Room in the per-task arrays for `cap` tasks. Transfers: one per COMM task, one per P2P leg
- * counted at its lower-id end (at most two per P2P task: four legs, each shared with its peer),
- * so at most 2 * cap; allocated at that bound and filled in place: growing it by doubling copied
- * and faulted it over and over (about 5 ms of a 400k-task setup); the untouched tail costs no
- * memory. Sized once, at the graph's reserved capacity, when it is built as expected. */
-static void exec_reserve(Exec *ex, uint32_t cap)
+/* The per-task arrays, for `n` tasks. Transfers: one per COMM task, one per P2P leg counted at
+ * its lower-id end (at most two per P2P task: four legs, each shared with its peer), so at most
+ * 2 * n; allocated at that bound and filled in place: growing it by doubling copied and faulted
+ * it over and over (about 5 ms of a 400k-task setup); the untouched tail costs no memory. */
+static void exec_reserve(Exec *ex, uint32_t n)
 {
-  if (cap <= ex->cap_set)
-    return;
-  size_t old  = ex->cap_set;
-  ex->rt      = g_renew(TaskRt, ex->rt, cap);
-  ex->state   = g_renew(uint8_t, ex->state, cap);
-  ex->waiter  = g_renew(uint32_t, ex->waiter, cap);
-  ex->xf      = g_renew(Xfer, ex->xf, 2 * (size_t)cap + 1);
-  ex->cap_set = cap;
-  memset(ex->state + old, 0, cap - old);
-  if (old == 0) {
-    pn_mem_hint_large(ex->rt, (size_t)cap * sizeof(TaskRt));
-    pn_mem_hint_large(ex->waiter, (size_t)cap * sizeof(uint32_t));
-  }
+  ex->rt      = g_new(TaskRt, n);
+  ex->state   = g_new0(uint8_t, n);
+  ex->waiter  = g_new(uint32_t, n);
+  ex->xf      = g_new(Xfer, 2 * (size_t)n + 1);
+  ex->cap_set = n;
+  pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
+  pn_mem_hint_large(ex->waiter, (size_t)n * sizeof(uint32_t));
 }
 
 /* Task d's end is waited for by a task other than its stream successor: the kernel issued after it
@@ -1062,18 +1052,18 @@ static void mark_needed(Exec *ex, PnTaskId d)
     ex->rt[c].cont = 0;
 }
 
-/* Checks tasks [ex->n_set, to) and builds their run records, in task order (the task array is the
+/* Checks the `n` tasks and builds their run records, in task order (the task array is the
  * largest thing in memory: each pass costs a trip through it, so this is the only one): each
  * task is checked, then its run record (stream predecessor, hardware-queue successor: issue
  * order = task id order within a GPU), its empty waiter list and its COMM transfer. `n_deps`
  * bounds the dependency ranges. A P2P task's legs are checked and numbered as transfers
- * afterwards (setup_legs), once the graph is complete: a later task may pair them. */
-static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps, uint32_t n_deps, uint32_t to,
+ * afterwards (setup_legs): a leg reads its peer, which may be a later task. */
+static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps, uint32_t n_deps, uint32_t n,
                             GError **error)
 {
-  exec_reserve(ex, to);
+  exec_reserve(ex, n);
   const PnHwProfile *hw = ex->hw;
-  for (PnTaskId t = ex->n_set; t < to; t++) {
+  for (PnTaskId t = 0; t < n; t++) {
     if (!validate_task(ex, tasks, deps, n_deps, t, error))
       return FALSE;
     const PnTask *tk = &tasks[t];
@@ -1141,7 +1131,6 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
       r->aux = tk->leg_first;
       g_array_append_val(ex->p2p_ids, t);
     }
-    ex->n_set = t + 1;
   }
   return TRUE;
 }
@@ -1182,132 +1171,6 @@ static gboolean setup_legs(Exec *ex, const PnGraph *g, GError **error)
     }
   }
   return TRUE;
-}
-
-/* ---- preparing while the graph is built ---- */
-
-struct PnExecPrep {
-  Exec ex;
-  const PnGraph *g;
-  PnExecOptions opt;
-  PnGraphWatch watch;
-  PnGraph *watched; /* the graph while the helper watches it, else NULL */
-  GThread *thread;  /* NULL: everything is set up in pn_exec_run_prepared */
-  gint finish;      /* atomic: the graph is complete and `watch` says so */
-  gint abandon;     /* atomic: the run will not happen (pn_exec_prepare_cancel): stop at once */
-  bool lock_init;   /* watch.lock was initialized */
-  GArray *keep;     /* of PnTaskId: whose ends the observer needs as their own (may be NULL) */
-  GError *error;    /* the first error: of the options and profile, or of a task (the helper's) */
-};
-
-/* The helper: sets up tasks as the builder publishes them, until the graph is complete or a task
- * is invalid. It walks the arrays only under the watch's read lock (the builder moves them under
- * the write lock) and publishes nothing: the caller joins it before reading the run state. */
-static gpointer prep_main(gpointer data)
-{
-  PnExecPrep *p = data;
-  while (!g_atomic_int_get(&p->abandon)) {
-    gboolean last = g_atomic_int_get(&p->finish); /* read first: once set, ready_tasks is final */
-    guint ready   = (guint)g_atomic_int_get(&p->watch.ready_tasks);
-    if (ready > p->ex.n_set) {
-      g_rw_lock_reader_lock(&p->watch.lock);
-      exec_reserve(&p->ex, MAX(ready, p->g->cap_tasks));
-      gboolean ok =
-          setup_tasks(&p->ex, p->g->tasks, p->g->deps, (guint)g_atomic_int_get(&p->watch.ready_deps), ready, &p->error);
-      g_rw_lock_reader_unlock(&p->watch.lock);
-      if (!ok)
-        break;
-    } else if (last) {
-      break;
-    } else {
-      g_usleep(50); /* the builder publishes every PN_GRAPH_WATCH_STEP tasks: a fraction of a ms */
-    }
-  }
-  return NULL;
-}
-
-/* The graph reserved room for `cap` tasks (the builder's thread, the helper kept out): the run
- * records get room for as many here, so that they come from the memory of the thread that frees
- * them (malloc keeps a heap per thread, and memory freed into the helper's would stay mapped). */
-static void prep_grown(void *ctx, uint32_t cap)
-{
-  PnExecPrep *p = ctx;
-  exec_reserve(&p->ex, cap);
-}
-
-/* A preparation without a helper: the options (`opt` NULL: CUDA's default of 8 connections) and
- * the run state that does not depend on the tasks; with invalid options or profile, only the error
- * (pn_exec_run_prepared reports it; nothing may be set up with them). */
-static PnExecPrep *prep_new(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
-{
-  g_assert(g != NULL && hw != NULL);
-  PnExecPrep *p = g_new0(PnExecPrep, 1);
-  p->g          = g;
-  p->opt        = opt ? *opt : (PnExecOptions){.max_connections = 8};
-  if (validate_profile(hw, &p->opt, &p->error))
-    exec_init(&p->ex, g->n_gpus, hw, &p->opt);
-  return p;
-}
-
-PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt)
-{
-  PnExecPrep *p = prep_new(g, hw, opt);
-  if (p->ex.eng == NULL)
-    return p; /* invalid options or profile: no helper, the error waits for pn_exec_run_prepared */
-  g_rw_lock_init(&p->watch.lock);
-  p->lock_init   = true;
-  p->watch.grown = prep_grown;
-  p->watch.ctx   = p;
-  pn_graph_watch(g, &p->watch);
-  p->watched = g;
-  p->thread  = g_thread_try_new("pn-exec-prep", prep_main, p, NULL);
-  if (p->thread == NULL) {
-    pn_graph_watch(g, NULL);
-    p->watched = NULL;
-  }
-  return p;
-}
-
-/* Ends the helper (the graph is complete, or abandoned) and detaches the watch. */
-static void prep_join(PnExecPrep *p)
-{
-  if (p->thread == NULL)
-    return;
-  g_atomic_int_set(&p->watch.ready_deps, p->g->n_deps);
-  g_atomic_int_set(&p->watch.ready_tasks, p->g->n_tasks);
-  g_atomic_int_set(&p->finish, TRUE);
-  g_thread_join(p->thread);
-  p->thread = NULL;
-  pn_graph_watch(p->watched, NULL);
-  p->watched = NULL;
-}
-
-static void prep_free(PnExecPrep *p)
-{
-  if (p->lock_init)
-    g_rw_lock_clear(&p->watch.lock);
-  if (p->keep)
-    g_array_free(p->keep, TRUE);
-  if (p->ex.eng)
-    exec_free(&p->ex);
-  g_clear_error(&p->error);
-  g_free(p);
-}
-
-void pn_exec_prepare_keep_whole(PnExecPrep *p, const PnTaskId *ids, guint n)
-{
-  if (p->keep == NULL)
-    p->keep = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
-  g_array_append_vals(p->keep, ids, n);
-}
-
-void pn_exec_prepare_cancel(PnExecPrep *p)
-{
-  if (!p)
-    return;
-  g_atomic_int_set(&p->abandon, TRUE);
-  prep_join(p);
-  prep_free(p);
 }
 
 /* ---- failure reports ---- */
@@ -1359,45 +1222,30 @@ static void describe_stuck(const Exec *ex, GString *why, PnTaskId t)
 gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnExecResult *out,
                      GError **error)
 {
-  return pn_exec_run_prepared(prep_new(g, hw, opt), out, error); /* prepared here and now */
-}
-
-gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error)
-{
-  g_assert(p != NULL && out != NULL);
-  *out = (PnExecResult){0};
-  prep_join(p);
-  if (p->ex.eng == NULL) { /* the options or the profile */
-    g_propagate_error(error, g_steal_pointer(&p->error));
-    prep_free(p);
+  g_assert(g != NULL && hw != NULL && out != NULL);
+  *out            = (PnExecResult){0};
+  PnExecOptions o = opt ? *opt : (PnExecOptions){.max_connections = 8};
+  if (!validate_profile(hw, &o, error))
     return FALSE;
-  }
-  const PnGraph *g         = p->g;
-  const PnExecOptions *opt = &p->opt;
-  Exec *ex                 = &p->ex;
-  uint32_t n               = pn_graph_n_tasks(g);
-  gboolean ok              = TRUE;
+  uint32_t n = pn_graph_n_tasks(g);
   if (n > 0 && g->n_gpus == 0) {
     g_set_error(error, PN_EXEC_ERROR, PN_EXEC_ERROR_INVALID, "graph has %u tasks but no GPU", n);
-    ok = FALSE;
-  } else if (p->error) {
-    g_propagate_error(error, g_steal_pointer(&p->error));
-    ok = FALSE;
-  } else {
-    ok = setup_tasks(ex, pn_graph_tasks(g), pn_graph_deps(g), pn_graph_n_deps(g), n, error); /* what is left */
+    return FALSE;
   }
-  if (ok && p->keep)
-    for (guint i = 0; i < p->keep->len; i++) {
-      PnTaskId k = g_array_index(p->keep, PnTaskId, i);
-      if (k < n)
-        mark_needed(ex, k); /* its end ends a chain */
-    }
+  Exec exec;
+  Exec *ex = &exec;
+  exec_init(ex, g->n_gpus, hw, &o);
+  gboolean ok = setup_tasks(ex, pn_graph_tasks(g), pn_graph_deps(g), pn_graph_n_deps(g), n, error);
+  if (ok)
+    for (guint i = 0; i < o.n_keep_whole; i++)
+      if (o.keep_whole[i] < n)
+        mark_needed(ex, o.keep_whole[i]); /* its end ends a chain */
   ex->tasks   = pn_graph_tasks(g);
   ex->legs    = (const PnP2pLeg *)(const void *)g->legs->data;
   ex->deps    = pn_graph_deps(g);
   ex->n_tasks = n;
   if (!ok || !setup_legs(ex, g, error)) {
-    prep_free(p);
+    exec_free(ex);
     return FALSE;
   }
   GArray *times = g_array_sized_new(FALSE, FALSE, sizeof(PnTaskTime), n);
@@ -1409,7 +1257,7 @@ gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error)
     if (ex->qhead[q] != PN_TASK_NONE && ready(ex, ex->qhead[q], q))
       work_push(ex, ex->qhead[q]);
 
-  uint64_t budget = opt->event_budget ? opt->event_budget : 64 * (uint64_t)n + 1000000;
+  uint64_t budget = o.event_budget ? o.event_budget : 64 * (uint64_t)n + 1000000;
   /* At one instant a task fires at most ~10 events (its latency or start, its completion, two per
    * P2P leg): more than that means time stopped advancing. */
   pn_engine_set_stall_limit(ex->eng, 24 * (uint64_t)n + 1000);
@@ -1450,7 +1298,7 @@ gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error)
   } else {
     g_array_free(times, TRUE);
   }
-  prep_free(p);
+  exec_free(ex);
   return ok;
 }
 

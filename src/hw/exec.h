@@ -40,12 +40,12 @@
  * transfer of its first leg starts (both ends started: NCCL's rendezvous); DELAY tasks never
  * open. `close`: every task at its end, opened or not (`start_ns` is its start), except that a
  * kernel chain opens at its first kernel and closes at its last (its inner kernels neither open
- * nor close: one busy interval, the same as theirs end to end); pn_exec_prepare_keep_whole names
- * tasks that must close on their own. `tag` (may be
- * NULL: tag 0) is asked once per COMM and P2P task while the run is set up, when the task is
- * read anyway, and its answer comes back with that task's open and close: what the observer
- * needs of the task without reading it again in the middle of the run. The callbacks run inside
- * the executor: they must not change the graph being run. */
+ * nor close: one busy interval, the same as theirs end to end); PnExecOptions.keep_whole names
+ * tasks that must close on their own. `tag` (may be NULL: tag 0) is asked once per COMM and P2P
+ * task while the run is set up, when the task is read anyway, and its answer comes back with that
+ * task's open and close: what the observer needs of the task without reading it again in the
+ * middle of the run. The callbacks run inside the executor: they must not change the graph being
+ * run. */
 typedef struct {
   void *ctx;
   uint16_t (*tag)(void *ctx, PnTaskId task, const PnTask *tk);
@@ -59,6 +59,10 @@ typedef struct {
   uint64_t event_budget;          /* 0 = 64 * tasks + 10^6 */
   const PnExecObserver *observer; /* NULL: none */
   bool unfused;                   /* run every kernel as a task of its own (no kernel chains): the reference */
+  /* Tasks whose end the observer must hear of as their own: never fused with the kernel after them
+   * into a chain (the iteration ends of sim.c). Ids past the graph's last task are ignored. */
+  const PnTaskId *keep_whole;
+  guint n_keep_whole;
 } PnExecOptions;
 
 typedef struct {
@@ -86,22 +90,5 @@ typedef enum { PN_EXEC_ERROR_DEADLOCK, PN_EXEC_ERROR_BUDGET, PN_EXEC_ERROR_INVAL
 gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, PnExecResult *out,
                      GError **error);
 void pn_exec_result_clear(PnExecResult *r);
-
-/* The same run, prepared while the graph is being built: pn_exec_prepare() on the empty (or
- * partly built) graph starts a helper thread that checks each task and builds its run record on
- * the other core as soon as the builder has moved past it (PnGraphWatch), so that only what the
- * builder added last is left when the graph is complete. Then pn_exec_run_prepared() (which
- * frees the preparation) runs it with the same results, errors included, as pn_exec_run(); or
- * pn_exec_prepare_cancel() abandons it. Between the two calls only the builder may touch the
- * graph, and the observer's `tag` is called on the helper thread (it must not share unguarded
- * state with the builder). Without a thread (none could be made) everything is done in
- * pn_exec_run_prepared(). */
-typedef struct PnExecPrep PnExecPrep;
-PnExecPrep *pn_exec_prepare(PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt);
-gboolean pn_exec_run_prepared(PnExecPrep *p, PnExecResult *out, GError **error);
-void pn_exec_prepare_cancel(PnExecPrep *p); /* NULL is a no-op */
-/* Tasks whose end the observer must hear of as their own: never fused with the kernel after them
- * into a chain (the iteration ends of sim.c). Before pn_exec_run_prepared. */
-void pn_exec_prepare_keep_whole(PnExecPrep *p, const PnTaskId *ids, guint n);
 
 #endif

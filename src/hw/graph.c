@@ -24,19 +24,6 @@ void pn_graph_free(PnGraph *g)
   g_free(g);
 }
 
-/* The arrays move only while a watcher cannot be reading them (PnGraphWatch). */
-static void move_begin(PnGraph *g)
-{
-  if (g->watch)
-    g_rw_lock_writer_lock(&g->watch->lock);
-}
-
-static void move_end(PnGraph *g)
-{
-  if (g->watch)
-    g_rw_lock_writer_unlock(&g->watch->lock);
-}
-
 /* Room for `n` more tasks: a new array at the final size (copying the tasks so far), never a
  * zero-filled one, so its pages are faulted in as tasks are written, not all now. */
 static void grow_tasks(PnGraph *g, uint32_t n)
@@ -47,34 +34,18 @@ static void grow_tasks(PnGraph *g, uint32_t n)
   pn_mem_hint_large(a, (size_t)cap * sizeof(PnTask));
   if (g->n_tasks > 0)
     memcpy(a, g->tasks, (size_t)g->n_tasks * sizeof(PnTask));
-  move_begin(g);
-  PnTask *old  = g->tasks;
+  g_free(g->tasks);
   g->tasks     = a;
   g->cap_tasks = cap;
-  if (g->watch && g->watch->grown)
-    g->watch->grown(g->watch->ctx, cap);
-  move_end(g);
-  g_free(old);
 }
 
 static void grow_deps(PnGraph *g, uint32_t n)
 {
   g_assert(n <= UINT32_MAX - g->n_deps);
-  size_t cap = MAX((size_t)g->n_deps + n, MIN(2 * (size_t)g->cap_deps, (size_t)UINT32_MAX));
-  cap        = MAX(cap, 64);
-  move_begin(g);
+  size_t cap  = MAX((size_t)g->n_deps + n, MIN(2 * (size_t)g->cap_deps, (size_t)UINT32_MAX));
+  cap         = MAX(cap, 64);
   g->deps     = g_renew(PnTaskId, g->deps, cap);
   g->cap_deps = (uint32_t)cap;
-  move_end(g);
-}
-
-void pn_graph_watch(PnGraph *g, PnGraphWatch *w)
-{
-  g->watch = w;
-  if (w) {
-    g_atomic_int_set(&w->ready_deps, g->n_deps);
-    g_atomic_int_set(&w->ready_tasks, g->n_tasks);
-  }
 }
 
 static inline void push_deps(PnGraph *g, const PnTaskId *deps, uint32_t n)
@@ -93,11 +64,6 @@ PnTaskId pn_graph_add(PnGraph *g, const PnTask *t, const PnTaskId *deps, uint32_
   PnTaskId id = g->n_tasks;
   for (uint32_t i = 0; i < n_deps; i++)
     g_assert(deps[i] < id); /* deps must be earlier tasks: the graph stays acyclic */
-  if (G_UNLIKELY(g->watch != NULL) && id % PN_GRAPH_WATCH_STEP == 0) {
-    /* every task before this one is final now: pn_graph_add_dep changes only the last one */
-    g_atomic_int_set(&g->watch->ready_deps, g->n_deps);
-    g_atomic_int_set(&g->watch->ready_tasks, id);
-  }
   if (g->n_tasks == g->cap_tasks)
     grow_tasks(g, MAX(g->cap_tasks, 64));
   PnTask *copy    = &g->tasks[g->n_tasks++];

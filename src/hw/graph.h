@@ -103,23 +103,6 @@ typedef struct {
 
 typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, PN_PHASE_OTHER } PnPhase;
 
-/* A reader of the graph while it is still being built (pn_graph_watch): the executor prepares its
- * run records on another core behind the builder. Tasks below `ready_tasks` are final except for
- * the legs of P2P tasks (pn_graph_pair_p2p pairs them later), and their dependencies lie below
- * `ready_deps`; both are read and written atomically, and advance every PN_GRAPH_WATCH_STEP
- * tasks. The task and dependency arrays are moved (grown) only under `lock` taken for writing,
- * so a reader holding it for reading may walk them. */
-typedef struct {
-  GRWLock lock;
-  guint ready_tasks;
-  guint ready_deps;
-  /* Optional: told of the task array's new capacity, on the builder's thread, with `lock` held
-   * for writing (so the reader may size its own arrays from the thread that frees them). */
-  void (*grown)(void *ctx, uint32_t cap_tasks);
-  void *ctx;
-} PnGraphWatch;
-#define PN_GRAPH_WATCH_STEP 4096u
-
 /* Tasks and dependencies are plain arrays with their own capacity, not GArrays: a graph is
  * built one task at a time (400k for Llama 3.1 405B), and appending is then a store rather than
  * two out-of-line calls and a generic copy. Read them through the accessors below. */
@@ -129,8 +112,7 @@ typedef struct {
   uint32_t n_tasks, cap_tasks;
   PnTaskId *deps; /* n_deps of them; a task's are deps[dep_first .. dep_first + dep_count) */
   uint32_t n_deps, cap_deps;
-  GArray *legs;        /* of PnP2pLeg: PN_TASK_MAX_LEGS slots per P2P task (most tasks carry none) */
-  PnGraphWatch *watch; /* NULL, or the reader told of progress (pn_graph_watch) */
+  GArray *legs; /* of PnP2pLeg: PN_TASK_MAX_LEGS slots per P2P task (most tasks carry none) */
 } PnGraph;
 
 PnGraph *pn_graph_new(uint32_t n_gpus);
@@ -157,9 +139,6 @@ static inline PnP2pLeg *pn_graph_legs(const PnGraph *g, const PnTask *t)
 {
   return &g_array_index(g->legs, PnP2pLeg, t->leg_first);
 }
-/* Tells `w` (NULL: no one) of the building from now on: see PnGraphWatch. The caller owns `w`
- * and detaches it (NULL) before freeing it. */
-void pn_graph_watch(PnGraph *g, PnGraphWatch *w);
 /* Reserves room for `n` more tasks, so that building a large graph does not copy it repeatedly. */
 void pn_graph_reserve(PnGraph *g, uint32_t n);
 static inline uint32_t pn_graph_n_tasks(const PnGraph *g) { return g->n_tasks; }

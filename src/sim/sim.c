@@ -367,24 +367,22 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnPlan plan;
   if (!pn_overlap_resolve(sc, &plan, r->warnings, error))
     return FALSE;
-  /* the executor checks and records the tasks on a helper thread while they are built (exec.h) */
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
   PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
   PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs, .unfused = opt && opt->unfused};
-  PnExecPrep *prep   = pn_exec_prepare(g, sc->hw, &eo);
   PnBuildInfo info   = {0};
   if (!pn_sched_build(sc, &plan, g, &info, error)) {
-    pn_exec_prepare_cancel(prep);
     acct_clear(&ac);
     pn_build_info_clear(&info);
     return FALSE;
   }
   acct_iterations(&ac, &info);
-  pn_exec_prepare_keep_whole(prep, (const PnTaskId *)(const void *)info.iteration_end->data, info.iteration_end->len);
+  eo.keep_whole   = (const PnTaskId *)(const void *)info.iteration_end->data;
+  eo.n_keep_whole = info.iteration_end->len;
   PnExecResult ex = {0};
-  gboolean ran    = pn_exec_run_prepared(prep, &ex, error);
+  gboolean ran    = pn_exec_run(g, sc->hw, &eo, &ex, error);
   if (!ran) {
     acct_clear(&ac);
     pn_build_info_clear(&info);

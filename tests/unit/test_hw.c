@@ -1215,56 +1215,6 @@ START_TEST(test_exec_property_random)
 }
 END_TEST
 
-/* A run prepared while the graph is built (a helper thread sets up each task behind the builder,
- * across several publication steps and while the task and dependency arrays grow and move) gives
- * exactly the plain run's result, and the same error for an invalid graph or invalid options;
- * a preparation abandoned mid-build ends cleanly. */
-START_TEST(test_exec_prepared_matches)
-{
-  PnHwProfile hw      = test_hw();
-  hw.kernel_launch_ns = 3;
-  GRand *rng          = g_rand_new_with_seed(77);
-  for (int variant = 0; variant < 6; variant++) {
-    PnExecOptions opt    = {.max_connections = variant == 1 ? 1 : 8};
-    g_autoptr(PnGraph) g = pn_graph_new(3);
-    PnExecPrep *prep     = pn_exec_prepare(g, &hw, variant == 4 ? &(PnExecOptions){.max_connections = 0} : &opt);
-    uint32_t n_target    = 5 * PN_GRAPH_WATCH_STEP + 123;
-    random_tasks(rng, g, n_target / 2);
-    if (variant == 2) /* invalid in the middle: the helper finds it */
-      add(g, compute(0, PN_STREAM_COMPUTE, NAN), 0, NULL);
-    if (variant == 3) /* a P2P task never paired: known only at the end */
-      add(g, p2p(1, PN_STREAM_PP_SEND, 0, 0, "unpaired"), 0, NULL);
-    if (variant == 5) {
-      pn_exec_prepare_cancel(prep);
-      random_tasks(rng, g, n_target); /* building on after the helper left */
-      PnExecResult r = run_ok(g, &hw, 8);
-      pn_exec_result_clear(&r);
-      continue;
-    }
-    random_tasks(rng, g, n_target);
-    PnExecResult a = {0}, b = {0};
-    g_autoptr(GError) ea = NULL;
-    g_autoptr(GError) eb = NULL;
-    gboolean oka         = pn_exec_run_prepared(prep, &a, &ea);
-    gboolean okb         = pn_exec_run(g, &hw, variant == 4 ? &(PnExecOptions){.max_connections = 0} : &opt, &b, &eb);
-    ck_assert_int_eq(oka, okb);
-    ck_assert_int_eq(oka, variant <= 1);
-    if (oka) {
-      ck_assert_uint_eq(a.times->len, pn_graph_n_tasks(g));
-      ck_assert_int_eq(a.makespan_ns, b.makespan_ns);
-      ck_assert_uint_eq(a.events, b.events);
-      ck_assert_int_eq(memcmp(a.times->data, b.times->data, a.times->len * sizeof(PnTaskTime)), 0);
-    } else {
-      ck_assert_str_eq(ea->message, eb->message);
-      ck_assert_ptr_null(a.times);
-    }
-    pn_exec_result_clear(&a);
-    pn_exec_result_clear(&b);
-  }
-  g_rand_free(rng);
-}
-END_TEST
-
 /* Kernel chains (exec.c): kernels issued back to back on one stream, with nothing between them
  * that another task waits for, run as one chain; the times are those of the kernels run one by
  * one. Here, with 8 hardware queues (the compute and TP streams dispatch independently), no
@@ -1384,7 +1334,7 @@ static void chain_tasks(GRand *rng, PnGraph *g, uint32_t n_target)
 /* Property: on chain-rich random graphs (40 instances x max_connections 1, 2, 8, with calibrated
  * curves, per-shape curves and a launch time), the run with kernel chains gives byte-identical
  * task times to the run without, no more events, and the observer sees the same compute-busy time
- * per GPU, in time order; every task closes once unfused, and a kept task (prepared run, the
+ * per GPU, in time order; every task closes once unfused, and a kept task (keep_whole, the
  * iteration ends of sim.c) closes on its own; a kernel of absurd length fails both runs with the
  * same error. */
 START_TEST(test_exec_chains_match_unfused)
@@ -1412,11 +1362,10 @@ START_TEST(test_exec_chains_match_unfused)
       for (int u = 0; u < 2; u++) {
         o[u]               = (ChainObs){.closes = g_new0(uint32_t, n)};
         PnExecObserver obs = {.ctx = &o[u], .open = chain_obs_open, .close = chain_obs_close};
-        PnExecOptions opt  = {.max_connections = conns[ci], .observer = &obs, .unfused = u == 1};
-        PnExecPrep *prep   = pn_exec_prepare(g, &hw, &opt);
-        pn_exec_prepare_keep_whole(prep, &keep, 1);
+        PnExecOptions opt  = {
+             .max_connections = conns[ci], .observer = &obs, .unfused = u == 1, .keep_whole = &keep, .n_keep_whole = 1};
         g_autoptr(GError) e = NULL;
-        ck_assert_msg(pn_exec_run_prepared(prep, &r[u], &e), "%s", e ? e->message : "?");
+        ck_assert_msg(pn_exec_run(g, &hw, &opt, &r[u], &e), "%s", e ? e->message : "?");
       }
       ck_assert_int_eq(r[0].makespan_ns, r[1].makespan_ns);
       ck_assert_int_eq(memcmp(r[0].times->data, r[1].times->data, n * sizeof(PnTaskTime)), 0);
@@ -1545,7 +1494,6 @@ static Suite *hw_suite(void)
   TC("exec_horizon", test_exec_horizon);
   TC("exec_empty", test_exec_empty);
   TC("exec_property", test_exec_property_random);
-  TC("exec_prepared", test_exec_prepared_matches);
   TC("exec_chain_times", test_exec_chain_times);
   TC("exec_chains_match_unfused", test_exec_chains_match_unfused);
 #undef TC
