@@ -22,9 +22,9 @@
  * simulated time would pass 2^62 ns (absurd durations; event times saturate there, never overflow).
  * Kernel chains: compute kernels issued back to back on one stream that no other task waits
  * between run as one chain, with one completion event while the chain has its GPU's compute to
- * itself (exec.c explains why the times are exactly those of the kernels run one by one; a test
- * holds it against `unfused`). Cost: O(events * log events) plus the solver; events ~ 1 per task
- * (the 405B benchmark: 425k events for 404k tasks; 518k unfused).
+ * itself (exec_kernels.c explains why the times are exactly those of the kernels run one by one;
+ * a test holds it against `unfused`). Cost: O(events * log events) plus the solver; events ~ 1
+ * per task (the 405B benchmark: 425k events for 404k tasks; 518k unfused).
  */
 #ifndef PN_HW_EXEC_H
 #define PN_HW_EXEC_H

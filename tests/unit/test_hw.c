@@ -1215,9 +1215,9 @@ START_TEST(test_exec_property_random)
 }
 END_TEST
 
-/* Kernel chains (exec.c): kernels issued back to back on one stream, with nothing between them
- * that another task waits for, run as one chain; the times are those of the kernels run one by
- * one. Here, with 8 hardware queues (the compute and TP streams dispatch independently), no
+/* Kernel chains (exec_kernels.c): kernels issued back to back on one stream, with nothing between
+ * them that another task waits for, run as one chain; the times are those of the kernels run one
+ * by one. Here, with 8 hardware queues (the compute and TP streams dispatch independently), no
  * curves (a kernel with s SMs runs at s/132) and no launch time:
  *   GPU 0 compute: A (100 ns), B (50 ns, sm_limit 66), C (30 ns), back to back;
  *   GPU 0 TP:      a 150 ns delay, then a collective holding 66 SMs for its 100 ns latency.

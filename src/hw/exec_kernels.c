@@ -1,0 +1,237 @@
+/* exec_kernels.c — compute kernels on a GPU's SMs, kernel chains, and the completion of a kernel
+ * or a delay (exec-private.h).
+ *
+ * Compute sharing: avail = sm_count - SMs held by running COMM/P2P tasks (at least 1). Running
+ * compute tasks water-fill it: each gets avail/n, a task whose sm_limit is below that gets its
+ * limit and the rest is split again among the others. A task with s SMs runs at
+ * curve(s)/curve(sm_count) (linear s/sm_count when the curve is empty), clamped to (0, 1], and
+ * exactly 1 with all SMs. Work is kept in ns-at-full-speed (work_ns + kernel_launch_ns).
+ */
+#include "hw/exec-private.h"
+
+#include <string.h>
+
+/* Speed of a compute kernel given `sms` SMs, relative to all SMs. `own_limit`: the kernel was
+ * launched for exactly these SMs (TE set_sm_margin), so it fills them in whole waves; otherwise
+ * it was launched for all SMs and other kernels hold the rest (wave quantization, interference):
+ * two different measured curves. */
+static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool own_limit);
+
+/* sm_rate() memoized: the same few (kernel kind, SM share) pairs recur all run long (a GEMM
+ * beside a 16-SM userbuffers kernel, beside a P2P kernel, ...). Direct-mapped on the exact
+ * inputs, so a hit returns the very value the evaluation would. */
+static double sm_rate(Exec *ex, const TaskRt *tk, double sms, bool own_limit)
+{
+  uint64_t bits;
+  memcpy(&bits, &sms, sizeof bits);
+  uint64_t key = bits ^ ((uint64_t)tk->sm_shape << 1) ^ ((uint64_t)tk->scaling << 9) ^ (own_limit ? 1u : 0u);
+  RateMemo *m  = &ex->rate_memo[(key * 0x9E3779B97F4A7C15ull) >> (64 - PN_EXEC_RATE_MEMO_BITS)];
+  if (m->valid && m->sms == bits && m->sm_shape == tk->sm_shape && m->scaling == tk->scaling &&
+      m->own_limit == own_limit)
+    return m->rate;
+  double r = sm_rate_eval(ex, tk, sms, own_limit);
+  *m       = (RateMemo){
+            .sms = bits, .rate = r, .sm_shape = tk->sm_shape, .scaling = tk->scaling, .own_limit = own_limit, .valid = true};
+  return r;
+}
+
+static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool own_limit)
+{
+  uint8_t scaling = tk->scaling;
+  double n_sm     = (double)ex->hw->sm_count;
+  if (sms >= n_sm)
+    return 1.0;
+  /* a GEMM with curves measured for a shape near its own (wave quantization differs by shape) */
+  if (scaling == PN_SCALE_GEMM && tk->sm_shape > 0 && tk->sm_shape <= ex->hw->n_shape_contention) {
+    const PnCurve *c = &ex->hw->shape_contention[tk->sm_shape - 1].curve[own_limit ? 1 : 0];
+    if (c->n > 0) {
+      double r = pn_curve_eval(c, sms, 1.0) / pn_curve_eval(c, n_sm, 1.0);
+      if (!(r > 1e-9))
+        r = 1e-9;
+      return r > 1.0 ? 1.0 : r;
+    }
+  }
+  const PnCurve *c = scaling == PN_SCALE_MEMORY ? &ex->hw->mem_sm_scaling : &ex->hw->gemm_sm_scaling;
+  double full      = scaling == PN_SCALE_MEMORY ? ex->full_mem : ex->full_gemm;
+  if (own_limit && scaling == PN_SCALE_GEMM && ex->hw->gemm_sm_limit_scaling.n > 0) {
+    c    = &ex->hw->gemm_sm_limit_scaling;
+    full = ex->full_gemm_limit;
+  }
+  double r = c->n > 0 ? pn_curve_eval(c, sms, 0.0) / full : sms / n_sm;
+  if (!(r > 1e-9))
+    r = 1e-9;
+  return r > 1.0 ? 1.0 : r;
+}
+
+/* ---- kernel chains ----
+ *
+ * A chain is a run of compute kernels on one stream that nothing outside the chain can observe
+ * between them: each kernel after the first (`cont`) is the next task of its hardware queue after
+ * its stream predecessor, depends on nothing else, and no other task depends on that predecessor;
+ * the task issued after a chain's kernel waits for its end (same stream, or a dependency). So each
+ * kernel of the chain starts exactly when the one before it ends, as it would if dispatched, and the
+ * chain runs as one Run whose `task` moves from kernel to kernel (setup_tasks decides; the
+ * observer's iteration ends are kept whole, PnExecOptions.keep_whole).
+ *
+ * While a chain is the only compute work of its GPU, the SMs it gets cannot change until something
+ * else starts or ends there, which refreshes the GPU: so the ends of all its kernels are computed
+ * ahead ("projected", each with the rate it gets alone, rounded as its own completion would be)
+ * and one event is scheduled, at the chain's end. A refresh first brings the chain up to now
+ * (chain_advance): the kernels whose computed end has come end there. Beside other compute
+ * kernels (whose shares depend on which kernel of the chain runs) each kernel gets its own
+ * completion event, and the next one starts in place. Times, rates and rounding are those of the
+ * kernels run one by one; only the dispatch work and the events between them are saved. */
+
+/* The rate kernel `s` gets alone on its GPU with `avail` SMs free: refresh_gpu's one-kernel case. */
+static inline double alone_rate(Exec *ex, PnTaskId s, double avail)
+{
+  const TaskRt *k = &ex->rt[s];
+  double lim      = (double)k->sms;
+  bool own        = lim > 0.0 && lim < avail;
+  return sm_rate(ex, k, own ? lim : avail, own);
+}
+
+/* The chain's running kernel ends at `end` and the next one starts there (rate 0: not yet set).
+ * Nothing waits for the kernel that ended (setup made sure). */
+static void chain_step(Exec *ex, Run *r, PnTimeNs end)
+{
+  PnTaskId t = r->task, nx = ex->rt[t].queue_next;
+  g_assert(ex->waiter[t] == PN_TASK_NONE && ex->rt[nx].cont);
+  set_st(ex, t, ST_ENDED);
+  ex->times[t].end_ns = end;
+  ex->n_ended++;
+  set_st(ex, nx, ST_RUNNING);
+  ex->times[nx].start_ns = end;
+  ex->rt[nx].aux         = ex->rt[t].aux;
+  r->task                = nx;
+  r->sm_limit            = ex->rt[nx].sms;
+  r->remaining_ns        = ex->rt[nx].work;
+  r->since_ns            = end;
+  r->rate                = 0.0;
+}
+
+/* A projected chain's kernels whose computed end is not after now end there. */
+static void chain_advance(Exec *ex, Run *r)
+{
+  if (!r->projected)
+    return;
+  PnTimeNs now = pn_engine_now(ex->eng);
+  while (r->task != r->last) {
+    PnTimeNs end = r->since_ns + dur_ns(r->remaining_ns / r->rate, 1); /* below the horizon: projected */
+    if (end > now)
+      break;
+    chain_step(ex, r, end);
+    r->rate = alone_rate(ex, r->task, r->avail);
+  }
+}
+
+/* Brings a running kernel's remaining work up to now and moves its completion to the new rate.
+ * `alone`: it is the only compute work of its GPU, which has `avail` SMs free; a chain is then
+ * projected to its end. */
+static void run_set_rate(Exec *ex, Run *r, double rate, bool alone, double avail)
+{
+  bool project = alone && r->task != r->last;
+  if (r->ev != 0 && r->rate == rate && r->projected == project && (!project || r->avail == avail))
+    return;
+  PnTimeNs now = pn_engine_now(ex->eng);
+  r->remaining_ns -= (double)(now - r->since_ns) * r->rate;
+  if (r->remaining_ns < 0.0)
+    r->remaining_ns = 0.0;
+  r->since_ns  = now;
+  r->rate      = rate;
+  r->projected = false;
+  if (r->ev != 0)
+    pn_engine_cancel(ex->eng, r->ev);
+  if (project) {
+    PnTimeNs end = now;
+    double rem = r->remaining_ns, kr = rate;
+    for (PnTaskId s = r->task;;) {
+      PnTimeNs d = dur_ns(rem / kr, 1);
+      if (d >= PN_EXEC_HORIZON_NS - end)
+        goto one_kernel; /* absurd: kernel by kernel, so that the horizon blames the right one */
+      end += d;
+      if (s == r->last)
+        break;
+      s   = ex->rt[s].queue_next;
+      rem = ex->rt[s].work;
+      kr  = alone_rate(ex, s, avail);
+    }
+    r->projected = true;
+    r->avail     = avail;
+    r->ev        = pn_engine_schedule(ex->eng, end, pn__on_task_done, ex, r->last);
+    return;
+  }
+one_kernel:
+  r->ev =
+      pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->remaining_ns / rate, 1), r->task), pn__on_task_done, ex, r->task);
+}
+
+/* Water-fills the free SMs of a GPU among its running compute tasks and updates their rates. */
+void pn__refresh_gpu(Exec *ex, uint32_t gpu)
+{
+  GpuRt *g   = &ex->gpus[gpu];
+  g->dirty   = false;
+  uint32_t n = g->n_run;
+  if (n == 0)
+    return;
+  double avail = (double)ex->hw->sm_count - (double)g->comm_sms;
+  if (avail < 1.0)
+    avail = 1.0;
+  if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
+    Run *r = &g->run[0];
+    chain_advance(ex, r);
+    run_set_rate(ex, r, alone_rate(ex, r->task, avail), true, avail);
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    chain_advance(ex, &g->run[i]); /* which kernel of a chain runs decides its sm_limit */
+  if (ex->cap_shares < n) {
+    ex->cap_shares = 2 * n;
+    ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
+  }
+  double *share = ex->shares;
+  for (uint32_t i = 0; i < n; i++)
+    share[i] = -1.0; /* unfixed */
+  uint32_t n_free = n;
+  double level    = avail / (double)n_free;
+  for (;;) {
+    bool capped = false;
+    for (uint32_t i = 0; i < n; i++) {
+      double lim = (double)g->run[i].sm_limit;
+      if (share[i] < 0.0 && lim > 0.0 && lim < level) {
+        share[i] = lim;
+        avail -= lim;
+        n_free--;
+        capped = true;
+      }
+    }
+    if (!capped || n_free == 0)
+      break;
+    level = avail / (double)n_free;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    double s = share[i] < 0.0 ? level : share[i];
+    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0), false, 0.0);
+  }
+}
+
+/* ---- completion ---- */
+
+void pn__on_task_done(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex        = ctx;
+  PnTaskId t      = (PnTaskId)arg;
+  const TaskRt *k = &ex->rt[t];
+  if (k->kind == PN_TASK_COMPUTE) {
+    Run *r = &ex->gpus[k->gpu].run[k->aux];
+    if (t != r->last) { /* a kernel of a chain, on its own event: the next starts in place */
+      r->ev = 0;
+      chain_step(ex, r, pn_engine_now(eng));
+      mark_gpu(ex, k->gpu);
+      return;
+    }
+    chain_advance(ex, r); /* projected: the kernels before the last end at their computed ends */
+    g_assert(r->task == t);
+  }
+  pn__end_task(ex, t);
+}

@@ -1,0 +1,148 @@
+/* exec_links.c — transfers on the links (exec-private.h): a COMM task's data moves as one max-min
+ * flow once its latency has elapsed, a P2P leg's once both its ends have started and the larger of
+ * their latencies has elapsed; settle re-solves the sharing and moves the completions. */
+#include "hw/exec-private.h"
+
+static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg);
+static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg);
+
+/* The observer hears of a P2P task when its first leg starts. */
+static void open_p2p(Exec *ex, PnTaskId t)
+{
+  if (ex->obs && !(ex->state[t] & ST_OPENED)) {
+    ex->state[t] |= ST_OPENED;
+    const TaskRt *r = &ex->rt[t];
+    ex->obs->open(ex->obs->ctx, t, r->gpu, r->stream, r->kind, r->tag, pn_engine_now(ex->eng));
+  }
+}
+
+void pn__start_leg(Exec *ex, uint32_t xi)
+{
+  const Xfer *x = &ex->xf[xi];
+  open_p2p(ex, x->task);
+  open_p2p(ex, x->peer);
+  double lat    = fmax(ex->rt[x->task].work, ex->rt[x->peer].work);
+  ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
+}
+
+/* Starts the transfer of an xfer as a max-min flow (the latency has elapsed). */
+static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, const double *coef, double total,
+                     double bound)
+{
+  Xfer *x            = &ex->xf[xi];
+  bool placed        = false;
+  PnFlowId f         = pn_maxmin_add_flow_placed(ex->mm, n, res, coef, bound, &placed);
+  x->flow            = f;
+  x->remaining_bytes = total;
+  x->rate            = 0.0;
+  x->since_ns        = pn_engine_now(ex->eng);
+  x->ev              = 0;
+  if ((uint32_t)f >= ex->n_flow_xfer) {
+    ex->n_flow_xfer = 2 * (uint32_t)f + 16;
+    ex->flow_xfer   = g_renew(uint32_t, ex->flow_xfer, ex->n_flow_xfer);
+  }
+  ex->flow_xfer[f] = xi;
+  if (placed) {
+    /* at its bound, nothing else moves: its completion is known now (as settle would set it) */
+    x->rate = pn_maxmin_flow_rate(ex->mm, f);
+    x->ev =
+        pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(x->remaining_bytes / x->rate, 1), x->task), on_xfer_done, ex, xi);
+    return;
+  }
+  ex->mm_dirty = true;
+  need_settle(ex);
+}
+
+static void leg_done(Exec *ex, uint32_t xi)
+{
+  const Xfer *x    = &ex->xf[xi];
+  PnTaskId ends[2] = {x->task, x->peer};
+  for (int i = 0; i < 2; i++)
+    if (--ex->rt[ends[i]].legs_left == 0)
+      pn__end_task(ex, ends[i]);
+}
+
+void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex      = ctx;
+  PnTaskId t    = (PnTaskId)arg;
+  uint32_t xi   = ex->rt[t].aux;
+  const Xfer *x = &ex->xf[xi];
+  double nvl = x->nvl_bytes, nic = x->nic_bytes;
+  double total = fmax(nvl, nic);
+  if (!(total > 0.0)) {
+    pn__end_task(ex, t);
+    return;
+  }
+  /* Nominal unit: a byte on the dominant resource; the other one is used in proportion. */
+  const GpuRt *g = &ex->gpus[ex->rt[t].gpu];
+  PnResourceId res[4];
+  double coef[4];
+  int n = 0;
+  if (nvl > 0.0) {
+    res[n] = g->res[RES_NVL_TX], coef[n++] = nvl / total;
+    res[n] = g->res[RES_NVL_RX], coef[n++] = nvl / total;
+  }
+  if (nic > 0.0) {
+    res[n] = g->res[RES_NIC_TX], coef[n++] = nic / total;
+    res[n] = g->res[RES_NIC_RX], coef[n++] = nic / total;
+  }
+  add_flow(ex, xi, n, res, coef, total, x->bound);
+}
+
+static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex    = ctx;
+  uint32_t xi = (uint32_t)arg;
+  Xfer *x     = &ex->xf[xi];
+  x->ev       = 0;
+  if (!(x->nvl_bytes > 0.0)) {
+    leg_done(ex, xi);
+    return;
+  }
+  PnResourceId res[2] = {ex->gpus[ex->rt[x->task].gpu].res[x->over_nic ? RES_NIC_TX : RES_NVL_TX],
+                         ex->gpus[ex->rt[x->peer].gpu].res[x->over_nic ? RES_NIC_RX : RES_NVL_RX]};
+  double coef[2]      = {1.0, 1.0};
+  add_flow(ex, xi, 2, res, coef, x->nvl_bytes, x->bound);
+}
+
+static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg)
+{
+  Exec *ex    = ctx;
+  uint32_t xi = (uint32_t)arg;
+  Xfer *x     = &ex->xf[xi];
+  pn_maxmin_remove_flow(ex->mm, x->flow);
+  x->flow      = -1;
+  x->ev        = 0;
+  ex->mm_dirty = true;
+  need_settle(ex);
+  if (x->peer == PN_TASK_NONE)
+    pn__end_task(ex, x->task);
+  else
+    leg_done(ex, xi);
+}
+
+/* Settle's third step: the link sharing is solved again and the transfers whose rate changed
+ * have their completions moved. */
+void pn__solve_links(Exec *ex)
+{
+  ex->mm_dirty = false;
+  pn_maxmin_solve(ex->mm, ex->changed);
+  PnTimeNs now = pn_engine_now(ex->eng);
+  for (guint i = 0; i < ex->changed->len; i++) {
+    PnFlowId f  = g_array_index(ex->changed, PnFlowId, i);
+    uint32_t xi = ex->flow_xfer[f];
+    Xfer *x     = &ex->xf[xi];
+    x->remaining_bytes -= (double)(now - x->since_ns) * x->rate;
+    if (x->remaining_bytes < 0.0)
+      x->remaining_bytes = 0.0;
+    x->since_ns = now;
+    x->rate     = pn_maxmin_flow_rate(ex->mm, f);
+    if (x->ev != 0)
+      pn_engine_cancel(ex->eng, x->ev);
+    x->ev = 0;
+    if (x->rate > 0.0)
+      x->ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(x->remaining_bytes / x->rate, 1), x->task), on_xfer_done, ex,
+                                 xi);
+  }
+}
