@@ -30,7 +30,7 @@ expect unknown-set-key 'did you mean' -- run "$good" --set parallel.tensor_model
 expect tp-not-dividing-heads '/parallel/tensor_model_parallel_size' -- run "$good" --set parallel.tensor_model_parallel_size=3
 expect gpus-not-divisible '/hardware/num_gpus' -- run "$good" --set hardware.num_gpus=12 --set parallel.tensor_model_parallel_size=8
 expect layers-not-divisible 'num_layers' -- run "$good" --set parallel.pipeline_model_parallel_size=3 --set hardware.num_gpus=24 --set training.global_batch_size=120
-expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set training.global_batch_size=100
+expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set training.global_batch_size=101
 expect negative-size '/training/seq_length' -- run "$good" --set training.seq_length=-5
 expect wrong-type '/training/micro_batch_size' -- run "$good" --set 'training.micro_batch_size="two"'
 expect bad-format 'format' -- run "$good" --format yaml
