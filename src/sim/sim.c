@@ -317,6 +317,31 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
   g_array_sort(r->comm_ops, op_cmp);
 }
 
+/* The estimate exceeds the GPU: say by what, and which single changes would fit (memory.h). */
+static void warn_memory(const PnScenario *sc, const PnPlan *plan, PnResult *r)
+{
+  double hbm_gib = sc->hw->hbm_bytes / GIB;
+  if (r->memory.total_gib <= hbm_gib)
+    return;
+  PnMemoryFit fits[PN_MEMORY_FITS_MAX];
+  int n = pn_workload_memory_fits(sc, plan->tp_comm_overlap, sc->hw->hbm_bytes, sc->hw->gpus_per_node, fits,
+                                  PN_MEMORY_FITS_MAX);
+  g_autoptr(GString) how = g_string_new(n > 0 ? "; it would fit with " : "");
+  for (int i = 0; i < n; i++) {
+    const char *sep = i == 0 ? "" : (i == n - 1 ? " or " : ", ");
+    g_string_append_printf(how, "%s%s (%.1f GiB)", sep, fits[i].change, fits[i].total_bytes / GIB);
+  }
+  if (n == 0)
+    g_string_append(how, "; no single change of the distributed optimizer, recompute, pipeline or tensor "
+                         "parallel size, context_parallel_size=2 or micro_batch_size=1 makes it fit");
+  g_ptr_array_add(r->warnings, g_strdup_printf("estimated memory %.1f GiB per GPU exceeds the %.1f GiB of %s: the "
+                                               "configuration would not fit (weights %.1f, gradients %.1f, optimizer "
+                                               "%.1f, activations %.1f GiB)%s",
+                                               r->memory.total_gib, hbm_gib, sc->hw->gpu, r->memory.weights_gib,
+                                               r->memory.gradients_gib, r->memory.optimizer_gib,
+                                               r->memory.activations_gib, how->str));
+}
+
 static void fill_headline(const PnScenario *sc, const PnPlan *plan, PnResult *r)
 {
   const PnTrainingConfig *tr = &sc->training;
@@ -343,14 +368,7 @@ static void fill_headline(const PnScenario *sc, const PnPlan *plan, PnResult *r)
   r->memory.other_gib       = mem.other_bytes / GIB;
   r->memory.total_gib       = r->memory.weights_gib + r->memory.gradients_gib + r->memory.optimizer_gib +
                         r->memory.activations_gib + r->memory.other_gib;
-  double hbm_gib = sc->hw->hbm_bytes / GIB;
-  if (r->memory.total_gib > hbm_gib)
-    g_ptr_array_add(r->warnings,
-                    g_strdup_printf("estimated memory %.1f GiB per GPU exceeds the %.1f GiB of %s: the "
-                                    "configuration would not fit (weights %.1f, gradients %.1f, optimizer "
-                                    "%.1f, activations %.1f GiB)",
-                                    r->memory.total_gib, hbm_gib, sc->hw->gpu, r->memory.weights_gib,
-                                    r->memory.gradients_gib, r->memory.optimizer_gib, r->memory.activations_gib));
+  warn_memory(sc, plan, r);
 }
 
 gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, const PnSimOptions *opt, PnSimRun *out,

@@ -180,3 +180,144 @@ void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMem
       *out = m;
   }
 }
+
+/* ---- changes that would fit ---- */
+
+/* Whether Megatron accepts the layout of `c`, deriving its data_parallel_size and
+ * num_microbatches: the checks of io/scenario.c (validate_layout, _pipeline, _batch, _sequence,
+ * _experts, _training) that a change of tp, pp, vp, cp or micro-batch can break. */
+static bool layout_accepted(PnScenario *c)
+{
+  const PnModelConfig *m = &c->model;
+  PnParallelConfig *p    = &c->parallel;
+  int64_t tp = p->tensor_model_parallel_size, pp = p->pipeline_model_parallel_size;
+  int64_t vp = p->virtual_pipeline_model_parallel_size, cp = p->context_parallel_size;
+  int64_t seq = c->training.seq_length, mbs = c->training.micro_batch_size;
+  if (m->num_attention_heads % tp != 0 || m->num_query_groups % tp != 0 || c->hardware.num_gpus % (tp * pp * cp) != 0)
+    return false;
+  int64_t dp    = c->hardware.num_gpus / (tp * pp * cp);
+  int64_t split = m->num_layers + p->account_for_embedding_in_pipeline_split + p->account_for_loss_in_pipeline_split;
+  if (split % pp != 0 || (vp > 1 && (pp == 1 || (split / pp) % vp != 0)))
+    return false;
+  if (vp > 1 && pp == 2 && c->comm_overlap.overlap_p2p_comm == PN_TRI_FALSE)
+    return false;
+  if (c->training.global_batch_size % (mbs * dp) != 0)
+    return false;
+  int64_t nmb = c->training.global_batch_size / (mbs * dp);
+  if (vp > 1) {
+    int64_t group = p->microbatch_group_size_per_vp_stage > 0 ? p->microbatch_group_size_per_vp_stage : pp;
+    if (group < pp || group > nmb || (nmb % group != 0 && nmb % group < pp))
+      return false;
+  }
+  if ((cp > 1 && seq % (2 * cp) != 0) || (p->sequence_parallel && (seq / cp) % tp != 0))
+    return false;
+  if (cp > 1 && c->comm_overlap.cp_comm_type == PN_CP_A2A && (m->num_attention_heads / tp) % cp != 0)
+    return false;
+  if (m->num_moe_experts > 0) {
+    int64_t ep_etp = p->expert_model_parallel_size * p->expert_tensor_parallel_size;
+    if ((tp * cp * dp) % ep_etp != 0 || (tp > 1 && p->expert_model_parallel_size > 1 && !p->sequence_parallel))
+      return false;
+  }
+  if (dp % c->ddp.num_distributed_optimizer_instances != 0)
+    return false;
+  if (c->recompute.recompute_granularity == PN_RECOMPUTE_FULL && c->recompute.recompute_num_layers > split / pp)
+    return false;
+  p->data_parallel_size = dp;
+  p->num_microbatches   = nmb;
+  return true;
+}
+
+typedef struct {
+  bool tp_userbuffers;
+  double capacity_bytes;
+  PnMemoryFit *out;
+  int n, max;
+} PnFitSearch;
+
+/* Records `c` as the next change when Megatron accepts it and its estimate fits. */
+G_GNUC_PRINTF(3, 4)
+static bool add_if_fits(PnFitSearch *s, PnScenario *c, const char *fmt, ...)
+{
+  if (s->n >= s->max || !layout_accepted(c))
+    return false;
+  PnWorkloadMemory m;
+  pn_workload_memory(c, s->tp_userbuffers, &m);
+  if (m.total_bytes > s->capacity_bytes)
+    return false;
+  PnMemoryFit *f = &s->out[s->n++];
+  va_list ap;
+  va_start(ap, fmt);
+  g_vsnprintf(f->change, sizeof f->change, fmt, ap);
+  va_end(ap);
+  f->total_bytes = m.total_bytes;
+  return true;
+}
+
+/* The smallest larger pipeline size that fits; an interleaved schedule keeps its virtual size
+ * when it still divides the stage's layers, else the largest smaller one that does (or none). */
+static void fit_pipeline(PnFitSearch *s, const PnScenario *sc)
+{
+  const PnParallelConfig *p = &sc->parallel;
+  int64_t split =
+      sc->model.num_layers + p->account_for_embedding_in_pipeline_split + p->account_for_loss_in_pipeline_split;
+  int64_t vp   = vp_size(sc);
+  int64_t most = sc->hardware.num_gpus / (p->tensor_model_parallel_size * p->context_parallel_size);
+  for (int64_t pp = p->pipeline_model_parallel_size + 1; pp <= most; pp++) {
+    if (split % pp != 0)
+      continue;
+    int64_t v = vp;
+    while (v > 1 && (split / pp) % v != 0)
+      v--;
+    PnScenario c                                    = *sc;
+    c.parallel.pipeline_model_parallel_size         = pp;
+    c.parallel.virtual_pipeline_model_parallel_size = v;
+    char with[64]                                   = "";
+    if (v != vp && v > 1)
+      g_snprintf(with, sizeof with, " with virtual_pipeline_model_parallel_size=%" G_GINT64_FORMAT, v);
+    else if (v != vp)
+      g_strlcpy(with, " with virtual_pipeline_model_parallel_size=null", sizeof with);
+    if (add_if_fits(s, &c, "pipeline_model_parallel_size=%" G_GINT64_FORMAT "%s", pp, with))
+      return;
+  }
+}
+
+int pn_workload_memory_fits(const PnScenario *sc, bool tp_userbuffers, double capacity_bytes, int64_t max_tp,
+                            PnMemoryFit *out, int max_out)
+{
+  g_assert(sc && (out || max_out == 0));
+  PnFitSearch s = {.tp_userbuffers = tp_userbuffers, .capacity_bytes = capacity_bytes, .out = out, .max = max_out};
+  PnScenario c;
+  if (!sc->ddp.use_distributed_optimizer) {
+    c                               = *sc;
+    c.ddp.use_distributed_optimizer = true;
+    add_if_fits(&s, &c, "use_distributed_optimizer=true");
+  }
+  if (sc->recompute.recompute_granularity == PN_RECOMPUTE_NONE) {
+    c                                 = *sc;
+    c.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+    add_if_fits(&s, &c, "recompute_granularity=selective");
+  }
+  if (sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL) {
+    c                                 = *sc;
+    c.recompute.recompute_granularity = PN_RECOMPUTE_FULL;
+    add_if_fits(&s, &c, "recompute_granularity=full");
+  }
+  fit_pipeline(&s, sc);
+  for (int64_t tp = sc->parallel.tensor_model_parallel_size + 1; tp <= max_tp; tp++) {
+    c                                     = *sc;
+    c.parallel.tensor_model_parallel_size = tp;
+    if (add_if_fits(&s, &c, "tensor_model_parallel_size=%" G_GINT64_FORMAT, tp))
+      break;
+  }
+  if (sc->parallel.context_parallel_size == 1) {
+    c                                = *sc;
+    c.parallel.context_parallel_size = 2;
+    add_if_fits(&s, &c, "context_parallel_size=2");
+  }
+  if (sc->training.micro_batch_size > 1) {
+    c                           = *sc;
+    c.training.micro_batch_size = 1;
+    add_if_fits(&s, &c, "micro_batch_size=1");
+  }
+  return s.n;
+}

@@ -39,7 +39,14 @@
  *                  RS slots at 2.
  * Transient tensors (logits gradients, GEMM outputs in flight) are not counted.
  *
+ * When the estimate exceeds the GPU, pn_workload_memory_fits names the single changes that would
+ * bring it under, each priced with this same estimate, in the order a Megatron user tries them:
+ * the distributed optimizer, selective then full recompute, a larger pipeline size (the virtual
+ * size lowered to one that still divides the stage), a larger tensor size, CP 2, micro-batch 1.
+ * It keeps only layouts Megatron accepts (the checks of io/scenario.c a layout change can break).
+ *
  * Cost: builds one layer's op lists a few times: O(ops) per stage, O(pp * ops) for the worst.
+ * pn_workload_memory_fits: at most 5 + divisors(num_layers) + max_tp estimates, each O(pp' * ops).
  */
 #ifndef PN_WORKLOAD_MEMORY_H
 #define PN_WORKLOAD_MEMORY_H
@@ -66,6 +73,22 @@ typedef struct {
 void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out);
 /* One stage, 0 <= stage < pipeline_model_parallel_size. */
 void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userbuffers, PnWorkloadMemory *out);
+
+/* One change that makes the estimate fit, as a Megatron user writes it. */
+typedef struct {
+  char change[128];   /* e.g. "pipeline_model_parallel_size=8 with virtual_pipeline_model_parallel_size=2" */
+  double total_bytes; /* pn_workload_memory's total with the change */
+} PnMemoryFit;
+
+#define PN_MEMORY_FITS_MAX 3
+
+/* Writes to `out` up to `max_out` single changes to `sc` whose estimate (pn_workload_memory with
+ * the same `tp_userbuffers`) is at most `capacity_bytes`, in the order of memory.h's header, and
+ * returns how many. A pipeline or tensor size is the smallest larger one Megatron accepts that
+ * fits; tensor sizes go up to `max_tp` (the GPUs of a node: TP across nodes is no fix). Reads
+ * `sc` only; returns 0 when nothing fits. */
+int pn_workload_memory_fits(const PnScenario *sc, bool tp_userbuffers, double capacity_bytes, int64_t max_tp,
+                            PnMemoryFit *out, int max_out);
 
 /* Saved activation bytes of one layer and one micro-batch under `granularity` (sum of the FWD
  * ops' saved_bytes). */

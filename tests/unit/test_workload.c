@@ -759,6 +759,109 @@ START_TEST(test_inflight)
 }
 END_TEST
 
+static double estimate(const PnScenario *sc)
+{
+  PnWorkloadMemory m;
+  pn_workload_memory(sc, false, &m);
+  return m.total_bytes;
+}
+
+/* Changes that would fit. Llama3-8B on 8 GPUs, TP 1, PP 1, grads in fp32, distributed optimizer
+ * off: the P = 8,030,261,248 parameters hold 2 + 4 + 12 B each. The distributed optimizer shards
+ * the 12 B over dp 8, saving 12 P * 7/8 = 84,317,743,104 B; with the capacity set to exactly the
+ * total that leaves, the search lists, in order:
+ *   use_distributed_optimizer=true at that total (it fits, on the capacity);
+ *   no recompute: selective saves only the LSE and adds the recomputation's live bytes, full
+ *   saves about 33 GB of the 84 GB needed;
+ *   pipeline_model_parallel_size=4: PP 2 still holds about half the 18 B per parameter (~111 GB);
+ *   tensor_model_parallel_size=2: half the parameters and activations (~99 GB);
+ * and stops at three. With max_out 1 only the first is written. */
+START_TEST(test_memory_fits)
+{
+  const double P = 8030261248.0;
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  sc.ddp.use_distributed_optimizer = false;
+  double cap                       = estimate(&sc) - 12 * P * 7 / 8;
+  PnMemoryFit f[PN_MEMORY_FITS_MAX + 2];
+  int n = pn_workload_memory_fits(&sc, false, cap, 8, f, PN_MEMORY_FITS_MAX);
+  ck_assert_int_eq(n, 3);
+  ck_assert_str_eq(f[0].change, "use_distributed_optimizer=true");
+  ck_assert_double_eq(f[0].total_bytes, cap);
+  PnScenario pp2, pp4, tp2;
+  scenario(&pp2, 8, 1, false, 2, 1, 1);
+  scenario(&pp4, 8, 1, false, 4, 1, 1);
+  scenario(&tp2, 8, 2, false, 1, 1, 1);
+  pp2.ddp.use_distributed_optimizer = pp4.ddp.use_distributed_optimizer = tp2.ddp.use_distributed_optimizer = false;
+  ck_assert(estimate(&pp2) > cap);
+  ck_assert_str_eq(f[1].change, "pipeline_model_parallel_size=4");
+  ck_assert_double_eq(f[1].total_bytes, estimate(&pp4));
+  ck_assert_str_eq(f[2].change, "tensor_model_parallel_size=2");
+  ck_assert_double_eq(f[2].total_bytes, estimate(&tp2));
+  ck_assert_int_eq(pn_workload_memory_fits(&sc, false, cap, 8, f, 1), 1);
+  ck_assert_str_eq(f[0].change, "use_distributed_optimizer=true");
+  ck_assert_int_eq(pn_workload_memory_fits(&sc, false, 1e9, 8, f, PN_MEMORY_FITS_MAX), 0);
+}
+END_TEST
+
+/* Only layouts Megatron accepts. 24 GPUs, GBS 120, distributed optimizer on, the capacity set to
+ * PP 4's estimate: PP 3 would fit by the estimate but does not divide the 32 layers, and TP 3
+ * divides neither the 32 heads nor the 8 query groups (pricing it would assert in ops.c), so the
+ * list is PP 4 (on the capacity) and TP 2; PP 2, full recompute and CP 2 stay above it. */
+START_TEST(test_memory_fits_divisibility)
+{
+  PnScenario sc, pp3, pp4;
+  scenario(&sc, 24, 1, false, 1, 1, 1);
+  scenario(&pp3, 24, 1, false, 3, 1, 1);
+  scenario(&pp4, 24, 1, false, 4, 1, 1);
+  PnScenario *all[] = {&sc, &pp3, &pp4};
+  for (guint i = 0; i < G_N_ELEMENTS(all); i++) {
+    all[i]->training.global_batch_size = 120;
+    all[i]->parallel.num_microbatches  = 120 / all[i]->parallel.data_parallel_size;
+  }
+  double cap = estimate(&pp4);
+  ck_assert(estimate(&pp3) <= cap);
+  PnMemoryFit f[8];
+  int n = pn_workload_memory_fits(&sc, false, cap, 8, f, 8);
+  ck_assert_int_eq(n, 2);
+  ck_assert_str_eq(f[0].change, "pipeline_model_parallel_size=4");
+  ck_assert_double_eq(f[0].total_bytes, cap);
+  ck_assert_str_eq(f[1].change, "tensor_model_parallel_size=2");
+  /* TP stops at max_tp (the GPUs of a node) */
+  ck_assert_int_eq(pn_workload_memory_fits(&sc, false, cap, 1, f, 8), 1);
+}
+END_TEST
+
+/* The order, and the virtual size a larger pipeline keeps. PP 2 with VPP 16 (one layer per
+ * chunk), micro-batch 2, everything fitting: selective, full, PP 4 whose 8-layer stages take VPP 8
+ * (16 no longer divides them), TP 2, CP 2, micro-batch 1; the distributed optimizer is on already. */
+START_TEST(test_memory_fits_order)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 2, 16, 1);
+  sc.comm_overlap.overlap_p2p_comm = PN_TRI_UNSET; /* Megatron refuses it off at PP 2 with VPP */
+  sc.training.micro_batch_size     = 2;
+  sc.parallel.num_microbatches     = 16;
+  PnMemoryFit f[8];
+  int n              = pn_workload_memory_fits(&sc, false, 1e15, 8, f, 8);
+  const char *want[] = {"recompute_granularity=selective",
+                        "recompute_granularity=full",
+                        "pipeline_model_parallel_size=4 with virtual_pipeline_model_parallel_size=8",
+                        "tensor_model_parallel_size=2",
+                        "context_parallel_size=2",
+                        "micro_batch_size=1"};
+  ck_assert_int_eq(n, G_N_ELEMENTS(want));
+  for (int i = 0; i < n; i++)
+    ck_assert_str_eq(f[i].change, want[i]);
+  PnScenario pp4                                    = sc;
+  pp4.parallel.pipeline_model_parallel_size         = 4;
+  pp4.parallel.virtual_pipeline_model_parallel_size = 8;
+  pp4.parallel.data_parallel_size                   = 2;
+  pp4.parallel.num_microbatches                     = 32;
+  ck_assert_double_eq(f[2].total_bytes, estimate(&pp4));
+}
+END_TEST
+
 /* ---- mixture of experts ---- */
 
 /* Llama-3-8B attention with 16 experts of width 2048, top-2, on 64 GPUs, TP 2 + SP, EP 8, expert
@@ -881,6 +984,9 @@ static Suite *workload_suite(void)
       {"memory_dist_opt", test_memory_dist_opt},
       {"memory_userbuffers", test_memory_userbuffers},
       {"inflight", test_inflight},
+      {"memory_fits", test_memory_fits},
+      {"memory_fits_divisibility", test_memory_fits_divisibility},
+      {"memory_fits_order", test_memory_fits_order},
       {"moe_ops", test_moe_ops},
       {"moe_etp_and_allgather", test_moe_etp_and_allgather},
   };
