@@ -15,6 +15,8 @@
 
 #include "hw/exec.h"
 #include "io/file.h"
+#include "sim/result.h"
+#include "workload/config.h"
 
 #ifndef PN_DATA_DIR
 #define PN_DATA_DIR "."
@@ -27,12 +29,25 @@ int pn__cli_run(int argc, char **argv);
 int pn__cli_validate(int argc, char **argv);
 int pn__cli_calibrate(int argc, char **argv);
 
+/* `run --what-if` (whatif.c): each overlap knob of the registry that applies to `base` (loaded
+ * from `path` with the `sets`), simulated off and on, reported beside the baseline `base_r` as
+ * text or JSON on stdout or `output`. Returns the exit status: 0 when every knob was reported,
+ * those refused for the layout included. */
+int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r,
+                    bool json, const char *output);
+
+/* The exit status an error gives. */
+static inline int pn__cli_status(const GError *error)
+{
+  /* an executor failure is ours (exit 1), unless the inputs were absurd enough to overflow time */
+  return (error->domain == PN_EXEC_ERROR && error->code != PN_EXEC_ERROR_HORIZON) ? 1 : 2;
+}
+
 /* Prints the error and returns its exit status. */
 static inline int pn__cli_fail(const GError *error)
 {
   fprintf(stderr, "penumbra: %s\n", error->message);
-  /* an executor failure is ours (exit 1), unless the inputs were absurd enough to overflow time */
-  return (error->domain == PN_EXEC_ERROR && error->code != PN_EXEC_ERROR_HORIZON) ? 1 : 2;
+  return pn__cli_status(error);
 }
 
 /* Parses a subcommand's options into `entries`' targets and leaves its operands in *argc / *argv

@@ -236,6 +236,12 @@ void pn_jsonw_bool(PnJsonWriter *w, const char *key, bool v)
   g_string_append(w->buf, v ? "true" : "false");
 }
 
+void pn_jsonw_null(PnJsonWriter *w, const char *key)
+{
+  begin_scalar(w, key);
+  g_string_append(w->buf, "null");
+}
+
 void pn_jsonw_string(PnJsonWriter *w, const char *key, const char *s)
 {
   g_assert(s != NULL);

@@ -63,5 +63,6 @@ void pn_jsonw_int(PnJsonWriter *w, const char *key, int64_t v);
 void pn_jsonw_uint(PnJsonWriter *w, const char *key, uint64_t v);
 void pn_jsonw_bool(PnJsonWriter *w, const char *key, bool v);
 void pn_jsonw_string(PnJsonWriter *w, const char *key, const char *s); /* s not NULL */
+void pn_jsonw_null(PnJsonWriter *w, const char *key);
 
 #endif

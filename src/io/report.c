@@ -262,3 +262,73 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r)
   }
   return g_string_free(o, FALSE);
 }
+
+/* ---- what-if ---- */
+
+static double exposed_all(const PnResult *r)
+{
+  double e = 0.0;
+  for (int c = 0; c < PN_CLASS_N; c++)
+    e += r->exposed_comm_s[c];
+  return e;
+}
+
+static const char *const direction[2] = {"off", "on"};
+
+char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, const GArray *knobs)
+{
+  g_return_val_if_fail(base != NULL && base_r != NULL && knobs != NULL, NULL);
+  PnJsonWriter *w = pn_jsonw_new(2);
+  pn_jsonw_array(w, NULL, PN_JSONW_BLOCK);
+  for (guint i = 0; i < knobs->len; i++) {
+    const PnWhatIfKnob *k = &g_array_index(knobs, PnWhatIfKnob, i);
+    pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
+    pn_jsonw_string(w, "knob", k->name);
+    pn_jsonw_bool(w, "now", k->now);
+    pn_jsonw_double(w, "off_s", k->iteration_time_s[0]);
+    pn_jsonw_double(w, "on_s", k->iteration_time_s[1]);
+    pn_jsonw_double(w, "exposed_off_s", k->exposed_comm_s[0]);
+    pn_jsonw_double(w, "exposed_on_s", k->exposed_comm_s[1]);
+    for (int v = 0; v < 2; v++) {
+      g_autofree char *key = g_strdup_printf("%s_refused", direction[v]);
+      if (k->refused[v])
+        pn_jsonw_string(w, key, k->refused[v]);
+      else
+        pn_jsonw_null(w, key);
+    }
+    pn_jsonw_end(w);
+  }
+  pn_jsonw_end(w);
+  return pn_jsonw_free_to_string(w);
+}
+
+/* A what-if cell: "-" where a direction was refused (NaN). */
+static Num cell(const char *format, double v)
+{
+  if (!isnan(v))
+    return fmt(format, v);
+  Num n;
+  g_strlcpy(n.s, "-", sizeof n.s);
+  return n;
+}
+
+char *pn_report_what_if_text(const PnScenario *base, const PnResult *base_r, const GArray *knobs)
+{
+  g_return_val_if_fail(base != NULL && base_r != NULL && knobs != NULL, NULL);
+  GString *o = g_string_new(NULL);
+  g_string_append_printf(o, "what-if for %s (baseline %s s, exposed comm %s s)\n", base->path,
+                         fmt("%.4f", base_r->iteration_time_s).s, fmt("%.4f", exposed_all(base_r)).s);
+  g_string_append_printf(o, "%-48s %-5s %12s %12s %12s %12s\n", "knob", "now", "off (s)", "on (s)", "on-off (s)",
+                         "exposed on-off");
+  for (guint i = 0; i < knobs->len; i++) {
+    const PnWhatIfKnob *k = &g_array_index(knobs, PnWhatIfKnob, i);
+    g_string_append_printf(o, "%-48s %-5s %12s %12s %12s %12s\n", k->name, k->now ? "on" : "off",
+                           cell("%.4f", k->iteration_time_s[0]).s, cell("%.4f", k->iteration_time_s[1]).s,
+                           cell("%+.4f", k->iteration_time_s[1] - k->iteration_time_s[0]).s,
+                           cell("%+.4f", k->exposed_comm_s[1] - k->exposed_comm_s[0]).s);
+    for (int v = 0; v < 2; v++)
+      if (k->refused[v])
+        g_string_append_printf(o, "  %s refused: %s\n", direction[v], k->refused[v]);
+  }
+  return g_string_free(o, FALSE);
+}

@@ -19,18 +19,41 @@
  * (total, exposed, hidden %), bubble and compute, the memory breakdown, one row per pipeline
  * stage, the simulator's counters and wall time, then each warning on a line "warning: ...".
  *
- * Both only read their arguments; the caller g_free()s the returned string. Cost: linear in
- * stages, iterations and warnings.
+ * What-if (`penumbra run --what-if`): the overlap knobs that apply, each simulated off and on.
+ * Text: a line with the baseline's iteration time and exposed communication, then one row per
+ * knob (now on or off, the two iteration times, on - off for the time and for the exposed
+ * communication); a direction the frameworks refuse shows "-" and is followed by a line
+ * "  <off|on> refused: <reason>". JSON: an array of one-line objects {knob, now, off_s, on_s,
+ * exposed_off_s, exposed_on_s, off_refused, on_refused}, the times of a refused direction null
+ * and its *_refused the reason (null when it ran).
+ *
+ * All only read their arguments; the caller g_free()s the returned string. Cost: linear in
+ * stages, iterations, warnings and knobs.
  */
 #ifndef PN_IO_REPORT_H
 #define PN_IO_REPORT_H
 
 #include <glib.h>
+#include <stdbool.h>
 
 #include "sim/result.h"
 #include "workload/config.h"
 
 char *pn_report_json(const PnScenario *sc, const PnResult *r);
 char *pn_report_text(const PnScenario *sc, const PnResult *r);
+
+/* One what-if knob: [0] off, [1] on. A refused direction was not simulated: its times are NaN
+ * and refused[] holds the reason, one line (owned by whoever owns the knob). */
+typedef struct {
+  const char *name; /* the registry's (overlap/strategy.h) */
+  bool now;         /* the baseline's resolved plan runs it */
+  double iteration_time_s[2];
+  double exposed_comm_s[2]; /* all classes */
+  char *refused[2];         /* NULL when simulated */
+} PnWhatIfKnob;
+
+/* `base` is the scenario as given and `base_r` its result; `knobs` holds PnWhatIfKnob. */
+char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, const GArray *knobs);
+char *pn_report_what_if_text(const PnScenario *base, const PnResult *base_r, const GArray *knobs);
 
 #endif

@@ -1382,6 +1382,57 @@ START_TEST(test_report_text)
 }
 END_TEST
 
+/* What-if: a refused direction shows "-" and its reason in text, null times and the reason in
+ * JSON; a knob that ran both ways has its differences and null reasons. */
+START_TEST(test_report_what_if)
+{
+  g_autoptr(PnScenario) sc = report_scenario();
+  PnResult r;
+  fill_result(&r);
+  PnWhatIfKnob knobs[] = {
+      {.name = "ddp.overlap_grad_reduce", .now = true, .iteration_time_s = {1.5, 1.25}, .exposed_comm_s = {0.5, 0.125}},
+      {.name             = "comm_overlap.overlap_p2p_comm",
+       .now              = true,
+       .iteration_time_s = {NAN, 1.25},
+       .exposed_comm_s   = {NAN, 0.125},
+       .refused          = {"/comm_overlap/overlap_p2p_comm: false is not supported", NULL}},
+  };
+  g_autoptr(GArray) arr = g_array_new(FALSE, FALSE, sizeof(PnWhatIfKnob));
+  g_array_append_vals(arr, knobs, G_N_ELEMENTS(knobs));
+
+  g_autofree char *t = pn_report_what_if_text(sc, &r, arr);
+  ck_assert_msg(g_str_has_prefix(t, "what-if for "), "%s", t);
+  ck_assert_msg(strstr(t, "(baseline 1.2346 s, exposed comm 0.1000 s)\n") != NULL, "%s", t);
+  ck_assert_msg(strstr(t, "\nddp.overlap_grad_reduce                          on          1.5000       1.2500      "
+                          "-0.2500      -0.3750\n") != NULL,
+                "%s", t);
+  ck_assert_msg(g_str_has_suffix(t,
+                                 "\ncomm_overlap.overlap_p2p_comm                    on               -       1.2500 "
+                                 "           -            -\n"
+                                 "  off refused: /comm_overlap/overlap_p2p_comm: false is not supported\n"),
+                "%s", t);
+
+  g_autofree char *j = pn_report_what_if_json(sc, &r, arr);
+  cJSON *root        = cJSON_Parse(j);
+  ck_assert_msg(cJSON_IsArray(root) && cJSON_GetArraySize(root) == 2, "%s", j);
+  cJSON *ran = cJSON_GetArrayItem(root, 0), *refused = cJSON_GetArrayItem(root, 1);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(ran, "knob")->valuestring, "ddp.overlap_grad_reduce");
+  ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ran, "now")));
+  ck_assert(cJSON_GetObjectItemCaseSensitive(ran, "off_s")->valuedouble == 1.5);
+  ck_assert(cJSON_GetObjectItemCaseSensitive(ran, "exposed_on_s")->valuedouble == 0.125);
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(ran, "off_refused")));
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(ran, "on_refused")));
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(refused, "off_s")));
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(refused, "exposed_off_s")));
+  ck_assert(cJSON_GetObjectItemCaseSensitive(refused, "on_s")->valuedouble == 1.25);
+  ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(refused, "off_refused")->valuestring,
+                   "/comm_overlap/overlap_p2p_comm: false is not supported");
+  ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(refused, "on_refused")));
+  cJSON_Delete(root);
+  free_result(&r);
+}
+END_TEST
+
 /* ---- JSON writer ---- */
 
 static gint cmp_names(gconstpointer a, gconstpointer b)
@@ -1436,6 +1487,7 @@ START_TEST(test_jsonw_layout)
   pn_jsonw_array(w, "y", PN_JSONW_INLINE);
   pn_jsonw_int(w, NULL, -3);
   pn_jsonw_bool(w, NULL, false);
+  pn_jsonw_null(w, NULL);
   pn_jsonw_end(w);
   pn_jsonw_object(w, "z", PN_JSONW_INLINE);
   pn_jsonw_end(w);
@@ -1452,7 +1504,7 @@ START_TEST(test_jsonw_layout)
                          "      \"none\": []\n"
                          "    }\n"
                          "  ],\n"
-                         "  \"row\": {\"x\": 2, \"y\": [-3, false], \"z\": {}}\n"
+                         "  \"row\": {\"x\": 2, \"y\": [-3, false, null], \"z\": {}}\n"
                          "}\n");
 
   /* indent 0: one element a line, unindented (the trace's layout) */
@@ -1701,6 +1753,7 @@ static Suite *io_suite(void)
       {"hw_profile_cache", test_hw_profile_cache},
       {"report_json", test_report_json},
       {"report_text", test_report_text},
+      {"report_what_if", test_report_what_if},
       {"jsonw_layout", test_jsonw_layout},
       {"jsonw_strings", test_jsonw_strings},
       {"jsonw_numbers", test_jsonw_numbers},

@@ -1,0 +1,100 @@
+/* whatif.c — `penumbra run --what-if`: each overlap knob of the registry (overlap/strategy.h)
+ * that applies to the scenario, simulated off and on from the scenario as given, and reported
+ * beside the baseline (io/report.h).
+ *
+ * Flipping a knob the user never set can give a configuration the frameworks refuse for this
+ * layout (overlap_p2p_comm off with VPP at PP 2, for one): that direction is reported as refused,
+ * with the loader's or the gate's reason, and the other knobs still run. Only what would be an
+ * internal error on its own (exit status 1) stops the command.
+ */
+#include <math.h>
+
+#include "cli/cli-private.h"
+#include "io/report.h"
+#include "io/scenario.h"
+#include "overlap/gating.h"
+#include "overlap/strategy.h"
+#include "sim/sim.h"
+
+static double total_exposed(const PnResult *r)
+{
+  double e = 0.0;
+  for (int c = 0; c < PN_CLASS_N; c++)
+    e += r->exposed_comm_s[c];
+  return e;
+}
+
+/* The reason in one line, without the "<file>: " the user already knows (the scenario, or
+ * "--set" for a value the knob wrote). */
+static char *refusal(const GError *error, const char *path)
+{
+  const char *m = error->message;
+  size_t n      = strlen(path);
+  if (g_str_has_prefix(m, "--set: "))
+    m += strlen("--set: ");
+  else if (strncmp(m, path, n) == 0 && g_str_has_prefix(m + n, ": "))
+    m += n + 2;
+  return g_strdelimit(g_strdup(m), "\r\n", ' ');
+}
+
+static void knob_clear(gpointer p)
+{
+  PnWhatIfKnob *k = p;
+  g_free(k->refused[0]);
+  g_free(k->refused[1]);
+}
+
+/* The scenario with `add` appended to the user's --set, simulated. Returns the result, or NULL
+ * with *refused set (the frameworks refuse it) or, on an internal error, with `error` set. */
+static PnResult *simulate(const char *path, char **sets, int n_sets, const char *const add[2], int iterations,
+                          char **refused, GError **error)
+{
+  g_autoptr(GPtrArray) all = g_ptr_array_new();
+  for (int i = 0; i < n_sets; i++)
+    g_ptr_array_add(all, sets[i]);
+  for (int i = 0; i < 2 && add[i]; i++)
+    g_ptr_array_add(all, (gpointer)add[i]);
+  g_autoptr(GError) local  = NULL;
+  g_autoptr(PnScenario) sc = pn_scenario_load(path, (const char *const *)all->pdata, (int)all->len, NULL, &local);
+  PnResult *r              = NULL;
+  if (sc) {
+    sc->training.iterations = iterations;
+    r                       = pn_sim_run(sc, NULL, &local);
+  }
+  if (r)
+    return r;
+  if (pn__cli_status(local) == 2)
+    *refused = refusal(local, path);
+  else
+    g_propagate_error(error, g_steal_pointer(&local));
+  return NULL;
+}
+
+int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r,
+                    bool json, const char *output)
+{
+  PnPlan plan;
+  g_autoptr(GError) error = NULL;
+  if (!pn_overlap_resolve(base, &plan, NULL, &error))
+    return pn__cli_fail(error);
+  g_autoptr(GArray) knobs = g_array_new(FALSE, TRUE, sizeof(PnWhatIfKnob));
+  g_array_set_clear_func(knobs, knob_clear);
+  for (size_t k = 0; k < pn_overlap_n_what_if; k++) {
+    const PnOverlapStrategy *s = pn_overlap_what_if[k];
+    if (!s->applies(base))
+      continue;
+    g_array_append_val(knobs, ((PnWhatIfKnob){.name = s->name, .now = s->is_on(&plan)}));
+    PnWhatIfKnob *row = &g_array_index(knobs, PnWhatIfKnob, knobs->len - 1);
+    for (int v = 0; v < 2; v++) {
+      g_autoptr(PnResult) r =
+          simulate(path, sets, n_sets, v ? s->set_on : s->set_off, base->training.iterations, &row->refused[v], &error);
+      if (error)
+        return pn__cli_fail(error);
+      row->iteration_time_s[v] = r ? r->iteration_time_s : (double)NAN;
+      row->exposed_comm_s[v]   = r ? total_exposed(r) : (double)NAN;
+    }
+  }
+  g_autofree char *report =
+      json ? pn_report_what_if_json(base, base_r, knobs) : pn_report_what_if_text(base, base_r, knobs);
+  return pn__cli_emit(output, report);
+}
