@@ -6,8 +6,13 @@
  * layout (overlap_p2p_comm off with VPP at PP 2, for one): that direction is reported as refused,
  * with the loader's or the gate's reason, and the other knobs still run. Only what would be an
  * internal error on its own (exit status 1) stops the command.
+ *
+ * Each knob costs two simulations, seconds each on the largest scenarios: when stderr is a
+ * terminal, one line there says which one runs ("what-if 3/8: comm_overlap.tp_comm_overlap off"),
+ * rewritten in place and erased before the report is written.
  */
 #include <math.h>
+#include <unistd.h>
 
 #include "cli/cli-private.h"
 #include "io/report.h"
@@ -70,6 +75,18 @@ static PnResult *simulate(const char *path, char **sets, int n_sets, const char 
   return NULL;
 }
 
+/* The progress line, or with `knob` NULL its erasure; nothing unless stderr is a terminal. */
+static void progress(bool tty, int i, int n, const char *knob, const char *direction)
+{
+  if (!tty)
+    return;
+  if (knob)
+    fprintf(stderr, "\r\033[Kwhat-if %d/%d: %s %s", i, n, knob, direction);
+  else
+    fputs("\r\033[K", stderr);
+  fflush(stderr);
+}
+
 int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r,
                     bool json, const char *output)
 {
@@ -79,6 +96,10 @@ int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario 
     return pn__cli_fail(error);
   g_autoptr(GArray) knobs = g_array_new(FALSE, TRUE, sizeof(PnWhatIfKnob));
   g_array_set_clear_func(knobs, knob_clear);
+  bool tty = isatty(STDERR_FILENO);
+  int runs = 0, run = 0;
+  for (size_t k = 0; k < pn_overlap_n_what_if; k++)
+    runs += pn_overlap_what_if[k]->applies(base) ? 2 : 0;
   for (size_t k = 0; k < pn_overlap_n_what_if; k++) {
     const PnOverlapStrategy *s = pn_overlap_what_if[k];
     if (!s->applies(base))
@@ -86,14 +107,18 @@ int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario 
     g_array_append_val(knobs, ((PnWhatIfKnob){.name = s->name, .now = s->is_on(&plan)}));
     PnWhatIfKnob *row = &g_array_index(knobs, PnWhatIfKnob, knobs->len - 1);
     for (int v = 0; v < 2; v++) {
+      progress(tty, ++run, runs, s->name, v ? "on" : "off");
       g_autoptr(PnResult) r =
           simulate(path, sets, n_sets, v ? s->set_on : s->set_off, base->training.iterations, &row->refused[v], &error);
-      if (error)
+      if (error) {
+        progress(tty, 0, 0, NULL, NULL);
         return pn__cli_fail(error);
+      }
       row->iteration_time_s[v] = r ? r->iteration_time_s : (double)NAN;
       row->exposed_comm_s[v]   = r ? total_exposed(r) : (double)NAN;
     }
   }
+  progress(tty, 0, 0, NULL, NULL);
   g_autofree char *report =
       json ? pn_report_what_if_json(base, base_r, knobs) : pn_report_what_if_text(base, base_r, knobs);
   return pn__cli_emit(output, report);

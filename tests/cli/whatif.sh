@@ -4,7 +4,8 @@
 # lowers its exposed communication), a dense DP-only scenario gets the DP knobs and no EP ones. A
 # direction the frameworks refuse for the layout is reported as refused, with its reason, and the
 # other knobs still run (exit 0): on the interleaved PP 2 layout below, and on every shipped
-# scenario and a fixed set of random layouts Megatron accepts.
+# scenario and a fixed set of random layouts Megatron accepts. On a terminal stderr shows which
+# simulation runs, and nothing when it is not one.
 set -euo pipefail
 bin=$1 src=$2
 cd "$src"
@@ -39,6 +40,22 @@ case "$json" in
   *'"knob": "comm_overlap.overlap_p2p_comm", "now": true, "off_s": null, "on_s": '[0-9]*', "exposed_off_s": null, '*'"off_refused": "/comm_overlap/overlap_p2p_comm: false is not supported'*'"on_refused": null}'*) ;;
   *) echo "FAIL: JSON what-if should mark P2P off refused:"; echo "$json"; exit 1 ;;
 esac
+
+# Progress: one line per simulation on a terminal's stderr (script(1) gives one), rewritten in
+# place and erased at the end; nothing on a stderr that is not a terminal; the same report.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+s=scenarios/llama3-8b-h100-8gpu.json
+"$bin" run $s --what-if >"$tmp/plain" 2>"$tmp/err"
+[ ! -s "$tmp/err" ] || { echo "FAIL: progress written to a stderr that is not a terminal:"; cat "$tmp/err"; exit 1; }
+if command -v script >/dev/null; then
+  script -qec "'$bin' run $s --what-if >'$tmp/tty'" /dev/null >"$tmp/typescript" </dev/null
+  want=$(printf '\r\033[Kwhat-if 1/4: ddp.overlap_grad_reduce off\r\033[Kwhat-if 2/4: ddp.overlap_grad_reduce on')
+  want+=$(printf '\r\033[Kwhat-if 3/4: ddp.overlap_param_gather off\r\033[Kwhat-if 4/4: ddp.overlap_param_gather on\r\033[K')
+  [ "$(cat "$tmp/typescript")" = "$want" ] || { echo "FAIL: progress on a terminal:"; od -c "$tmp/typescript" | head; exit 1; }
+  cmp -s "$tmp/plain" "$tmp/tty" || { echo "FAIL: the report differs on a terminal"; exit 1; }
+else
+  echo "(script(1) not found: progress on a terminal not checked)"
+fi
 
 # Every row is a knob with a time or "-" per direction; a "-" comes with its refusal line.
 check_table() { # label, what-if text
