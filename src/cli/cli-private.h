@@ -15,6 +15,7 @@
 
 #include "hw/exec.h"
 #include "io/file.h"
+#include "io/report.h"
 #include "sim/result.h"
 #include "workload/config.h"
 
@@ -31,10 +32,10 @@ int pn__cli_calibrate(int argc, char **argv);
 
 /* `run --what-if` (whatif.c): each overlap knob of the registry that applies to `base` (loaded
  * from `path` with the `sets`), simulated off and on, reported beside the baseline `base_r` as
- * text or JSON on stdout or `output`. Returns the exit status: 0 when every knob was reported,
- * those refused for the layout included. */
+ * text or JSON (with `ro`) on stdout or `output`. Returns the exit status: 0 when every knob was
+ * reported, those refused for the layout included. */
 int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r,
-                    bool json, const char *output);
+                    bool json, const PnReportOptions *ro, const char *output);
 
 /* The exit status an error gives. */
 static inline int pn__cli_status(const GError *error)

@@ -4,10 +4,7 @@
 #include <string.h>
 
 #include "cli/cli-private.h"
-
-#ifndef PN_VERSION
-#define PN_VERSION "dev"
-#endif
+#include "pn_version.h" /* generated at build time (cmake/version.cmake) */
 
 typedef struct {
   const char *name;
@@ -37,7 +34,7 @@ int main(int argc, char **argv)
     return argc < 2 ? 2 : 0;
   }
   if (strcmp(argv[1], "--version") == 0) {
-    printf("penumbra %s\n", PN_VERSION);
+    printf("penumbra %s (%s)\n", PN_VERSION, PN_GIT_COMMIT);
     return 0;
   }
   for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)

@@ -4,6 +4,7 @@
 #include "io/report.h"
 #include "io/scenario.h"
 #include "io/trace.h"
+#include "pn_version.h" /* generated at build time (cmake/version.cmake) */
 #include "sim/sim.h"
 
 int pn__cli_run(int argc, char **argv)
@@ -70,8 +71,9 @@ int pn__cli_run(int argc, char **argv)
     return pn__cli_fail(error);
   }
   pn_sim_run_clear(&run);
+  PnReportOptions ro = {.version = PN_VERSION, .commit = PN_GIT_COMMIT};
   if (whatif)
-    return pn__cli_what_if(argv[1], sets, n_sets, sc, r, json, output);
-  g_autofree char *report = json ? pn_report_json(sc, r) : pn_report_text(sc, r);
+    return pn__cli_what_if(argv[1], sets, n_sets, sc, r, json, &ro, output);
+  g_autofree char *report = json ? pn_report_json(sc, r, &ro) : pn_report_text(sc, r);
   return pn__cli_emit(output, report);
 }

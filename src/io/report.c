@@ -9,6 +9,7 @@
 #include "io/report.h"
 
 #include "io/jsonw.h"
+#include "overlap/strategy.h"
 
 #define REPORT_SCHEMA_VERSION 1
 
@@ -20,6 +21,14 @@ static const char *class_name(int c) { return c >= 0 && c < PN_CLASS_N ? class_n
 G_STATIC_ASSERT(PN_CLASS_DP == 0 && PN_CLASS_TP == 1 && PN_CLASS_PP == 2 && PN_CLASS_CP == 3 && PN_CLASS_EP == 4);
 
 static const char *precision_name(PnPrecision p) { return p == PN_PREC_FP8 ? "fp8" : "bf16"; }
+
+/* as the scenario writes comm_overlap.cp_comm_type */
+static const char *cp_comm_type_name(PnCpCommType t)
+{
+  static const char *const names[] = {
+      [PN_CP_P2P] = "p2p", [PN_CP_ALL_GATHER] = "all_gather", [PN_CP_A2A] = "a2a", [PN_CP_A2A_P2P] = "a2a+p2p"};
+  return t >= 0 && t < (int)G_N_ELEMENTS(names) ? names[t] : "?";
+}
 
 /* "scenarios/x.json" -> "x" */
 static char *scenario_name(const PnScenario *sc)
@@ -40,15 +49,59 @@ static void classes_json(PnJsonWriter *w, const char *key, const double v[PN_CLA
   pn_jsonw_end(w);
 }
 
-char *pn_report_json(const PnScenario *sc, const PnResult *r)
+/* "default" for Transformer Engine's own userbuffers configuration, NULL without TP overlap */
+static const char *ub_preset(const PnScenario *sc, const PnPlan *plan)
 {
-  g_return_val_if_fail(sc != NULL && r != NULL, NULL);
-  PnJsonWriter *w             = pn_jsonw_new(2);
+  if (!plan->tp_comm_overlap)
+    return NULL;
+  return sc->comm_overlap.tp_comm_overlap_cfg[0] ? sc->comm_overlap.tp_comm_overlap_cfg : "default";
+}
+
+/* The plan simulated: each registry strategy with a knob (whether it can act in this scenario,
+ * whether the plan runs it), then the values the gating resolved. */
+static void overlap_json(PnJsonWriter *w, const PnScenario *sc, const PnPlan *plan)
+{
+  pn_jsonw_object(w, "overlap", PN_JSONW_BLOCK);
+  pn_jsonw_array(w, "strategies", PN_JSONW_BLOCK);
+  for (size_t i = 0; i < pn_overlap_n_strategies; i++) {
+    const PnOverlapStrategy *s = &pn_overlap_strategies[i];
+    if (!s->is_on)
+      continue;
+    pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
+    pn_jsonw_string(w, "name", s->name);
+    pn_jsonw_bool(w, "applies", s->applies(sc));
+    pn_jsonw_bool(w, "on", s->is_on(plan));
+    pn_jsonw_end(w);
+  }
+  pn_jsonw_end(w);
+  pn_jsonw_int(w, "bucket_size", plan->bucket_size);
+  pn_jsonw_bool(w, "align_param_gather", plan->align_param_gather);
+  pn_jsonw_bool(w, "batch_p2p_comm", plan->batch_p2p_comm);
+  pn_jsonw_string(w, "cp_comm_type", cp_comm_type_name(plan->cp_comm_type));
+  pn_jsonw_int(w, "max_connections", plan->max_connections);
+  const char *preset = ub_preset(sc, plan);
+  if (preset)
+    pn_jsonw_string(w, "tp_comm_overlap_cfg", preset);
+  else
+    pn_jsonw_null(w, "tp_comm_overlap_cfg");
+  pn_jsonw_end(w);
+}
+
+/* schema_version and the build (report.h) */
+static void header_json(PnJsonWriter *w, const PnReportOptions *opt)
+{
+  pn_jsonw_int(w, "schema_version", REPORT_SCHEMA_VERSION);
+  pn_jsonw_object(w, "penumbra", PN_JSONW_BLOCK);
+  pn_jsonw_string(w, "version", opt && opt->version ? opt->version : "unknown");
+  pn_jsonw_string(w, "commit", opt && opt->commit ? opt->commit : "unknown");
+  pn_jsonw_end(w);
+}
+
+/* The summary: the run report's first part and the what-if's baseline (report.h). */
+static void summary_json(PnJsonWriter *w, const PnScenario *sc, const PnResult *r)
+{
   const PnParallelConfig *par = &sc->parallel;
   g_autofree char *name       = scenario_name(sc);
-
-  pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
-  pn_jsonw_int(w, "schema_version", REPORT_SCHEMA_VERSION);
   pn_jsonw_object(w, "scenario", PN_JSONW_BLOCK);
   pn_jsonw_string(w, "name", name);
   pn_jsonw_string(w, "model", sc->model.name);
@@ -67,6 +120,10 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r)
   pn_jsonw_int(w, "seq_length", sc->training.seq_length);
   pn_jsonw_string(w, "precision", precision_name(sc->training.precision));
   pn_jsonw_end(w);
+  pn_jsonw_object(w, "hardware", PN_JSONW_BLOCK);
+  pn_jsonw_string(w, "name", sc->hw ? sc->hw->name : sc->hardware.profile);
+  pn_jsonw_string(w, "gpu", sc->hw ? sc->hw->gpu : "");
+  pn_jsonw_end(w);
 
   pn_jsonw_double(w, "iteration_time_s", r->iteration_time_s);
   pn_jsonw_double(w, "tokens_per_s_per_gpu", r->tokens_per_s_per_gpu);
@@ -77,6 +134,8 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r)
   pn_jsonw_double(w, "bubble_s", r->bubble_s);
   pn_jsonw_double(w, "compute_s", r->compute_s);
   pn_jsonw_double(w, "memory_gib_per_gpu", r->memory.total_gib);
+  pn_jsonw_double(w, "hbm_gib_per_gpu", r->memory.hbm_gib);
+  pn_jsonw_bool(w, "fits_in_hbm", r->memory.fits);
   pn_jsonw_object(w, "memory", PN_JSONW_BLOCK);
   pn_jsonw_double(w, "weights_gib", r->memory.weights_gib);
   pn_jsonw_double(w, "gradients_gib", r->memory.gradients_gib);
@@ -85,6 +144,16 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r)
   pn_jsonw_double(w, "other_gib", r->memory.other_gib);
   pn_jsonw_double(w, "total_gib", r->memory.total_gib);
   pn_jsonw_end(w);
+  overlap_json(w, sc, &r->plan);
+}
+
+char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOptions *opt)
+{
+  g_return_val_if_fail(sc != NULL && r != NULL, NULL);
+  PnJsonWriter *w = pn_jsonw_new(2);
+  pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+  header_json(w, opt);
+  summary_json(w, sc, r);
   pn_jsonw_double(w, "model_flops_per_iteration", r->model_flops_per_iteration);
   pn_jsonw_double(w, "tokens_per_iteration", r->tokens_per_iteration);
   pn_jsonw_int(w, "iterations", r->iterations);
@@ -275,11 +344,17 @@ static double exposed_all(const PnResult *r)
 
 static const char *const direction[2] = {"off", "on"};
 
-char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, const GArray *knobs)
+char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, const GArray *knobs,
+                             const PnReportOptions *opt)
 {
   g_return_val_if_fail(base != NULL && base_r != NULL && knobs != NULL, NULL);
   PnJsonWriter *w = pn_jsonw_new(2);
-  pn_jsonw_array(w, NULL, PN_JSONW_BLOCK);
+  pn_jsonw_object(w, NULL, PN_JSONW_BLOCK);
+  header_json(w, opt);
+  pn_jsonw_object(w, "baseline", PN_JSONW_BLOCK);
+  summary_json(w, base, base_r);
+  pn_jsonw_end(w);
+  pn_jsonw_array(w, "knobs", PN_JSONW_BLOCK);
   for (guint i = 0; i < knobs->len; i++) {
     const PnWhatIfKnob *k = &g_array_index(knobs, PnWhatIfKnob, i);
     pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
@@ -298,6 +373,7 @@ char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, con
     }
     pn_jsonw_end(w);
   }
+  pn_jsonw_end(w);
   pn_jsonw_end(w);
   return pn_jsonw_free_to_string(w);
 }

@@ -4,16 +4,27 @@
  * ending with a newline. Numbers are printed with 9 significant digits ("%.9g", C locale),
  * integers exactly, non-finite values as null. The same scenario and result give byte-identical
  * output: the simulator's wall-clock time is left out unless the environment has
- * PENUMBRA_REPORT_WALL=1 (then "simulator" gains "wall_s"). Keys (schema_version 1):
- *   schema_version, scenario {name, model, profile, num_gpus, tp, pp, vpp, cp, ep, dp,
- *   sequence_parallel, micro_batch_size, global_batch_size, num_microbatches, seq_length,
- *   precision}, iteration_time_s, tokens_per_s_per_gpu, model_tflops_per_gpu, mfu,
- *   exposed_comm_s {dp, tp, pp, cp, ep}, total_comm_s {dp, tp, pp, cp, ep}, bubble_s, compute_s,
- *   memory_gib_per_gpu (= memory.total_gib), memory {weights_gib, gradients_gib, optimizer_gib,
- *   activations_gib, other_gib, total_gib}, model_flops_per_iteration, tokens_per_iteration,
- *   iterations, iteration_times_s [..], stages [{stage, compute_s, bubble_s, exposed_comm_s {..},
- *   total_comm_s {..}, end_s}], simulator {tasks, events, cost_fallbacks}, warnings [..].
- * scenario.name is the scenario file's name without directory and ".json".
+ * PENUMBRA_REPORT_WALL=1 (then "simulator" gains "wall_s"). Keys (schema_version 1; later
+ * additions only add keys):
+ *   schema_version, penumbra {version, commit}, then the summary:
+ *     scenario {name, model, profile, num_gpus, tp, pp, vpp, cp, ep, dp, sequence_parallel,
+ *     micro_batch_size, global_batch_size, num_microbatches, seq_length, precision},
+ *     hardware {name, gpu}, iteration_time_s, tokens_per_s_per_gpu, model_tflops_per_gpu, mfu,
+ *     exposed_comm_s {dp, tp, pp, cp, ep}, total_comm_s {dp, tp, pp, cp, ep}, bubble_s, compute_s,
+ *     memory_gib_per_gpu (= memory.total_gib), hbm_gib_per_gpu, fits_in_hbm, memory {weights_gib,
+ *     gradients_gib, optimizer_gib, activations_gib, other_gib, total_gib}, overlap {strategies
+ *     [{name, applies, on}], bucket_size, align_param_gather, batch_p2p_comm, cp_comm_type,
+ *     max_connections, tp_comm_overlap_cfg},
+ *   then model_flops_per_iteration, tokens_per_iteration, iterations, iteration_times_s [..],
+ *   stages [{stage, compute_s, bubble_s, exposed_comm_s {..}, total_comm_s {..}, end_s}],
+ *   comm_ops [{op, class, total_s, exposed_s}], simulator {tasks, events, cost_fallbacks},
+ *   warnings [..].
+ * scenario.name is the scenario file's name without directory and ".json"; hardware.name the
+ * profile's own name. overlap is the plan simulated, after the frameworks' gating: each strategy
+ * of the registry that has a knob (overlap/strategy.h, in its order), whether it can act in this
+ * scenario (a strategy can be on where it does nothing: the p2p ring at CP 1) and whether the
+ * plan runs it, then the values the gating resolved (bucket_size in elements; tp_comm_overlap_cfg the
+ * userbuffers preset, "default" for Transformer Engine's defaults, null without TP overlap).
  *
  * Text: a headline (iteration time, tokens/s/GPU, TFLOP/s/GPU, MFU), communication per class
  * (total, exposed, hidden %), bubble and compute, the memory breakdown, one row per pipeline
@@ -23,7 +34,8 @@
  * Text: a line with the baseline's iteration time and exposed communication, then one row per
  * knob (now on or off, the two iteration times, on - off for the time and for the exposed
  * communication); a direction the frameworks refuse shows "-" and is followed by a line
- * "  <off|on> refused: <reason>". JSON: an array of one-line objects {knob, now, off_s, on_s,
+ * "  <off|on> refused: <reason>". JSON: an object {schema_version, penumbra, baseline (the run
+ * report's summary), knobs [..]}, the knobs one-line objects {knob, now, off_s, on_s,
  * exposed_off_s, exposed_on_s, off_refused, on_refused}, the times of a refused direction null
  * and its *_refused the reason (null when it ran).
  *
@@ -39,7 +51,14 @@
 #include "sim/result.h"
 #include "workload/config.h"
 
-char *pn_report_json(const PnScenario *sc, const PnResult *r);
+/* What the build adds to a JSON report: penumbra's version and the commit it was built from
+ * (both "unknown" when `opt` or a field is NULL). */
+typedef struct {
+  const char *version;
+  const char *commit;
+} PnReportOptions;
+
+char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOptions *opt);
 char *pn_report_text(const PnScenario *sc, const PnResult *r);
 
 /* One what-if knob: [0] off, [1] on. A refused direction was not simulated: its times are NaN
@@ -53,7 +72,8 @@ typedef struct {
 } PnWhatIfKnob;
 
 /* `base` is the scenario as given and `base_r` its result; `knobs` holds PnWhatIfKnob. */
-char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, const GArray *knobs);
+char *pn_report_what_if_json(const PnScenario *base, const PnResult *base_r, const GArray *knobs,
+                             const PnReportOptions *opt);
 char *pn_report_what_if_text(const PnScenario *base, const PnResult *base_r, const GArray *knobs);
 
 #endif

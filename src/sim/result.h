@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "hw/graph.h"
+#include "sched/plan.h"
 
 typedef struct {
   double compute_s;
@@ -41,6 +42,8 @@ typedef struct {
   double activations_gib;
   double other_gib; /* workspace, comm buffers, fragmentation allowance */
   double total_gib;
+  double hbm_gib; /* the GPU's memory */
+  bool fits;      /* total_gib <= hbm_gib (otherwise the result carries a warning) */
 } PnMemoryEstimate;
 
 typedef struct {
@@ -64,6 +67,7 @@ typedef struct {
   GArray *stages;            /* of PnStageStats, last iteration */
   GArray *comm_ops;          /* of PnOpStats, by exposed time (descending), then name */
   GPtrArray *warnings;       /* of char*, owned */
+  PnPlan plan;               /* the overlap plan simulated: the scenario's options after gating */
   /* simulator */
   uint64_t tasks;
   uint64_t events;

@@ -368,6 +368,8 @@ static void fill_headline(const PnScenario *sc, const PnPlan *plan, PnResult *r)
   r->memory.other_gib       = mem.other_bytes / GIB;
   r->memory.total_gib       = r->memory.weights_gib + r->memory.gradients_gib + r->memory.optimizer_gib +
                         r->memory.activations_gib + r->memory.other_gib;
+  r->memory.hbm_gib = sc->hw->hbm_bytes / GIB;
+  r->memory.fits    = r->memory.total_gib <= r->memory.hbm_gib;
   warn_memory(sc, plan, r);
 }
 
@@ -385,6 +387,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   PnPlan plan;
   if (!pn_overlap_resolve(sc, &plan, r->warnings, error))
     return FALSE;
+  r->plan              = plan;
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);

@@ -37,6 +37,19 @@ esac
 echo "$out" | grep -Eq '^comm_overlap.tp_comm_overlap +on +[0-9.]+ +[0-9.]+ ' || { echo "FAIL: the other knobs should still run:"; echo "$out"; exit 1; }
 json=$("$bin" run "${pp2[@]}" --format json)
 case "$json" in
+  '{
+  "schema_version": 1,
+  "penumbra": {'*'
+  "baseline": {
+    "scenario": {'*'"tp": 4,
+      "pp": 2,
+      "vpp": 5,
+      "cp": 2,'*'
+  "knobs": [
+    {"knob": '*) ;;
+  *) echo "FAIL: JSON what-if should be {schema_version, penumbra, baseline, knobs}:"; echo "$json"; exit 1 ;;
+esac
+case "$json" in
   *'"knob": "comm_overlap.overlap_p2p_comm", "now": true, "off_s": null, "on_s": '[0-9]*', "exposed_off_s": null, '*'"off_refused": "/comm_overlap/overlap_p2p_comm: false is not supported'*'"on_refused": null}'*) ;;
   *) echo "FAIL: JSON what-if should mark P2P off refused:"; echo "$json"; exit 1 ;;
 esac
@@ -44,7 +57,7 @@ esac
 # Progress: one line per simulation on a terminal's stderr (script(1) gives one), rewritten in
 # place and erased at the end; nothing on a stderr that is not a terminal; the same report.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-s=scenarios/llama3-8b-h100-8gpu.json
+s=scenarios/llama2-7b-h100-8gpu.json # its two knobs are the DP ones
 "$bin" run $s --what-if >"$tmp/plain" 2>"$tmp/err"
 [ ! -s "$tmp/err" ] || { echo "FAIL: progress written to a stderr that is not a terminal:"; cat "$tmp/err"; exit 1; }
 if command -v script >/dev/null; then

@@ -223,7 +223,7 @@ gboolean pn_fuzz_simulate(const PnScenario *sc, const GPtrArray *warnings)
     return TRUE;
   }
   g_assert(error == NULL);
-  g_autofree char *json = pn_report_json(sc, r);
+  g_autofree char *json = pn_report_json(sc, r, NULL);
   g_autofree char *text = pn_report_text(sc, r);
   g_assert(json != NULL && text != NULL);
   return TRUE;

@@ -25,6 +25,7 @@
 #include "io/report.h"
 #include "io/scenario.h"
 #include "io/trace.h"
+#include "overlap/strategy.h"
 
 /* ---- helpers ---- */
 
@@ -1210,7 +1211,7 @@ static void fill_result(PnResult *r)
   }
   r->bubble_s                  = 0.1;
   r->compute_s                 = 1.0;
-  r->memory                    = (PnMemoryEstimate){1, 2, 3, 4, 5, 15};
+  r->memory                    = (PnMemoryEstimate){1, 2, 3, 4, 5, 15, 80, true};
   r->model_flops_per_iteration = 1.234e18;
   r->tokens_per_iteration      = 262144;
   r->data_parallel_size        = 2;
@@ -1233,6 +1234,11 @@ static void fill_result(PnResult *r)
   r->events         = 5000;
   r->sim_wall_s     = 0.123;
   r->cost_fallbacks = 3;
+  r->plan           = (PnPlan){.overlap_grad_reduce = true,
+                               .bucket_size         = 40000000,
+                               .tp_comm_overlap     = true,
+                               .cp_comm_type        = PN_CP_ALL_GATHER,
+                               .max_connections     = 1};
 }
 
 static void free_result(PnResult *r)
@@ -1242,20 +1248,29 @@ static void free_result(PnResult *r)
   g_ptr_array_unref(r->warnings);
 }
 
+static const PnReportOptions build = {.version = "1.2.3", .commit = "abc1234-dirty"};
+
 /* The JSON parses back, has every required key, is deterministic, and wall time is opt-in. */
 START_TEST(test_report_json)
 {
   g_autoptr(PnScenario) sc = report_scenario();
   PnResult r;
   fill_result(&r);
-  g_autofree char *a = pn_report_json(sc, &r);
-  g_autofree char *b = pn_report_json(sc, &r);
+  g_autofree char *a = pn_report_json(sc, &r, &build);
+  g_autofree char *b = pn_report_json(sc, &r, &build);
   ck_assert_str_eq(a, b);
   /* the exact layout: two-space indents, closers aligned with their opener's line */
-  ck_assert_msg(g_str_has_prefix(a, "{\n  \"schema_version\": 1,\n  \"scenario\": {\n    \"name\": \"tiny-8gpu\",\n"),
+  ck_assert_msg(g_str_has_prefix(a, "{\n  \"schema_version\": 1,\n  \"penumbra\": {\n    \"version\": \"1.2.3\",\n"
+                                    "    \"commit\": \"abc1234-dirty\"\n  },\n  \"scenario\": {\n"
+                                    "    \"name\": \"tiny-8gpu\",\n"),
                 "%s", a);
-  ck_assert_msg(strstr(a, "\n    \"precision\": \"bf16\"\n  },\n  \"iteration_time_s\": 1.23456789,\n") != NULL, "%s",
-                a);
+  ck_assert_msg(strstr(a, "\n    \"precision\": \"bf16\"\n  },\n  \"hardware\": {\n    \"name\": \"test-gpu\",\n"
+                          "    \"gpu\": \"Test GPU (io unit-test fixture, not real hardware)\"\n  },\n") != NULL,
+                "%s", a);
+  ck_assert_msg(strstr(a, "\n  \"memory_gib_per_gpu\": 15,\n  \"hbm_gib_per_gpu\": 80,\n  \"fits_in_hbm\": true,\n"
+                          "  \"memory\": {\n") != NULL,
+                "%s", a);
+  ck_assert_msg(strstr(a, "\n  },\n  \"iteration_time_s\": 1.23456789,\n") != NULL, "%s", a);
   ck_assert_msg(strstr(a, "\"iteration_times_s\": [\n    1.3,\n    1.23456789\n  ],\n") != NULL, "%s", a);
   ck_assert_msg(strstr(a, "\"exposed_comm_s\": {\n    \"dp\": 0,\n    \"tp\": 0.01,\n") != NULL, "%s", a);
   ck_assert_msg(g_str_has_suffix(a, "\n    \"second\"\n  ]\n}\n"), "%s", a);
@@ -1312,6 +1327,31 @@ START_TEST(test_report_json)
   cJSON *st1 = cJSON_GetArrayItem(stages, 1);
   ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(st1, "stage")->valueint, 1);
   ck_assert(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(st1, "exposed_comm_s")));
+  /* the plan: every registry strategy with a knob, in order, applying as the registry says and
+   * on as the plan says; its values */
+  cJSON *ov    = cJSON_GetObjectItemCaseSensitive(root, "overlap");
+  cJSON *strat = cJSON_GetObjectItemCaseSensitive(ov, "strategies")->child;
+  for (size_t i = 0; i < pn_overlap_n_strategies; i++) {
+    const PnOverlapStrategy *st = &pn_overlap_strategies[i];
+    if (!st->is_on)
+      continue;
+    ck_assert_msg(strat != NULL, "overlap.strategies lacks %s", st->name);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(strat, "name")->valuestring, st->name);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(strat, "applies")) == st->applies(sc));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(strat, "on")) == st->is_on(&r.plan));
+    strat = strat->next;
+  }
+  ck_assert_ptr_null(strat);
+  ck_assert_msg(strstr(a, "      {\"name\": \"ddp.overlap_grad_reduce\", \"applies\": true, \"on\": true},\n") != NULL,
+                "%s", a);
+  ck_assert_msg(strstr(a, "      {\"name\": \"ddp.overlap_param_gather\", \"applies\": true, \"on\": false},\n") !=
+                    NULL,
+                "%s", a);
+  ck_assert_msg(strstr(a, "    ],\n    \"bucket_size\": 40000000,\n    \"align_param_gather\": false,\n"
+                          "    \"batch_p2p_comm\": false,\n    \"cp_comm_type\": \"all_gather\",\n"
+                          "    \"max_connections\": 1,\n    \"tp_comm_overlap_cfg\": \"default\"\n  },\n"
+                          "  \"model_flops_per_iteration\": ") != NULL,
+                "%s", a);
   cJSON *sim = cJSON_GetObjectItemCaseSensitive(root, "simulator");
   ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(sim, "tasks")->valueint, 1000);
   ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(sim, "cost_fallbacks")->valueint, 3);
@@ -1323,22 +1363,36 @@ START_TEST(test_report_json)
 
   /* wall time only on request */
   g_setenv("PENUMBRA_REPORT_WALL", "1", TRUE);
-  g_autofree char *c = pn_report_json(sc, &r);
+  g_autofree char *c = pn_report_json(sc, &r, &build);
   cJSON *root2       = cJSON_Parse(c);
   ck_assert(
       cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root2, "simulator"), "wall_s")));
   cJSON_Delete(root2);
   g_unsetenv("PENUMBRA_REPORT_WALL");
 
-  /* non-finite numbers become null, -0 prints as 0, empty arrays stay valid */
+  /* non-finite numbers become null, -0 prints as 0, empty arrays stay valid; without TP overlap
+   * no userbuffers preset, a named one by its name; without options the build is "unknown" */
   r.mfu                  = nan("");
   r.bubble_s             = -0.0;
   r.model_tflops_per_gpu = HUGE_VAL;
+  r.memory.fits          = false;
+  r.plan.tp_comm_overlap = false;
   g_ptr_array_set_size(r.warnings, 0);
   g_array_set_size(r.stages, 0);
-  g_autofree char *d = pn_report_json(sc, &r);
+  g_autofree char *d = pn_report_json(sc, &r, NULL);
   cJSON *root3       = cJSON_Parse(d);
   ck_assert_msg(root3 != NULL, "%s", d);
+  ck_assert_msg(strstr(d, "\"penumbra\": {\n    \"version\": \"unknown\",\n    \"commit\": \"unknown\"\n  },") != NULL,
+                "%s", d);
+  ck_assert(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(root3, "fits_in_hbm")));
+  ck_assert(cJSON_IsNull(
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root3, "overlap"), "tp_comm_overlap_cfg")));
+  r.plan.tp_comm_overlap = true;
+  g_strlcpy(sc->comm_overlap.tp_comm_overlap_cfg, "userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192",
+            sizeof sc->comm_overlap.tp_comm_overlap_cfg);
+  g_autofree char *e = pn_report_json(sc, &r, NULL);
+  ck_assert_msg(strstr(e, "\"tp_comm_overlap_cfg\": \"userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192\"\n") != NULL,
+                "%s", e);
   ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root3, "mfu")));
   ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(root3, "model_tflops_per_gpu")));
   ck_assert_msg(strstr(d, "\"bubble_s\": 0,") != NULL, "%s", d);
@@ -1412,10 +1466,32 @@ START_TEST(test_report_what_if)
                                  "  off refused: /comm_overlap/overlap_p2p_comm: false is not supported\n"),
                 "%s", t);
 
-  g_autofree char *j = pn_report_what_if_json(sc, &r, arr);
+  g_autofree char *j = pn_report_what_if_json(sc, &r, arr, &build);
   cJSON *root        = cJSON_Parse(j);
-  ck_assert_msg(cJSON_IsArray(root) && cJSON_GetArraySize(root) == 2, "%s", j);
-  cJSON *ran = cJSON_GetArrayItem(root, 0), *refused = cJSON_GetArrayItem(root, 1);
+  ck_assert_msg(cJSON_IsObject(root), "%s", j);
+  ck_assert_msg(g_str_has_prefix(j, "{\n  \"schema_version\": 1,\n  \"penumbra\": {\n    \"version\": \"1.2.3\",\n"
+                                    "    \"commit\": \"abc1234-dirty\"\n  },\n  \"baseline\": {\n"),
+                "%s", j);
+  /* the baseline is the run report's summary: its members, in order, from scenario to overlap */
+  g_autofree char *run = pn_report_json(sc, &r, &build);
+  cJSON *report        = cJSON_Parse(run);
+  cJSON *want          = cJSON_GetObjectItemCaseSensitive(report, "scenario");
+  cJSON *got           = cJSON_GetObjectItemCaseSensitive(root, "baseline")->child;
+  for (; got != NULL; got = got->next, want = want->next) {
+    ck_assert_msg(want != NULL && strcmp(got->string, want->string) == 0 && cJSON_Compare(got, want, true),
+                  "baseline.%s differs from the report's", got->string);
+    if (strcmp(got->string, "overlap") == 0)
+      break;
+  }
+  ck_assert_msg(got != NULL && got->next == NULL, "the baseline should end with overlap:\n%s", j);
+  cJSON_Delete(report);
+  cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "knobs");
+  ck_assert_msg(cJSON_IsArray(list) && cJSON_GetArraySize(list) == 2, "%s", j);
+  ck_assert_msg(
+      strstr(j, "\n  \"knobs\": [\n    {\"knob\": \"ddp.overlap_grad_reduce\", \"now\": true, \"off_s\": 1.5, ") !=
+          NULL,
+      "%s", j);
+  cJSON *ran = cJSON_GetArrayItem(list, 0), *refused = cJSON_GetArrayItem(list, 1);
   ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(ran, "knob")->valuestring, "ddp.overlap_grad_reduce");
   ck_assert(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ran, "now")));
   ck_assert(cJSON_GetObjectItemCaseSensitive(ran, "off_s")->valuedouble == 1.5);

@@ -159,8 +159,8 @@ START_TEST(deterministic_report)
   ck_assert(sc != NULL);
   g_autoptr(PnResult) r1 = pn_sim_run(sc, NULL, &error);
   g_autoptr(PnResult) r2 = pn_sim_run(sc, NULL, &error);
-  g_autofree char *a     = pn_report_json(sc, r1);
-  g_autofree char *b     = pn_report_json(sc, r2);
+  g_autofree char *a     = pn_report_json(sc, r1, NULL);
+  g_autofree char *b     = pn_report_json(sc, r2, NULL);
   ck_assert_str_eq(a, b);
 }
 END_TEST
@@ -401,7 +401,7 @@ START_TEST(kernel_chains_change_nothing)
           ck_assert_msg(pn_sim_run_full(sc, NULL, &opt, &run, &error), "%s", error ? error->message : "?");
           run.result->events     = 0;
           run.result->sim_wall_s = 0.0;
-          report[u]              = pn_report_json(sc, run.result);
+          report[u]              = pn_report_json(sc, run.result, NULL);
           pn_sim_run_clear(&run);
         }
         ck_assert_msg(strcmp(report[0], report[1]) == 0, "%s, %d iterations: reports differ",

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# penumbra's version and the commit it was built from: `penumbra --version` prints them and the
+# JSON reports (run and what-if) carry the same; in a git checkout the commit is `git describe
+# --always --dirty`'s, and cmake/version.cmake writes "unknown" for a tree without .git (a source
+# archive).
+set -euo pipefail
+bin=$1 src=$2
+cd "$src"
+v=$("$bin" --version)
+[[ "$v" =~ ^penumbra\ ([0-9]+\.[0-9]+\.[0-9]+)\ \((.+)\)$ ]] || { echo "FAIL: --version prints \"$v\""; exit 1; }
+version=${BASH_REMATCH[1]} commit=${BASH_REMATCH[2]}
+grep -q "^project(penumbra VERSION $version " CMakeLists.txt || { echo "FAIL: $v is not CMakeLists.txt's version"; exit 1; }
+want="  \"penumbra\": {
+    \"version\": \"$version\",
+    \"commit\": \"$commit\"
+  },"
+for what_if in "" --what-if; do
+  json=$("$bin" run scenarios/llama3-8b-h100-8gpu.json $what_if --format json)
+  case "$json" in *"$want"*) ;; *) echo "FAIL: run $what_if --format json should name the build of $v"; exit 1 ;; esac
+done
+if [ -e .git ] && command -v git >/dev/null; then
+  described=$(git describe --always --dirty)
+  # without "-dirty": the tree may have been edited since the build
+  [ "${commit%-dirty}" = "${described%-dirty}" ] || { echo "FAIL: built from $commit, the tree is at $described"; exit 1; }
+fi
+if command -v cmake >/dev/null; then
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+  cmake -DPN_SOURCE_DIR="$tmp" -DPN_VERSION="$version" -DPN_OUT="$tmp/pn_version.h" \
+    -DGIT_EXECUTABLE="$(command -v git || echo git)" -P cmake/version.cmake
+  grep -qx '#define PN_GIT_COMMIT "unknown"' "$tmp/pn_version.h" ||
+    { echo "FAIL: a tree without .git should build as \"unknown\":"; cat "$tmp/pn_version.h"; exit 1; }
+fi
+echo "version: $v"
