@@ -14,6 +14,7 @@ int pn__cli_run(int argc, char **argv)
   g_autofree char *output = NULL;
   int iterations          = 0;
   gboolean whatif         = FALSE;
+  gboolean timing         = FALSE;
   g_autofree char *trace  = NULL;
   GOptionEntry entries[]  = {
        {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "Write the timeline as a Chrome/Perfetto trace to FILE", "FILE"},
@@ -24,6 +25,8 @@ int pn__cli_run(int argc, char **argv)
         "N"},
        {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout",
         "FILE"},
+       {"timing", 0, 0, G_OPTION_ARG_NONE, &timing,
+        "Add the simulator's events and wall time to the report (which then differs run to run)", NULL},
        {NULL, 0, 0, 0, NULL, NULL, NULL}};
   if (!pn__cli_parse(
           entries, "SCENARIO.json - simulate one training iteration",
@@ -45,6 +48,10 @@ int pn__cli_run(int argc, char **argv)
     json = true;
   else if (format && strcmp(format, "text") != 0) {
     fprintf(stderr, "penumbra run: --format: expected \"text\" or \"json\", got \"%s\"\n", format);
+    return 2;
+  }
+  if (timing && whatif) {
+    fprintf(stderr, "penumbra run: --timing: the what-if report has no timing (time the command instead)\n");
     return 2;
   }
   if (iterations < 0 || iterations > 100) {
@@ -71,9 +78,9 @@ int pn__cli_run(int argc, char **argv)
     return pn__cli_fail(error);
   }
   pn_sim_run_clear(&run);
-  PnReportOptions ro = {.version = PN_VERSION, .commit = PN_GIT_COMMIT};
+  PnReportOptions ro = {.version = PN_VERSION, .commit = PN_GIT_COMMIT, .timing = timing};
   if (whatif)
     return pn__cli_what_if(argv[1], sets, n_sets, sc, r, json, &ro, output);
-  g_autofree char *report = json ? pn_report_json(sc, r, &ro) : pn_report_text(sc, r);
+  g_autofree char *report = json ? pn_report_json(sc, r, &ro) : pn_report_text(sc, r, &ro);
   return pn__cli_emit(output, report);
 }

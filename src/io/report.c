@@ -191,10 +191,11 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOpti
 
   pn_jsonw_object(w, "simulator", PN_JSONW_BLOCK);
   pn_jsonw_uint(w, "tasks", r->tasks);
-  pn_jsonw_uint(w, "events", r->events);
   pn_jsonw_uint(w, "cost_fallbacks", r->cost_fallbacks);
-  if (g_strcmp0(g_getenv("PENUMBRA_REPORT_WALL"), "1") == 0)
+  if (opt && opt->timing) {
+    pn_jsonw_uint(w, "events", r->events);
     pn_jsonw_double(w, "wall_s", r->sim_wall_s);
+  }
   pn_jsonw_end(w);
 
   pn_jsonw_array(w, "warnings", PN_JSONW_BLOCK);
@@ -235,7 +236,7 @@ static Num hidden_pct(double total, double exposed)
   return n;
 }
 
-char *pn_report_text(const PnScenario *sc, const PnResult *r)
+char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOptions *opt)
 {
   g_return_val_if_fail(sc != NULL && r != NULL, NULL);
   GString *o                  = g_string_new(NULL);
@@ -320,10 +321,11 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r)
       g_string_append_printf(o, " %s", fmt("%.4f", g_array_index(r->iteration_times_s, double, i)).s);
     g_string_append_c(o, '\n');
   }
-  g_string_append_printf(o,
-                         "simulator: %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT " events, %" G_GUINT64_FORMAT
-                         " kernels priced by roofline, %s s wall\n",
-                         r->tasks, r->events, r->cost_fallbacks, fmt("%.3f", r->sim_wall_s).s);
+  g_string_append_printf(o, "simulator: %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT " kernels priced by roofline",
+                         r->tasks, r->cost_fallbacks);
+  if (opt && opt->timing)
+    g_string_append_printf(o, ", %" G_GUINT64_FORMAT " events, %s s wall", r->events, fmt("%.3f", r->sim_wall_s).s);
+  g_string_append_c(o, '\n');
 
   for (guint i = 0; r->warnings != NULL && i < r->warnings->len; i++) {
     g_autofree char *valid = g_utf8_make_valid(r->warnings->pdata[i], -1);

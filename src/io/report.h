@@ -3,9 +3,10 @@
  * JSON (`penumbra run --format json`): one object, keys in a fixed order, two-space indents,
  * ending with a newline. Numbers are printed with 9 significant digits ("%.9g", C locale),
  * integers exactly, non-finite values as null. The same scenario and result give byte-identical
- * output: the simulator's wall-clock time is left out unless the environment has
- * PENUMBRA_REPORT_WALL=1 (then "simulator" gains "wall_s"). Keys (schema_version 1; later
- * additions only add keys):
+ * output (text too). The run's own metadata is written only with PnReportOptions.timing
+ * (`--timing`; "simulator" then gains events and wall_s): the wall-clock time varies from run to
+ * run, and the engine's event count with the engine's implementation (its kernel chains change
+ * it, not the result). Keys (schema_version 1):
  *   schema_version, penumbra {version, commit}, then the summary:
  *     scenario {name, model, profile, num_gpus, tp, pp, vpp, cp, ep, dp, sequence_parallel,
  *     micro_batch_size, global_batch_size, num_microbatches, seq_length, precision},
@@ -17,7 +18,7 @@
  *     max_connections, tp_comm_overlap_cfg},
  *   then model_flops_per_iteration, tokens_per_iteration, iterations, iteration_times_s [..],
  *   stages [{stage, compute_s, bubble_s, exposed_comm_s {..}, total_comm_s {..}, end_s}],
- *   comm_ops [{op, class, total_s, exposed_s}], simulator {tasks, events, cost_fallbacks},
+ *   comm_ops [{op, class, total_s, exposed_s}], simulator {tasks, cost_fallbacks},
  *   warnings [..].
  * scenario.name is the scenario file's name without directory and ".json"; hardware.name the
  * profile's own name. overlap is the plan simulated, after the frameworks' gating: each strategy
@@ -28,7 +29,8 @@
  *
  * Text: a headline (iteration time, tokens/s/GPU, TFLOP/s/GPU, MFU), communication per class
  * (total, exposed, hidden %), bubble and compute, the memory breakdown, one row per pipeline
- * stage, the simulator's counters and wall time, then each warning on a line "warning: ...".
+ * stage, the simulator's counters (with timing its events and wall time too), then each warning
+ * on a line "warning: ...".
  *
  * What-if (`penumbra run --what-if`): the overlap knobs that apply, each simulated off and on.
  * Text: a line with the baseline's iteration time and exposed communication, then one row per
@@ -51,15 +53,16 @@
 #include "sim/result.h"
 #include "workload/config.h"
 
-/* What the build adds to a JSON report: penumbra's version and the commit it was built from
- * (both "unknown" when `opt` or a field is NULL). */
+/* What a report adds to the result: penumbra's version and the commit it was built from (JSON;
+ * both "unknown" when `opt` or a field is NULL) and the run's timing (off when `opt` is NULL). */
 typedef struct {
   const char *version;
   const char *commit;
+  bool timing; /* the simulator's events and wall time (the latter differs run to run) */
 } PnReportOptions;
 
 char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOptions *opt);
-char *pn_report_text(const PnScenario *sc, const PnResult *r);
+char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOptions *opt);
 
 /* One what-if knob: [0] off, [1] on. A refused direction was not simulated: its times are NaN
  * and refused[] holds the reason, one line (owned by whoever owns the knob). */

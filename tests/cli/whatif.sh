@@ -54,6 +54,11 @@ case "$json" in
   *) echo "FAIL: JSON what-if should mark P2P off refused:"; echo "$json"; exit 1 ;;
 esac
 
+# --what-if's report has no timing: asking for it is an error, not an option silently ignored.
+if "$bin" run scenarios/llama3-8b-h100-8gpu.json --what-if --timing >/dev/null 2>&1; then
+  echo "FAIL: --what-if --timing should be refused"; exit 1
+fi
+
 # Progress: one line per simulation on a terminal's stderr (script(1) gives one), rewritten in
 # place and erased at the end; nothing on a stderr that is not a terminal; the same report.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT

@@ -51,11 +51,7 @@ static char *data(const char *rel)
   return g_build_filename(src, "tests", "data", "io", rel, NULL);
 }
 
-static void setup(void)
-{
-  g_unsetenv("PENUMBRA_DATA_DIR");
-  g_unsetenv("PENUMBRA_REPORT_WALL");
-}
+static void setup(void) { g_unsetenv("PENUMBRA_DATA_DIR"); }
 
 /* A scenario whose names resolve in tests/data/io; NULL sections take the defaults below. */
 #define DEF_MODEL "\"tiny\""
@@ -1250,7 +1246,7 @@ static void free_result(PnResult *r)
 
 static const PnReportOptions build = {.version = "1.2.3", .commit = "abc1234-dirty"};
 
-/* The JSON parses back, has every required key, is deterministic, and wall time is opt-in. */
+/* The JSON parses back, has every required key, is deterministic, and the timing is opt-in. */
 START_TEST(test_report_json)
 {
   g_autoptr(PnScenario) sc = report_scenario();
@@ -1355,20 +1351,19 @@ START_TEST(test_report_json)
   cJSON *sim = cJSON_GetObjectItemCaseSensitive(root, "simulator");
   ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(sim, "tasks")->valueint, 1000);
   ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(sim, "cost_fallbacks")->valueint, 3);
+  ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(sim, "events"));
   ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(sim, "wall_s"));
   cJSON *warn = cJSON_GetObjectItemCaseSensitive(root, "warnings");
   ck_assert(cJSON_IsArray(warn) && cJSON_GetArraySize(warn) == 2);
   ck_assert_str_eq(cJSON_GetArrayItem(warn, 0)->valuestring, "x.json: /a: a \"quoted\"\nwarning\twith\x01 controls");
   cJSON_Delete(root);
 
-  /* wall time only on request */
-  g_setenv("PENUMBRA_REPORT_WALL", "1", TRUE);
-  g_autofree char *c = pn_report_json(sc, &r, &build);
-  cJSON *root2       = cJSON_Parse(c);
-  ck_assert(
-      cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root2, "simulator"), "wall_s")));
-  cJSON_Delete(root2);
-  g_unsetenv("PENUMBRA_REPORT_WALL");
+  /* the events and the wall time only on request, at the simulator's end */
+  PnReportOptions timed = build;
+  timed.timing          = true;
+  g_autofree char *c    = pn_report_json(sc, &r, &timed);
+  ck_assert_msg(strstr(c, "\"cost_fallbacks\": 3,\n    \"events\": 5000,\n    \"wall_s\": 0.123\n  },\n") != NULL, "%s",
+                c);
 
   /* non-finite numbers become null, -0 prints as 0, empty arrays stay valid; without TP overlap
    * no userbuffers preset, a named one by its name; without options the build is "unknown" */
@@ -1402,13 +1397,14 @@ START_TEST(test_report_json)
 }
 END_TEST
 
-/* The text summary has the headline, the comm table, memory, stages and warnings last. */
+/* The text summary has the headline, the comm table, memory, stages and warnings last; the wall
+ * time only on request. */
 START_TEST(test_report_text)
 {
   g_autoptr(PnScenario) sc = report_scenario();
   PnResult r;
   fill_result(&r);
-  g_autofree char *t = pn_report_text(sc, &r);
+  g_autofree char *t = pn_report_text(sc, &r, NULL);
   const char *must[] = {"tiny-8gpu: tiny on 8 x test-gpu",
                         "iteration time",
                         "1.2346 s",
@@ -1427,11 +1423,17 @@ START_TEST(test_report_text)
                         "activations",
                         "stage",
                         "iterations (s) 1.3000 1.2346",
-                        "simulator: 1000 tasks, 5000 events, 3 kernels",
+                        "simulator: 1000 tasks, 3 kernels priced by roofline\n",
                         "warning: second\n"};
   for (gsize i = 0; i < G_N_ELEMENTS(must); i++)
     ck_assert_msg(strstr(t, must[i]) != NULL, "missing \"%s\" in:\n%s", must[i], t);
   ck_assert(g_str_has_suffix(t, "warning: second\n"));
+  ck_assert_msg(strstr(t, "wall") == NULL, "%s", t);
+  /* the timing on request, on the simulator's line */
+  PnReportOptions timed = {.timing = true};
+  g_autofree char *u    = pn_report_text(sc, &r, &timed);
+  ck_assert_msg(strstr(u, "\nsimulator: 1000 tasks, 3 kernels priced by roofline, 5000 events, 0.123 s wall\n") != NULL,
+                "%s", u);
   free_result(&r);
 }
 END_TEST
