@@ -1,10 +1,10 @@
 /* engine.c — event queue and loop (see engine.h for the contract).
  *
- * Layout: the queue holds small keys {t_ns, seq << 24 | slot} (16 bytes) and the payload of each
- * pending event (fn, ctx, arg, cancelled flag) lives in a slot table, so heap moves stay cheap
- * and cancel is an O(1) store. A slot is released when its event is popped and reused through a
- * free list: memory is bounded by the largest number of pending events, not by the number of
- * events ever scheduled.
+ * Layout: the queue holds small keys (heap.h's {key, ord} = {t_ns, seq << 24 | slot}, 16 bytes)
+ * and the payload of each pending event (fn, ctx, arg, cancelled flag) lives in a slot table, so
+ * heap moves stay cheap and cancel is an O(1) store. A slot is released when its event is popped
+ * and reused through a free list: memory is bounded by the largest number of pending events, not
+ * by the number of events ever scheduled.
  *
  * Event ids: id = (generation << 32) | slot. A slot's generation is bumped when its event is
  * popped, so a stale id (fired or cancelled-and-popped) no longer matches and cancelling it is a
@@ -35,19 +35,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* seq (scheduling order, unique: breaks ties FIFO) in the high 40 bits of `ord`, the slot in
- * the low 24, so that a key is two words and compares as one 128-bit number (times are >= 0).
- * At most 2^24 events may be pending at once (the executor keeps a few per simulated GPU); seq
- * is renumbered, order kept, in the unlikely case it reaches 2^40 (10^12 events scheduled). */
+#include "core/heap.h"
+
+/* A pending event's key (PnHeapKey): `key` is its time (t_ns, >= 0), `ord` holds seq (scheduling
+ * order, unique: breaks ties FIFO) in its high 40 bits and the slot in the low 24, so that a key
+ * is two words and compares as one 128-bit number. At most 2^24 events may be pending at once
+ * (the executor keeps a few per simulated GPU); seq is renumbered, order kept, in the unlikely
+ * case it reaches 2^40 (10^12 events scheduled). */
 #define SLOT_BITS 24
 #define SLOT_MASK ((1u << SLOT_BITS) - 1)
 #define SEQ_LIMIT ((uint64_t)1 << (64 - SLOT_BITS))
-typedef struct {
-  PnTimeNs t_ns;
-  uint64_t ord;
-} PnQueueKey;
 
-static inline uint32_t key_slot(const PnQueueKey *k) { return (uint32_t)(k->ord & SLOT_MASK); }
+static inline uint32_t key_slot(const PnHeapKey *k) { return (uint32_t)(k->ord & SLOT_MASK); }
 
 typedef struct {
   PnEventFn fn;
@@ -64,15 +63,15 @@ struct PnEngine {
   PnTimeNs now_ns;
   uint64_t next_seq;
   uint64_t fired;
-  PnQueueKey *queue; /* HEAP: sorted ascending from q_head, or heap order (q_head 0); LIST: descending */
-  size_t q_head, n_queue, cap_queue;
+  PnHeap queue; /* HEAP: sorted ascending from q_head, or a heap (q_head 0); LIST: descending */
+  size_t q_head;
   bool sorted; /* HEAP: the small sorted form (see the top of this file) */
   PnEventSlot *slots;
   uint32_t n_slots, cap_slots;
   uint32_t *free_slots; /* a stack */
   uint32_t n_free, cap_free;
   uint64_t stall_limit; /* pn_engine_set_stall_limit; 0 = none */
-  PnQueueKey *due;      /* HEAP only: events scheduled at now_ns, oldest first, from due_head */
+  PnHeapKey *due;       /* HEAP only: events scheduled at now_ns, oldest first, from due_head */
   size_t due_head, n_due, cap_due;
   PnEventFn hook_fn; /* the instant hook (pn_engine_set_instant_hook) */
   void *hook_ctx;
@@ -81,24 +80,16 @@ struct PnEngine {
 
 GQuark pn_engine_error_quark(void) { return g_quark_from_static_string("pn-engine-error-quark"); }
 
-static inline bool key_less(const PnQueueKey *a, const PnQueueKey *b)
-{
-  /* (t_ns, ord) as one 128-bit number: a compare and a subtract-with-borrow, no branch. */
-  unsigned __int128 x = ((unsigned __int128)(uint64_t)a->t_ns << 64) | a->ord;
-  unsigned __int128 y = ((unsigned __int128)(uint64_t)b->t_ns << 64) | b->ord;
-  return x < y;
-}
-
 PnEngine *pn_engine_new(PnQueueKind kind)
 {
   g_assert(kind == PN_QUEUE_HEAP || kind == PN_QUEUE_LIST);
   PnEngine *eng  = g_new0(PnEngine, 1);
   eng->kind      = kind;
   eng->sorted    = kind == PN_QUEUE_HEAP;
-  eng->cap_queue = eng->cap_slots = eng->cap_free = 64;
-  eng->queue                                      = g_new(PnQueueKey, eng->cap_queue);
-  eng->slots                                      = g_new(PnEventSlot, eng->cap_slots);
-  eng->free_slots                                 = g_new(uint32_t, eng->cap_free);
+  eng->cap_slots = eng->cap_free = 64;
+  eng->queue                     = (PnHeap){.keys = g_new(PnHeapKey, 64), .cap = 64};
+  eng->slots                     = g_new(PnEventSlot, eng->cap_slots);
+  eng->free_slots                = g_new(uint32_t, eng->cap_free);
   return eng;
 }
 
@@ -106,7 +97,7 @@ void pn_engine_free(PnEngine *eng)
 {
   if (!eng)
     return;
-  g_free(eng->queue);
+  pn_heap_clear(&eng->queue);
   g_free(eng->slots);
   g_free(eng->free_slots);
   g_free(eng->due);
@@ -117,7 +108,7 @@ PnTimeNs pn_engine_now(const PnEngine *eng) { return eng->now_ns; }
 void pn_engine_skip_seq_for_test(PnEngine *eng, uint64_t left) { eng->next_seq = SEQ_LIMIT - MIN(left, SEQ_LIMIT); }
 void pn_engine_set_stall_limit(PnEngine *eng, uint64_t max_events) { eng->stall_limit = max_events; }
 uint64_t pn_engine_events_fired(const PnEngine *eng) { return eng->fired; }
-size_t pn_engine_pending(const PnEngine *eng) { return eng->n_queue + (eng->n_due - eng->due_head); }
+size_t pn_engine_pending(const PnEngine *eng) { return eng->queue.n + (eng->n_due - eng->due_head); }
 
 /* ---- slots ---- */
 
@@ -151,99 +142,35 @@ static inline void slot_release(PnEngine *eng, PnEventSlot *s, uint32_t slot)
 
 static inline void queue_reserve(PnEngine *eng)
 {
-  if (eng->n_queue == eng->cap_queue) {
-    eng->cap_queue *= 2;
-    eng->queue = g_renew(PnQueueKey, eng->queue, eng->cap_queue);
-  }
+  if (eng->queue.n == eng->queue.cap)
+    pn_heap_grow(&eng->queue);
 }
 
-/* ---- heap queue: sorted while small, a 4-ary heap when large ---- */
+/* ---- heap queue: sorted while small, a 4-ary heap (heap.h) when large ---- */
 
 #define SMALL_MAX 64
 #define SMALL_MIN 16
 
 /* The earliest pending key (the queue is not empty). */
-static inline PnQueueKey *queue_front(const PnEngine *eng) { return &eng->queue[eng->q_head]; }
-
-/* A 4-ary min-heap: children of i are 4i+1 .. 4i+4. Half the levels of a binary heap, and the
- * four children of a node are adjacent (two cache lines), so a pop makes half the dependent
- * loads and moves; the minimum of four is chosen with flag arithmetic rather than branches,
- * which a random key order would mispredict half the time. */
-#define HEAP_D 4
-
-/* Pushes a new key: its seq is above every pending one (see small_push), so times decide. */
-static inline void heap_push(PnEngine *eng, PnQueueKey key)
-{
-  queue_reserve(eng);
-  PnQueueKey *h = eng->queue;
-  size_t i      = eng->n_queue++;
-  while (i > 0) {
-    size_t parent = (i - 1) / HEAP_D;
-    if (!(key.t_ns < h[parent].t_ns))
-      break;
-    h[i] = h[parent];
-    i    = parent;
-  }
-  h[i] = key;
-}
-
-/* Removes the root: the hole descends along the smallest children to a leaf, then the last key
- * is sifted up from there, usually by a level or none ("bottom-up" deletion). */
-static inline PnQueueKey heap_pop(PnEngine *eng)
-{
-  PnQueueKey *h  = eng->queue;
-  PnQueueKey top = h[0];
-  size_t n       = --eng->n_queue;
-  if (n == 0)
-    return top;
-  PnQueueKey key = h[n];
-  size_t i       = 0;
-  for (;;) {
-    size_t c = HEAP_D * i + 1;
-    size_t m;
-    if (c + 3 < n) {
-      size_t m01 = c + key_less(&h[c + 1], &h[c]);
-      size_t m23 = c + 2 + key_less(&h[c + 3], &h[c + 2]);
-      m          = key_less(&h[m23], &h[m01]) ? m23 : m01;
-    } else if (c < n) {
-      m = c;
-      for (size_t j = c + 1; j < n; j++)
-        if (key_less(&h[j], &h[m]))
-          m = j;
-    } else {
-      break;
-    }
-    h[i] = h[m];
-    i    = m;
-  }
-  while (i > 0) {
-    size_t parent = (i - 1) / HEAP_D;
-    if (!key_less(&key, &h[parent]))
-      break;
-    h[i] = h[parent];
-    i    = parent;
-  }
-  h[i] = key;
-  return top;
-}
+static inline PnHeapKey *queue_front(const PnEngine *eng) { return &eng->queue.keys[eng->q_head]; }
 
 /* Sorted form: places a new key by scanning back from the latest (room is made at the tail
  * first). A new key's seq is above every pending one (seq only grows, and renumber() keeps
  * next_seq above the keys it renumbers), so it goes before a key exactly when its time is
  * earlier: the scan compares times only. */
-static inline void small_push(PnEngine *eng, PnQueueKey key)
+static inline void small_push(PnEngine *eng, PnHeapKey key)
 {
-  if (eng->q_head + eng->n_queue == eng->cap_queue) {
+  if (eng->q_head + eng->queue.n == eng->queue.cap) {
     if (eng->q_head > 0) { /* popped slots at the front: slide down rather than grow */
-      memmove(eng->queue, queue_front(eng), eng->n_queue * sizeof *eng->queue);
+      memmove(eng->queue.keys, queue_front(eng), eng->queue.n * sizeof *eng->queue.keys);
       eng->q_head = 0;
     } else {
       queue_reserve(eng);
     }
   }
-  PnQueueKey *a = queue_front(eng);
-  size_t i      = eng->n_queue++;
-  while (i > 0 && key.t_ns < a[i - 1].t_ns) {
+  PnHeapKey *a = queue_front(eng);
+  size_t i     = eng->queue.n++;
+  while (i > 0 && key.key < a[i - 1].key) {
     a[i] = a[i - 1];
     i--;
   }
@@ -254,7 +181,7 @@ static inline void small_push(PnEngine *eng, PnQueueKey key)
 static void small_to_heap(PnEngine *eng)
 {
   if (eng->q_head > 0)
-    memmove(eng->queue, queue_front(eng), eng->n_queue * sizeof *eng->queue);
+    memmove(eng->queue.keys, queue_front(eng), eng->queue.n * sizeof *eng->queue.keys);
   eng->q_head = 0;
   eng->sorted = false;
 }
@@ -262,11 +189,11 @@ static void small_to_heap(PnEngine *eng)
 /* Heap -> sorted form: an insertion sort of the (fewer than SMALL_MIN) keys. */
 static void heap_to_small(PnEngine *eng)
 {
-  PnQueueKey *a = eng->queue;
-  for (size_t j = 1; j < eng->n_queue; j++) {
-    PnQueueKey k = a[j];
-    size_t i     = j;
-    while (i > 0 && key_less(&k, &a[i - 1])) {
+  PnHeapKey *a = eng->queue.keys;
+  for (size_t j = 1; j < eng->queue.n; j++) {
+    PnHeapKey k = a[j];
+    size_t i    = j;
+    while (i > 0 && pn_heap_less(&k, &a[i - 1])) {
       a[i] = a[i - 1];
       i--;
     }
@@ -275,56 +202,56 @@ static void heap_to_small(PnEngine *eng)
   eng->sorted = true;
 }
 
-static inline void adaptive_push(PnEngine *eng, PnQueueKey key)
+static inline void adaptive_push(PnEngine *eng, PnHeapKey key)
 {
   if (G_LIKELY(eng->sorted)) {
-    if (G_LIKELY(eng->n_queue < SMALL_MAX)) {
+    if (G_LIKELY(eng->queue.n < SMALL_MAX)) {
       small_push(eng, key);
       return;
     }
     small_to_heap(eng);
   }
-  heap_push(eng, key);
+  pn_heap_push(&eng->queue, key);
 }
 
-static inline PnQueueKey adaptive_pop(PnEngine *eng)
+static inline PnHeapKey adaptive_pop(PnEngine *eng)
 {
   if (G_LIKELY(eng->sorted)) {
-    PnQueueKey key = eng->queue[eng->q_head++];
-    if (--eng->n_queue == 0)
+    PnHeapKey key = eng->queue.keys[eng->q_head++];
+    if (--eng->queue.n == 0)
       eng->q_head = 0;
     return key;
   }
-  PnQueueKey key = heap_pop(eng);
-  if (eng->n_queue < SMALL_MIN)
+  PnHeapKey key = pn_heap_pop(&eng->queue);
+  if (eng->queue.n < SMALL_MIN)
     heap_to_small(eng);
   return key;
 }
 
 /* ---- sorted-list queue (reference) ---- */
 
-static void list_push(PnEngine *eng, PnQueueKey key)
+static void list_push(PnEngine *eng, PnHeapKey key)
 {
   /* Descending order; skip from the end over every key that comes before the new one. */
   queue_reserve(eng);
-  PnQueueKey *a = eng->queue;
-  size_t i      = eng->n_queue;
-  while (i > 0 && key_less(&a[i - 1], &key))
+  PnHeapKey *a = eng->queue.keys;
+  size_t i     = eng->queue.n;
+  while (i > 0 && pn_heap_less(&a[i - 1], &key))
     i--;
-  memmove(&a[i + 1], &a[i], (eng->n_queue - i) * sizeof *a);
+  memmove(&a[i + 1], &a[i], (eng->queue.n - i) * sizeof *a);
   a[i] = key;
-  eng->n_queue++;
+  eng->queue.n++;
 }
 
-static inline PnQueueKey list_pop(PnEngine *eng) { return eng->queue[--eng->n_queue]; }
+static inline PnHeapKey list_pop(PnEngine *eng) { return eng->queue.keys[--eng->queue.n]; }
 
 /* ---- events due now (HEAP) ---- */
 
-static inline void due_push(PnEngine *eng, PnQueueKey key)
+static inline void due_push(PnEngine *eng, PnHeapKey key)
 {
   if (eng->n_due == eng->cap_due) {
     eng->cap_due = eng->cap_due ? 2 * eng->cap_due : 64;
-    eng->due     = g_renew(PnQueueKey, eng->due, eng->cap_due);
+    eng->due     = g_renew(PnHeapKey, eng->due, eng->cap_due);
   }
   eng->due[eng->n_due++] = key;
 }
@@ -332,39 +259,39 @@ static inline void due_push(PnEngine *eng, PnQueueKey key)
 /* True when the next event is the FIFO's head rather than the heap's top. */
 static inline bool due_first(const PnEngine *eng)
 {
-  return eng->due_head < eng->n_due && (eng->n_queue == 0 || key_less(&eng->due[eng->due_head], queue_front(eng)));
+  return eng->due_head < eng->n_due && (eng->queue.n == 0 || pn_heap_less(&eng->due[eng->due_head], queue_front(eng)));
 }
 
-static inline PnQueueKey due_pop(PnEngine *eng)
+static inline PnHeapKey due_pop(PnEngine *eng)
 {
-  PnQueueKey key = eng->due[eng->due_head++];
+  PnHeapKey key = eng->due[eng->due_head++];
   if (eng->due_head == eng->n_due)
     eng->due_head = eng->n_due = 0; /* drained: reuse from the start */
   return key;
 }
 
-static inline PnQueueKey queue_pop(PnEngine *eng)
+static inline PnHeapKey queue_pop(PnEngine *eng)
 {
   if (eng->kind != PN_QUEUE_HEAP)
     return list_pop(eng);
   return due_first(eng) ? due_pop(eng) : adaptive_pop(eng);
 }
 
-static inline const PnQueueKey *queue_peek(const PnEngine *eng)
+static inline const PnHeapKey *queue_peek(const PnEngine *eng)
 {
   if (eng->kind == PN_QUEUE_HEAP && due_first(eng))
     return &eng->due[eng->due_head];
-  if (eng->n_queue == 0)
+  if (eng->queue.n == 0)
     return NULL;
-  return eng->kind == PN_QUEUE_HEAP ? queue_front(eng) : &eng->queue[eng->n_queue - 1];
+  return eng->kind == PN_QUEUE_HEAP ? queue_front(eng) : &eng->queue.keys[eng->queue.n - 1];
 }
 
 /* ---- renumbering ---- */
 
 static int key_cmp(const void *a, const void *b)
 {
-  const PnQueueKey *x = *(const PnQueueKey *const *)a, *y = *(const PnQueueKey *const *)b;
-  return key_less(x, y) ? -1 : key_less(y, x) ? 1 : 0;
+  const PnHeapKey *x = *(const PnHeapKey *const *)a, *y = *(const PnHeapKey *const *)b;
+  return pn_heap_less(x, y) ? -1 : pn_heap_less(y, x) ? 1 : 0;
 }
 
 /* seq would pass its 40 bits: every pending key gets a new seq from 0, in the keys' order, so
@@ -372,12 +299,12 @@ static int key_cmp(const void *a, const void *b)
  * container's arrangement stays valid. */
 static void renumber(PnEngine *eng)
 {
-  size_t n_due = eng->n_due - eng->due_head, n = eng->n_queue + n_due;
-  PnQueueKey **all = g_new(PnQueueKey *, n ? n : 1);
-  for (size_t i = 0; i < eng->n_queue; i++)
-    all[i] = &eng->queue[eng->q_head + i]; /* q_head is 0 except in the sorted form */
+  size_t n_due = eng->n_due - eng->due_head, n = eng->queue.n + n_due;
+  PnHeapKey **all = g_new(PnHeapKey *, n ? n : 1);
+  for (size_t i = 0; i < eng->queue.n; i++)
+    all[i] = &eng->queue.keys[eng->q_head + i]; /* q_head is 0 except in the sorted form */
   for (size_t i = 0; i < n_due; i++)
-    all[eng->n_queue + i] = &eng->due[eng->due_head + i];
+    all[eng->queue.n + i] = &eng->due[eng->due_head + i];
   qsort(all, n, sizeof *all, key_cmp);
   for (size_t i = 0; i < n; i++)
     all[i]->ord = ((uint64_t)i << SLOT_BITS) | key_slot(all[i]);
@@ -399,7 +326,7 @@ PnEventId pn_engine_schedule(PnEngine *eng, PnTimeNs at_ns, PnEventFn fn, void *
   s->cancelled   = false;
   if (eng->next_seq == SEQ_LIMIT)
     renumber(eng);
-  PnQueueKey key = {.t_ns = at_ns, .ord = (eng->next_seq++ << SLOT_BITS) | slot};
+  PnHeapKey key = {.key = at_ns, .ord = (eng->next_seq++ << SLOT_BITS) | slot};
   if (eng->kind == PN_QUEUE_HEAP && at_ns == eng->now_ns)
     due_push(eng, key);
   else if (eng->kind == PN_QUEUE_HEAP)
@@ -436,19 +363,19 @@ bool pn_engine_step(PnEngine *eng)
 {
   for (;;) {
     /* queue_peek() then queue_pop(), with the FIFO-or-heap choice made once */
-    bool from_due          = eng->kind == PN_QUEUE_HEAP && due_first(eng);
-    const PnQueueKey *head = from_due                     ? &eng->due[eng->due_head]
-                             : eng->n_queue == 0          ? NULL
-                             : eng->kind == PN_QUEUE_HEAP ? queue_front(eng)
-                                                          : &eng->queue[eng->n_queue - 1];
-    if (eng->hook_pending && (head == NULL || head->t_ns > eng->now_ns)) {
+    bool from_due         = eng->kind == PN_QUEUE_HEAP && due_first(eng);
+    const PnHeapKey *head = from_due                     ? &eng->due[eng->due_head]
+                            : eng->queue.n == 0          ? NULL
+                            : eng->kind == PN_QUEUE_HEAP ? queue_front(eng)
+                                                         : &eng->queue.keys[eng->queue.n - 1];
+    if (eng->hook_pending && (head == NULL || head->key > eng->now_ns)) {
       eng->hook_pending = false; /* the hook may request itself again */
       eng->hook_fn(eng, eng->hook_ctx, 0);
       continue;
     }
     if (head == NULL)
       return false;
-    PnQueueKey key = from_due ? due_pop(eng) : eng->kind == PN_QUEUE_HEAP ? adaptive_pop(eng) : list_pop(eng);
+    PnHeapKey key  = from_due ? due_pop(eng) : eng->kind == PN_QUEUE_HEAP ? adaptive_pop(eng) : list_pop(eng);
     uint32_t slot  = key_slot(&key);
     PnEventSlot *s = &eng->slots[slot];
     bool cancelled = s->cancelled;
@@ -459,8 +386,8 @@ bool pn_engine_step(PnEngine *eng)
     slot_release(eng, s, slot);
     if (cancelled)
       continue;
-    g_assert(key.t_ns >= eng->now_ns);
-    eng->now_ns = key.t_ns;
+    g_assert(key.key >= eng->now_ns);
+    eng->now_ns = key.key;
     eng->fired++;
     fn(eng, ctx, arg);
     return true;
@@ -470,7 +397,7 @@ bool pn_engine_step(PnEngine *eng)
 /* Pops cancelled events sitting at the head; true when a live event remains. */
 static bool has_live_event(PnEngine *eng)
 {
-  const PnQueueKey *head;
+  const PnHeapKey *head;
   while ((head = queue_peek(eng)) != NULL) {
     PnEventSlot *s = &eng->slots[key_slot(head)];
     if (!s->cancelled)
@@ -508,7 +435,7 @@ gboolean pn_engine_run(PnEngine *eng, uint64_t event_budget, GError **error)
       instant      = eng->now_ns;
       same_instant = 1;
     } else if (eng->stall_limit != 0 && ++same_instant >= eng->stall_limit && has_live_event(eng) &&
-               queue_peek(eng)->t_ns == instant) {
+               queue_peek(eng)->key == instant) {
       g_set_error(error, PN_ENGINE_ERROR, PN_ENGINE_ERROR_STALLED,
                   "simulated time stopped advancing: %" PRIu64 " events fired at t=%" PRId64
                   " ns and more are due then (zero-duration loop?)",

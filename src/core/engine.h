@@ -10,9 +10,10 @@
  * once (more aborts with a message; a simulator keeps a few per simulated GPU).
  *
  * Cost: cancel O(1). PN_QUEUE_HEAP keeps up to 64 pending events as a sorted array (pop O(1),
- * schedule a scan back from the latest, at most 64 steps) and more as a 4-ary heap (schedule and
- * pop O(log n)). The sorted-list reference queue (PN_QUEUE_LIST) is O(n) per schedule and exists
- * to be run through the same tests. Neither allocates per event once its arrays have grown.
+ * schedule a scan back from the latest, at most 64 steps) and more as a 4-ary heap (heap.h:
+ * schedule and pop O(log n)). The sorted-list reference queue (PN_QUEUE_LIST) is O(n) per schedule
+ * and exists to be run through the same tests. Neither allocates per event once its arrays have
+ * grown.
  */
 #ifndef PN_CORE_ENGINE_H
 #define PN_CORE_ENGINE_H

@@ -4,6 +4,9 @@
  * worklist that settle starts tasks from, in task-id order. */
 #include "hw/exec-private.h"
 
+/* The worklist is a binary min-heap of the task ids themselves, not core/heap.h's (key, ord)
+ * pairs: it pops once per task started, and with those 16-byte keys the pops of a 405B run took
+ * 18.9 M instructions instead of 9.3 M (the whole run 1.8% more). */
 void pn__work_push(Exec *ex, PnTaskId t)
 {
   if (ex->state[t] & ST_QUEUED)

@@ -10,7 +10,7 @@
  * with anything that changed, so their max-min rates are unchanged: the result is the exact
  * max-min solution of the whole system.
  *
- * Progressive filling uses a lazy min-heap of levels: resources keyed by
+ * Progressive filling uses a lazy min-heap of levels (core/heap.h): resources keyed by
  * L_r = remaining_r / sum of a_{f,r} over unfixed flows (re-pushed with a new version when that
  * changes; stale entries are skipped) and bounded flows keyed by their bound. Fixing flows can
  * only raise the level of the other resources, so popping the minimum is exactly "take the
@@ -24,6 +24,9 @@
 #include "hw/maxmin.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "core/heap.h"
 
 /* Growable arrays on the hot path: plain pointer/count/capacity triples (GArray's out-of-line
  * calls cost more than the solver's work on small components). */
@@ -83,13 +86,6 @@ typedef struct {
   bool fixed;
 } Flow;
 
-typedef struct {
-  double level;
-  int32_t id;       /* resource or flow */
-  uint32_t version; /* resources: must match Res.version; flows: unused */
-  bool is_flow;
-} HeapEntry;
-
 struct PnMaxMin {
   GArray *res;   /* of Res */
   GArray *flows; /* of Flow */
@@ -112,8 +108,7 @@ struct PnMaxMin {
   uint32_t n_comp_flows, cap_comp_flows;
   PnResourceId *touched;
   uint32_t n_touched, cap_touched;
-  HeapEntry *heap;
-  uint32_t n_heap, cap_heap;
+  PnHeap heap; /* levels (push_level) */
 };
 
 static inline Res *res_at(const PnMaxMin *mm, PnResourceId r) { return &mm->res_v[r]; }
@@ -144,7 +139,7 @@ void pn_maxmin_free(PnMaxMin *mm)
   g_free(mm->comp_res);
   g_free(mm->comp_flows);
   g_free(mm->touched);
-  g_free(mm->heap);
+  pn_heap_clear(&mm->heap);
   g_free(mm);
 }
 
@@ -386,53 +381,36 @@ int pn_maxmin_active_flows(const PnMaxMin *mm) { return mm->n_active; }
 
 /* ---- solve ---- */
 
-static inline bool entry_less(const HeapEntry *a, const HeapEntry *b)
+/* A level in the heap: the key is the level's bits (levels are +0.0 or more, and such doubles'
+ * bits order as their values do), then at an equal level a flow before a resource (a bound equal
+ * to a resource level: fix the bounded flow first), then the id. A resource's version rides in
+ * the low bits: it must match Res.version, else the entry is stale (two entries of one resource
+ * differ only there, and only the newest can be current). */
+#define LEVEL_OF_RESOURCE ((uint64_t)1 << 63)
+
+typedef struct {
+  double level;
+  int32_t id;
+  uint32_t version;
+  bool is_flow;
+} Level;
+
+static inline void push_level(PnMaxMin *mm, double level, bool is_flow, int32_t id, uint32_t version)
 {
-  if (a->level != b->level)
-    return a->level < b->level;
-  if (a->is_flow != b->is_flow)
-    return a->is_flow; /* a bound equal to a resource level: fix the bounded flow first */
-  return a->id < b->id;
+  int64_t bits;
+  memcpy(&bits, &level, sizeof bits);
+  uint64_t ord = (is_flow ? 0 : LEVEL_OF_RESOURCE) | (uint64_t)(uint32_t)id << 32 | version;
+  pn_heap_push(&mm->heap, (PnHeapKey){.key = bits, .ord = ord});
 }
 
-static void heap_push(PnMaxMin *mm, HeapEntry e)
+static inline Level pop_level(PnMaxMin *mm)
 {
-  if (mm->n_heap == mm->cap_heap) {
-    mm->cap_heap = mm->cap_heap ? 2 * mm->cap_heap : 16;
-    mm->heap     = g_renew(HeapEntry, mm->heap, mm->cap_heap);
-  }
-  HeapEntry *h = mm->heap;
-  size_t i     = mm->n_heap++;
-  while (i > 0) {
-    size_t p = (i - 1) / 2;
-    if (!entry_less(&e, &h[p]))
-      break;
-    h[i] = h[p];
-    i    = p;
-  }
-  h[i] = e;
-}
-
-static HeapEntry heap_pop(PnMaxMin *mm)
-{
-  HeapEntry *h  = mm->heap;
-  HeapEntry top = h[0];
-  size_t n      = --mm->n_heap;
-  HeapEntry e   = h[n];
-  size_t i      = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= n)
-      break;
-    if (c + 1 < n && entry_less(&h[c + 1], &h[c]))
-      c++;
-    if (!entry_less(&h[c], &e))
-      break;
-    h[i] = h[c];
-    i    = c;
-  }
-  h[i] = e;
-  return top;
+  PnHeapKey k = pn_heap_pop(&mm->heap);
+  Level l     = {.id      = (int32_t)((k.ord & ~LEVEL_OF_RESOURCE) >> 32),
+                 .version = (uint32_t)k.ord,
+                 .is_flow = !(k.ord & LEVEL_OF_RESOURCE)};
+  memcpy(&l.level, &k.key, sizeof l.level);
+  return l;
 }
 
 static inline double res_level(const Res *r)
@@ -445,8 +423,7 @@ static void push_res(PnMaxMin *mm, PnResourceId id)
 {
   Res *r = res_at(mm, id);
   r->version++;
-  HeapEntry e = {.level = res_level(r), .id = id, .version = r->version, .is_flow = false};
-  heap_push(mm, e);
+  push_level(mm, res_level(r), false, id, r->version);
 }
 
 /* Exact coefficient sum over the unfixed flows of r, used when subtraction lost precision. */
@@ -690,7 +667,7 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
     r->sum_a     = 0.0;
     r->n_unfixed = 0;
   }
-  mm->n_heap = 0;
+  mm->heap.n = 0;
   for (uint32_t i = 0; i < mm->n_comp_flows; i++) {
     PnFlowId f = mm->comp_flows[i];
     Flow *fl   = flow_at(mm, f);
@@ -702,7 +679,7 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
       r->n_unfixed++;
     }
     if (fl->bound > 0.0)
-      heap_push(mm, (HeapEntry){.level = fl->bound, .id = f, .is_flow = true});
+      push_level(mm, fl->bound, true, f, 0);
   }
   for (uint32_t i = 0; i < mm->n_comp_res; i++) {
     PnResourceId id = mm->comp_res[i];
@@ -711,8 +688,8 @@ void pn_maxmin_solve(PnMaxMin *mm, GArray *changed_out)
     if (r->n_unfixed > 0)
       push_res(mm, id);
   }
-  while (mm->n_heap > 0) {
-    HeapEntry e = heap_pop(mm);
+  while (mm->heap.n > 0) {
+    Level e = pop_level(mm);
     if (e.is_flow) {
       if (!flow_at(mm, e.id)->fixed)
         fix_flow(mm, e.id, e.level);

@@ -1,12 +1,14 @@
-/* test_core.c — the event engine. Every behaviour test is a Check loop test run once per queue
- * implementation (_i = 0: PN_QUEUE_HEAP, _i = 1: PN_QUEUE_LIST), as ns-3 runs one test case
- * over each scheduler; the property test compares the two on the same random operations. */
+/* test_core.c — the event engine and its heap. Every behaviour test of the engine is a Check loop
+ * test run once per queue implementation (_i = 0: PN_QUEUE_HEAP, _i = 1: PN_QUEUE_LIST), as ns-3
+ * runs one test case over each scheduler; the property test compares the two on the same random
+ * operations. The heap (heap.h) is compared with a sorted array. */
 #include <check.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/engine.h"
+#include "core/heap.h"
 
 static const PnQueueKind kinds[] = {PN_QUEUE_HEAP, PN_QUEUE_LIST};
 
@@ -545,6 +547,81 @@ START_TEST(test_seq_renumber)
 }
 END_TEST
 
+/* ---- the heap (heap.h) ---- */
+
+/* A key from a narrow range (many equal keys, and equal pairs) or from the whole range (keys up to
+ * INT64_MAX, ords with the top bit set: the 128-bit compare must read both words unsigned, the key
+ * first). */
+static PnHeapKey random_key(GRand *rng, bool narrow)
+{
+  uint64_t hi = ((uint64_t)g_rand_int(rng) << 32) | g_rand_int(rng);
+  uint64_t lo = ((uint64_t)g_rand_int(rng) << 32) | g_rand_int(rng);
+  if (narrow)
+    return (PnHeapKey){.key = (int64_t)(hi % 8), .ord = lo % 16};
+  return (PnHeapKey){.key = (int64_t)(hi >> 1), .ord = lo};
+}
+
+/* The reference: the same keys sorted in descending order, the least at the end. */
+static void ref_insert(GArray *ref, PnHeapKey k)
+{
+  guint i = ref->len;
+  while (i > 0 && pn_heap_less(&g_array_index(ref, PnHeapKey, i - 1), &k))
+    i--;
+  g_array_insert_val(ref, i, k);
+}
+
+static void expect_pop(PnHeap *h, GArray *ref)
+{
+  PnHeapKey got  = pn_heap_pop(h);
+  PnHeapKey want = g_array_index(ref, PnHeapKey, ref->len - 1);
+  g_array_set_size(ref, ref->len - 1);
+  ck_assert_int_eq(got.key, want.key);
+  ck_assert_uint_eq(got.ord, want.ord);
+  ck_assert_uint_eq(h->n, ref->len);
+}
+
+/* Property: through random pushes and pops (the heap growing from empty to hundreds of keys and
+ * draining, with runs of equal keys), every pop returns the least key of a sorted reference that
+ * holds the same keys. Every other round starts from an ascending array written in directly, as
+ * the engine's queue switches from its sorted form. */
+START_TEST(test_heap_matches_sorted)
+{
+  GRand *rng = g_rand_new_with_seed(7);
+  for (int round = 0; round < 16; round++) {
+    bool narrow           = round % 4 < 2;
+    PnHeap h              = {0};
+    g_autoptr(GArray) ref = g_array_new(FALSE, FALSE, sizeof(PnHeapKey));
+    if (round % 2 == 1) {
+      size_t n0 = (size_t)g_rand_int_range(rng, 1, 100);
+      for (size_t i = 0; i < n0; i++)
+        ref_insert(ref, random_key(rng, narrow));
+      while (h.cap < n0)
+        pn_heap_grow(&h);
+      for (size_t i = 0; i < n0; i++)
+        h.keys[i] = g_array_index(ref, PnHeapKey, n0 - 1 - i);
+      h.n = n0;
+    }
+    for (int op = 0; op < 4000; op++) {
+      int push_pct = op < 2000 ? 60 : 35; /* grow, then drain */
+      if (ref->len == 0 || g_rand_int_range(rng, 0, 100) < push_pct) {
+        PnHeapKey k = random_key(rng, narrow);
+        pn_heap_push(&h, k);
+        ref_insert(ref, k);
+        ck_assert_uint_eq(h.n, ref->len);
+      } else {
+        expect_pop(&h, ref);
+      }
+    }
+    while (ref->len > 0)
+      expect_pop(&h, ref);
+    pn_heap_clear(&h);
+    ck_assert_ptr_null(h.keys);
+    ck_assert_uint_eq(h.cap, 0);
+  }
+  g_rand_free(rng);
+}
+END_TEST
+
 static Suite *core_suite(void)
 {
   Suite *s = suite_create("core");
@@ -575,6 +652,9 @@ static Suite *core_suite(void)
   suite_add_tcase(s, tc);
   tc = tcase_create("small_heap_switch_matches_list");
   tcase_add_test(tc, test_small_heap_switch_matches_list);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("heap_matches_sorted");
+  tcase_add_test(tc, test_heap_matches_sorted);
   suite_add_tcase(s, tc);
   return s;
 }
