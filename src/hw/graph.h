@@ -59,8 +59,6 @@ typedef enum {
   PN_STREAM_PP_RECV,
   PN_STREAM_CP_COMM,
   PN_STREAM_EP_COMM,
-  PN_STREAM_UB_COMPUTE1, /* TE userbuffers rotate GEMM chunks over 3 compute streams */
-  PN_STREAM_UB_COMPUTE2,
   PN_STREAM_SHARED_EXPERT, /* Megatron's moe_shared_expert_overlap: shared experts beside the all-to-all */
   PN_STREAM_N
 } PnStream;

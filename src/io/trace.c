@@ -3,9 +3,8 @@
 
 #include "io/jsonw.h"
 
-static const char *const stream_names[PN_STREAM_N] = {"compute",     "tp_comm",      "dp_comm", "pp_next",
-                                                      "pp_prev",     "cp_comm",      "ep_comm", "ub_compute1",
-                                                      "ub_compute2", "shared_expert"};
+static const char *const stream_names[PN_STREAM_N] = {"compute", "tp_comm", "dp_comm", "pp_next",
+                                                      "pp_prev", "cp_comm", "ep_comm", "shared_expert"};
 static const char *const class_names[PN_CLASS_N]   = {"dp", "tp", "pp", "cp", "ep"};
 
 /* A metadata event naming a process (a GPU) or a thread (a stream, tid >= 0). */

@@ -717,7 +717,7 @@ START_TEST(test_exec_streams_concurrent)
 
   g_autoptr(PnGraph) g2 = pn_graph_new(2);
   a                     = add(g2, compute(0, PN_STREAM_COMPUTE, 1000), 0, NULL);
-  b                     = add(g2, compute(0, PN_STREAM_UB_COMPUTE1, 1000), 0, NULL);
+  b                     = add(g2, compute(0, PN_STREAM_SHARED_EXPERT, 1000), 0, NULL);
   r                     = run_ok(g2, &hw, 8);
   ck_span(r, a, 0, 2000);
   ck_span(r, b, 0, 2000);
@@ -844,7 +844,7 @@ START_TEST(test_exec_sm_limit)
   PnTask lim           = compute(0, PN_STREAM_COMPUTE, 1000);
   lim.sms              = 32;
   PnTaskId c1          = add(g, lim, 0, NULL);
-  PnTaskId c2          = add(g, compute(0, PN_STREAM_UB_COMPUTE1, 1000), 0, NULL);
+  PnTaskId c2          = add(g, compute(0, PN_STREAM_SHARED_EXPERT, 1000), 0, NULL);
   PnExecResult r       = run_ok(g, &hw, 8);
   ck_span(r, c2, 0, 1320);
   ck_span(r, c1, 0, 4125);
@@ -1310,7 +1310,7 @@ static void chain_tasks(GRand *rng, PnGraph *g, uint32_t n_target)
         add(g, t, k == 0 ? nd : 0, deps);
       }
     } else if (kind < 14) {
-      add(g, compute(gpu, PN_STREAM_UB_COMPUTE1, g_rand_double_range(rng, 1, 800)), nd, deps);
+      add(g, compute(gpu, PN_STREAM_SHARED_EXPERT, g_rand_double_range(rng, 1, 800)), nd, deps);
     } else if (kind < 17) {
       PnStream st = g_rand_int_range(rng, 0, 2) ? PN_STREAM_TP_COMM : PN_STREAM_DP_COMM;
       add(g,

@@ -1630,7 +1630,7 @@ static PnTimeNs start_of_c(int max_connections)
                            .chunk      = -1,
                            .layer      = -1};
   PnTask c              = a;
-  c.stream              = PN_STREAM_UB_COMPUTE1;
+  c.stream              = PN_STREAM_SHARED_EXPERT;
   c.label               = "C";
   PnTaskId ia           = pn_graph_add(g, &a, NULL, 0);
   PnTaskId ib           = pn_graph_add(g, &b, &ia, 1);
