@@ -369,7 +369,7 @@ START_TEST(shared_expert_overlap_runs_beside_dispatch)
 }
 END_TEST
 
-/* Kernel chains (hw/exec.c) change nothing a user sees: every shipped scenario and validation
+/* Kernel chains (hw/exec_kernels.c) change nothing a user sees: every shipped scenario and validation
  * configuration, simulated with one and with two iterations (the window then starts at the first
  * iteration's end: its end tasks must close on their own), gives the same report with and
  * without them (the report leaves out the event count and the wall time, which they do change,
