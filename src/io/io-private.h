@@ -88,6 +88,14 @@ typedef struct {
   int value;
 } PnEnumName;
 
+/* The scenario's spellings of its enums (scenario.c), shared by the loader and the report so that
+ * a report names a value as the scenario writes it. */
+extern const PnEnumName pn__io_precision_names[];
+extern const PnEnumName pn__io_cp_comm_names[];
+
+/* The name of value v in table t (terminated by {NULL, 0}); "?" when t has none. */
+const char *pn__io_enum_name(const PnEnumName *t, int v);
+
 typedef struct {
   const char *key;
   PnFieldKind kind;

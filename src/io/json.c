@@ -564,6 +564,14 @@ static gboolean apply_string(const PnIoCtx *ctx, const cJSON *v, const char *ptr
   return TRUE;
 }
 
+const char *pn__io_enum_name(const PnEnumName *t, int v)
+{
+  for (const PnEnumName *e = t; e->name != NULL; e++)
+    if (e->value == v)
+      return e->name;
+  return "?";
+}
+
 /* An ENUM or ENUM_NULL field: one of f->names (null stores f->null_value). */
 static gboolean apply_enum(const PnIoCtx *ctx, const cJSON *v, const char *ptr, const PnField *f, void *dst,
                            GError **error)

@@ -8,6 +8,7 @@
 
 #include "io/report.h"
 
+#include "io/io-private.h"
 #include "io/jsonw.h"
 #include "overlap/strategy.h"
 
@@ -19,16 +20,6 @@ G_STATIC_ASSERT(G_N_ELEMENTS(class_names) == PN_CLASS_N);
 
 static const char *class_name(int c) { return c >= 0 && c < PN_CLASS_N ? class_names[c] : "?"; }
 G_STATIC_ASSERT(PN_CLASS_DP == 0 && PN_CLASS_TP == 1 && PN_CLASS_PP == 2 && PN_CLASS_CP == 3 && PN_CLASS_EP == 4);
-
-static const char *precision_name(PnPrecision p) { return p == PN_PREC_FP8 ? "fp8" : "bf16"; }
-
-/* as the scenario writes comm_overlap.cp_comm_type */
-static const char *cp_comm_type_name(PnCpCommType t)
-{
-  static const char *const names[] = {
-      [PN_CP_P2P] = "p2p", [PN_CP_ALL_GATHER] = "all_gather", [PN_CP_A2A] = "a2a", [PN_CP_A2A_P2P] = "a2a+p2p"};
-  return t >= 0 && t < (int)G_N_ELEMENTS(names) ? names[t] : "?";
-}
 
 /* "scenarios/x.json" -> "x" */
 static char *scenario_name(const PnScenario *sc)
@@ -77,7 +68,7 @@ static void overlap_json(PnJsonWriter *w, const PnScenario *sc, const PnPlan *pl
   pn_jsonw_int(w, "bucket_size", plan->bucket_size);
   pn_jsonw_bool(w, "align_param_gather", plan->align_param_gather);
   pn_jsonw_bool(w, "batch_p2p_comm", plan->batch_p2p_comm);
-  pn_jsonw_string(w, "cp_comm_type", cp_comm_type_name(plan->cp_comm_type));
+  pn_jsonw_string(w, "cp_comm_type", pn__io_enum_name(pn__io_cp_comm_names, (int)plan->cp_comm_type));
   pn_jsonw_int(w, "max_connections", plan->max_connections);
   const char *preset = ub_preset(sc, plan);
   if (preset)
@@ -118,7 +109,7 @@ static void summary_json(PnJsonWriter *w, const PnScenario *sc, const PnResult *
   pn_jsonw_int(w, "global_batch_size", sc->training.global_batch_size);
   pn_jsonw_int(w, "num_microbatches", par->num_microbatches);
   pn_jsonw_int(w, "seq_length", sc->training.seq_length);
-  pn_jsonw_string(w, "precision", precision_name(sc->training.precision));
+  pn_jsonw_string(w, "precision", pn__io_enum_name(pn__io_precision_names, (int)sc->training.precision));
   pn_jsonw_end(w);
   pn_jsonw_object(w, "hardware", PN_JSONW_BLOCK);
   pn_jsonw_string(w, "name", sc->hw ? sc->hw->name : sc->hardware.profile);
@@ -256,7 +247,8 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
                          "  batch    micro %" G_GINT64_FORMAT ", global %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT
                          " micro-batches), sequence %" G_GINT64_FORMAT ", %s\n\n",
                          sc->training.micro_batch_size, sc->training.global_batch_size, par->num_microbatches,
-                         sc->training.seq_length, precision_name(sc->training.precision));
+                         sc->training.seq_length,
+                         pn__io_enum_name(pn__io_precision_names, (int)sc->training.precision));
 
   g_string_append_printf(o, "%-22s %12s s\n", "iteration time", fmt("%.4f", r->iteration_time_s).s);
   g_string_append_printf(o, "%-22s %12s\n", "tokens/s/GPU", fmt("%.1f", r->tokens_per_s_per_gpu).s);

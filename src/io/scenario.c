@@ -45,8 +45,8 @@ G_STATIC_ASSERT(sizeof(PnPrecision) == sizeof(int) && sizeof(PnCpCommType) == si
                 sizeof(PnRecomputeGranularity) == sizeof(int) && sizeof(PnRecomputeMethod) == sizeof(int) &&
                 sizeof(PnMoeDispatcher) == sizeof(int));
 
-static const PnEnumName precision_names[] = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
-static const PnEnumName cp_comm_names[]   = {
+const PnEnumName pn__io_precision_names[] = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
+const PnEnumName pn__io_cp_comm_names[]   = {
       {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
 static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
@@ -83,7 +83,7 @@ static const PnField training_fields[] = {
     F_INT_REQ(PnTrainingConfig, "seq_length", seq_length, 1, 100000000),
     F_INT(PnTrainingConfig, "micro_batch_size", micro_batch_size, 1, 1000000000),
     F_INT_REQ(PnTrainingConfig, "global_batch_size", global_batch_size, 1, 1000000000),
-    F_ENUM(PnTrainingConfig, "precision", PN_FIELD_ENUM, precision, precision_names, 0),
+    F_ENUM(PnTrainingConfig, "precision", PN_FIELD_ENUM, precision, pn__io_precision_names, 0),
     F_RANGE(PnTrainingConfig, "iterations", iterations, 1, 100),
     F_KIND(PnTrainingConfig, "gradient_accumulation_fusion", PN_FIELD_BOOL, gradient_accumulation_fusion),
     {.key = "cuda_graph_modules", .kind = PN_FIELD_CUSTOM},
@@ -130,7 +130,7 @@ static const PnField comm_overlap_fields[] = {
     F_KIND(PnCommOverlapConfig, "overlap_p2p_comm", PN_FIELD_TRI, overlap_p2p_comm),
     F_KIND(PnCommOverlapConfig, "batch_p2p_comm", PN_FIELD_TRI, batch_p2p_comm),
     F_KIND(PnCommOverlapConfig, "overlap_p2p_comm_warmup_flush", PN_FIELD_BOOL, overlap_p2p_comm_warmup_flush),
-    F_ENUM(PnCommOverlapConfig, "cp_comm_type", PN_FIELD_ENUM, cp_comm_type, cp_comm_names, 0),
+    F_ENUM(PnCommOverlapConfig, "cp_comm_type", PN_FIELD_ENUM, cp_comm_type, pn__io_cp_comm_names, 0),
     F_KIND(PnCommOverlapConfig, "defer_embedding_wgrad_compute", PN_FIELD_BOOL, defer_embedding_wgrad_compute),
     F_KIND(PnCommOverlapConfig, "delay_wgrad_compute", PN_FIELD_BOOL, delay_wgrad_compute),
     F_KIND(PnCommOverlapConfig, "overlap_moe_expert_parallel_comm", PN_FIELD_BOOL, overlap_moe_expert_parallel_comm),
