@@ -6,6 +6,7 @@
 #include "io/hwprofile.h"
 #include "io/io-private.h"
 #include "io/scenario.h"
+#include "workload/rules.h"
 
 #define SCENARIO_SCHEMA_VERSION 1
 
@@ -400,288 +401,36 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
 
 #define I64 "%" G_GINT64_FORMAT
 
-/* The scenario's consistency, one part at a time and in this order: each part reads what the ones
- * before it derived (data_parallel_size, the layers of a stage, num_microbatches). */
-
-static gboolean validate_layout(const PnIoCtx *ctx, PnScenario *sc, GError **error)
+/* The scenario's consistency: Megatron's layout rules (workload/rules.h) as errors at the key
+ * they blame, then the warnings about what is accepted but not simulated as written. */
+static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings, GError **error)
 {
-  const PnModelConfig *m = &sc->model;
-  PnParallelConfig *par  = &sc->parallel;
-  int64_t tp = par->tensor_model_parallel_size, pp = par->pipeline_model_parallel_size;
-  int64_t cp = par->context_parallel_size, gpus = sc->hardware.num_gpus;
-
-  /* tensor parallelism splits heads and query groups */
-  if (m->num_attention_heads % tp != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/tensor_model_parallel_size",
-                I64 " does not divide num_attention_heads " I64, tp, m->num_attention_heads);
-    return FALSE;
-  }
-  if (m->num_query_groups % tp != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/tensor_model_parallel_size",
-                I64 " does not divide num_query_groups " I64, tp, m->num_query_groups);
-    return FALSE;
-  }
-
-  /* world = tp * pp * cp * dp; each factor <= num_gpus <= 1e7, so the products below fit */
-  int64_t tp_pp     = (tp > gpus || pp > gpus) ? gpus + 1 : tp * pp;
-  int64_t model_par = (tp_pp > gpus || cp > gpus) ? gpus + 1 : tp_pp * cp;
-  if (model_par > gpus || gpus % model_par != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/hardware/num_gpus",
-                I64 " is not divisible by tensor x pipeline x context parallel size (" I64 " x " I64 " x " I64 ")",
-                gpus, tp, pp, cp);
-    return FALSE;
-  }
-  int64_t dp              = gpus / model_par;
-  par->data_parallel_size = dp;
-  return TRUE;
-}
-
-static gboolean validate_pipeline(const PnIoCtx *ctx, const PnScenario *sc, int64_t *stage_layers_out, GError **error)
-{
-  const PnModelConfig *m      = &sc->model;
-  const PnParallelConfig *par = &sc->parallel;
-  int64_t pp = par->pipeline_model_parallel_size, vpp = par->virtual_pipeline_model_parallel_size;
-
-  /* pipeline stages and virtual chunks hold whole layers */
-  if (vpp > 1 && pp == 1) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/virtual_pipeline_model_parallel_size",
-                I64 " needs pipeline_model_parallel_size > 1 (interleaving splits each pipeline stage)", vpp);
-    return FALSE;
-  }
-  /* Megatron's account_for_{embedding,loss}_in_pipeline_split count the embedding (first stage)
-   * and the output layer + loss (last stage) as one layer each when splitting */
-  int64_t extra =
-      (par->account_for_embedding_in_pipeline_split ? 1 : 0) + (par->account_for_loss_in_pipeline_split ? 1 : 0);
-  int64_t split_layers = m->num_layers + extra;
-  g_autofree char *counted =
-      extra == 0
-          ? g_strdup_printf("num_layers " I64, m->num_layers)
-          : g_strdup_printf("num_layers " I64 " + " I64 " (account_for_*_in_pipeline_split)", m->num_layers, extra);
-  if (pp > split_layers || split_layers % pp != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/pipeline_model_parallel_size", I64 " does not divide %s",
-                pp, counted);
-    return FALSE;
-  }
-  int64_t stage_layers = split_layers / pp;
-  if (vpp > 1 && stage_layers % vpp != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/virtual_pipeline_model_parallel_size",
-                I64 " does not divide the " I64 " layers of each pipeline stage (%s / pipeline_model_parallel_size " I64
-                    ")",
-                vpp, stage_layers, counted, pp);
-    return FALSE;
-  }
-  if (vpp > 1 && pp == 2 && sc->comm_overlap.overlap_p2p_comm == PN_TRI_FALSE) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/comm_overlap/overlap_p2p_comm",
-                "false is not supported with interleaving (virtual_pipeline_model_parallel_size " I64
-                ") at pipeline_model_parallel_size 2: Megatron requires pp > 2 when overlap_p2p_comm is off",
-                vpp);
-    return FALSE;
-  }
-  *stage_layers_out = stage_layers;
-  return TRUE;
-}
-
-static gboolean validate_batch(const PnIoCtx *ctx, PnScenario *sc, GError **error)
-{
-  PnParallelConfig *par      = &sc->parallel;
-  const PnTrainingConfig *tr = &sc->training;
-  int64_t pp = par->pipeline_model_parallel_size, vpp = par->virtual_pipeline_model_parallel_size;
-  int64_t dp = par->data_parallel_size;
-
-  /* batch: gbs = mbs * dp * num_microbatches */
-  int64_t mbs_dp = tr->micro_batch_size * dp; /* <= 1e9 * 1e7 */
-  if (tr->global_batch_size % mbs_dp != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/global_batch_size",
-                I64 " is not divisible by micro_batch_size x data_parallel_size (" I64 " x " I64 " = " I64 ")",
-                tr->global_batch_size, tr->micro_batch_size, dp, mbs_dp);
-    return FALSE;
-  }
-  int64_t nmb           = tr->global_batch_size / mbs_dp;
-  par->num_microbatches = nmb;
-
-  /* Megatron's interleaved schedule: pp <= group <= m, and m % group is 0 or >= pp */
-  if (vpp > 1) {
-    int64_t group    = par->microbatch_group_size_per_vp_stage ? par->microbatch_group_size_per_vp_stage : pp;
-    const char *gptr = par->microbatch_group_size_per_vp_stage ? "/parallel/microbatch_group_size_per_vp_stage"
-                                                               : "/training/global_batch_size";
-    if (group < pp || group > nmb) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, gptr,
-                  "the interleaved schedule needs pipeline_model_parallel_size (" I64
-                  ") <= microbatch_group_size_per_vp_stage (" I64 ") <= num_microbatches (" I64 ")",
-                  pp, group, nmb);
-      return FALSE;
-    }
-    if (nmb % group != 0 && nmb % group < pp && !par->microbatch_group_size_per_vp_stage) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, gptr,
-                  "the interleaved schedule (virtual_pipeline_model_parallel_size " I64 ") needs num_microbatches (" I64
-                  " = " I64 " / (micro_batch_size " I64 " x data_parallel_size " I64
-                  ")) to be a multiple of pipeline_model_parallel_size " I64 " (Megatron raises otherwise)",
-                  vpp, nmb, tr->global_batch_size, tr->micro_batch_size, dp, pp);
-      return FALSE;
-    }
-    if (nmb % group != 0 && nmb % group < pp) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, gptr,
-                  "num_microbatches " I64 " mod microbatch_group_size_per_vp_stage " I64 " = " I64
-                  " must be 0 or >= pipeline_model_parallel_size " I64 " (Megatron: dependency bubbles)",
-                  nmb, group, nmb % group, pp);
-      return FALSE;
-    }
-  }
-  return TRUE;
-}
-
-static gboolean validate_sequence(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings, GError **error)
-{
-  const PnModelConfig *m     = &sc->model;
-  PnParallelConfig *par      = &sc->parallel;
-  const PnTrainingConfig *tr = &sc->training;
-  int64_t tp = par->tensor_model_parallel_size, cp = par->context_parallel_size;
-
-  /* sequence: CP splits it into 2*cp chunks (load balancing), SP shards each CP slice over TP */
-  if (cp > 1 && tr->seq_length % (2 * cp) != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/seq_length",
-                I64 " is not divisible by 2 x context_parallel_size = " I64
-                    " (context parallelism splits the sequence into 2*cp chunks for load balancing)",
-                tr->seq_length, 2 * cp);
-    return FALSE;
-  }
-  if (par->sequence_parallel && tp == 1) {
+  PnRuleViolation v;
+  unsigned notes = 0;
+  PnRule broken  = pn_workload_check(sc, &v, &notes);
+  if (notes & PN_RULE_NOTE_SP_DISABLED)
     warn(warnings, ctx, "/parallel/sequence_parallel",
          "disabled because tensor_model_parallel_size is 1 (as Megatron does)");
-    par->sequence_parallel = false;
-  }
-  if (par->sequence_parallel && (tr->seq_length / cp) % tp != 0) {
-    if (cp > 1)
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/seq_length",
-                  I64 " / context_parallel_size " I64 " = " I64 " is not divisible by tensor_model_parallel_size " I64
-                      " (sequence_parallel)",
-                  tr->seq_length, cp, tr->seq_length / cp, tp);
-    else
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/seq_length",
-                  I64 " is not divisible by tensor_model_parallel_size " I64 " (sequence_parallel)", tr->seq_length,
-                  tp);
+  if (broken != PN_RULE_OK) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, v.path, "%s", v.message);
     return FALSE;
   }
-  if (cp > 1 && sc->comm_overlap.cp_comm_type == PN_CP_A2A && (m->num_attention_heads / tp) % cp != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/context_parallel_size",
-                I64 " does not divide the " I64 " attention heads per tensor-parallel rank (cp_comm_type \"a2a\")", cp,
-                m->num_attention_heads / tp);
-    return FALSE;
-  }
-  if (m->max_position_embeddings > 0 && strcmp(m->position_embedding_type, "learned_absolute") == 0 &&
-      tr->seq_length > m->max_position_embeddings) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/seq_length",
-                I64 " exceeds the model's max_position_embeddings " I64 " (learned absolute positions)", tr->seq_length,
-                m->max_position_embeddings);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static gboolean validate_experts(const PnIoCtx *ctx, PnScenario *sc, GError **error)
-{
-  const PnModelConfig *m = &sc->model;
-  PnParallelConfig *par  = &sc->parallel;
-  int64_t tp = par->tensor_model_parallel_size, cp = par->context_parallel_size;
-  int64_t ep = par->expert_model_parallel_size, dp = par->data_parallel_size, gpus = sc->hardware.num_gpus;
-
-  /* experts: Megatron-Core lays the expert ranks of a stage out as etp x ep x edp over its
-   * tp x cp x dp ranks; expert_tensor_parallel_size defaults to tensor_model_parallel_size */
-  if (par->expert_tensor_parallel_size == 0)
-    par->expert_tensor_parallel_size = tp;
-  int64_t etp = par->expert_tensor_parallel_size;
-  if (m->num_moe_experts == 0 && (ep > 1 || etp != tp)) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx,
-                ep > 1 ? "/parallel/expert_model_parallel_size" : "/parallel/expert_tensor_parallel_size",
-                I64 " needs a MoE model (num_moe_experts > 0)", ep > 1 ? ep : etp);
-    return FALSE;
-  }
-  if (m->num_moe_experts > 0) {
-    if (m->num_moe_experts % ep != 0) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_model_parallel_size",
-                  I64 " does not divide num_moe_experts " I64, ep, m->num_moe_experts);
-      return FALSE;
-    }
-    if (etp > gpus || ep > gpus || (tp * cp * dp) % (etp * ep) != 0) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_model_parallel_size",
-                  "expert_tensor_parallel_size x expert_model_parallel_size = " I64 " x " I64
-                  " does not divide the ranks of a pipeline stage (tp x cp x dp = " I64 ")",
-                  etp, ep, tp * cp * dp);
-      return FALSE;
-    }
-    int64_t moe_ffn = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
-    if (moe_ffn % etp != 0) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/expert_tensor_parallel_size",
-                  I64 " does not divide moe_ffn_hidden_size " I64, etp, moe_ffn);
-      return FALSE;
-    }
-    if (tp > 1 && ep > 1 && !par->sequence_parallel) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/sequence_parallel",
-                  "expected true: Megatron-Core requires sequence parallelism with tensor and expert parallelism");
-      return FALSE;
-    }
-  }
-  return TRUE;
-}
-
-static gboolean validate_training(const PnIoCtx *ctx, const PnScenario *sc, int64_t stage_layers, GPtrArray *warnings,
-                                  GError **error)
-{
-  const PnTrainingConfig *tr = &sc->training;
-  int64_t dp                 = sc->parallel.data_parallel_size;
-
-  /* optimizer, precision, recompute */
-  if (dp % sc->ddp.num_distributed_optimizer_instances != 0) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/ddp/num_distributed_optimizer_instances",
-                I64 " does not divide data_parallel_size " I64, sc->ddp.num_distributed_optimizer_instances, dp);
-    return FALSE;
-  }
-  if (sc->ddp.fp8_param_gather && tr->precision != PN_PREC_FP8) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/ddp/fp8_param_gather", "true needs training.precision \"fp8\"");
-    return FALSE;
-  }
+  if (sc->model.mtp_num_layers > 0)
+    warn(warnings, ctx, "/model/mtp_num_layers",
+         "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)",
+         sc->model.mtp_num_layers);
   const PnRecomputeConfig *rc = &sc->recompute;
-  if (rc->recompute_num_layers > 0) {
-    if (rc->recompute_granularity != PN_RECOMPUTE_FULL) {
-      warn(warnings, ctx, "/recompute/recompute_num_layers", "ignored unless recompute_granularity is \"full\"");
-    } else if (rc->recompute_num_layers > stage_layers) {
-      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/recompute/recompute_num_layers",
-                  I64 " exceeds the " I64 " layers of a pipeline stage", rc->recompute_num_layers, stage_layers);
-      return FALSE;
-    }
-  }
+  if (rc->recompute_num_layers > 0 && rc->recompute_granularity != PN_RECOMPUTE_FULL)
+    warn(warnings, ctx, "/recompute/recompute_num_layers", "ignored unless recompute_granularity is \"full\"");
   if (rc->recompute_granularity == PN_RECOMPUTE_SELECTIVE && rc->recompute_modules != PN_RECOMPUTE_MODULE_CORE_ATTN)
     warn(warnings, ctx, "/recompute/recompute_modules",
          "only \"core_attn\" recomputation is simulated in this version: selective recompute runs as "
          "[\"core_attn\"]");
-  if (tr->cuda_graph_modules != 0)
+  if (sc->training.cuda_graph_modules != 0)
     warn(warnings, ctx, "/training/cuda_graph_modules",
          "CUDA graphs are not simulated in this version (kernels keep their launch cost)");
-  return TRUE;
-}
-
-static gboolean validate_environment(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray *warnings, GError **error)
-{
   const PnHwProfile *hw = sc->hw;
   int64_t tp = sc->parallel.tensor_model_parallel_size, gpus = sc->hardware.num_gpus;
-
-  /* launch environment against the hardware */
-  const PnEnvConfig *env = &sc->env;
-  if (env->nccl_min_ctas > 0 && env->nccl_max_ctas > 0 && env->nccl_min_ctas > env->nccl_max_ctas) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/env/NCCL_MIN_CTAS", "%d exceeds NCCL_MAX_CTAS %d",
-                env->nccl_min_ctas, env->nccl_max_ctas);
-    return FALSE;
-  }
-  if (env->nvte_fwd_layernorm_sm_margin >= hw->sm_count) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/env/NVTE_FWD_LAYERNORM_SM_MARGIN",
-                "%d leaves no SM for the kernel (the GPU has %d)", env->nvte_fwd_layernorm_sm_margin, hw->sm_count);
-    return FALSE;
-  }
-  if (env->nvte_bwd_layernorm_sm_margin >= hw->sm_count) {
-    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/env/NVTE_BWD_LAYERNORM_SM_MARGIN",
-                "%d leaves no SM for the kernel (the GPU has %d)", env->nvte_bwd_layernorm_sm_margin, hw->sm_count);
-    return FALSE;
-  }
   if (tp > hw->gpus_per_node)
     warn(warnings, ctx, "/parallel/tensor_model_parallel_size",
          I64 " exceeds gpus_per_node %d: tensor-parallel collectives cross the network", tp, hw->gpus_per_node);
@@ -689,20 +438,6 @@ static gboolean validate_environment(const PnIoCtx *ctx, const PnScenario *sc, G
     warn(warnings, ctx, "/hardware/num_gpus",
          I64 " is not a multiple of gpus_per_node %d: the last node is partly used", gpus, hw->gpus_per_node);
   return TRUE;
-}
-
-static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings, GError **error)
-{
-  int64_t stage_layers = 0;
-  if (!validate_layout(ctx, sc, error) || !validate_pipeline(ctx, sc, &stage_layers, error) ||
-      !validate_batch(ctx, sc, error) || !validate_sequence(ctx, sc, warnings, error) ||
-      !validate_experts(ctx, sc, error))
-    return FALSE;
-  if (sc->model.mtp_num_layers > 0)
-    warn(warnings, ctx, "/model/mtp_num_layers",
-         "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)",
-         sc->model.mtp_num_layers);
-  return validate_training(ctx, sc, stage_layers, warnings, error) && validate_environment(ctx, sc, warnings, error);
 }
 
 /* ---- conversion ---- */

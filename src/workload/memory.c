@@ -4,6 +4,7 @@
 #include <glib.h>
 
 #include "workload/ops.h"
+#include "workload/rules.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -183,50 +184,6 @@ void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMem
 
 /* ---- changes that would fit ---- */
 
-/* Whether Megatron accepts the layout of `c`, deriving its data_parallel_size and
- * num_microbatches: the checks of io/scenario.c (validate_layout, _pipeline, _batch, _sequence,
- * _experts, _training) that a change of tp, pp, vp, cp or micro-batch can break. */
-static bool layout_accepted(PnScenario *c)
-{
-  const PnModelConfig *m = &c->model;
-  PnParallelConfig *p    = &c->parallel;
-  int64_t tp = p->tensor_model_parallel_size, pp = p->pipeline_model_parallel_size;
-  int64_t vp = p->virtual_pipeline_model_parallel_size, cp = p->context_parallel_size;
-  int64_t seq = c->training.seq_length, mbs = c->training.micro_batch_size;
-  if (m->num_attention_heads % tp != 0 || m->num_query_groups % tp != 0 || c->hardware.num_gpus % (tp * pp * cp) != 0)
-    return false;
-  int64_t dp    = c->hardware.num_gpus / (tp * pp * cp);
-  int64_t split = m->num_layers + p->account_for_embedding_in_pipeline_split + p->account_for_loss_in_pipeline_split;
-  if (split % pp != 0 || (vp > 1 && (pp == 1 || (split / pp) % vp != 0)))
-    return false;
-  if (vp > 1 && pp == 2 && c->comm_overlap.overlap_p2p_comm == PN_TRI_FALSE)
-    return false;
-  if (c->training.global_batch_size % (mbs * dp) != 0)
-    return false;
-  int64_t nmb = c->training.global_batch_size / (mbs * dp);
-  if (vp > 1) {
-    int64_t group = p->microbatch_group_size_per_vp_stage > 0 ? p->microbatch_group_size_per_vp_stage : pp;
-    if (group < pp || group > nmb || (nmb % group != 0 && nmb % group < pp))
-      return false;
-  }
-  if ((cp > 1 && seq % (2 * cp) != 0) || (p->sequence_parallel && (seq / cp) % tp != 0))
-    return false;
-  if (cp > 1 && c->comm_overlap.cp_comm_type == PN_CP_A2A && (m->num_attention_heads / tp) % cp != 0)
-    return false;
-  if (m->num_moe_experts > 0) {
-    int64_t ep_etp = p->expert_model_parallel_size * p->expert_tensor_parallel_size;
-    if ((tp * cp * dp) % ep_etp != 0 || (tp > 1 && p->expert_model_parallel_size > 1 && !p->sequence_parallel))
-      return false;
-  }
-  if (dp % c->ddp.num_distributed_optimizer_instances != 0)
-    return false;
-  if (c->recompute.recompute_granularity == PN_RECOMPUTE_FULL && c->recompute.recompute_num_layers > split / pp)
-    return false;
-  p->data_parallel_size = dp;
-  p->num_microbatches   = nmb;
-  return true;
-}
-
 typedef struct {
   bool tp_userbuffers;
   double capacity_bytes;
@@ -238,7 +195,7 @@ typedef struct {
 G_GNUC_PRINTF(3, 4)
 static bool add_if_fits(PnFitSearch *s, PnScenario *c, const char *fmt, ...)
 {
-  if (s->n >= s->max || !layout_accepted(c))
+  if (s->n >= s->max || pn_workload_check(c, NULL, NULL) != PN_RULE_OK)
     return false;
   PnWorkloadMemory m;
   pn_workload_memory(c, s->tp_userbuffers, &m);
@@ -306,6 +263,8 @@ int pn_workload_memory_fits(const PnScenario *sc, bool tp_userbuffers, double ca
   for (int64_t tp = sc->parallel.tensor_model_parallel_size + 1; tp <= max_tp; tp++) {
     c                                     = *sc;
     c.parallel.tensor_model_parallel_size = tp;
+    if (sc->parallel.expert_tensor_parallel_size == sc->parallel.tensor_model_parallel_size)
+      c.parallel.expert_tensor_parallel_size = 0; /* taken as unset: it follows tp, Megatron's default */
     if (add_if_fits(&s, &c, "tensor_model_parallel_size=%" G_GINT64_FORMAT, tp))
       break;
   }

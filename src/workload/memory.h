@@ -43,7 +43,7 @@
  * bring it under, each priced with this same estimate, in the order a Megatron user tries them:
  * the distributed optimizer, selective then full recompute, a larger pipeline size (the virtual
  * size lowered to one that still divides the stage), a larger tensor size, CP 2, micro-batch 1.
- * It keeps only layouts Megatron accepts (the checks of io/scenario.c a layout change can break).
+ * It keeps only layouts Megatron accepts (workload/rules.h).
  *
  * Cost: builds one layer's op lists a few times: O(ops) per stage, O(pp * ops) for the worst.
  * pn_workload_memory_fits: at most 5 + divisors(num_layers) + max_tp estimates, each O(pp' * ops).
