@@ -29,6 +29,7 @@ typedef int (*PnCommandFn)(int argc, char **argv);
 int pn__cli_run(int argc, char **argv);
 int pn__cli_validate(int argc, char **argv);
 int pn__cli_calibrate(int argc, char **argv);
+int pn__cli_sweep(int argc, char **argv);
 
 /* `run --what-if` (whatif.c): each overlap knob of the registry that applies to `base` (loaded
  * from `path` with the `sets`), simulated off and on, reported beside the baseline `base_r` as

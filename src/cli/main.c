@@ -1,5 +1,5 @@
-/* main.c — the `penumbra` command: a table of subcommands (one file each: run.c, validate.c,
- * calibrate.c) and the dispatch to them. Exit statuses and error lines: cli-private.h. */
+/* main.c — the `penumbra` command: a table of subcommands (one file each: run.c, sweep.c,
+ * validate.c, calibrate.c) and the dispatch to them. Exit statuses and error lines: cli-private.h. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,6 +14,7 @@ typedef struct {
 
 static const PnCommand commands[] = {
     {"run", pn__cli_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
+    {"sweep", pn__cli_sweep, "simulate every layout of a job that Megatron accepts and that fits, ranked by TFLOP/s"},
     {"calibrate", pn__cli_calibrate,
      "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
     {"validate", pn__cli_validate, "predict published measured runs and report the step-time error"},

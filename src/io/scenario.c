@@ -219,6 +219,147 @@ const char **pn_scenario_section_keys(const char *section)
   return keys;
 }
 
+/* ---- one field, without JSON ---- */
+
+static bool field_settable(const PnField *f)
+{
+  switch (f->kind) {
+  case PN_FIELD_INT:
+  case PN_FIELD_INT_NULL:
+  case PN_FIELD_BOOL:
+  case PN_FIELD_BOOL01:
+  case PN_FIELD_TRI:
+  case PN_FIELD_ENUM:
+  case PN_FIELD_ENUM_NULL:
+    return f->size <= 8;
+  default:
+    return false;
+  }
+}
+
+static const PnField *field_lookup(const char *name, const PnSection **sec_out)
+{
+  const char *dot = strchr(name, '.');
+  for (gsize i = 0; i < G_N_ELEMENTS(sections); i++) {
+    const PnSection *s = &sections[i];
+    const PnField *f   = NULL;
+    if (dot != NULL && strlen(s->key) == (gsize)(dot - name) && strncmp(s->key, name, dot - name) == 0)
+      f = pn__io_field_find(s->fields, dot + 1);
+    else if (dot == NULL)
+      f = pn__io_field_find(s->fields, name);
+    if (f != NULL && f->kind != PN_FIELD_CUSTOM) {
+      *sec_out = s;
+      return f;
+    }
+  }
+  return NULL;
+}
+
+gboolean pn_scenario_field_find(const char *name, const char *display, PnScenarioField *out, GError **error)
+{
+  PnIoCtx ctx        = {.file = display};
+  const PnSection *s = NULL;
+  const PnField *f   = field_lookup(name, &s);
+  g_autofree char *q = pn__io_quote(name);
+  if (f == NULL) {
+    g_autoptr(GPtrArray) known = g_ptr_array_new_with_free_func(g_free);
+    for (gsize i = 0; i < G_N_ELEMENTS(sections); i++)
+      for (const PnField *k = sections[i].fields; k->key != NULL; k++)
+        if (field_settable(k))
+          g_ptr_array_add(known, g_strdup_printf("%s.%s", sections[i].key, k->key));
+    const char *hint = pn__io_suggest(name, (const char *const *)known->pdata, known->len);
+    if (hint == NULL && strchr(name, '.') != NULL)
+      hint = pn__io_suggest(strchr(name, '.') + 1, (const char *const *)known->pdata, known->len);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, NULL, "unknown scenario key %s%s%s%s", q,
+                hint ? " (did you mean " : "", hint ? hint : "", hint ? "?)" : "");
+    return FALSE;
+  }
+  if (!field_settable(f)) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, NULL, "%s cannot be varied (only numbers, booleans and names can)", q);
+    return FALSE;
+  }
+  g_snprintf(out->name, sizeof out->name, "%s.%s", s->key, f->key);
+  out->offset    = s->offset + f->offset;
+  out->size      = f->size;
+  out->enum_like = f->kind != PN_FIELD_INT && f->kind != PN_FIELD_INT_NULL;
+  return TRUE;
+}
+
+gboolean pn_scenario_field_parse(const PnScenarioField *f, const char *text, const char *display, PnScenarioValue *out,
+                                 GError **error)
+{
+  const PnSection *s = NULL;
+  const PnField *fd  = field_lookup(f->name, &s);
+  g_assert(fd != NULL);
+  PnIoCtx ctx  = {.file = display};
+  cJSON *value = cJSON_Parse(text);
+  if (value == NULL)
+    value = cJSON_CreateString(text);
+  cJSON *obj = cJSON_CreateObject();
+  cJSON_AddItemToObject(obj, fd->key, value);
+  g_autofree PnScenario *scratch = g_new0(PnScenario, 1);
+  gboolean ok = pn__io_apply_fields(&ctx, obj, s->ptr, s->fields, (char *)scratch + s->offset, FALSE, error);
+  if (ok) {
+    memset(out, 0, sizeof *out);
+    memcpy(out->bytes, (const char *)scratch + f->offset, f->size);
+    char *printed = cJSON_PrintUnformatted(value);
+    g_strlcpy(out->text, printed, sizeof out->text);
+    cJSON_free(printed);
+  }
+  cJSON_Delete(obj);
+  return ok;
+}
+
+void pn_scenario_field_get(const PnScenarioField *f, const PnScenario *sc, PnScenarioValue *out)
+{
+  const PnSection *s = NULL;
+  const PnField *fd  = field_lookup(f->name, &s);
+  g_assert(fd != NULL);
+  memset(out, 0, sizeof *out);
+  memcpy(out->bytes, (const char *)sc + f->offset, f->size);
+  const void *p = out->bytes;
+  int64_t iv    = f->size == sizeof(int64_t) ? *(const int64_t *)p : f->size == sizeof(int) ? *(const int *)p : 0;
+  switch (fd->kind) {
+  case PN_FIELD_BOOL:
+  case PN_FIELD_BOOL01:
+    g_strlcpy(out->text, *(const bool *)p ? "true" : "false", sizeof out->text);
+    break;
+  case PN_FIELD_TRI:
+    g_strlcpy(out->text, iv == PN_TRI_UNSET ? "null" : iv ? "true" : "false", sizeof out->text);
+    break;
+  case PN_FIELD_ENUM:
+  case PN_FIELD_ENUM_NULL:
+    if (fd->kind == PN_FIELD_ENUM_NULL && iv == fd->null_value)
+      g_strlcpy(out->text, "null", sizeof out->text);
+    else
+      g_snprintf(out->text, sizeof out->text, "\"%s\"", pn__io_enum_name(fd->names, (int)iv));
+    break;
+  default:
+    if (fd->kind == PN_FIELD_INT_NULL && iv == fd->null_value)
+      g_strlcpy(out->text, "null", sizeof out->text);
+    else
+      g_snprintf(out->text, sizeof out->text, "%" G_GINT64_FORMAT, iv);
+  }
+}
+
+int pn_scenario_field_choices(const PnScenarioField *f, PnScenarioValue *out, int max)
+{
+  const PnSection *s = NULL;
+  const PnField *fd  = field_lookup(f->name, &s);
+  g_assert(fd != NULL);
+  int n = 0;
+  if (fd->kind == PN_FIELD_BOOL || fd->kind == PN_FIELD_BOOL01 || fd->kind == PN_FIELD_TRI) {
+    for (int i = 0; i < 2 && n < max; i++)
+      n += pn_scenario_field_parse(f, i ? "true" : "false", "choices", &out[n], NULL) ? 1 : 0;
+  } else if (fd->kind == PN_FIELD_ENUM || fd->kind == PN_FIELD_ENUM_NULL) {
+    for (const PnEnumName *e = fd->names; e->name != NULL && n < max; e++) {
+      g_autofree char *q = g_strdup_printf("\"%s\"", e->name);
+      n += pn_scenario_field_parse(f, q, "choices", &out[n], NULL) ? 1 : 0;
+    }
+  }
+  return n;
+}
+
 /* For the unknown-key hint: where a misplaced key belongs. */
 static const char *scenario_where_else(const char *key)
 {

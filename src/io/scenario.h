@@ -33,6 +33,7 @@
 #define PN_IO_SCENARIO_H
 
 #include <glib.h>
+#include <string.h>
 
 #include "io/file.h"
 #include "workload/config.h"
@@ -52,6 +53,39 @@ PnScenario *pn_scenario_load_string(const char *json, const char *display_name, 
  * ...), in its schema's order and NULL-terminated; NULL when there is no such object. The array
  * is the caller's (g_free), the strings are static. */
 const char **pn_scenario_section_keys(const char *section);
+
+/* ---- one field of a scenario, set without JSON: what a sweep varies ---- */
+
+/* An integer, boolean, tri-state or enum key of a scenario section, by its dotted name. */
+typedef struct {
+  char name[96];  /* "parallel.tensor_model_parallel_size" */
+  size_t offset;  /* of the value in PnScenario */
+  size_t size;    /* of the value, at most 8 bytes */
+  bool enum_like; /* booleans, tri-states and enums: the value is a name, not a magnitude */
+} PnScenarioField;
+
+/* One value of a field, converted and range-checked as the loader does. */
+typedef struct {
+  unsigned char bytes[8]; /* as stored in PnScenario */
+  char text[40];          /* as a user writes it in JSON ("4", "true", "null", "\"selective\"") */
+} PnScenarioValue;
+
+/* Finds `name`: "section.key" or a bare key that only one section has. Unknown names get a
+ * did-you-mean; string, list and model keys cannot be set this way. `display` prefixes errors
+ * (an option such as "--vary", or a file). */
+gboolean pn_scenario_field_find(const char *name, const char *display, PnScenarioField *out, GError **error);
+/* Converts `text` (JSON if it parses as JSON, otherwise a bare string, as --set does). */
+gboolean pn_scenario_field_parse(const PnScenarioField *f, const char *text, const char *display, PnScenarioValue *out,
+                                 GError **error);
+/* The value of `f` in `sc`, as pn_scenario_field_parse would have made it. */
+void pn_scenario_field_get(const PnScenarioField *f, const PnScenario *sc, PnScenarioValue *out);
+/* Every value a boolean (false, true), tri-state (false, true: null, the gating's choice, is left
+ * out) or enum field can take, into `out` (at most `max`); 0 for an integer field. */
+int pn_scenario_field_choices(const PnScenarioField *f, PnScenarioValue *out, int max);
+static inline void pn_scenario_field_set(const PnScenarioField *f, PnScenario *sc, const PnScenarioValue *v)
+{
+  memcpy((char *)sc + f->offset, v->bytes, f->size);
+}
 
 /* Frees `sc` and its hardware profile; NULL is a no-op. */
 void pn_scenario_free(PnScenario *sc);

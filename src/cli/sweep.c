@@ -1,0 +1,356 @@
+#define _POSIX_C_SOURCE 200809L /* sigaction */
+/* sweep.c — `penumbra sweep`: many layouts of one job, ranked (sweep/sweep.h). The command reads
+ * the options, builds the base scenario and the space, runs the two passes with a progress line
+ * on a terminal, and writes the table and the files. Ctrl-C stops at the next layout and writes
+ * what is done, saying so. */
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli-private.h"
+#include "io/scenario.h"
+#include "io/space.h"
+#include "io/validate.h"
+#include "pn_version.h" /* generated at build time (cmake/version.cmake) */
+#include "sweep/output.h"
+#include "sweep/space.h"
+
+static volatile gint interrupted;
+
+static void on_sigint(int sig)
+{
+  (void)sig;
+  g_atomic_int_set(&interrupted, 1);
+}
+
+typedef struct {
+  char *model, *profile, *gpus, *precision, *space_file, *csv, *json, *rejected;
+  gint64 seq_length, global_batch_size;
+  char **vary, **sets;
+  gboolean all_overlap, exact;
+  gint top, threads;
+} SweepArgs;
+
+/* "N" or "A:B" into [min, max]. */
+static gboolean parse_gpus(const char *text, int64_t *min, int64_t *max, GError **error)
+{
+  char *end         = NULL;
+  const char *colon = strchr(text, ':');
+  *min              = g_ascii_strtoll(text, &end, 10);
+  *max              = colon ? g_ascii_strtoll(colon + 1, &end, 10) : *min;
+  if (end == NULL || *end != '\0' || (colon && end == colon + 1) || *min < 1 || *max < *min || *max > 10000000) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID,
+                "--gpus: expected a GPU count N or a range MIN:MAX (1 <= MIN <= MAX <= 10000000), got \"%.40s\"", text);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* The base: the scenario file, or a scenario written from --model and friends (one GPU, so that
+ * the loader's layout checks pass whatever the counts the axes will set). */
+static PnScenario *load_base(const SweepArgs *a, const char *path, GError **error)
+{
+  int n_sets = a->sets ? (int)g_strv_length(a->sets) : 0;
+  if (path != NULL)
+    return pn_scenario_load(path, (const char *const *)a->sets, n_sets, NULL, error);
+  const char *missing = a->model == NULL            ? "--model"
+                        : a->gpus == NULL           ? "--gpus"
+                        : a->seq_length <= 0        ? "--seq-length"
+                        : a->global_batch_size <= 0 ? "--global-batch-size"
+                                                    : NULL;
+  if (missing != NULL) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID,
+                "%s: required without a scenario file (give SCENARIO.json, or --model, --gpus, --seq-length and "
+                "--global-batch-size)",
+                missing);
+    return NULL;
+  }
+  g_autofree char *model = g_strescape(a->model, NULL), *profile = g_strescape(a->profile, NULL);
+  g_autofree char *prec = g_strescape(a->precision, NULL);
+  g_autofree char *json =
+      g_strdup_printf("{\"schema_version\": 1, \"model\": \"%s\", \"hardware\": {\"profile\": \"%s\", \"num_gpus\": 1},"
+                      " \"training\": {\"seq_length\": %" G_GINT64_FORMAT ", \"global_batch_size\": %" G_GINT64_FORMAT
+                      ", \"precision\": \"%s\"}}",
+                      model, profile, a->seq_length, a->global_batch_size, prec);
+  return pn_scenario_load_string(json, "sweep options", (const char *const *)a->sets, n_sets, NULL, error);
+}
+
+/* penumbra's measured error on the published runs of the model's family (the letters and the
+ * first digits of its name: "llama3" for llama3-70b and LLAMA3.1-405B), or on every record when
+ * the family has fewer than three. */
+static char *family_of(const char *name)
+{
+  GString *s    = g_string_new(NULL);
+  const char *p = name;
+  while (g_ascii_isalpha(*p))
+    g_string_append_c(s, g_ascii_tolower(*p++));
+  while (g_ascii_isdigit(*p))
+    g_string_append_c(s, *p++);
+  return g_string_free(s, FALSE);
+}
+
+static void measured_error(const PnScenario *base, PnSweepReportOptions *o, char **family_out)
+{
+  o->error_pct = NAN;
+  o->error_n   = 0;
+  g_autofree char *records =
+      g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
+  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
+  if (!pn_validate_file(records, "h100-sxm", rows, NULL))
+    return;
+  g_autofree char *fam = family_of(base->model.name);
+  double sum_fam = 0.0, sum_all = 0.0;
+  int n_fam = 0, n_all = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = rows->pdata[i];
+    if (r->skipped)
+      continue;
+    g_autofree char *rf = family_of(r->model);
+    sum_all += fabs(r->error_pct);
+    n_all++;
+    if (fam[0] != '\0' && (g_str_has_prefix(rf, fam) || g_str_has_prefix(fam, rf)) && rf[0] != '\0') {
+      sum_fam += fabs(r->error_pct);
+      n_fam++;
+    }
+  }
+  if (n_fam >= 3) {
+    o->error_pct = sum_fam / n_fam;
+    o->error_n   = n_fam;
+    *family_out  = g_strdup_printf("%s models", fam);
+  } else if (n_all > 0) {
+    o->error_pct = sum_all / n_all;
+    o->error_n   = n_all;
+    *family_out  = g_strdup_printf("all H100 records (fewer than 3 of %s)", fam[0] ? fam : "this model");
+  }
+}
+
+typedef struct {
+  const PnSweepSpec *spec;
+  PnSweepResult *result;
+  PnSweepProgress *progress;
+  bool simulate;
+  gint finished;
+} PassJob;
+
+static gpointer pass_thread(gpointer data)
+{
+  PassJob *job = data;
+  if (job->simulate)
+    pn_sweep_simulate(job->spec, job->result, job->progress);
+  else
+    pn_sweep_check(job->spec, job->result, job->progress);
+  g_atomic_int_set(&job->finished, 1);
+  return NULL;
+}
+
+/* Runs a pass on its own thread while this one draws the progress line on a terminal:
+ * done / total, rate, ETA. Nothing on a pipe. */
+static void run_pass(const PnSweepSpec *spec, PnSweepResult *r, bool simulate)
+{
+  PnSweepProgress progress = {0};
+  PassJob job              = {.spec = spec, .result = r, .progress = &progress, .simulate = simulate};
+  bool tty                 = isatty(STDERR_FILENO);
+  gint64 t0                = g_get_monotonic_time();
+  GThread *t               = g_thread_new("sweep-pass", pass_thread, &job);
+  while (!g_atomic_int_get(&job.finished)) {
+    g_usleep(100000);
+    if (!tty)
+      continue;
+    double dt   = (g_get_monotonic_time() - t0) / 1e6;
+    gint done   = g_atomic_int_get(&progress.done);
+    double rate = dt > 0 ? done / dt : 0.0;
+    double eta  = rate > 0 ? (progress.total - done) / rate : 0.0;
+    fprintf(stderr, "\r\033[K%s %d / %" G_GINT64_FORMAT "  %.0f %s/s  ETA %.0f s", simulate ? "simulating" : "checking",
+            done, progress.total, rate, simulate ? "layouts" : "candidates", eta);
+  }
+  g_thread_join(t);
+  if (tty)
+    fprintf(stderr, "\r\033[K");
+}
+
+static void stream_sink(const char *data, gsize len, gpointer user) { pn_io_stream_write(user, data, len); }
+
+static int write_outputs(const SweepArgs *a, const PnSweepSpec *spec, const PnSweepResult *r,
+                         const PnSweepReportOptions *o)
+{
+  g_autoptr(GError) error = NULL;
+  if (a->csv != NULL) {
+    g_autofree char *csv = pn_sweep_csv(spec, r, o);
+    if (!pn_io_write_file_atomic(a->csv, csv, strlen(csv), &error))
+      return pn__cli_fail(error);
+  }
+  if (a->json != NULL) {
+    g_autofree char *json = pn_sweep_json(spec, r, o);
+    if (!pn_io_write_file_atomic(a->json, json, strlen(json), &error))
+      return pn__cli_fail(error);
+  }
+  if (a->rejected != NULL) {
+    PnIoStream *st = pn_io_stream_open(a->rejected, &error);
+    if (st == NULL)
+      return pn__cli_fail(error);
+    pn_sweep_write_rejected(spec, stream_sink, st);
+    if (!pn_io_stream_commit(st, &error))
+      return pn__cli_fail(error);
+  }
+  return 0;
+}
+
+/* The axes: --space, then each --vary, then the defaults around them (space.h). */
+static gboolean build_space(const SweepArgs *a, bool from_model, PnSweepSpec *spec, GError **error)
+{
+  PnSpaceOptions o          = {.layout = from_model, .all_overlap = a->all_overlap};
+  g_autoptr(GPtrArray) ents = g_ptr_array_new_with_free_func((GDestroyNotify)pn_space_entry_free);
+  o.entries                 = ents;
+  if (a->gpus != NULL && !parse_gpus(a->gpus, &o.gpus_min, &o.gpus_max, error))
+    return FALSE;
+  if (a->space_file != NULL && !pn_space_file_load(a->space_file, ents, error))
+    return FALSE;
+  for (char **v = a->vary; v != NULL && *v != NULL; v++) {
+    PnSpaceEntry *e = pn_space_entry_parse(*v, error);
+    if (e == NULL)
+      return FALSE;
+    g_ptr_array_add(ents, e);
+  }
+  return pn_sweep_space_build(spec, &o, error);
+}
+
+static gboolean check_options(const SweepArgs *a, GError **error)
+{
+  if (a->top < 0) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "--top: expected 0 (all) or a positive count, got %d", a->top);
+    return FALSE;
+  }
+  if (a->threads < 0 || a->threads > 1024) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "-j: expected 1 to 1024 threads, got %d", a->threads);
+    return FALSE;
+  }
+  if (strcmp(a->precision, "bf16") != 0 && strcmp(a->precision, "fp8") != 0) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "--precision: expected bf16 or fp8, got \"%.20s\"",
+                a->precision);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* No layout to simulate: say which rule removed the most, or that memory did. */
+static int nothing_accepted(const PnSweepResult *r)
+{
+  if (r->over_memory > 0 &&
+      (r->reasons->len == 0 || r->over_memory >= g_array_index(r->reasons, PnSweepReason, 0).count))
+    fprintf(stderr,
+            "penumbra sweep: no layout of the space fits: %" G_GUINT64_FORMAT
+            " accepted layouts exceed the GPU's memory (the closest by %.1f GiB)\n",
+            r->over_memory, r->over_memory_least_gib);
+  else if (r->reasons->len > 0)
+    fprintf(stderr,
+            "penumbra sweep: no valid layout in the space: the most frequent reason (%" G_GUINT64_FORMAT
+            " of %" G_GUINT64_FORMAT " candidates): %s\n",
+            g_array_index(r->reasons, PnSweepReason, 0).count, r->candidates,
+            g_array_index(r->reasons, PnSweepReason, 0).reason);
+  else
+    fprintf(stderr, "penumbra sweep: the space is empty\n");
+  return 2;
+}
+
+static int sweep_main(SweepArgs *a, int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  if (argc > 2 || (argc == 2 && a->model != NULL)) {
+    fprintf(stderr, "penumbra sweep: give one scenario file or --model, not both (see --help)\n");
+    return 2;
+  }
+  if (!check_options(a, &error))
+    return pn__cli_fail(error);
+  g_autoptr(PnScenario) base = load_base(a, argc == 2 ? argv[1] : NULL, &error);
+  if (base == NULL)
+    return pn__cli_fail(error);
+  PnSweepSpec spec          = {.base    = base,
+                               .threads = a->threads > 0 ? a->threads : (int)g_get_num_processors(),
+                               .parts   = 1,
+                               .exact   = a->exact,
+                               .cancel  = &interrupted};
+  spec.axes                 = g_ptr_array_new_with_free_func((GDestroyNotify)pn_sweep_axis_free);
+  g_autoptr(GPtrArray) axes = spec.axes;
+  if (!build_space(a, argc < 2, &spec, &error))
+    return pn__cli_fail(error);
+  if (pn_sweep_size(&spec) == 0) {
+    fprintf(stderr, "penumbra sweep: the space has more than 2^62 candidates: fix some axes\n");
+    return 2;
+  }
+  struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
+  sigaction(SIGINT, &sa, NULL);
+
+  g_autoptr(PnSweepResult) r = pn_sweep_result_new();
+  run_pass(&spec, r, false);
+  g_autofree char *split = pn_sweep_text_space(&spec, r);
+  fputs(split, stdout);
+  fflush(stdout);
+  if (r->accepted == 0 && !r->interrupted)
+    return nothing_accepted(r);
+  if (!r->interrupted)
+    run_pass(&spec, r, true);
+
+  g_autofree char *family = NULL;
+  PnSweepReportOptions o  = {.version = PN_VERSION, .commit = PN_GIT_COMMIT, .top = a->top};
+  o.source                = argc == 2 ? argv[1] : a->model;
+  measured_error(base, &o, &family);
+  o.error_family         = family ? family : "no records";
+  g_autofree char *table = pn_sweep_text_table(&spec, r, &o);
+  fputs("\n", stdout);
+  fputs(table, stdout);
+  int status = write_outputs(a, &spec, r, &o);
+  if (r->interrupted) {
+    fprintf(stderr,
+            "penumbra sweep: interrupted: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT
+            " layouts simulated; the table and files hold those\n",
+            r->simulated, r->accepted);
+    return status ? status : 130;
+  }
+  return status;
+}
+
+static const char examples[] =
+    "Examples:\n"
+    "  penumbra sweep --model llama3-70b --profile h100-sxm --gpus 256 --seq-length 8192 --global-batch-size 512\n"
+    "  penumbra sweep --model llama3-70b --gpus 64:1024 --seq-length 8192 --global-batch-size 512 --top 10\n"
+    "    (every whole number of nodes from 64 to 1,024 GPUs)\n"
+    "  penumbra sweep scenarios/llama3-70b-h100-64gpu.json --vary parallel.tensor_model_parallel_size=2,4,8 \\\n"
+    "      --vary training.micro_batch_size=1,2\n"
+    "  penumbra sweep ... --all-overlap --csv out.csv --json out.json -j 2\n"
+    "\n"
+    "With --model, tensor, pipeline, virtual pipeline, context (and expert) sizes, the micro-batch size and\n"
+    "the recompute granularity vary; with a scenario file only the axes given by --vary / --space do.\n"
+    "Overlap switches take the value the recipes' gating gives them unless an axis names them;\n"
+    "--all-overlap opens every switch of the overlap registry. The space's size and how it splits are\n"
+    "printed before simulating; the CSV and JSON hold every simulated layout (--top limits the table).";
+
+int pn__cli_sweep(int argc, char **argv)
+{
+  SweepArgs a                  = {.profile = g_strdup("h100-sxm"), .precision = g_strdup("bf16"), .top = 20};
+  const GOptionEntry entries[] = {
+      {"model", 0, 0, G_OPTION_ARG_STRING, &a.model, "Model name (models/) or file, without a scenario", "NAME"},
+      {"profile", 0, 0, G_OPTION_ARG_STRING, &a.profile, "Hardware profile (default h100-sxm)", "NAME"},
+      {"gpus", 0, 0, G_OPTION_ARG_STRING, &a.gpus, "GPU count, or a range of whole nodes", "N|MIN:MAX"},
+      {"seq-length", 0, 0, G_OPTION_ARG_INT64, &a.seq_length, "Sequence length (with --model)", "N"},
+      {"global-batch-size", 0, 0, G_OPTION_ARG_INT64, &a.global_batch_size, "Global batch size (with --model)", "N"},
+      {"precision", 0, 0, G_OPTION_ARG_STRING, &a.precision, "bf16 (default) or fp8 (with --model)", "P"},
+      {"vary", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.vary, "Vary or fix a scenario key (repeatable)", "KEY=V1,V2"},
+      {"space", 0, 0, G_OPTION_ARG_FILENAME, &a.space_file, "Axes from a JSON object of keys and values", "FILE"},
+      {"all-overlap", 0, 0, G_OPTION_ARG_NONE, &a.all_overlap, "Open every overlap switch of the registry", NULL},
+      {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.sets, "Override a key of the base scenario", "KEY=VALUE"},
+      {"top", 0, 0, G_OPTION_ARG_INT, &a.top, "Rows in the table on stdout (default 20, 0: all)", "N"},
+      {"csv", 0, 0, G_OPTION_ARG_FILENAME, &a.csv, "Write every simulated layout as CSV", "FILE"},
+      {"json", 0, 0, G_OPTION_ARG_FILENAME, &a.json, "Write the sweep as JSON", "FILE"},
+      {"rejected", 0, 0, G_OPTION_ARG_FILENAME, &a.rejected, "Write every rejected layout and why, as CSV", "FILE"},
+      {"exact", 0, 0, G_OPTION_ARG_NONE, &a.exact, "Simulate every micro-batch (no steady-state fast-forward)", NULL},
+      {"jobs", 'j', 0, G_OPTION_ARG_INT, &a.threads, "Threads (default: every core)", "N"},
+      {NULL}};
+  int status = 2;
+  if (pn__cli_parse(entries, "[SCENARIO.json] - rank the layouts of one training job", examples, &argc, &argv))
+    status = sweep_main(&a, argc, argv);
+  g_free(a.model), g_free(a.profile), g_free(a.gpus), g_free(a.precision), g_free(a.space_file);
+  g_free(a.csv), g_free(a.json), g_free(a.rejected);
+  g_strfreev(a.vary), g_strfreev(a.sets);
+  return status;
+}

@@ -1,0 +1,94 @@
+/* megatron.c — the scenario-key ↔ Megatron-LM argument table (megatron.h). Names as in
+ * Megatron-LM's megatron/training/arguments.py (core_r0.14 and later). */
+#include "io/megatron.h"
+
+#include <string.h>
+
+const PnMegatronArg pn_megatron_args[] = {
+    {"hardware.num_gpus", "the launcher's world size (nodes x GPUs per node)", PN_MEGATRON_DERIVED},
+    {"training.seq_length", "--seq-length", PN_MEGATRON_VALUE},
+    {"training.micro_batch_size", "--micro-batch-size", PN_MEGATRON_VALUE},
+    {"training.global_batch_size", "--global-batch-size", PN_MEGATRON_VALUE},
+    {"parallel.tensor_model_parallel_size", "--tensor-model-parallel-size", PN_MEGATRON_VALUE},
+    {"parallel.pipeline_model_parallel_size", "--pipeline-model-parallel-size", PN_MEGATRON_VALUE},
+    {"parallel.virtual_pipeline_model_parallel_size", "--num-virtual-stages-per-pipeline-rank", PN_MEGATRON_VALUE},
+    {"parallel.context_parallel_size", "--context-parallel-size", PN_MEGATRON_VALUE},
+    {"parallel.expert_model_parallel_size", "--expert-model-parallel-size", PN_MEGATRON_VALUE},
+    {"parallel.expert_tensor_parallel_size", "--expert-tensor-parallel-size", PN_MEGATRON_VALUE},
+    {"parallel.moe_token_dispatcher_type", "--moe-token-dispatcher-type", PN_MEGATRON_VALUE},
+    {"parallel.sequence_parallel", "--sequence-parallel", PN_MEGATRON_FLAG},
+    {"parallel.microbatch_group_size_per_vp_stage", "--microbatch-group-size-per-virtual-pipeline-stage",
+     PN_MEGATRON_VALUE},
+    {"parallel.account_for_embedding_in_pipeline_split", "--account-for-embedding-in-pipeline-split", PN_MEGATRON_FLAG},
+    {"parallel.account_for_loss_in_pipeline_split", "--account-for-loss-in-pipeline-split", PN_MEGATRON_FLAG},
+    {"ddp.use_distributed_optimizer", "--use-distributed-optimizer", PN_MEGATRON_FLAG},
+    {"ddp.overlap_grad_reduce", "--overlap-grad-reduce", PN_MEGATRON_FLAG},
+    {"ddp.overlap_param_gather", "--overlap-param-gather", PN_MEGATRON_FLAG},
+    {"ddp.align_param_gather", "--no-align-param-gather", PN_MEGATRON_NEG_FLAG},
+    {"ddp.overlap_param_gather_with_optimizer_step", "--overlap-param-gather-with-optimizer-step", PN_MEGATRON_FLAG},
+    {"ddp.bucket_size", "--ddp-bucket-size", PN_MEGATRON_VALUE},
+    {"ddp.grad_reduce_in_fp32", "--accumulate-allreduce-grads-in-fp32", PN_MEGATRON_FLAG},
+    {"ddp.fp8_param_gather", "--fp8-param-gather", PN_MEGATRON_FLAG},
+    {"ddp.num_distributed_optimizer_instances", "--num-distributed-optimizer-instances", PN_MEGATRON_VALUE},
+    {"ddp.average_in_collective", "--ddp-average-in-collective", PN_MEGATRON_FLAG},
+    {"comm_overlap.tp_comm_overlap", "--tp-comm-overlap", PN_MEGATRON_FLAG},
+    {"comm_overlap.tp_comm_overlap_cfg", "--tp-comm-overlap-cfg", PN_MEGATRON_VALUE},
+    {"comm_overlap.overlap_p2p_comm", "--no-overlap-p2p-communication", PN_MEGATRON_NEG_FLAG},
+    {"comm_overlap.batch_p2p_comm", "not overlap_p2p_comm", PN_MEGATRON_DERIVED},
+    {"comm_overlap.overlap_p2p_comm_warmup_flush", "--overlap-p2p-communication-warmup-flush", PN_MEGATRON_FLAG},
+    {"comm_overlap.cp_comm_type", "--cp-comm-type", PN_MEGATRON_VALUE},
+    {"comm_overlap.defer_embedding_wgrad_compute", "--defer-embedding-wgrad-compute", PN_MEGATRON_FLAG},
+    {"comm_overlap.delay_wgrad_compute", "--delay-wgrad-compute", PN_MEGATRON_FLAG},
+    {"comm_overlap.overlap_moe_expert_parallel_comm", "--overlap-moe-expert-parallel-comm", PN_MEGATRON_FLAG},
+    {"comm_overlap.moe_shared_expert_overlap", "--moe-shared-expert-overlap", PN_MEGATRON_FLAG},
+    {"recompute.recompute_granularity", "--recompute-granularity", PN_MEGATRON_VALUE},
+    {"recompute.recompute_method", "--recompute-method", PN_MEGATRON_VALUE},
+    {"recompute.recompute_num_layers", "--recompute-num-layers", PN_MEGATRON_VALUE},
+    {"env.CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_DEVICE_MAX_CONNECTIONS", PN_MEGATRON_ENVIRONMENT},
+    {"env.NVTE_FWD_LAYERNORM_SM_MARGIN", "NVTE_FWD_LAYERNORM_SM_MARGIN", PN_MEGATRON_ENVIRONMENT},
+    {"env.NVTE_BWD_LAYERNORM_SM_MARGIN", "NVTE_BWD_LAYERNORM_SM_MARGIN", PN_MEGATRON_ENVIRONMENT},
+    {"env.NCCL_MIN_CTAS", "NCCL_MIN_CTAS", PN_MEGATRON_ENVIRONMENT},
+    {"env.NCCL_MAX_CTAS", "NCCL_MAX_CTAS", PN_MEGATRON_ENVIRONMENT},
+    {"env.NCCL_NVLS_ENABLE", "NCCL_NVLS_ENABLE", PN_MEGATRON_ENVIRONMENT},
+};
+const size_t pn_megatron_n_args = G_N_ELEMENTS(pn_megatron_args);
+
+const PnMegatronArg *pn_megatron_arg(const char *key)
+{
+  for (size_t i = 0; i < pn_megatron_n_args; i++)
+    if (strcmp(pn_megatron_args[i].key, key) == 0)
+      return &pn_megatron_args[i];
+  return NULL;
+}
+
+void pn_megatron_append(GString *out, const char *key, const PnScenarioValue *v)
+{
+  const PnMegatronArg *a = pn_megatron_arg(key);
+  if (a == NULL || strcmp(v->text, "null") == 0)
+    return;
+  /* enum names are written bare on a command line */
+  gsize n               = strlen(v->text);
+  const char *text      = v->text;
+  g_autofree char *bare = n >= 2 && text[0] == '"' && text[n - 1] == '"' ? g_strndup(text + 1, n - 2) : g_strdup(text);
+  switch (a->form) {
+  case PN_MEGATRON_VALUE:
+    g_string_append_printf(out, " %s %s", a->arg, bare);
+    break;
+  case PN_MEGATRON_FLAG:
+    if (strcmp(bare, "true") == 0)
+      g_string_append_printf(out, " %s", a->arg);
+    break;
+  case PN_MEGATRON_NEG_FLAG:
+    if (strcmp(bare, "false") == 0)
+      g_string_append_printf(out, " %s", a->arg);
+    break;
+  case PN_MEGATRON_ENVIRONMENT:
+    g_string_append_printf(out, " %s=%s", a->arg,
+                           strcmp(bare, "true") == 0    ? "1"
+                           : strcmp(bare, "false") == 0 ? "0"
+                                                        : bare);
+    break;
+  case PN_MEGATRON_DERIVED:
+    break;
+  }
+}

@@ -1,0 +1,179 @@
+/* space.c — building a sweep's axes (space.h). */
+#include "sweep/space.h"
+
+#include <string.h>
+
+#include "overlap/strategy.h"
+
+#define PN_DEFAULT_MAX_PP 16
+#define PN_DEFAULT_MAX_VPP 16
+
+static PnSweepAxis *axis_new(const char *key)
+{
+  PnSweepAxis *a = g_new0(PnSweepAxis, 1);
+  gboolean found = pn_scenario_field_find(key, "sweep", &a->field, NULL);
+  g_assert(found); /* the default axes name keys the schema has */
+  a->values = g_array_new(FALSE, TRUE, sizeof(PnScenarioValue));
+  return a;
+}
+
+static void axis_add_int(PnSweepAxis *a, int64_t v)
+{
+  char text[24];
+  g_snprintf(text, sizeof text, "%" G_GINT64_FORMAT, v);
+  PnScenarioValue value;
+  gboolean ok = pn_scenario_field_parse(&a->field, text, "sweep", &value, NULL);
+  g_assert(ok);
+  g_array_append_val(a->values, value);
+}
+
+static void axis_add_text(PnSweepAxis *a, const char *text)
+{
+  PnScenarioValue value;
+  gboolean ok = pn_scenario_field_parse(&a->field, text, "sweep", &value, NULL);
+  g_assert(ok);
+  g_array_append_val(a->values, value);
+}
+
+/* Whole nodes in [min, max], and below one node the counts that divide it. */
+static gboolean gpus_axis(PnSweepSpec *spec, const PnSpaceOptions *o, GError **error)
+{
+  int per_node   = spec->base->hw->gpus_per_node;
+  PnSweepAxis *a = axis_new("hardware.num_gpus");
+  for (int64_t n = o->gpus_min; n <= o->gpus_max; n++)
+    if (n % per_node == 0 || (n < per_node && per_node % n == 0))
+      axis_add_int(a, n);
+  if (a->values->len == 0) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID,
+                "--gpus: %" G_GINT64_FORMAT ":%" G_GINT64_FORMAT " holds no whole number of %d-GPU nodes", o->gpus_min,
+                o->gpus_max, per_node);
+    pn_sweep_axis_free(a);
+    return FALSE;
+  }
+  g_ptr_array_add(spec->axes, a);
+  return TRUE;
+}
+
+static void layout_axes(PnSweepSpec *spec)
+{
+  const PnScenario *b = spec->base;
+  int64_t split       = b->model.num_layers + b->parallel.account_for_embedding_in_pipeline_split +
+                  b->parallel.account_for_loss_in_pipeline_split;
+  PnSweepAxis *a = axis_new("parallel.tensor_model_parallel_size");
+  for (int64_t tp = 1; tp <= b->hw->gpus_per_node; tp *= 2)
+    axis_add_int(a, tp);
+  g_ptr_array_add(spec->axes, a);
+  a = axis_new("parallel.pipeline_model_parallel_size");
+  for (int64_t pp = 1; pp <= MIN(split, PN_DEFAULT_MAX_PP); pp++)
+    if (split % pp == 0)
+      axis_add_int(a, pp);
+  g_ptr_array_add(spec->axes, a);
+  a = axis_new("parallel.virtual_pipeline_model_parallel_size");
+  for (int64_t v = 1; v <= MIN(split, PN_DEFAULT_MAX_VPP); v++)
+    if (v == 1 || split % v == 0)
+      axis_add_int(a, v);
+  g_ptr_array_add(spec->axes, a);
+  a = axis_new("parallel.context_parallel_size");
+  for (int64_t cp = 1; cp <= 8; cp *= 2)
+    axis_add_int(a, cp);
+  g_ptr_array_add(spec->axes, a);
+  if (b->model.num_moe_experts > 0) {
+    a = axis_new("parallel.expert_model_parallel_size");
+    for (int64_t ep = 1; ep <= 64 && b->model.num_moe_experts % ep == 0; ep *= 2)
+      axis_add_int(a, ep);
+    g_ptr_array_add(spec->axes, a);
+  }
+  a = axis_new("training.micro_batch_size");
+  for (int64_t m = 1; m <= 4; m *= 2)
+    axis_add_int(a, m);
+  g_ptr_array_add(spec->axes, a);
+  a = axis_new("recompute.recompute_granularity");
+  axis_add_text(a, "null");
+  axis_add_text(a, "\"selective\"");
+  axis_add_text(a, "\"full\"");
+  g_ptr_array_add(spec->axes, a);
+}
+
+static PnSweepAxis *axis_find(PnSweepSpec *spec, const char *name)
+{
+  for (guint a = 0; a < spec->axes->len; a++) {
+    PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
+    if (strcmp(ax->field.name, name) == 0)
+      return ax;
+  }
+  return NULL;
+}
+
+/* Every switch of the registry: its boolean, tri-state and enum keys. */
+static void overlap_axes(PnSweepSpec *spec)
+{
+  for (size_t i = 0; i < pn_overlap_n_strategies; i++) {
+    const PnOverlapStrategy *s = &pn_overlap_strategies[i];
+    if (s->applies == NULL)
+      continue;
+    for (int k = 0; k < PN_OVERLAP_MAX_KEYS && s->keys[k] != NULL; k++) {
+      PnScenarioField f;
+      PnScenarioValue choices[16];
+      if (!pn_scenario_field_find(s->keys[k], "sweep", &f, NULL) || axis_find(spec, f.name) != NULL)
+        continue;
+      int n = pn_scenario_field_choices(&f, choices, G_N_ELEMENTS(choices));
+      if (n < 2)
+        continue;
+      PnSweepAxis *a = g_new0(PnSweepAxis, 1);
+      a->field       = f;
+      a->values      = g_array_new(FALSE, TRUE, sizeof(PnScenarioValue));
+      a->opened      = true;
+      g_array_append_vals(a->values, choices, n);
+      g_ptr_array_add(spec->axes, a);
+    }
+  }
+}
+
+static gboolean user_axis(PnSweepSpec *spec, const PnSpaceEntry *e, GError **error)
+{
+  PnScenarioField f;
+  if (!pn_scenario_field_find(e->key, e->display, &f, error))
+    return FALSE;
+  g_autoptr(GArray) values = g_array_new(FALSE, TRUE, sizeof(PnScenarioValue));
+  for (guint v = 0; v < e->values->len; v++) {
+    PnScenarioValue value;
+    if (!pn_scenario_field_parse(&f, e->values->pdata[v], e->display, &value, error))
+      return FALSE;
+    for (guint w = 0; w < values->len; w++)
+      if (memcmp(g_array_index(values, PnScenarioValue, w).bytes, value.bytes, sizeof value.bytes) == 0) {
+        g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "%s: %s: %s is given twice", e->display, f.name,
+                    value.text);
+        return FALSE;
+      }
+    g_array_append_val(values, value);
+  }
+  PnSweepAxis *a = axis_find(spec, f.name);
+  if (a == NULL) {
+    a        = g_new0(PnSweepAxis, 1);
+    a->field = f;
+    g_ptr_array_add(spec->axes, a);
+  } else {
+    g_array_free(a->values, TRUE);
+  }
+  a->values = g_steal_pointer(&values);
+  a->opened = true;
+  return TRUE;
+}
+
+gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError **error)
+{
+  if (spec->axes == NULL)
+    spec->axes = g_ptr_array_new_with_free_func((GDestroyNotify)pn_sweep_axis_free);
+  if (o->gpus_min > 0 && !gpus_axis(spec, o, error))
+    return FALSE;
+  if (o->layout)
+    layout_axes(spec);
+  if (o->all_overlap)
+    overlap_axes(spec);
+  for (guint i = 0; o->entries != NULL && i < o->entries->len; i++)
+    if (!user_axis(spec, o->entries->pdata[i], error))
+      return FALSE;
+  spec->sp_follows_tp  = o->layout && axis_find(spec, "parallel.sequence_parallel") == NULL;
+  spec->etp_follows_tp = o->layout && axis_find(spec, "parallel.expert_tensor_parallel_size") == NULL;
+  return TRUE;
+}

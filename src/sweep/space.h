@@ -1,0 +1,34 @@
+/* space.h — the axes of a sweep (sweep.h): the default layout space of a model on some GPUs, and
+ * what the user opens or fixes (--vary, --space, --all-overlap).
+ *
+ * Defaults (with `layout`): hardware.num_gpus over the given counts; tensor sizes 1, 2, 4, ... up
+ * to a node's GPUs; pipeline sizes the divisors of the layers (with account_for_*_in_pipeline_split)
+ * up to 16; virtual sizes 1 and the divisors of the layers up to 16 (the rules keep those that
+ * divide a stage); context sizes 1, 2, 4, 8; expert sizes the powers of two dividing the experts
+ * up to 64 (MoE models; 1 otherwise); micro-batch sizes 1, 2, 4; recompute none, selective, full.
+ * sequence_parallel follows tp (on when tp > 1) and expert_tensor_parallel_size follows tp, the
+ * distributed optimizer is on, and every overlap switch is left to the gating (as the recipes do)
+ * unless an axis names it. `--all-overlap` opens every switch of the overlap registry (its
+ * boolean, tri-state and enum keys: false/true, every name). An axis the user gives replaces the
+ * default one of the same key, in place; a new one is appended (it varies fastest).
+ */
+#ifndef PN_SWEEP_SPACE_H
+#define PN_SWEEP_SPACE_H
+
+#include <glib.h>
+
+#include "io/space.h"
+#include "sweep/sweep.h"
+
+typedef struct {
+  bool layout;                /* the default layout axes */
+  bool all_overlap;           /* open every overlap switch */
+  int64_t gpus_min, gpus_max; /* 0: the base's num_gpus, not an axis */
+  GPtrArray *entries;         /* of PnSpaceEntry*: --space then --vary, in order */
+} PnSpaceOptions;
+
+/* Fills spec->axes, sp_follows_tp and etp_follows_tp for `spec->base`. Errors: an unknown key
+ * (did-you-mean), a value the key cannot take, a GPU range with no whole number of nodes. */
+gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError **error);
+
+#endif

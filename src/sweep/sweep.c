@@ -1,0 +1,432 @@
+/* sweep.c — the two passes of a sweep over threads (sweep.h). */
+#include "sweep/sweep.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "overlap/gating.h"
+#include "sim/sim.h"
+#include "workload/memory.h"
+#include "workload/rules.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+void pn_sweep_axis_free(PnSweepAxis *a)
+{
+  if (a == NULL)
+    return;
+  g_array_free(a->values, TRUE);
+  g_free(a);
+}
+
+static void row_clear(gpointer p) { g_free(((PnSweepRow *)p)->error); }
+static void reason_clear(gpointer p) { g_free(((PnSweepReason *)p)->reason); }
+
+PnSweepResult *pn_sweep_result_new(void)
+{
+  PnSweepResult *r  = g_new0(PnSweepResult, 1);
+  r->reasons        = g_array_new(FALSE, TRUE, sizeof(PnSweepReason));
+  r->accepted_index = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  r->rows           = g_array_new(FALSE, TRUE, sizeof(PnSweepRow));
+  g_array_set_clear_func(r->reasons, reason_clear);
+  g_array_set_clear_func(r->rows, row_clear);
+  return r;
+}
+
+void pn_sweep_result_free(PnSweepResult *r)
+{
+  if (r == NULL)
+    return;
+  g_array_free(r->reasons, TRUE);
+  g_array_free(r->accepted_index, TRUE);
+  g_array_free(r->rows, TRUE);
+  g_free(r);
+}
+
+uint64_t pn_sweep_size(const PnSweepSpec *spec)
+{
+  uint64_t n = 1;
+  for (guint a = 0; a < spec->axes->len; a++) {
+    const PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
+    if (n > (UINT64_C(1) << 62) / ax->values->len)
+      return 0;
+    n *= ax->values->len;
+  }
+  return n;
+}
+
+const PnScenarioValue *pn_sweep_value(const PnSweepSpec *spec, guint a, uint64_t index)
+{
+  for (guint k = spec->axes->len; k-- > a + 1;)
+    index /= ((const PnSweepAxis *)g_ptr_array_index(spec->axes, k))->values->len;
+  const PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
+  return &g_array_index(ax->values, PnScenarioValue, index % ax->values->len);
+}
+
+void pn_sweep_candidate(const PnSweepSpec *spec, uint64_t index, PnScenario *out)
+{
+  *out = *spec->base;
+  if (spec->sp_follows_tp)
+    out->parallel.sequence_parallel = true; /* turned off at tp 1 by the rules, as Megatron does */
+  if (spec->etp_follows_tp)
+    out->parallel.expert_tensor_parallel_size = 0;
+  for (guint k = spec->axes->len; k-- > 0;) {
+    const PnSweepAxis *ax = g_ptr_array_index(spec->axes, k);
+    pn_scenario_field_set(&ax->field, out, &g_array_index(ax->values, PnScenarioValue, index % ax->values->len));
+    index /= ax->values->len;
+  }
+}
+
+/* ---- pass 1: check ---- */
+
+typedef struct {
+  uint64_t first, end;
+  GArray *accepted; /* of uint64_t */
+  uint64_t by_rule[PN_RULE_N];
+  GHashTable *other; /* reason -> count (gating refusals, duplicates) */
+  uint64_t over_memory;
+  double least_over_gib;
+} CheckChunk;
+
+/* Whether the candidate is the same layout as another of the space: sequence_parallel true at
+ * tp 1 runs as false, which the space also holds when its axis has false. */
+static bool duplicate_sp(const PnSweepSpec *spec, unsigned notes)
+{
+  if (!(notes & PN_RULE_NOTE_SP_DISABLED) || spec->sp_follows_tp)
+    return false;
+  for (guint a = 0; a < spec->axes->len; a++) {
+    const PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
+    if (strcmp(ax->field.name, "parallel.sequence_parallel") == 0)
+      for (guint v = 0; v < ax->values->len; v++)
+        if (strcmp(g_array_index(ax->values, PnScenarioValue, v).text, "false") == 0)
+          return true;
+  }
+  return false;
+}
+
+static void count_other(CheckChunk *ch, const char *reason)
+{
+  if (ch->other == NULL)
+    ch->other = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  gpointer old = g_hash_table_lookup(ch->other, reason);
+  g_hash_table_replace(ch->other, g_strdup(reason), GSIZE_TO_POINTER(GPOINTER_TO_SIZE(old) + 1));
+}
+
+PnSweepVerdict pn_sweep_classify(const PnSweepSpec *spec, uint64_t index, PnRule *rule, char *why, gsize why_size,
+                                 double *over_gib)
+{
+  PnScenario c;
+  pn_sweep_candidate(spec, index, &c);
+  unsigned notes = 0;
+  PnRuleViolation v;
+  *rule = pn_workload_check(&c, &v, &notes);
+  if (*rule != PN_RULE_OK) {
+    g_snprintf(why, why_size, "%s: %s", v.path, v.message);
+    return PN_SWEEP_REJECTED;
+  }
+  if (duplicate_sp(spec, notes)) {
+    g_strlcpy(why, "sequence_parallel true at tensor_model_parallel_size 1 (runs as false: a duplicate)", why_size);
+    return PN_SWEEP_REJECTED;
+  }
+  PnPlan plan;
+  g_autoptr(GError) error = NULL;
+  if (!pn_overlap_resolve(&c, &plan, NULL, &error)) {
+    g_snprintf(why, why_size, "overlap gating: %s", error->message);
+    return PN_SWEEP_REJECTED;
+  }
+  PnWorkloadMemory m;
+  pn_workload_memory(&c, plan.tp_comm_overlap, &m);
+  if (m.total_bytes > c.hw->hbm_bytes) {
+    *over_gib = (m.total_bytes - c.hw->hbm_bytes) / GIB;
+    g_snprintf(why, why_size, "estimated memory %.1f GiB exceeds the %.1f GiB of the GPU", m.total_bytes / GIB,
+               c.hw->hbm_bytes / GIB);
+    return PN_SWEEP_OVER_MEMORY;
+  }
+  return PN_SWEEP_ACCEPTED;
+}
+
+static void check_one(const PnSweepSpec *spec, CheckChunk *ch, uint64_t index)
+{
+  PnRule rule;
+  char why[512];
+  double over = 0.0;
+  switch (pn_sweep_classify(spec, index, &rule, why, sizeof why, &over)) {
+  case PN_SWEEP_ACCEPTED:
+    g_array_append_val(ch->accepted, index);
+    break;
+  case PN_SWEEP_REJECTED:
+    if (rule != PN_RULE_OK)
+      ch->by_rule[rule]++;
+    else
+      count_other(ch, why);
+    break;
+  case PN_SWEEP_OVER_MEMORY:
+    if (ch->over_memory == 0 || over < ch->least_over_gib)
+      ch->least_over_gib = over;
+    ch->over_memory++;
+    break;
+  }
+}
+
+typedef struct {
+  const PnSweepSpec *spec;
+  CheckChunk *chunks;
+  guint n_chunks;
+  gint next;
+  PnSweepProgress *progress;
+} CheckJob;
+
+static void check_worker(gpointer data, gpointer user)
+{
+  (void)data;
+  CheckJob *job = user;
+  for (;;) {
+    gint k = g_atomic_int_add(&job->next, 1);
+    if (k >= (gint)job->n_chunks)
+      return;
+    CheckChunk *ch = &job->chunks[k];
+    for (uint64_t i = ch->first; i < ch->end; i++) {
+      if (job->spec->cancel != NULL && g_atomic_int_get(job->spec->cancel))
+        return;
+      check_one(job->spec, ch, i);
+    }
+    if (job->progress != NULL)
+      g_atomic_int_add(&job->progress->done, (gint)(ch->end - ch->first));
+  }
+}
+
+static void run_workers(int threads, GFunc fn, gpointer job)
+{
+  GThreadPool *pool = g_thread_pool_new(fn, job, threads, TRUE, NULL);
+  for (int t = 0; t < threads; t++)
+    g_thread_pool_push(pool, GINT_TO_POINTER(t + 1), NULL);
+  g_thread_pool_free(pool, FALSE, TRUE);
+}
+
+static gint reason_order(gconstpointer a, gconstpointer b)
+{
+  const PnSweepReason *x = a, *y = b;
+  if (x->count != y->count)
+    return x->count > y->count ? -1 : 1;
+  return strcmp(x->reason, y->reason);
+}
+
+/* Chunks in index order: their accepted lists concatenate into an ascending list, and their
+ * counts add up the same whichever thread took which chunk. */
+static void merge_chunks(const CheckJob *job, PnSweepResult *r)
+{
+  uint64_t by_rule[PN_RULE_N] = {0};
+  g_autoptr(GHashTable) other = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint k = 0; k < job->n_chunks; k++) {
+    CheckChunk *ch = &job->chunks[k];
+    g_array_append_vals(r->accepted_index, ch->accepted->data, ch->accepted->len);
+    for (int i = 0; i < PN_RULE_N; i++)
+      by_rule[i] += ch->by_rule[i];
+    if (ch->over_memory > 0 && (r->over_memory == 0 || ch->least_over_gib < r->over_memory_least_gib))
+      r->over_memory_least_gib = ch->least_over_gib;
+    r->over_memory += ch->over_memory;
+    if (ch->other != NULL) {
+      GHashTableIter it;
+      gpointer key, value;
+      g_hash_table_iter_init(&it, ch->other);
+      while (g_hash_table_iter_next(&it, &key, &value)) {
+        gpointer old = g_hash_table_lookup(other, key);
+        g_hash_table_replace(other, g_strdup(key), GSIZE_TO_POINTER(GPOINTER_TO_SIZE(old) + GPOINTER_TO_SIZE(value)));
+      }
+      g_hash_table_destroy(ch->other);
+    }
+    g_array_free(ch->accepted, TRUE);
+  }
+  for (int i = 1; i < PN_RULE_N; i++)
+    if (by_rule[i] > 0) {
+      PnSweepReason rs = {.reason = g_strdup(pn_rule_summary((PnRule)i)), .count = by_rule[i]};
+      g_array_append_val(r->reasons, rs);
+      r->rejected += by_rule[i];
+    }
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, other);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    PnSweepReason rs = {.reason = g_strdup(key), .count = GPOINTER_TO_SIZE(value)};
+    g_array_append_val(r->reasons, rs);
+    r->rejected += rs.count;
+  }
+  g_array_sort(r->reasons, reason_order);
+  r->accepted = r->accepted_index->len;
+}
+
+void pn_sweep_check(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *progress)
+{
+  r->candidates = pn_sweep_size(spec);
+  /* at most ~4,096 chunks whatever the size of the space: memory stays O(accepted) */
+  uint64_t chunk = MAX(UINT64_C(1024), r->candidates / 4096 + 1);
+  CheckJob job   = {.spec = spec, .progress = progress};
+  job.n_chunks   = (guint)((r->candidates + chunk - 1) / chunk);
+  job.chunks     = g_new0(CheckChunk, job.n_chunks);
+  for (guint k = 0; k < job.n_chunks; k++) {
+    job.chunks[k].first    = k * chunk;
+    job.chunks[k].end      = MIN(r->candidates, (k + 1) * chunk);
+    job.chunks[k].accepted = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  }
+  if (progress != NULL) {
+    progress->total = (gint64)r->candidates;
+    g_atomic_int_set(&progress->done, 0);
+  }
+  run_workers(spec->threads, check_worker, &job);
+  merge_chunks(&job, r);
+  g_free(job.chunks);
+  if (spec->cancel != NULL && g_atomic_int_get(spec->cancel))
+    r->interrupted = true;
+}
+
+/* ---- pass 2: simulate ---- */
+
+static void row_from(PnSweepRow *row, const PnResult *res)
+{
+  row->iteration_s          = res->iteration_time_s;
+  row->tflops_per_gpu       = res->model_tflops_per_gpu;
+  row->tokens_per_s_per_gpu = res->tokens_per_s_per_gpu;
+  row->mfu                  = res->mfu;
+  row->memory_gib           = res->memory.total_gib;
+  row->headroom_gib         = res->memory.hbm_gib - res->memory.total_gib;
+  for (int k = 0; k < PN_CLASS_N; k++)
+    row->exposed_s[k] = res->exposed_comm_s[k];
+  row->bubble_s           = res->bubble_s;
+  row->compute_s          = res->compute_s;
+  row->data_parallel_size = res->data_parallel_size;
+  row->num_microbatches   = res->num_microbatches;
+}
+
+/* The same layout with m micro-batches per iteration (the global batch scaled to match). */
+static PnResult *run_with_microbatches(const PnScenario *c, int64_t m, GError **error)
+{
+  PnScenario v                 = *c;
+  v.training.global_batch_size = m * c->training.micro_batch_size * c->parallel.data_parallel_size;
+  pn_workload_check(&v, NULL, NULL);
+  return pn_sim_run(&v, NULL, error);
+}
+
+/* Fast-forward of the pipeline's steady state. Costs are deterministic, so once the schedule is
+ * in its steady state, `period` more micro-batches (1 for 1F1B, the micro-batch group of the
+ * interleaved schedule) add the same tasks shifted in time: every additive figure of the
+ * iteration (time, exposed communication, bubble, compute) grows by the same amount. Two runs
+ * at m1 and m1 + period micro-batches (m1 past the warm-up, congruent to m) give the iteration
+ * at m exactly; the test `sweep_fast_forward` holds it to the full simulation. Throughputs
+ * scale with the batch: FLOPs and tokens grow as m, time as extended. */
+static bool fast_forward(const PnScenario *c, PnSweepRow *row, GError **error)
+{
+  const PnParallelConfig *p = &c->parallel;
+  int64_t m = p->num_microbatches, pp = p->pipeline_model_parallel_size;
+  int64_t period = 1, warm = 3 * pp;
+  if (p->virtual_pipeline_model_parallel_size > 1) {
+    period = p->microbatch_group_size_per_vp_stage ? p->microbatch_group_size_per_vp_stage : pp;
+    warm   = MAX(warm, 2 * period);
+  }
+  int64_t m1 = warm + (((m - warm) % period) + period) % period;
+  if (pp == 1 || m < m1 + 3 * period) /* too few micro-batches for it to pay */
+    return false;
+  g_autoptr(PnResult) r1 = run_with_microbatches(c, m1, error);
+  if (r1 == NULL)
+    return true;
+  g_autoptr(PnResult) r2 = run_with_microbatches(c, m1 + period, error);
+  if (r2 == NULL)
+    return true;
+  double k = (double)(m - m1) / (double)period;
+  row_from(row, r2);
+  row->iteration_s = r1->iteration_time_s + k * (r2->iteration_time_s - r1->iteration_time_s);
+  for (int i = 0; i < PN_CLASS_N; i++)
+    row->exposed_s[i] = r1->exposed_comm_s[i] + k * (r2->exposed_comm_s[i] - r1->exposed_comm_s[i]);
+  row->bubble_s  = r1->bubble_s + k * (r2->bubble_s - r1->bubble_s);
+  row->compute_s = r1->compute_s + k * (r2->compute_s - r1->compute_s);
+  double scale   = ((double)m / (double)(m1 + period)) * (r2->iteration_time_s / row->iteration_s);
+  row->tflops_per_gpu *= scale;
+  row->tokens_per_s_per_gpu *= scale;
+  row->mfu *= scale;
+  row->num_microbatches = m;
+  return true;
+}
+
+static void simulate_one(const PnSweepSpec *spec, uint64_t index, PnSweepRow *row)
+{
+  PnScenario c;
+  pn_sweep_candidate(spec, index, &c);
+  pn_workload_check(&c, NULL, NULL); /* derives dp and the micro-batches, as in pass 1 */
+  row->index              = index;
+  g_autoptr(GError) error = NULL;
+  if (!spec->exact && fast_forward(&c, row, &error)) {
+    if (error != NULL) {
+      row->failed = true;
+      row->error  = g_strdup(error->message);
+    }
+    return;
+  }
+  g_autoptr(PnResult) res = pn_sim_run(&c, NULL, &error);
+  if (res == NULL) {
+    row->failed = true;
+    row->error  = g_strdup(error->message);
+    return;
+  }
+  row_from(row, res);
+}
+
+typedef struct {
+  const PnSweepSpec *spec;
+  const GArray *todo; /* of uint64_t: candidate indices */
+  PnSweepRow *rows;
+  gboolean *done;
+  gint next;
+  PnSweepProgress *progress;
+} SimJob;
+
+static void simulate_worker(gpointer data, gpointer user)
+{
+  (void)data;
+  SimJob *job = user;
+  for (;;) {
+    gint k = g_atomic_int_add(&job->next, 1);
+    if (k >= (gint)job->todo->len || (job->spec->cancel != NULL && g_atomic_int_get(job->spec->cancel)))
+      return;
+    simulate_one(job->spec, g_array_index(job->todo, uint64_t, k), &job->rows[k]);
+    job->done[k] = TRUE;
+    if (job->progress != NULL)
+      g_atomic_int_inc(&job->progress->done);
+  }
+}
+
+void pn_sweep_simulate(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *progress)
+{
+  g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  for (guint k = 0; k < r->accepted_index->len; k++)
+    if ((int)(k % (guint)spec->parts) == spec->part)
+      g_array_append_val(todo, g_array_index(r->accepted_index, uint64_t, k));
+  SimJob job = {.spec = spec, .todo = todo, .progress = progress};
+  job.rows   = g_new0(PnSweepRow, MAX(todo->len, 1));
+  job.done   = g_new0(gboolean, MAX(todo->len, 1));
+  if (progress != NULL) {
+    progress->total = todo->len;
+    g_atomic_int_set(&progress->done, 0);
+  }
+  run_workers(spec->threads, simulate_worker, &job);
+  for (guint k = 0; k < todo->len; k++)
+    if (job.done[k]) {
+      g_array_append_val(r->rows, job.rows[k]);
+      r->simulated++;
+    }
+  if (r->simulated < todo->len)
+    r->interrupted = true;
+  g_free(job.rows);
+  g_free(job.done);
+  pn_sweep_rank(r);
+}
+
+static gint row_order(gconstpointer a, gconstpointer b)
+{
+  const PnSweepRow *x = a, *y = b;
+  if (x->failed != y->failed)
+    return x->failed ? 1 : -1;
+  if (!x->failed && x->tflops_per_gpu != y->tflops_per_gpu)
+    return x->tflops_per_gpu > y->tflops_per_gpu ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index ? 1 : 0;
+}
+
+void pn_sweep_rank(PnSweepResult *r) { g_array_sort(r->rows, row_order); }
