@@ -10,6 +10,7 @@
 #include "workload/flops.h"
 #include "workload/memory.h"
 #include "workload/ops.h"
+#include "workload/rules.h"
 
 /* ---- scenarios ---- */
 
@@ -954,6 +955,139 @@ START_TEST(test_moe_etp_and_allgather)
 }
 END_TEST
 
+/* Megatron's rules (workload/rules.h): the base layout passes; each case breaks exactly one rule
+ * and is refused by that rule, at the key it blames. */
+typedef void (*Breaker)(PnScenario *sc);
+static void rules_base(PnScenario *sc, int64_t tp, bool sp)
+{
+  scenario(sc, 16, tp, sp, 2, 2, 1); /* 32 layers: 16 per stage, 8 per chunk */
+  sc->comm_overlap.overlap_p2p_comm                       = PN_TRI_UNSET;
+  sc->comm_overlap.batch_p2p_comm                         = PN_TRI_UNSET;
+  sc->comm_overlap.overlap_p2p_wgrad_delayed_layer_number = 1;
+}
+static void brk_tp_heads(PnScenario *sc) { sc->parallel.tensor_model_parallel_size = 3; }
+static void brk_tp_groups(PnScenario *sc)
+{
+  sc->model.num_query_groups = 2, sc->parallel.tensor_model_parallel_size = 4;
+}
+static void brk_world(PnScenario *sc) { sc->hardware.num_gpus = 18; }
+static void brk_vpp_pp(PnScenario *sc) { sc->parallel.pipeline_model_parallel_size = 1, sc->hardware.num_gpus = 8; }
+static void brk_pp_layers(PnScenario *sc) { sc->model.num_layers = 31; }
+static void brk_vpp_layers(PnScenario *sc) { sc->parallel.virtual_pipeline_model_parallel_size = 3; }
+static void brk_vpp_p2p(PnScenario *sc) { sc->comm_overlap.overlap_p2p_comm = PN_TRI_FALSE; }
+static void brk_batch(PnScenario *sc) { sc->training.global_batch_size = 130; }
+static void brk_group(PnScenario *sc) { sc->parallel.microbatch_group_size_per_vp_stage = 1; }
+static void brk_vpp_mb(PnScenario *sc)
+{
+  sc->training.global_batch_size = 4 * 6, sc->parallel.pipeline_model_parallel_size = 4, sc->hardware.num_gpus = 32,
+  sc->parallel.virtual_pipeline_model_parallel_size = 2;
+}
+static void brk_group_rem(PnScenario *sc)
+{
+  sc->parallel.microbatch_group_size_per_vp_stage = 3, sc->training.global_batch_size = 4 * 7;
+}
+static void brk_cp_seq(PnScenario *sc)
+{
+  sc->parallel.context_parallel_size = 2, sc->training.seq_length = 8190, sc->hardware.num_gpus = 32;
+}
+static void brk_sp_seq(PnScenario *sc)
+{
+  sc->parallel.sequence_parallel = true, sc->parallel.tensor_model_parallel_size = 4, sc->training.seq_length = 8190,
+  sc->hardware.num_gpus = 32;
+}
+static void brk_a2a(PnScenario *sc)
+{
+  sc->parallel.context_parallel_size = 8, sc->parallel.tensor_model_parallel_size = 8,
+  sc->comm_overlap.cp_comm_type = PN_CP_A2A, sc->hardware.num_gpus = 128, sc->model.num_attention_heads = 32;
+}
+static void brk_positions(PnScenario *sc)
+{
+  g_strlcpy(sc->model.position_embedding_type, "learned_absolute", 24), sc->model.max_position_embeddings = 4096;
+}
+static void brk_need_moe(PnScenario *sc) { sc->parallel.expert_model_parallel_size = 2; }
+static void moe(PnScenario *sc)
+{
+  sc->model.num_moe_experts = 8, sc->model.moe_router_topk = 2, sc->model.moe_ffn_hidden_size = 1024;
+}
+static void brk_ep_experts(PnScenario *sc) { moe(sc), sc->parallel.expert_model_parallel_size = 3; }
+static void brk_ep_ranks(PnScenario *sc)
+{
+  moe(sc), sc->parallel.expert_model_parallel_size = 8, sc->parallel.tensor_model_parallel_size = 1,
+           sc->hardware.num_gpus = 8;
+}
+static void brk_etp_ffn(PnScenario *sc)
+{
+  moe(sc), sc->model.moe_ffn_hidden_size = 1026, sc->parallel.expert_tensor_parallel_size = 4,
+           sc->parallel.tensor_model_parallel_size = 4, sc->parallel.sequence_parallel = true,
+           sc->hardware.num_gpus = 32;
+}
+static void brk_ep_sp(PnScenario *sc)
+{
+  moe(sc), sc->parallel.expert_model_parallel_size = 2, sc->parallel.tensor_model_parallel_size = 2,
+           sc->parallel.sequence_parallel = false;
+}
+static void brk_instances(PnScenario *sc) { sc->ddp.num_distributed_optimizer_instances = 3; }
+static void brk_fp8_gather(PnScenario *sc) { sc->ddp.fp8_param_gather = true; }
+static void brk_recompute(PnScenario *sc)
+{
+  sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL, sc->recompute.recompute_num_layers = 17;
+}
+static void brk_ctas(PnScenario *sc) { sc->env.nccl_min_ctas = 8, sc->env.nccl_max_ctas = 4; }
+
+START_TEST(test_rules)
+{
+  static const struct {
+    Breaker brk;
+    PnRule rule;
+    const char *path;
+  } cases[] = {
+      {brk_tp_heads, PN_RULE_TP_HEADS, "/parallel/tensor_model_parallel_size"},
+      {brk_tp_groups, PN_RULE_TP_QUERY_GROUPS, "/parallel/tensor_model_parallel_size"},
+      {brk_world, PN_RULE_WORLD, "/hardware/num_gpus"},
+      {brk_vpp_pp, PN_RULE_VPP_NEEDS_PP, "/parallel/virtual_pipeline_model_parallel_size"},
+      {brk_pp_layers, PN_RULE_PP_LAYERS, "/parallel/pipeline_model_parallel_size"},
+      {brk_vpp_layers, PN_RULE_VPP_LAYERS, "/parallel/virtual_pipeline_model_parallel_size"},
+      {brk_vpp_p2p, PN_RULE_VPP_PP2_P2P, "/comm_overlap/overlap_p2p_comm"},
+      {brk_batch, PN_RULE_BATCH, "/training/global_batch_size"},
+      {brk_group, PN_RULE_VPP_GROUP, "/parallel/microbatch_group_size_per_vp_stage"},
+      {brk_vpp_mb, PN_RULE_VPP_MICROBATCHES, "/training/global_batch_size"},
+      {brk_group_rem, PN_RULE_VPP_GROUP_REMAINDER, "/parallel/microbatch_group_size_per_vp_stage"},
+      {brk_cp_seq, PN_RULE_CP_SEQUENCE, "/training/seq_length"},
+      {brk_sp_seq, PN_RULE_SP_SEQUENCE, "/training/seq_length"},
+      {brk_a2a, PN_RULE_CP_A2A_HEADS, "/parallel/context_parallel_size"},
+      {brk_positions, PN_RULE_MAX_POSITIONS, "/training/seq_length"},
+      {brk_need_moe, PN_RULE_EXPERTS_NEED_MOE, "/parallel/expert_model_parallel_size"},
+      {brk_ep_experts, PN_RULE_EP_EXPERTS, "/parallel/expert_model_parallel_size"},
+      {brk_ep_ranks, PN_RULE_EP_RANKS, "/parallel/expert_model_parallel_size"},
+      {brk_etp_ffn, PN_RULE_ETP_FFN, "/parallel/expert_tensor_parallel_size"},
+      {brk_ep_sp, PN_RULE_EP_NEEDS_SP, "/parallel/sequence_parallel"},
+      {brk_instances, PN_RULE_DISTOPT_INSTANCES, "/ddp/num_distributed_optimizer_instances"},
+      {brk_fp8_gather, PN_RULE_FP8_PARAM_GATHER, "/ddp/fp8_param_gather"},
+      {brk_recompute, PN_RULE_RECOMPUTE_LAYERS, "/recompute/recompute_num_layers"},
+      {brk_ctas, PN_RULE_NCCL_CTAS, "/env/NCCL_MIN_CTAS"},
+  };
+  PnScenario sc;
+  rules_base(&sc, 2, false); /* dp 4, 32 micro-batches */
+  ck_assert_int_eq(pn_workload_check(&sc, NULL, NULL), PN_RULE_OK);
+  ck_assert_int_eq(sc.parallel.num_microbatches, 32);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    rules_base(&sc, 2, false);
+    cases[i].brk(&sc);
+    PnRuleViolation v;
+    PnRule got = pn_workload_check(&sc, &v, NULL);
+    ck_assert_msg(got == cases[i].rule, "case %zu: rule %d, expected %d (%s)", i, got, cases[i].rule,
+                  got ? v.message : "accepted");
+    ck_assert_str_eq(v.path, cases[i].path);
+    ck_assert_str_ne(pn_rule_summary(got), "unknown rule");
+  }
+  /* sequence parallelism at tp 1 is turned off, as Megatron does, and said so */
+  rules_base(&sc, 1, true);
+  unsigned notes = 0;
+  ck_assert_int_eq(pn_workload_check(&sc, NULL, &notes), PN_RULE_OK);
+  ck_assert(!sc.parallel.sequence_parallel && (notes & PN_RULE_NOTE_SP_DISABLED));
+}
+END_TEST
+
 static Suite *workload_suite(void)
 {
   Suite *s = suite_create("workload");
@@ -989,6 +1123,7 @@ static Suite *workload_suite(void)
       {"memory_fits_order", test_memory_fits_order},
       {"moe_ops", test_moe_ops},
       {"moe_etp_and_allgather", test_moe_etp_and_allgather},
+      {"rules", test_rules},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# penumbra sweep: a space counted by hand (32 candidates: 8 break tp | heads, 6 interleave
+# without a pipeline, 18 left to the memory check and the simulation); -j 1 and -j 2 write the
+# same CSV and JSON byte for byte; the steady-state fast-forward agrees with the full simulation
+# (--exact) within 0.1% of the iteration time on every layout; bad input is one line and exit 2.
+set -euo pipefail
+bin=$1 src=$2
+cd "$src"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+base=(--model llama3-8b --gpus 8 --seq-length 4096 --global-batch-size 128
+  --vary parallel.tensor_model_parallel_size=1,2,3,4 --vary parallel.pipeline_model_parallel_size=1,2
+  --vary parallel.virtual_pipeline_model_parallel_size=1,2 --vary parallel.context_parallel_size=1
+  --vary training.micro_batch_size=1,2 --vary recompute.recompute_granularity=null)
+"$bin" sweep "${base[@]}" -j 1 --csv "$tmp/j1.csv" --json "$tmp/j1.json" --rejected "$tmp/rej.csv" >"$tmp/j1.txt"
+"$bin" sweep "${base[@]}" -j 2 --csv "$tmp/j2.csv" --json "$tmp/j2.json" >/dev/null
+"$bin" sweep "${base[@]}" -j 2 --exact --csv "$tmp/exact.csv" >/dev/null
+head -8 "$tmp/j1.txt"
+grep -q '^space: 32 candidates' "$tmp/j1.txt" || { echo "FAIL: expected 32 candidates"; exit 1; }
+python3 - "$tmp" <<'PY'
+import csv, json, sys
+t = sys.argv[1]
+j = json.load(open(f"{t}/j1.json"))
+c = j["counts"]
+assert c["candidates"] == 32, c
+reasons = {r["reason"]: r["count"] for r in j["rejected_by_reason"]}
+assert reasons.get("tensor_model_parallel_size does not divide num_attention_heads") == 8, reasons
+assert reasons.get("virtual_pipeline_model_parallel_size needs pipeline_model_parallel_size > 1") == 6, reasons
+assert c["rejected"] == 14 and c["accepted"] + c["over_memory"] == 18, c
+assert c["simulated"] == c["accepted"] == len(j["layouts"]), c
+rej = list(csv.DictReader(open(f"{t}/rej.csv")))
+assert len(rej) == 14 + c["over_memory"], len(rej)
+tf = [l["model_tflops_per_gpu"] for l in j["layouts"]]
+assert tf == sorted(tf, reverse=True), "not ranked"
+fast = {r["index"]: float(r["iteration_time_s"]) for r in csv.DictReader(open(f"{t}/j1.csv"))}
+exact = {r["index"]: float(r["iteration_time_s"]) for r in csv.DictReader(open(f"{t}/exact.csv"))}
+assert fast.keys() == exact.keys()
+worst = max(abs(fast[k] - exact[k]) / exact[k] for k in fast)
+print(f"fast-forward vs full simulation: worst {worst * 100:.4f}% over {len(fast)} layouts")
+assert worst <= 1e-3, worst
+PY
+cmp "$tmp/j1.csv" "$tmp/j2.csv" || { echo "FAIL: -j 1 and -j 2 CSVs differ"; exit 1; }
+cmp <(grep -v '"commit"' "$tmp/j1.json") <(grep -v '"commit"' "$tmp/j2.json") || { echo "FAIL: -j 1 and -j 2 JSON differ"; exit 1; }
+
+bad() { # expected-fragment args...: one line on stderr, exit 2
+  local want=$1; shift
+  set +e; err=$("$bin" sweep "$@" 2>&1 >/dev/null); rc=$?; set -e
+  [ "$rc" = 2 ] || { echo "FAIL: exit $rc (want 2) for: $*"; echo "$err"; exit 1; }
+  [ "$(echo "$err" | wc -l)" = 1 ] || { echo "FAIL: not one line for: $*"; echo "$err"; exit 1; }
+  case "$err" in *"$want"*) ;; *) echo "FAIL: want '$want', got: $err"; exit 1 ;; esac
+}
+m=(--model llama3-8b --gpus 8 --seq-length 4096 --global-batch-size 128)
+bad 'did you mean parallel.tensor_model_parallel_size' "${m[@]}" --vary parallel.tensor_model_parallel_sise=2
+bad 'an empty value' "${m[@]}" --vary parallel.tensor_model_parallel_size=2,,4
+bad 'expected KEY=VALUE' "${m[@]}" --vary parallel.tensor_model_parallel_size
+bad "holds no whole number of 8-GPU nodes" --model llama3-8b --gpus 9:15 --seq-length 4096 --global-batch-size 128
+bad 'does not divide num_attention_heads' "${m[@]}" --vary parallel.tensor_model_parallel_size=3
+bad '--seq-length: required' --model llama3-8b --gpus 8 --global-batch-size 128
+echo '{"parallel.tensor_model_parallel_size": [' >"$tmp/space.json"
+bad "$tmp/space.json" "${m[@]}" --space "$tmp/space.json"
+echo '{"parallel.tensor_model_parallel_size": []}' >"$tmp/space.json"
+bad 'empty array' "${m[@]}" --space "$tmp/space.json"
+bad 'expected 1 to 1024 threads' "${m[@]}" -j -3
+echo "sweep: ok"
