@@ -17,6 +17,7 @@
 #include "io/file.h"
 #include "io/report.h"
 #include "sim/result.h"
+#include "sweep/sweep.h"
 #include "workload/config.h"
 
 #ifndef PN_DATA_DIR
@@ -30,6 +31,12 @@ int pn__cli_run(int argc, char **argv);
 int pn__cli_validate(int argc, char **argv);
 int pn__cli_calibrate(int argc, char **argv);
 int pn__cli_sweep(int argc, char **argv);
+
+/* MPI for `penumbra sweep` (sweep_mpi.c; one process without -DPN_MPI=ON or outside mpirun):
+ * start (rank and size), gather every rank's rows into rank 0's result and rank them, stop. */
+void pn__cli_mpi_init(int *argc, char ***argv, int *rank, int *size);
+void pn__cli_mpi_gather(PnSweepResult *r, int rank, int size);
+void pn__cli_mpi_finalize(void);
 
 /* `run --what-if` (whatif.c): each overlap knob of the registry that applies to `base` (loaded
  * from `path` with the `sets`), simulated off and on, reported beside the baseline `base_r` as

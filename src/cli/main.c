@@ -35,7 +35,11 @@ int main(int argc, char **argv)
     return argc < 2 ? 2 : 0;
   }
   if (strcmp(argv[1], "--version") == 0) {
+#ifdef PN_MPI
+    printf("penumbra %s (%s) with MPI\n", PN_VERSION, PN_GIT_COMMIT);
+#else
     printf("penumbra %s (%s)\n", PN_VERSION, PN_GIT_COMMIT);
+#endif
     return 0;
   }
   for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)

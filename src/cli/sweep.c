@@ -28,7 +28,7 @@ typedef struct {
   char *model, *profile, *gpus, *precision, *space_file, *csv, *json, *rejected;
   gint64 seq_length, global_batch_size;
   char **vary, **sets;
-  gboolean all_overlap, exact;
+  gboolean all_overlap, exact, layouts;
   gint top, threads;
 } SweepArgs;
 
@@ -146,11 +146,11 @@ static gpointer pass_thread(gpointer data)
 
 /* Runs a pass on its own thread while this one draws the progress line on a terminal:
  * done / total, rate, ETA. Nothing on a pipe. */
-static void run_pass(const PnSweepSpec *spec, PnSweepResult *r, bool simulate)
+static void run_pass(const PnSweepSpec *spec, PnSweepResult *r, bool simulate, bool show)
 {
   PnSweepProgress progress = {0};
   PassJob job              = {.spec = spec, .result = r, .progress = &progress, .simulate = simulate};
-  bool tty                 = isatty(STDERR_FILENO);
+  bool tty                 = show && isatty(STDERR_FILENO);
   gint64 t0                = g_get_monotonic_time();
   GThread *t               = g_thread_new("sweep-pass", pass_thread, &job);
   while (!g_atomic_int_get(&job.finished)) {
@@ -199,7 +199,7 @@ static int write_outputs(const SweepArgs *a, const PnSweepSpec *spec, const PnSw
 /* The axes: --space, then each --vary, then the defaults around them (space.h). */
 static gboolean build_space(const SweepArgs *a, bool from_model, PnSweepSpec *spec, GError **error)
 {
-  PnSpaceOptions o          = {.layout = from_model, .all_overlap = a->all_overlap};
+  PnSpaceOptions o          = {.layout = from_model || a->layouts, .all_overlap = a->all_overlap};
   g_autoptr(GPtrArray) ents = g_ptr_array_new_with_free_func((GDestroyNotify)pn_space_entry_free);
   o.entries                 = ents;
   if (a->gpus != NULL && !parse_gpus(a->gpus, &o.gpus_min, &o.gpus_max, error))
@@ -253,7 +253,7 @@ static int nothing_accepted(const PnSweepResult *r)
   return 2;
 }
 
-static int sweep_main(SweepArgs *a, int argc, char **argv)
+static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
 {
   g_autoptr(GError) error = NULL;
   if (argc > 2 || (argc == 2 && a->model != NULL)) {
@@ -267,7 +267,8 @@ static int sweep_main(SweepArgs *a, int argc, char **argv)
     return pn__cli_fail(error);
   PnSweepSpec spec          = {.base    = base,
                                .threads = a->threads > 0 ? a->threads : (int)g_get_num_processors(),
-                               .parts   = 1,
+                               .part    = rank,
+                               .parts   = size,
                                .exact   = a->exact,
                                .cancel  = &interrupted};
   spec.axes                 = g_ptr_array_new_with_free_func((GDestroyNotify)pn_sweep_axis_free);
@@ -282,14 +283,17 @@ static int sweep_main(SweepArgs *a, int argc, char **argv)
   sigaction(SIGINT, &sa, NULL);
 
   g_autoptr(PnSweepResult) r = pn_sweep_result_new();
-  run_pass(&spec, r, false);
+  run_pass(&spec, r, false, rank == 0);
   g_autofree char *split = pn_sweep_text_space(&spec, r);
-  fputs(split, stdout);
-  fflush(stdout);
+  if (rank == 0)
+    fputs(split, stdout), fflush(stdout);
   if (r->accepted == 0 && !r->interrupted)
-    return nothing_accepted(r);
+    return rank == 0 ? nothing_accepted(r) : 2;
   if (!r->interrupted)
-    run_pass(&spec, r, true);
+    run_pass(&spec, r, true, rank == 0);
+  pn__cli_mpi_gather(r, rank, size);
+  if (rank != 0)
+    return 0;
 
   g_autofree char *family = NULL;
   PnSweepReportOptions o  = {.version = PN_VERSION, .commit = PN_GIT_COMMIT, .top = a->top};
@@ -320,7 +324,8 @@ static const char examples[] =
     "  penumbra sweep ... --all-overlap --csv out.csv --json out.json -j 2\n"
     "\n"
     "With --model, tensor, pipeline, virtual pipeline, context (and expert) sizes, the micro-batch size and\n"
-    "the recompute granularity vary; with a scenario file only the axes given by --vary / --space do.\n"
+    "the recompute granularity vary; with a scenario file only the axes given by --vary / --space do\n"
+    "(--layouts adds the default layout axes, and the table says where the scenario's own layout ranks).\n"
     "Overlap switches take the value the recipes' gating gives them unless an axis names them;\n"
     "--all-overlap opens every switch of the overlap registry. The space's size and how it splits are\n"
     "printed before simulating; the CSV and JSON hold every simulated layout (--top limits the table).";
@@ -337,6 +342,8 @@ int pn__cli_sweep(int argc, char **argv)
       {"precision", 0, 0, G_OPTION_ARG_STRING, &a.precision, "bf16 (default) or fp8 (with --model)", "P"},
       {"vary", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.vary, "Vary or fix a scenario key (repeatable)", "KEY=V1,V2"},
       {"space", 0, 0, G_OPTION_ARG_FILENAME, &a.space_file, "Axes from a JSON object of keys and values", "FILE"},
+      {"layouts", 0, 0, G_OPTION_ARG_NONE, &a.layouts,
+       "With a scenario file, also vary the default layout axes around it", NULL},
       {"all-overlap", 0, 0, G_OPTION_ARG_NONE, &a.all_overlap, "Open every overlap switch of the registry", NULL},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.sets, "Override a key of the base scenario", "KEY=VALUE"},
       {"top", 0, 0, G_OPTION_ARG_INT, &a.top, "Rows in the table on stdout (default 20, 0: all)", "N"},
@@ -347,8 +354,12 @@ int pn__cli_sweep(int argc, char **argv)
       {"jobs", 'j', 0, G_OPTION_ARG_INT, &a.threads, "Threads (default: every core)", "N"},
       {NULL}};
   int status = 2;
-  if (pn__cli_parse(entries, "[SCENARIO.json] - rank the layouts of one training job", examples, &argc, &argv))
-    status = sweep_main(&a, argc, argv);
+  if (pn__cli_parse(entries, "[SCENARIO.json] - rank the layouts of one training job", examples, &argc, &argv)) {
+    int rank, size;
+    pn__cli_mpi_init(&argc, &argv, &rank, &size);
+    status = sweep_main(&a, argc, argv, rank, size);
+    pn__cli_mpi_finalize();
+  }
   g_free(a.model), g_free(a.profile), g_free(a.gpus), g_free(a.precision), g_free(a.space_file);
   g_free(a.csv), g_free(a.json), g_free(a.rejected);
   g_strfreev(a.vary), g_strfreev(a.sets);

@@ -157,6 +157,31 @@ static void layout_text(GString *s, const PnSweepSpec *spec, const PnSweepRow *r
   }
 }
 
+/* Where the base scenario's own layout landed: its rank and how far below the best, or why it is
+ * not ranked. */
+static void text_base(GString *s, const PnSweepSpec *spec, const PnSweepResult *r)
+{
+  if (!spec->base_in_space || spec->axes->len == 0)
+    return;
+  for (guint k = 0; k < r->rows->len; k++) {
+    const PnSweepRow *row = &g_array_index(r->rows, PnSweepRow, k);
+    if (row->index != spec->base_index || row->failed)
+      continue;
+    const PnSweepRow *best = &g_array_index(r->rows, PnSweepRow, 0);
+    g_string_append_printf(s,
+                           "the scenario's own layout ranks %u of %u: %.1f TFLOP/s/GPU, the best predicts %.1f%% "
+                           "more\n",
+                           k + 1, r->rows->len, row->tflops_per_gpu,
+                           (best->tflops_per_gpu / row->tflops_per_gpu - 1.0) * 100.0);
+    return;
+  }
+  PnRule rule;
+  char why[512];
+  double over = 0.0;
+  if (pn_sweep_classify(spec, spec->base_index, &rule, why, sizeof why, &over) != PN_SWEEP_ACCEPTED)
+    g_string_append_printf(s, "the scenario's own layout is not ranked: %s\n", why);
+}
+
 static void text_accuracy(GString *s, const PnSweepResult *r, const PnSweepReportOptions *o)
 {
   if (isnan(o->error_pct)) {
@@ -213,6 +238,7 @@ char *pn_sweep_text_table(const PnSweepSpec *spec, const PnSweepResult *r, const
     return g_string_free(s, FALSE);
   }
   g_string_append(s, "\n");
+  text_base(s, spec, r);
   text_accuracy(s, r, o);
   text_effects(s, spec, r);
   const PnSweepRow *best = &g_array_index(r->rows, PnSweepRow, 0);
@@ -406,6 +432,10 @@ char *pn_sweep_json(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwe
   pn_jsonw_string(w, "source", o->source);
   pn_jsonw_string(w, "model", spec->base->model.name);
   pn_jsonw_string(w, "profile", spec->base->hardware.profile);
+  if (spec->base_in_space)
+    pn_jsonw_uint(w, "base_index", spec->base_index);
+  else
+    pn_jsonw_null(w, "base_index");
   pn_jsonw_int(w, "seq_length", spec->base->training.seq_length);
   pn_jsonw_int(w, "global_batch_size", spec->base->training.global_batch_size);
   json_space(w, spec, r);

@@ -160,6 +160,25 @@ static gboolean user_axis(PnSweepSpec *spec, const PnSpaceEntry *e, GError **err
   return TRUE;
 }
 
+/* The base's own layout in the space: every axis must hold the base's value. */
+static void base_position(PnSweepSpec *spec)
+{
+  uint64_t index      = 0;
+  spec->base_in_space = true;
+  for (guint a = 0; a < spec->axes->len && spec->base_in_space; a++) {
+    const PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
+    PnScenarioValue v;
+    pn_scenario_field_get(&ax->field, spec->base, &v);
+    guint at = ax->values->len;
+    for (guint k = 0; k < ax->values->len && at == ax->values->len; k++)
+      if (memcmp(g_array_index(ax->values, PnScenarioValue, k).bytes, v.bytes, sizeof v.bytes) == 0)
+        at = k;
+    spec->base_in_space = at < ax->values->len;
+    index               = index * ax->values->len + at;
+  }
+  spec->base_index = spec->base_in_space ? index : 0;
+}
+
 gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError **error)
 {
   if (spec->axes == NULL)
@@ -175,5 +194,6 @@ gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError
       return FALSE;
   spec->sp_follows_tp  = o->layout && axis_find(spec, "parallel.sequence_parallel") == NULL;
   spec->etp_follows_tp = o->layout && axis_find(spec, "parallel.expert_tensor_parallel_size") == NULL;
+  base_position(spec);
   return TRUE;
 }

@@ -40,6 +40,9 @@ typedef struct {
   /* Megatron-Bridge's defaults that follow the tensor size, unless an axis sets the key:
    * sequence_parallel = tp > 1, expert_tensor_parallel_size = tp. */
   bool sp_follows_tp, etp_follows_tp;
+  /* The base's own layout, when every axis holds the base's value (space.c): its index. */
+  bool base_in_space;
+  uint64_t base_index;
   bool exact;            /* simulate every micro-batch (no fast-forward of the steady state) */
   int threads;           /* >= 1 */
   int part, parts;       /* this process simulates the layouts k with k % parts == part (MPI ranks) */
