@@ -4,11 +4,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "hw/cost.h"
+#include "calib/calib-private.h"
 
 GQuark pn_calib_error_quark(void) { return g_quark_from_static_string("pn-calib-error-quark"); }
-
-#define PN_CAL_LARGE_BYTES (256.0 * 1024 * 1024)
 
 void pn_cal_data_init(PnCalData *d)
 {
@@ -144,7 +142,7 @@ static gint cmp_attn(gconstpointer a, gconstpointer b)
 }
 
 /* The fastest backend per shape (TE picks cuDNN's fused attention on Hopper). */
-static void fit_attn(const PnCalData *d, PnAttnTable *t)
+void pn__calib_fit_attn(const PnCalData *d, PnAttnTable *t)
 {
   g_autoptr(GArray) rows = g_array_copy(d->attn);
   g_array_sort(rows, cmp_attn);
@@ -187,7 +185,7 @@ static double coll_hops(const PnCalColl *c)
 
 /* A measurement slower than a larger message of the same collective and channel count is not
  * physical (a warm-up or a disturbed sample): the fit ignores it and the check reports it. */
-static bool coll_outlier(const PnCalData *d, const PnCalColl *c)
+bool pn__calib_coll_outlier(const PnCalData *d, const PnCalColl *c)
 {
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *o = &g_array_index(d->coll, PnCalColl, i);
@@ -246,7 +244,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
     double floor_ns = (double)INFINITY;
     for (guint i = 0; i < d->coll->len; i++) {
       const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-      if ((int)c->kind == kind && c->ctas == 0 && c->bytes <= 65536.0 && !coll_outlier(d, c))
+      if ((int)c->kind == kind && c->ctas == 0 && c->bytes <= 65536.0 && !pn__calib_coll_outlier(d, c))
         floor_ns = fmin(floor_ns, c->ns);
     }
     if (isfinite(floor_ns))
@@ -260,7 +258,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
     g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
     for (guint i = 0; i < d->coll->len; i++) {
       const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-      if ((int)c->kind != kind || c->ctas != 0 || coll_outlier(d, c))
+      if ((int)c->kind != kind || c->ctas != 0 || pn__calib_coll_outlier(d, c))
         continue;
       double lat = p->nccl_pair_latency_ns[kind] > 0.0 ? p->nccl_pair_latency_ns[kind]
                                                        : p->nccl_base_latency_ns + coll_hops(c) * p->nccl_nvlink_hop_ns;
@@ -287,7 +285,7 @@ static void fit_coll(const PnCalData *all, PnHwProfile *p)
     p->nccl_p2p_ctas = (int)ceil(p->nccl_pair_busbw[PN_COLL_SEND_RECV] / p->nccl_cta_busbw[PN_COLL_SEND_RECV] - 1e-9);
   for (guint i = 0; i < all->coll->len; i++) {
     const PnCalColl *c = &g_array_index(all->coll, PnCalColl, i);
-    if (c->nranks < 2 || c->nranks > PN_PROFILE_MAX_TABLE_RANKS || coll_outlier(all, c))
+    if (c->nranks < 2 || c->nranks > PN_PROFILE_MAX_TABLE_RANKS || pn__calib_coll_outlier(all, c))
       continue;
     int ctas = c->ctas;
     if (ctas == 0)
@@ -405,7 +403,7 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   f->gemm_sm_scaling       = fit_contention(d, PN_CAL_SPINNER, p->sm_count, &p->gemm_sm_scaling);
   f->gemm_sm_limit_scaling = fit_contention(d, PN_CAL_SPINNER_SM_TARGET, p->sm_count, &p->gemm_sm_limit_scaling);
   if (d->attn->len) {
-    fit_attn(d, &p->attn_bf16);
+    pn__calib_fit_attn(d, &p->attn_bf16);
     f->attn        = true;
     f->attn_points = p->attn_bf16.n;
   }
@@ -427,275 +425,4 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
     f->copy                   = true;
   }
   return TRUE;
-}
-
-static void push_err(GArray *a, double predicted, double measured)
-{
-  if (measured > 0.0 && isfinite(predicted)) {
-    double e = predicted / measured - 1.0;
-    g_array_append_val(a, e);
-  }
-}
-
-/* A measured collective's time alone through the profile (`cost` gets its latency and rate). */
-static double coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost *cost)
-{
-  PnCollSpec spec = {.kind           = c->kind,
-                     .bytes          = c->bytes,
-                     .ranks          = c->nranks,
-                     .ranks_per_node = c->nranks,
-                     .min_ctas       = c->ctas,
-                     .max_ctas       = c->ctas};
-  pn_coll_cost(p, &spec, cost);
-  return pn_coll_time_alone_ns(p, cost);
-}
-
-/* The group sizes of the collective rows, ascending, each with an (empty) error list. */
-static void coll_groups_init(const PnCalData *d, PnCalCheck *out)
-{
-  for (guint i = 0; i < d->coll->len; i++) {
-    int r   = g_array_index(d->coll, PnCalColl, i).nranks;
-    guint k = 0;
-    while (k < out->coll_groups->len && g_array_index(out->coll_groups, int, k) < r)
-      k++;
-    if (k == out->coll_groups->len || g_array_index(out->coll_groups, int, k) != r)
-      g_array_insert_val(out->coll_groups, k, r);
-  }
-  for (guint k = 0; k < out->coll_groups->len; k++) {
-    g_ptr_array_add(out->coll_by_group, g_array_new(FALSE, FALSE, sizeof(double)));
-    g_ptr_array_add(out->coll_group_loo, g_array_new(FALSE, FALSE, sizeof(double)));
-  }
-}
-
-static GArray *coll_group_errors(GPtrArray *lists, const PnCalCheck *out, int ranks)
-{
-  guint k = 0;
-  while (g_array_index(out->coll_groups, int, k) != ranks)
-    k++;
-  return g_ptr_array_index(lists, k);
-}
-
-/* The default-channel rows of each inner group size through the profile without that size's
- * table rows: what a group size between two measured ones gets. */
-static void check_coll_group_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  for (guint k = 1; k + 1 < out->coll_groups->len; k++) {
-    int r                        = g_array_index(out->coll_groups, int, k);
-    PnHwProfile lp               = *p; /* shallow: only the table is replaced */
-    g_autofree PnCollPoint *rest = g_new(PnCollPoint, p->nccl_table.n ? p->nccl_table.n : 1);
-    lp.nccl_table.pts            = rest;
-    lp.nccl_table.n              = 0;
-    for (int i = 0; i < p->nccl_table.n; i++)
-      if (p->nccl_table.pts[i].ranks != r)
-        rest[lp.nccl_table.n++] = p->nccl_table.pts[i];
-    for (guint i = 0; i < d->coll->len; i++) {
-      const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-      if (c->nranks != r || c->ctas != 0 || coll_outlier(d, c))
-        continue;
-      PnCollCost cost;
-      push_err(g_ptr_array_index(out->coll_group_loo, k), coll_predict(&lp, c, &cost), c->ns);
-    }
-  }
-}
-
-static void check_init(PnCalCheck *out)
-{
-  out->gemm                = g_array_new(FALSE, FALSE, sizeof(double));
-  out->gemm_loo            = g_array_new(FALSE, FALSE, sizeof(double));
-  out->attn                = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_default        = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_ctas           = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_outliers       = g_array_new(FALSE, FALSE, sizeof(double));
-  out->contention          = g_array_new(FALSE, FALSE, sizeof(double));
-  out->contention_median   = g_array_new(FALSE, FALSE, sizeof(double));
-  out->points              = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
-  out->memory_other        = g_array_new(FALSE, FALSE, sizeof(double));
-  out->memory              = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_groups         = g_array_new(FALSE, FALSE, sizeof(int));
-  out->nccl_overlap        = g_array_new(FALSE, FALSE, sizeof(double));
-  out->nccl_overlap_margin = g_array_new(FALSE, FALSE, sizeof(double));
-  out->coll_by_group       = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-  out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
-}
-
-/* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
-static void check_gemm(const PnHwProfile *p, PnCalCheck *out)
-{
-  for (int fp8 = 0; fp8 < 2; fp8++) {
-    const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
-    PnHwProfile loo      = *p;
-    for (int i = 0; i < t->n; i++) {
-      const PnGemmPoint *g = &t->pts[i];
-      PnDtype dt           = fp8 ? PN_DT_FP8 : PN_DT_BF16;
-      push_err(out->gemm, pn_cost_gemm_ns(p, g->m, g->n, g->k, dt, NULL), g->ns);
-      PnGemmPoint *rest = g_new(PnGemmPoint, t->n);
-      int n             = 0;
-      for (int j = 0; j < t->n; j++)
-        if (j != i)
-          rest[n++] = t->pts[j];
-      PnGemmTable lt = {.n = n, .pts = rest};
-      if (fp8)
-        loo.gemm_fp8 = lt;
-      else
-        loo.gemm_bf16 = lt;
-      double loo_ns = pn_cost_gemm_ns(&loo, g->m, g->n, g->k, dt, NULL);
-      push_err(out->gemm_loo, loo_ns, g->ns);
-      double fl     = 2.0 * (double)g->m * (double)g->n * (double)g->k;
-      PnCalPoint pt = {fp8 ? "gemm_fp8" : "gemm_bf16", fl, fl / g->ns * 1e-3, fl / loo_ns * 1e-3};
-      g_array_append_val(out->points, pt);
-      g_free(rest);
-    }
-  }
-}
-
-/* attention: the fastest backend per shape, which is what the table keeps */
-static void check_attn(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  PnAttnTable fastest = {0};
-  fit_attn(d, &fastest);
-  for (int i = 0; i < fastest.n; i++) {
-    const PnAttnPoint *a = &fastest.pts[i];
-    push_err(out->attn,
-             pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, false, NULL),
-             a->fwd_ns);
-    push_err(out->attn,
-             pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, true, NULL),
-             a->bwd_ns);
-  }
-  g_free(fastest.pts);
-}
-
-/* Every collective row alone through the profile, sorted into default channels, forced channels,
- * outliers and group sizes; then the group sizes left out of the table in turn. */
-static void check_coll(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  coll_groups_init(d, out);
-  for (guint i = 0; i < d->coll->len; i++) {
-    const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
-    PnCollCost cost;
-    double t     = coll_predict(p, c, &cost);
-    bool outlier = coll_outlier(d, c);
-    push_err(outlier ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
-    if (!outlier && c->ctas == 0)
-      push_err(coll_group_errors(out->coll_by_group, out, c->nranks), t, c->ns);
-    if (c->ctas == 0) {
-      static const char *const series[] = {"coll_all_gather", "coll_reduce_scatter", "coll_all_reduce",
-                                           "coll_all_to_all", "coll_send_recv"};
-      double bw                         = c->busbw_bytes_per_ns;
-      PnCalPoint pt                     = {series[c->kind], c->bytes, bw, bw * c->ns / t};
-      g_array_append_val(out->points, pt);
-    }
-    if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(t / c->ns - 1.0) > 0.05)
-      g_printerr("collective %s ranks %d ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound "
-                 "%.1f)\n",
-                 pn_coll_kind_name(c->kind), c->nranks, c->ctas, c->bytes, c->ns, t, cost.latency_ns,
-                 cost.max_bytes_per_ns);
-  }
-  check_coll_group_loo(d, p, out);
-}
-
-/* A GEMM beside a real NCCL collective: the executor gives it the SMs the collective's CTAs
- * leave, at its shape's SMs-held curve (measured beside a spinner that fills its SMs), and no
- * slowdown when it is already restricted to the other SMs. */
-static void check_nccl_overlap(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  for (guint i = 0; i < d->nccl_overlap->len; i++) {
-    const PnCalNcclOverlap *o = &g_array_index(d->nccl_overlap, PnCalNcclOverlap, i);
-    int held                  = o->ctas > 0 ? o->ctas : p->nccl_ctas_nvlink;
-    double pred               = 1.0;
-    if (!o->sm_margin) {
-      int s = pn_hw_profile_nearest_contention(p, o->m, o->n, o->k, false);
-      const PnCurve *curve =
-          s >= 0 && p->shape_contention[s].curve[0].n > 0 ? &p->shape_contention[s].curve[0] : &p->gemm_sm_scaling;
-      if (curve->n == 0)
-        continue;
-      pred = pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
-    }
-    push_err(o->sm_margin ? out->nccl_overlap_margin : out->nccl_overlap, pred, o->rate);
-  }
-}
-
-/* The contention rows: each through its shape's curves, and the median over shapes per SMs held
- * through the profile-wide curves. */
-static void check_contention(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  /* every (shape, SMs held) row through the curves of its shape, as the executor uses them */
-  for (guint i = 0; i < d->contention->len; i++) {
-    const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
-    int v                    = c->variant == PN_CAL_SPINNER ? 0 : c->variant == PN_CAL_SPINNER_SM_TARGET ? 1 : -1;
-    if (v < 0 || c->sms_held < 1)
-      continue;
-    int s = pn_hw_profile_nearest_contention(p, c->m, c->n, c->k, c->fp8);
-    if (s < 0 || p->shape_contention[s].curve[v].n == 0)
-      continue;
-    const PnCurve *curve = &p->shape_contention[s].curve[v];
-    double rate = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
-    push_err(out->contention, 1.0 / rate, c->slowdown);
-  }
-  for (int v = PN_CAL_SPINNER; v <= PN_CAL_SPINNER_SM_TARGET; v += PN_CAL_SPINNER_SM_TARGET - PN_CAL_SPINNER) {
-    const PnCurve *curve = v == PN_CAL_SPINNER ? &p->gemm_sm_scaling : &p->gemm_sm_limit_scaling;
-    if (curve->n == 0)
-      continue;
-    double full = pn_curve_eval(curve, p->sm_count, 1.0);
-    for (int k = 1; k < p->sm_count; k++) {
-      g_autoptr(GArray) s = g_array_new(FALSE, FALSE, sizeof(double));
-      for (guint i = 0; i < d->contention->len; i++) {
-        const PnCalContention *c = &g_array_index(d->contention, PnCalContention, i);
-        if ((int)c->variant == v && c->sms_held == k)
-          g_array_append_val(s, c->slowdown);
-      }
-      if (s->len) {
-        double pred = full / pn_curve_eval(curve, p->sm_count - k, 1.0), meas = pn_calib_median(s);
-        push_err(out->contention_median, pred, meas);
-        PnCalPoint pt = {v == PN_CAL_SPINNER ? "sm_held" : "sm_margin", (double)k, meas, pred};
-        g_array_append_val(out->points, pt);
-      }
-    }
-  }
-}
-
-static void check_memory(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  for (guint i = 0; i < d->memory->len; i++) {
-    const PnCalBytes *b = &g_array_index(d->memory, PnCalBytes, i);
-    if (b->bytes < PN_CAL_LARGE_BYTES)
-      continue;
-    if (b->mem_class >= 0)
-      push_err(out->memory, pn_cost_memory_class_ns(p, b->bytes, (PnMemClass)b->mem_class), b->ns);
-    else
-      push_err(out->memory_other, pn_cost_memory_ns(p, b->bytes), b->ns);
-  }
-}
-
-void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
-{
-  check_init(out);
-  check_gemm(p, out);
-  check_attn(d, p, out);
-  check_coll(d, p, out);
-  check_nccl_overlap(d, p, out);
-  check_contention(d, p, out);
-  check_memory(d, p, out);
-}
-
-void pn_cal_check_clear(PnCalCheck *c)
-{
-  GArray **all[] = {&c->gemm,
-                    &c->gemm_loo,
-                    &c->attn,
-                    &c->coll_default,
-                    &c->coll_ctas,
-                    &c->contention,
-                    &c->memory,
-                    &c->contention_median,
-                    &c->coll_outliers,
-                    &c->points,
-                    &c->memory_other,
-                    &c->nccl_overlap,
-                    &c->nccl_overlap_margin};
-  for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
-    g_clear_pointer(all[i], g_array_unref);
-  g_clear_pointer(&c->coll_groups, g_array_unref);
-  g_clear_pointer(&c->coll_by_group, g_ptr_array_unref);
-  g_clear_pointer(&c->coll_group_loo, g_ptr_array_unref);
 }

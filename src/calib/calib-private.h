@@ -1,0 +1,21 @@
+/* calib-private.h — what the fits (calib.c) and the replay check (check.c) share: the fits'
+ * own readings of the measurements, so that the check replays what the table holds. */
+#ifndef PN_CALIB_PRIVATE_H
+#define PN_CALIB_PRIVATE_H
+
+#include <stdbool.h>
+
+#include "calib/calib.h"
+
+/* Transfers at least this large are bandwidth-bound: the HBM and copy-engine figures and their
+ * replay use them alone. */
+#define PN_CAL_LARGE_BYTES (256.0 * 1024 * 1024)
+
+/* The attention table the fit keeps: the fastest backend per shape (replaces t's points). */
+void pn__calib_fit_attn(const PnCalData *d, PnAttnTable *t);
+
+/* A measurement slower than a larger message of the same collective, group and channel count:
+ * not physical (a warm-up or a disturbed sample); the fit ignores it, the check reports it. */
+bool pn__calib_coll_outlier(const PnCalData *d, const PnCalColl *c);
+
+#endif
