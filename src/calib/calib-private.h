@@ -1,5 +1,6 @@
-/* calib-private.h — what the fits (calib.c) and the replay check (check.c) share: the fits'
- * own readings of the measurements, so that the check replays what the table holds. */
+/* calib-private.h — what the fits (calib.c), the replay check (check.c) and its leave-one-out
+ * predictions (loo.c) share: the fits' own readings of the measurements, so that the check
+ * replays what the tables hold, and the check's primitives. */
 #ifndef PN_CALIB_PRIVATE_H
 #define PN_CALIB_PRIVATE_H
 
@@ -17,5 +18,15 @@ void pn__calib_fit_attn(const PnCalData *d, PnAttnTable *t);
 /* A measurement slower than a larger message of the same collective, group and channel count:
  * not physical (a warm-up or a disturbed sample); the fit ignores it, the check reports it. */
 bool pn__calib_coll_outlier(const PnCalData *d, const PnCalColl *c);
+
+/* Appends predicted / measured - 1 to `errors` (of double); a case without a measurement or
+ * a finite prediction is left out. */
+void pn__calib_push_err(GArray *errors, double predicted, double measured);
+
+/* A measured collective's time alone through profile `p` (`cost` gets its latency and rate). */
+double pn__calib_coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost *cost);
+
+/* The leave-one-out replay of every table of `p` (loo.c): out->loo and out->points. */
+void pn__calib_check_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
 
 #endif

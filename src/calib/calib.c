@@ -8,6 +8,14 @@
 
 GQuark pn_calib_error_quark(void) { return g_quark_from_static_string("pn-calib-error-quark"); }
 
+const char *pn_cal_kind_name(PnCalKind k)
+{
+  static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",        "memory",
+                                                  "collective", "copy_engine",     "gemm_nccl_overlap"};
+  g_assert((unsigned)k < PN_CAL_KINDS);
+  return names[k];
+}
+
 void pn_cal_data_init(PnCalData *d)
 {
   *d              = (PnCalData){0};

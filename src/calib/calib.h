@@ -20,7 +20,13 @@
  *   - nvlink_ce_bytes_per_ns: one-way peer copy bandwidth at >= 256 MiB.
  * Anything without measurements is left as it was (the profile keeps its published source).
  *
- * Cost: O(rows log rows). Pure computation: no I/O, no JSON.
+ * The check (pn_calib_check) replays every measured case through a profile's cost model, and
+ * prices each point of each table by the table without it (leave-one-out, PnCalLoo): the replay
+ * of a table's own points is exact by construction, the leave-one-out error is what a shape,
+ * size or SM count between measured ones gets.
+ *
+ * Cost: the fit O(rows log rows); the check O(n^2) in the points of the largest table (the
+ * leave-one-out). Pure computation: no I/O, no JSON.
  */
 #ifndef PN_CALIB_CALIB_H
 #define PN_CALIB_CALIB_H
@@ -73,6 +79,29 @@ typedef struct {
   int mem_class; /* memory rows: PnMemClass, or -1 for kernels no op behaves like (cudaMemcpy) */
 } PnCalBytes;
 
+/* The kinds of result file microbench/ writes (their "kind"). */
+typedef enum {
+  PN_CAL_KIND_GEMM,
+  PN_CAL_KIND_CONTENTION,
+  PN_CAL_KIND_ATTENTION,
+  PN_CAL_KIND_MEMORY,
+  PN_CAL_KIND_COLLECTIVE,
+  PN_CAL_KIND_COPY_ENGINE,
+  PN_CAL_KIND_NCCL_OVERLAP,
+  PN_CAL_KINDS
+} PnCalKind;
+
+/* The kind's name in result files ("gemm", "gemm_contention", ...). */
+const char *pn_cal_kind_name(PnCalKind k);
+
+/* Where the rows of one kind were measured, from the result files' env: what the plots and the
+ * profile's calibration date say. */
+typedef struct {
+  char gpu[128]; /* nvidia-smi's name ("" = no file of the kind); several names joined by " + " */
+  int gpus;      /* GPUs the benchmark ran on (the most over the files; 0 = not recorded) */
+  char date[11]; /* the day of the newest file, YYYY-MM-DD ("" = not recorded) */
+} PnCalOrigin;
+
 typedef struct {
   GArray *gemm;         /* of PnCalGemm */
   GArray *contention;   /* of PnCalContention */
@@ -82,6 +111,7 @@ typedef struct {
   GArray *copy;         /* of PnCalBytes: one-way peer copies */
   GArray *nccl_overlap; /* of PnCalNcclOverlap: read for the check, not fitted */
   int sm_count;         /* from the measurements' env (0 = unknown) */
+  PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
 
 /* The median of a GArray of double (sorted in place; NAN when empty). */
@@ -100,19 +130,31 @@ typedef struct {
  * the profile (a different SM count). */
 gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *fitted, GError **error);
 
-/* Replay of every measured case through the simulator's cost model with profile `p`: the
- * relative errors (predicted / measured - 1), per kind, in `errors` (of double). */
-/* One measured case and its prediction, for the calibration plots. `series`: "gemm_bf16",
- * "gemm_fp8" (x = FLOPs, values in TFLOP/s, prediction leave-one-out), "coll_<kind>" (x =
- * bytes, values = bus bandwidth GB/s at default channels), "sm_held" / "sm_margin" (x = SMs
- * held, values = median slowdown). */
+/* One measured case and its leave-one-out prediction, for the calibration plots (--plot-data),
+ * by series: "gemm_bf16", "gemm_fp8", "attn_fwd", "attn_bwd" (x = FLOPs, values in TFLOP/s);
+ * "sm_held", "sm_margin" (x = SMs held, values = median slowdown over the shapes);
+ * "mem_copy", "mem_norm", "mem_activation", "mem_optimizer" (x = bytes moved, values in GB/s);
+ * "nccl_<collective>" (group = GPUs, x = message bytes, values = bus bandwidth in GB/s, NCCL's
+ * default channels). */
 typedef struct {
   const char *series;
+  int group; /* nccl_*: GPUs in the group; 0 otherwise */
   double x, measured, predicted;
+  double error; /* predicted / measured time - 1 (for rates: measured / predicted rate - 1) */
 } PnCalPoint;
 
+/* Leave-one-out over one table of the profile: each of its points predicted, through the
+ * simulator's own lookup, by the table without that point. A table replays its own points
+ * exactly; this is how far its interpolation is off at a shape, size or SM count it lacks. */
 typedef struct {
-  GArray *gemm, *gemm_loo, *attn, *memory;
+  const char *table; /* the profile's key (and which of its rows) */
+  GArray *errors;    /* of double: predicted / measured time - 1 */
+} PnCalLoo;
+
+/* Replay of every measured case through the simulator's cost model with profile `p`: the
+ * relative errors (predicted / measured - 1), per kind, in `errors` (of double). */
+typedef struct {
+  GArray *gemm, *attn, *memory;
   GArray *coll_default;        /* collectives at NCCL's default channel count */
   GArray *coll_ctas;           /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
   GArray *coll_outliers;       /* measurements slower than a larger message of the same collective */
@@ -125,7 +167,8 @@ typedef struct {
                                   and largest size, which nothing brackets) */
   GArray *contention;          /* every (shape, SMs held) row */
   GArray *contention_median;   /* the median slowdown over shapes per SMs held (what the curve fits) */
-  GArray *points;              /* of PnCalPoint: measured vs predicted, for plots */
+  GArray *loo;                 /* of PnCalLoo, one per table of the profile that has points */
+  GArray *points;              /* of PnCalPoint: measured vs leave-one-out, for plots */
   GArray *memory_other;        /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
 } PnCalCheck;
 

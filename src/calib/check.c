@@ -4,7 +4,7 @@
 #include "calib/calib-private.h"
 #include "hw/cost.h"
 
-static void push_err(GArray *a, double predicted, double measured)
+void pn__calib_push_err(GArray *a, double predicted, double measured)
 {
   if (measured > 0.0 && isfinite(predicted)) {
     double e = predicted / measured - 1.0;
@@ -12,8 +12,7 @@ static void push_err(GArray *a, double predicted, double measured)
   }
 }
 
-/* A measured collective's time alone through the profile (`cost` gets its latency and rate). */
-static double coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost *cost)
+double pn__calib_coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost *cost)
 {
   PnCollSpec spec = {.kind           = c->kind,
                      .bytes          = c->bytes,
@@ -68,7 +67,7 @@ static void check_coll_group_loo(const PnCalData *d, const PnHwProfile *p, PnCal
       if (c->nranks != r || c->ctas != 0 || pn__calib_coll_outlier(d, c))
         continue;
       PnCollCost cost;
-      push_err(g_ptr_array_index(out->coll_group_loo, k), coll_predict(&lp, c, &cost), c->ns);
+      pn__calib_push_err(g_ptr_array_index(out->coll_group_loo, k), pn__calib_coll_predict(&lp, c, &cost), c->ns);
     }
   }
 }
@@ -76,13 +75,13 @@ static void check_coll_group_loo(const PnCalData *d, const PnHwProfile *p, PnCal
 static void check_init(PnCalCheck *out)
 {
   out->gemm                = g_array_new(FALSE, FALSE, sizeof(double));
-  out->gemm_loo            = g_array_new(FALSE, FALSE, sizeof(double));
   out->attn                = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_default        = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_ctas           = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_outliers       = g_array_new(FALSE, FALSE, sizeof(double));
   out->contention          = g_array_new(FALSE, FALSE, sizeof(double));
   out->contention_median   = g_array_new(FALSE, FALSE, sizeof(double));
+  out->loo                 = g_array_new(FALSE, FALSE, sizeof(PnCalLoo));
   out->points              = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
   out->memory_other        = g_array_new(FALSE, FALSE, sizeof(double));
   out->memory              = g_array_new(FALSE, FALSE, sizeof(double));
@@ -93,32 +92,14 @@ static void check_init(PnCalCheck *out)
   out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
 }
 
-/* GEMM: each table point replayed, and predicted from the other points (leave-one-out). */
+/* GEMM: each table point replayed. */
 static void check_gemm(const PnHwProfile *p, PnCalCheck *out)
 {
   for (int fp8 = 0; fp8 < 2; fp8++) {
     const PnGemmTable *t = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
-    PnHwProfile loo      = *p;
     for (int i = 0; i < t->n; i++) {
       const PnGemmPoint *g = &t->pts[i];
-      PnDtype dt           = fp8 ? PN_DT_FP8 : PN_DT_BF16;
-      push_err(out->gemm, pn_cost_gemm_ns(p, g->m, g->n, g->k, dt, NULL), g->ns);
-      PnGemmPoint *rest = g_new(PnGemmPoint, t->n);
-      int n             = 0;
-      for (int j = 0; j < t->n; j++)
-        if (j != i)
-          rest[n++] = t->pts[j];
-      PnGemmTable lt = {.n = n, .pts = rest};
-      if (fp8)
-        loo.gemm_fp8 = lt;
-      else
-        loo.gemm_bf16 = lt;
-      double loo_ns = pn_cost_gemm_ns(&loo, g->m, g->n, g->k, dt, NULL);
-      push_err(out->gemm_loo, loo_ns, g->ns);
-      double fl     = 2.0 * (double)g->m * (double)g->n * (double)g->k;
-      PnCalPoint pt = {fp8 ? "gemm_fp8" : "gemm_bf16", fl, fl / g->ns * 1e-3, fl / loo_ns * 1e-3};
-      g_array_append_val(out->points, pt);
-      g_free(rest);
+      pn__calib_push_err(out->gemm, pn_cost_gemm_ns(p, g->m, g->n, g->k, fp8 ? PN_DT_FP8 : PN_DT_BF16, NULL), g->ns);
     }
   }
 }
@@ -130,12 +111,14 @@ static void check_attn(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out
   pn__calib_fit_attn(d, &fastest);
   for (int i = 0; i < fastest.n; i++) {
     const PnAttnPoint *a = &fastest.pts[i];
-    push_err(out->attn,
-             pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, false, NULL),
-             a->fwd_ns);
-    push_err(out->attn,
-             pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, true, NULL),
-             a->bwd_ns);
+    pn__calib_push_err(
+        out->attn,
+        pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, false, NULL),
+        a->fwd_ns);
+    pn__calib_push_err(
+        out->attn,
+        pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, true, NULL),
+        a->bwd_ns);
   }
   g_free(fastest.pts);
 }
@@ -148,18 +131,11 @@ static void check_coll(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out
   for (guint i = 0; i < d->coll->len; i++) {
     const PnCalColl *c = &g_array_index(d->coll, PnCalColl, i);
     PnCollCost cost;
-    double t     = coll_predict(p, c, &cost);
+    double t     = pn__calib_coll_predict(p, c, &cost);
     bool outlier = pn__calib_coll_outlier(d, c);
-    push_err(outlier ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
+    pn__calib_push_err(outlier ? out->coll_outliers : c->ctas == 0 ? out->coll_default : out->coll_ctas, t, c->ns);
     if (!outlier && c->ctas == 0)
-      push_err(coll_group_errors(out->coll_by_group, out, c->nranks), t, c->ns);
-    if (c->ctas == 0) {
-      static const char *const series[] = {"coll_all_gather", "coll_reduce_scatter", "coll_all_reduce",
-                                           "coll_all_to_all", "coll_send_recv"};
-      double bw                         = c->busbw_bytes_per_ns;
-      PnCalPoint pt                     = {series[c->kind], c->bytes, bw, bw * c->ns / t};
-      g_array_append_val(out->points, pt);
-    }
+      pn__calib_push_err(coll_group_errors(out->coll_by_group, out, c->nranks), t, c->ns);
     if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(t / c->ns - 1.0) > 0.05)
       g_printerr("collective %s ranks %d ctas %d bytes %.0f: measured %.0f ns, predicted %.0f ns (latency %.0f, bound "
                  "%.1f)\n",
@@ -186,7 +162,7 @@ static void check_nccl_overlap(const PnCalData *d, const PnHwProfile *p, PnCalCh
         continue;
       pred = pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
     }
-    push_err(o->sm_margin ? out->nccl_overlap_margin : out->nccl_overlap, pred, o->rate);
+    pn__calib_push_err(o->sm_margin ? out->nccl_overlap_margin : out->nccl_overlap, pred, o->rate);
   }
 }
 
@@ -205,7 +181,7 @@ static void check_contention(const PnCalData *d, const PnHwProfile *p, PnCalChec
       continue;
     const PnCurve *curve = &p->shape_contention[s].curve[v];
     double rate = pn_curve_eval(curve, p->sm_count - c->sms_held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
-    push_err(out->contention, 1.0 / rate, c->slowdown);
+    pn__calib_push_err(out->contention, 1.0 / rate, c->slowdown);
   }
   for (int v = PN_CAL_SPINNER; v <= PN_CAL_SPINNER_SM_TARGET; v += PN_CAL_SPINNER_SM_TARGET - PN_CAL_SPINNER) {
     const PnCurve *curve = v == PN_CAL_SPINNER ? &p->gemm_sm_scaling : &p->gemm_sm_limit_scaling;
@@ -221,9 +197,7 @@ static void check_contention(const PnCalData *d, const PnHwProfile *p, PnCalChec
       }
       if (s->len) {
         double pred = full / pn_curve_eval(curve, p->sm_count - k, 1.0), meas = pn_calib_median(s);
-        push_err(out->contention_median, pred, meas);
-        PnCalPoint pt = {v == PN_CAL_SPINNER ? "sm_held" : "sm_margin", (double)k, meas, pred};
-        g_array_append_val(out->points, pt);
+        pn__calib_push_err(out->contention_median, pred, meas);
       }
     }
   }
@@ -236,9 +210,9 @@ static void check_memory(const PnCalData *d, const PnHwProfile *p, PnCalCheck *o
     if (b->bytes < PN_CAL_LARGE_BYTES)
       continue;
     if (b->mem_class >= 0)
-      push_err(out->memory, pn_cost_memory_class_ns(p, b->bytes, (PnMemClass)b->mem_class), b->ns);
+      pn__calib_push_err(out->memory, pn_cost_memory_class_ns(p, b->bytes, (PnMemClass)b->mem_class), b->ns);
     else
-      push_err(out->memory_other, pn_cost_memory_ns(p, b->bytes), b->ns);
+      pn__calib_push_err(out->memory_other, pn_cost_memory_ns(p, b->bytes), b->ns);
   }
 }
 
@@ -251,23 +225,17 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   check_nccl_overlap(d, p, out);
   check_contention(d, p, out);
   check_memory(d, p, out);
+  pn__calib_check_loo(d, p, out);
 }
 
 void pn_cal_check_clear(PnCalCheck *c)
 {
-  GArray **all[] = {&c->gemm,
-                    &c->gemm_loo,
-                    &c->attn,
-                    &c->coll_default,
-                    &c->coll_ctas,
-                    &c->contention,
-                    &c->memory,
-                    &c->contention_median,
-                    &c->coll_outliers,
-                    &c->points,
-                    &c->memory_other,
-                    &c->nccl_overlap,
-                    &c->nccl_overlap_margin};
+  for (guint i = 0; c->loo && i < c->loo->len; i++)
+    g_array_unref(g_array_index(c->loo, PnCalLoo, i).errors);
+  g_clear_pointer(&c->loo, g_array_unref);
+  GArray **all[] = {&c->gemm,       &c->attn,         &c->coll_default,      &c->coll_ctas,
+                    &c->contention, &c->memory,       &c->contention_median, &c->coll_outliers,
+                    &c->points,     &c->memory_other, &c->nccl_overlap,      &c->nccl_overlap_margin};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
   g_clear_pointer(&c->coll_groups, g_array_unref);

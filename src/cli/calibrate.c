@@ -37,10 +37,9 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   g_string_append_printf(out, "replay of the measured cases through %s (|predicted/measured - 1|)\n", profile);
   g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
   bool ok = check_line(out, "gemm (table replay)", c->gemm, tol);
-  check_line(out, "gemm (leave-one-out interpolation)", c->gemm_loo, tol);
-  ok = check_line(out, "attention", c->attn, tol) && ok;
-  ok = check_line(out, "collectives, NCCL default channels", c->coll_default, tol) && ok;
-  ok = check_line(out, "collectives, NCCL_MAX_CTAS forced", c->coll_ctas, tol) && ok;
+  ok      = check_line(out, "attention", c->attn, tol) && ok;
+  ok      = check_line(out, "collectives, NCCL default channels", c->coll_default, tol) && ok;
+  ok      = check_line(out, "collectives, NCCL_MAX_CTAS forced", c->coll_ctas, tol) && ok;
   for (guint k = 0; c->coll_groups->len > 1 && k < c->coll_groups->len; k++) {
     g_autofree char *what = g_strdup_printf("  default channels, %d GPUs", g_array_index(c->coll_groups, int, k));
     ok                    = check_line(out, what, g_ptr_array_index(c->coll_by_group, k), tol) && ok;
@@ -65,31 +64,67 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
         g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c->coll_groups, int, k));
     check_line(out, what, g_ptr_array_index(c->coll_group_loo, k), tol);
   }
+  g_string_append(out, "leave-one-out: each point of a table priced by the table without it (reported)\n");
+  for (guint i = 0; i < c->loo->len; i++) {
+    const PnCalLoo *l = &g_array_index(c->loo, PnCalLoo, i);
+    check_line(out, l->table, l->errors, tol);
+  }
   return ok;
 }
 
-/* The replayed points of --check --plot-data. */
-static GString *plot_data(const PnCalCheck *c)
+static gint cmp_point_x(gconstpointer a, gconstpointer b)
 {
-  /* one gnuplot data block per series ("index" in plots/calibration.gp) */
-  static const char *const series[] = {"gemm_bf16",           "gemm_fp8",        "coll_all_gather",
-                                       "coll_reduce_scatter", "coll_all_reduce", "coll_all_to_all",
-                                       "coll_send_recv",      "sm_held",         "sm_margin"};
-  GString *dat                      = g_string_new("# penumbra calibrate --check: x measured predicted\n");
-  for (size_t si = 0; si < G_N_ELEMENTS(series); si++) {
-    g_string_append_printf(dat, "# %s\n", series[si]);
-    double last_x = -1.0;
-    for (guint i = 0; i < c->points->len; i++) {
-      const PnCalPoint *pt = &g_array_index(c->points, PnCalPoint, i);
-      if (strcmp(pt->series, series[si]) != 0)
-        continue;
-      if (pt->x < last_x)
-        g_string_append(dat, "\n"); /* a new group size: one blank line breaks gnuplot's line */
-      last_x = pt->x;
-      g_string_append_printf(dat, "%.6g %.6g %.6g\n", pt->x, pt->measured, pt->predicted);
-    }
-    g_string_append(dat, "\n\n");
+  const PnCalPoint *x = a, *y = b;
+  return x->x < y->x ? -1 : x->x > y->x ? 1 : x->measured < y->measured ? -1 : x->measured > y->measured ? 1 : 0;
+}
+
+/* One gnuplot data set of --plot-data: the points of `series` (and `group`, when not 0), by x. */
+static void plot_block(GString *dat, const PnCalCheck *c, const char *series, int group)
+{
+  g_autoptr(GArray) pts = g_array_new(FALSE, FALSE, sizeof(PnCalPoint));
+  for (guint i = 0; i < c->points->len; i++) {
+    const PnCalPoint *pt = &g_array_index(c->points, PnCalPoint, i);
+    if (strcmp(pt->series, series) == 0 && pt->group == group)
+      g_array_append_val(pts, *pt);
   }
+  if (pts->len == 0)
+    return;
+  g_array_sort(pts, cmp_point_x);
+  if (group)
+    g_string_append_printf(dat, "# %s_%dgpu\n", series, group);
+  else
+    g_string_append_printf(dat, "# %s\n", series);
+  for (guint i = 0; i < pts->len; i++) {
+    const PnCalPoint *pt = &g_array_index(pts, PnCalPoint, i);
+    g_string_append_printf(dat, "%.6g %.6g %.6g %.4g\n", pt->x, pt->measured, pt->predicted, 100.0 * pt->error);
+  }
+  g_string_append(dat, "\n\n");
+}
+
+/* The points of --check --plot-data: a header saying which profile was checked and where each
+ * kind of result was measured, then one gnuplot data set per series (`index "<name>"` in
+ * plots/calibration.gp): x, measured, leave-one-out prediction, its error in percent. */
+static GString *plot_data(const PnCalData *data, const PnHwProfile *p, const char *profile, const PnCalCheck *c)
+{
+  static const char *const series[] = {"gemm_bf16", "gemm_fp8", "attn_fwd", "attn_bwd",       "sm_held",
+                                       "sm_margin", "mem_copy", "mem_norm", "mem_activation", "mem_optimizer"};
+  static const char *const nccl[]   = {"nccl_all_gather", "nccl_reduce_scatter", "nccl_all_reduce", "nccl_all_to_all",
+                                       "nccl_send_recv"};
+  GString *dat                      = g_string_new(NULL);
+  g_string_append_printf(dat, "# penumbra calibrate --check --plot-data\n# profile: %s (%s, %s)\n", p->name, p->gpu,
+                         profile);
+  for (int k = 0; k < PN_CAL_KINDS; k++) {
+    const PnCalOrigin *o = &data->origin[k];
+    if (o->gpu[0])
+      g_string_append_printf(dat, "# measured on, %s: %s, %d GPU%s, %s\n", pn_cal_kind_name((PnCalKind)k), o->gpu,
+                             o->gpus, o->gpus == 1 ? "" : "s", o->date[0] ? o->date : "date not recorded");
+  }
+  g_string_append(dat, "# columns: x measured leave-one-out-prediction error-percent (calib.h, PnCalPoint)\n\n\n");
+  for (size_t si = 0; si < G_N_ELEMENTS(series); si++)
+    plot_block(dat, c, series[si], 0);
+  for (size_t si = 0; si < G_N_ELEMENTS(nccl); si++)
+    for (guint k = 0; k < c->coll_groups->len; k++)
+      plot_block(dat, c, nccl[si], g_array_index(c->coll_groups, int, k));
   return dat;
 }
 
@@ -102,7 +137,7 @@ static int check_profile(const PnCalData *data, const PnHwProfile *p, const char
   bool ok                = check_report(out, &c, profile, tol);
   fputs(out->str, stdout);
   if (plot) {
-    g_autoptr(GString) dat  = plot_data(&c);
+    g_autoptr(GString) dat  = plot_data(data, p, profile, &c);
     g_autoptr(GError) error = NULL;
     if (!pn_io_write_file_atomic(plot, dat->str, dat->len, &error))
       ok = (pn__cli_fail(error), false);
@@ -140,8 +175,8 @@ int pn__cli_calibrate(int argc, char **argv)
          NULL},
         {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
         {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
-        {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot, "--check: write measured vs predicted points to FILE (gnuplot)",
-         "FILE"},
+        {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot,
+         "--check: write measured vs leave-one-out points to FILE (gnuplot)", "FILE"},
         {NULL, 0, 0, 0, NULL, NULL, NULL}};
   if (!pn__cli_parse(
           entries, "RESULTS.json... - fit hardware-profile tables from microbenchmark results",

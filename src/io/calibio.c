@@ -212,25 +212,34 @@ static gboolean read_copy_engine_row(const PnIoCtx *ctx, const cJSON *row, gsize
   return TRUE;
 }
 
-/* The reader of a result file's kind; NULL for a kind the fits do not read (its rows are skipped). */
-static RowReader row_reader(const char *kind)
+/* The kind of a result file, or -1 for a kind the fits do not read (its rows are skipped). */
+static int kind_of(const char *name)
 {
-  static const struct {
-    const char *kind;
-    RowReader read;
-  } readers[] = {
-      {"gemm", read_gemm_row},
-      {"gemm_contention", read_contention_row},
-      {"attention", read_attention_row},
-      {"memory", read_memory_row},
-      {"collective", read_collective_row},
-      {"gemm_nccl_overlap", read_nccl_overlap_row},
-      {"copy_engine", read_copy_engine_row},
-  };
-  for (gsize i = 0; i < G_N_ELEMENTS(readers); i++)
-    if (strcmp(kind, readers[i].kind) == 0)
-      return readers[i].read;
-  return NULL;
+  for (int k = 0; k < PN_CAL_KINDS; k++)
+    if (strcmp(name, pn_cal_kind_name((PnCalKind)k)) == 0)
+      return k;
+  return -1;
+}
+
+/* Adds one result file's env to where its kind was measured: the GPU's name, how many GPUs the
+ * benchmark ran on, the day. */
+static void note_origin(PnCalOrigin *o, const cJSON *env)
+{
+  const char *gpu =
+      row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi") : row_str(env, "gpu_name");
+  if (gpu[0] && !strstr(o->gpu, gpu)) {
+    if (o->gpu[0])
+      g_strlcat(o->gpu, " + ", sizeof o->gpu);
+    g_strlcat(o->gpu, gpu, sizeof o->gpu);
+  }
+  const cJSON *n = get(env, "gpu_count_used");
+  if (cJSON_IsNumber(n) && n->valuedouble > o->gpus && n->valuedouble <= 1e6)
+    o->gpus = (int)n->valuedouble;
+  /* date_utc is ISO 8601 ("2026-11-22T10:19:06Z"): its first ten characters are the day, and
+   * days in that form order as strings do */
+  const char *date = row_str(env, "date_utc");
+  if (strlen(date) >= 10 && strncmp(date, o->date, 10) > 0)
+    g_strlcpy(o->date, date, sizeof o->date);
 }
 
 gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenance, GError **error)
@@ -260,9 +269,13 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *sms = get(env, "sm_count");
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
-  const char *k  = kind->valuestring;
-  RowReader read = row_reader(k);
-  gsize i        = 0;
+  static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,        read_contention_row, read_attention_row,
+                                                  read_memory_row,      read_collective_row, read_copy_engine_row,
+                                                  read_nccl_overlap_row};
+  const char *k                                = kind->valuestring;
+  int kind_id                                  = kind_of(k);
+  RowReader read                               = kind_id >= 0 ? readers[kind_id] : NULL;
+  gsize i                                      = 0;
   const cJSON *row;
   cJSON_ArrayForEach(row, results)
   {
@@ -272,6 +285,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
       goto fail;
     i++;
   }
+  if (kind_id >= 0)
+    note_origin(&d->origin[kind_id], env);
   if (provenance)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
