@@ -371,6 +371,11 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
                 p->sm_count);
     return FALSE;
   }
+  /* the day of the newest measurement fitted (gemm_nccl_overlap rows are read for the check only) */
+  p->calibrated[0] = '\0';
+  for (int k = 0; k < PN_CAL_KINDS; k++)
+    if (k != PN_CAL_KIND_NCCL_OVERLAP && strcmp(d->origin[k].date, p->calibrated) > 0)
+      g_strlcpy(p->calibrated, d->origin[k].date, sizeof p->calibrated);
   fit_gemm(d, false, &p->gemm_bf16);
   fit_gemm(d, true, &p->gemm_fp8);
   f->gemm_bf16_points = p->gemm_bf16.n;

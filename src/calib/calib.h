@@ -126,8 +126,9 @@ typedef struct {
   int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
 } PnCalFitted;
 
-/* Replaces the tables and figures of `p` the data covers. Fails when the data disagree with
- * the profile (a different SM count). */
+/* Replaces the tables and figures of `p` the data covers, and sets p->calibrated to the day of
+ * the newest measurement fitted ("" when no result file says). Fails when the data disagree
+ * with the profile (a different SM count). */
 gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *fitted, GError **error);
 
 /* One measured case and its leave-one-out prediction, for the calibration plots (--plot-data),

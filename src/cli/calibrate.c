@@ -146,13 +146,25 @@ static int check_profile(const PnCalData *data, const PnHwProfile *p, const char
   return ok ? 0 : 3;
 }
 
-static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, const char *output, const char *prov)
+/* Fits and writes the profile, calibrated on `date` when given, else on the day of the newest
+ * measurement fitted (so that refitting the same results writes the same bytes), else today (UTC). */
+static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, const char *output, const char *prov,
+                       const char *date)
 {
   PnCalFitted fitted;
   g_autoptr(GError) error = NULL;
-  if (!pn_calib_fit(data, p, &fitted, &error) || !pn_calib_write_profile(base, output, p, &fitted, prov, &error))
+  if (!pn_calib_fit(data, p, &fitted, &error))
     return pn__cli_fail(error);
-  printf("calibrated %s: %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
+  if (date) {
+    g_strlcpy(p->calibrated, date, sizeof p->calibrated);
+  } else if (p->calibrated[0] == '\0') {
+    g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+    g_autofree char *today   = g_date_time_format(now, "%Y-%m-%d");
+    g_strlcpy(p->calibrated, today, sizeof p->calibrated);
+  }
+  if (!pn_calib_write_profile(base, output, p, &fitted, prov, &error))
+    return pn__cli_fail(error);
+  printf("calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output, p->calibrated,
          fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
          fitted.gemm_sm_scaling ? "SM-contention curve, " : "", fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "",
          fitted.hbm ? "HBM bandwidth, " : "", fitted.coll ? "NCCL collectives, " : "",
@@ -168,6 +180,7 @@ int pn__cli_calibrate(int argc, char **argv)
   gboolean check           = FALSE;
   double tol_pct           = 5.0;
   g_autofree char *plot    = NULL;
+  g_autofree char *date    = NULL;
   GOptionEntry entries[]   = {
         {"base", 'b', 0, G_OPTION_ARG_FILENAME, &base, "Profile to start from (its sourced figures are kept)", "FILE"},
         {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the calibrated profile to FILE (atomically)", "FILE"},
@@ -175,6 +188,10 @@ int pn__cli_calibrate(int argc, char **argv)
          NULL},
         {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
         {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
+        {"date", 0, 0, G_OPTION_ARG_STRING, &date,
+         "Day the measurements were taken, written to the profile as \"calibrated\" (default: the newest result's "
+           "date_utc, else today in UTC)",
+         "YYYY-MM-DD"},
         {"plot-data", 0, 0, G_OPTION_ARG_FILENAME, &plot,
          "--check: write measured vs leave-one-out points to FILE (gnuplot)", "FILE"},
         {NULL, 0, 0, 0, NULL, NULL, NULL}};
@@ -197,6 +214,11 @@ int pn__cli_calibrate(int argc, char **argv)
     fprintf(stderr, "penumbra calibrate: expected --base FILE -o FILE, or --check --profile FILE\n");
     return 2;
   }
+  if (date && !pn_hw_profile_date_ok(date)) {
+    fprintf(stderr, "penumbra calibrate: --date %s: expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31\n",
+            date);
+    return 2;
+  }
   PnCalData data;
   pn_cal_data_init(&data);
   g_autoptr(GString) prov = g_string_new(NULL);
@@ -210,7 +232,7 @@ int pn__cli_calibrate(int argc, char **argv)
       rc = pn__cli_fail(error);
     else
       rc = check ? check_profile(&data, p, profile, tol_pct / 100.0, plot)
-                 : fit_profile(&data, p, base, output, prov->str);
+                 : fit_profile(&data, p, base, output, prov->str, date);
   }
   pn_cal_data_clear(&data);
   return rc;

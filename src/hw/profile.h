@@ -84,6 +84,7 @@ typedef struct {
 typedef struct PnHwProfile {
   char name[64];
   char gpu[64];
+  char calibrated[11]; /* the day its calibration data was measured, YYYY-MM-DD ("" = not recorded) */
   /* compute */
   int sm_count;
   double hbm_bytes;

@@ -237,9 +237,10 @@ static void note_origin(PnCalOrigin *o, const cJSON *env)
     o->gpus = (int)n->valuedouble;
   /* date_utc is ISO 8601 ("2026-11-22T10:19:06Z"): its first ten characters are the day, and
    * days in that form order as strings do */
-  const char *date = row_str(env, "date_utc");
-  if (strlen(date) >= 10 && strncmp(date, o->date, 10) > 0)
-    g_strlcpy(o->date, date, sizeof o->date);
+  char day[11];
+  g_strlcpy(day, row_str(env, "date_utc"), sizeof day);
+  if (pn_hw_profile_date_ok(day) && strcmp(day, o->date) > 0)
+    g_strlcpy(o->date, day, sizeof o->date);
 }
 
 gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenance, GError **error)
@@ -550,12 +551,35 @@ static gboolean write_loadable(const char *out_path, const char *text, GError **
   return TRUE;
 }
 
+/* The profile's "calibrated" day: in place of the base's, or right after "gpu". */
+static void set_calibrated(cJSON *root, const char *date)
+{
+  if (date[0] == '\0') {
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "calibrated");
+    return;
+  }
+  cJSON *day = cJSON_CreateString(date);
+  if (get(root, "calibrated")) {
+    cJSON_ReplaceItemInObjectCaseSensitive(root, "calibrated", day);
+    return;
+  }
+  /* appended, then what followed "gpu" moves behind it (Debian's cJSON 1.7.15 refuses to insert
+   * in the middle of a list) */
+  cJSON_AddItemToObject(root, "calibrated", day);
+  cJSON *gpu = cJSON_GetObjectItemCaseSensitive(root, "gpu");
+  for (cJSON *c = gpu ? gpu->next : day, *next; c != day; c = next) {
+    next = c->next;
+    cJSON_AddItemToArray(root, cJSON_DetachItemViaPointer(root, c));
+  }
+}
+
 gboolean pn_calib_write_profile(const char *base_path, const char *out_path, const PnHwProfile *p, const PnCalFitted *f,
                                 const char *provenance, GError **error)
 {
   cJSON *root = NULL;
   if (!pn__io_read_json(base_path, base_path, &root, error))
     return FALSE;
+  set_calibrated(root, p->calibrated);
   g_autofree char *src =
       g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
   set_fitted_scalars(root, p, f, src);

@@ -7,7 +7,8 @@
  *
  * Writing: the base profile's JSON is kept as it is (every number with its source); the
  * figures a fit replaced get their new value and a source naming the result file, the GPU and
- * the date of the measurement; the "calibration" section is rewritten. Written atomically, and
+ * the date of the measurement; the "calibration" section is rewritten, and "calibrated" is set
+ * to p->calibrated (removed when that is empty). Written atomically, and
  * read back with the profile reader before it replaces out_path: a fit that would not load
  * (absurd measurements) fails with PN_IO_ERROR_INVALID and leaves out_path as it was.
  */

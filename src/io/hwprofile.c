@@ -1,6 +1,7 @@
 /* hwprofile.c — hardware profile JSON files into PnHwProfile (format in hwprofile.h). */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/hwprofile.h"
@@ -87,9 +88,9 @@ static const HwScalar nccl_scalars[] = {
   {                                                                                                                    \
     .key = k, .kind = PN_FIELD_CUSTOM                                                                                  \
   }
-static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),        KEY("gpu"),
-                                           KEY("description"),    KEY("compute"),     KEY("network"),
-                                           KEY("nccl"),           KEY("calibration"), {.key = NULL}};
+static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),    KEY("gpu"),     KEY("calibrated"),
+                                           KEY("description"),    KEY("compute"), KEY("network"), KEY("nccl"),
+                                           KEY("calibration"),    {.key = NULL}};
 static const PnField scalar_keys[]      = {KEY("value"), KEY("source"), KEY("unit"), KEY("note"), {.key = NULL}};
 static const PnField curve_keys[]       = {KEY("x"), KEY("y"), KEY("log_x"), KEY("source"), KEY("note"), {.key = NULL}};
 static const PnField table_keys[]       = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
@@ -649,6 +650,34 @@ static gboolean read_name(const PnIoCtx *ctx, const cJSON *root, const char *key
   return TRUE;
 }
 
+gboolean pn_hw_profile_date_ok(const char *date)
+{
+  if (strlen(date) != 10 || date[4] != '-' || date[7] != '-')
+    return FALSE;
+  for (int i = 0; i < 10; i++)
+    if (i != 4 && i != 7 && !g_ascii_isdigit(date[i]))
+      return FALSE;
+  int year = atoi(date), month = atoi(date + 5), day = atoi(date + 8);
+  return year >= 2000 && year <= 2099 && g_date_valid_dmy((GDateDay)day, (GDateMonth)month, (GDateYear)year);
+}
+
+/* "calibrated": "YYYY-MM-DD", optional. */
+static gboolean read_calibrated(const PnIoCtx *ctx, const cJSON *root, PnHwProfile *p, GError **error)
+{
+  const cJSON *date = cJSON_GetObjectItemCaseSensitive(root, "calibrated");
+  if (date == NULL)
+    return TRUE;
+  if (!cJSON_IsString(date) || !pn_hw_profile_date_ok(date->valuestring)) {
+    g_autofree char *got = pn__io_describe(date);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, "/calibrated",
+                "expected the day the calibration data was measured, YYYY-MM-DD from 2000-01-01 to 2099-12-31, got %s",
+                got);
+    return FALSE;
+  }
+  g_strlcpy(p->calibrated, date->valuestring, sizeof p->calibrated);
+  return TRUE;
+}
+
 static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfile *p, GError **error)
 {
   if (!cJSON_IsObject(root)) {
@@ -678,7 +707,7 @@ static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfi
   if (desc != NULL && !pn__io_get_string(ctx, desc, "/description", G_MAXSIZE, &unused, error))
     return FALSE;
   if (!read_name(ctx, root, "name", p->name, sizeof p->name, error) ||
-      !read_name(ctx, root, "gpu", p->gpu, sizeof p->gpu, error) ||
+      !read_name(ctx, root, "gpu", p->gpu, sizeof p->gpu, error) || !read_calibrated(ctx, root, p, error) ||
       !read_scalars(ctx, root, "", "compute", compute_scalars, G_N_ELEMENTS(compute_scalars), p, error) ||
       !read_scalars(ctx, root, "", "network", network_scalars, G_N_ELEMENTS(network_scalars), p, error) ||
       !read_scalars(ctx, root, "", "nccl", nccl_scalars, G_N_ELEMENTS(nccl_scalars), p, error))

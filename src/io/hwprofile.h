@@ -1,8 +1,10 @@
 /* hwprofile.h — hardware profile files (hwprofiles/<name>.json) into PnHwProfile (hw/profile.h).
  *
  * Format (schema_version 1): top-level "schema_version", "name", "gpu" (strings, at most 63
- * bytes), optional "description", and the sections "compute", "network", "nccl" (required) and
- * "calibration" (optional). Every scalar of compute / network / nccl is required and is written
+ * bytes), optional "description", optional "calibrated": "YYYY-MM-DD" (the day the calibration
+ * data was measured, a calendar day from 2000-01-01 to 2099-12-31; `penumbra calibrate` writes
+ * it), and the sections "compute", "network", "nccl" (required) and "calibration" (optional). Every scalar of compute /
+ * network / nccl is required and is written
  *   {"value": <number>, "source": "<where the number comes from>"}
  * (optional "unit" and "note" strings are allowed): a number without a non-empty source is an
  * error, because datasheet placeholders must stay distinguishable from measurements. Integer
@@ -33,5 +35,9 @@
  * pn_hw_profile_free; tables are allocated with g_new) or NULL with `error` set
  * (PN_IO_ERROR; messages name `path` and the JSON pointer). */
 PnHwProfile *pn_hw_profile_load(const char *path, GError **error);
+
+/* True when `date` is what a profile's "calibrated" date may be: a calendar day written
+ * YYYY-MM-DD, from 2000-01-01 to 2099-12-31. */
+gboolean pn_hw_profile_date_ok(const char *date);
 
 #endif

@@ -9,13 +9,31 @@ C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json)
 h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json)
-# re-fitting a committed profile from the committed measurements must change nothing
+# re-fitting a committed profile from the committed measurements must change nothing, its
+# "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base
+# starts without one, which the fit adds right after "gpu"
 for p in h100-sxm h200-sxm; do cp "hwprofiles/$p.json" "$tmp/$p-base.json"; done
+grep -q '^	"calibrated":	"2026-11-22",$' "$tmp/h200-sxm-base.json" || { echo "FAIL: hwprofiles/h200-sxm.json has no calibration day"; exit 1; }
+sed -i '/^	"calibrated":/d' "$tmp/h200-sxm-base.json"
 "$bin" calibrate "${h100[@]}" --base "$tmp/h100-sxm-base.json" -o "$tmp/h100-sxm.json" >/dev/null
 "$bin" calibrate "${h200[@]}" --base "$tmp/h200-sxm-base.json" -o "$tmp/h200-sxm.json" >/dev/null
 for p in h100-sxm h200-sxm; do
   cmp -s "$tmp/$p.json" "hwprofiles/$p.json" || { echo "FAIL: hwprofiles/$p.json is not what penumbra calibrate makes of $C"; diff <(head -c 2000 "$tmp/$p.json") <(head -c 2000 "hwprofiles/$p.json") | head; exit 1; }
 done
+# --date sets the day; a bad one is refused before anything is read; results without date_utc
+# are dated today (UTC)
+"$bin" calibrate "$C"/h200-sxm/memory.json --date 2030-01-02 --base hwprofiles/h200-sxm.json -o "$tmp/dated.json" >/dev/null
+grep -q '^	"calibrated":	"2030-01-02",$' "$tmp/dated.json" || { echo "FAIL: --date 2030-01-02 not written"; exit 1; }
+for bad in 2026-13-01 2026-02-29 2026-1-02 1999-12-31 yesterday; do
+  rc=0; "$bin" calibrate "$C"/h200-sxm/memory.json --date "$bad" --base hwprofiles/h200-sxm.json -o "$tmp/bad.json" 2>"$tmp/err" || rc=$?
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- "--date $bad: expected a calendar day YYYY-MM-DD" "$tmp/err" && [ ! -e "$tmp/bad.json" ] ||
+    { echo "FAIL: --date $bad: exit $rc"; cat "$tmp/err"; exit 1; }
+done
+sed 's/"date_utc": "[^"]*", //' "$C"/h200-sxm/memory.json >"$tmp/undated.json"
+before=$(date -u +%F)
+"$bin" calibrate "$tmp/undated.json" --base hwprofiles/h200-sxm.json -o "$tmp/today.json" >/dev/null
+after=$(date -u +%F)
+grep -Eq "^	\"calibrated\":	\"($before|$after)\",\$" "$tmp/today.json" || { echo "FAIL: undated results not dated $before"; head -5 "$tmp/today.json"; exit 1; }
 "$bin" calibrate --check --profile hwprofiles/h100-sxm.json "${h100[@]}"
 "$bin" calibrate --check --profile hwprofiles/h200-sxm.json "${h200[@]}"
 # the GEMM-beside-NCCL rows (8 x H200) are read and replayed (reported, not fitted: README)

@@ -972,8 +972,39 @@ START_TEST(test_hw_profile_valid)
   ck_assert_int_eq(hw->attn_bf16.pts[0].kv_heads, 8);
   ck_assert(hw->attn_bf16.pts[0].fwd_ns == 1000000.0);
   ck_assert(hw->attn_bf16.pts[0].bwd_ns == 2500000.0);
+  ck_assert_str_eq(hw->calibrated, ""); /* the fixture does not say when it was calibrated */
 }
 END_TEST
+
+/* "calibrated": the day the calibration data was measured, any calendar day of 2000-2099. */
+START_TEST(test_hw_profile_calibrated)
+{
+  g_autofree char *path = data("hwprofiles/test-gpu.json");
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  const char *days[] = {"2026-11-22", "2024-02-29", "2000-01-01", "2099-12-31"};
+  for (gsize i = 0; i < G_N_ELEMENTS(days); i++) {
+    cJSON *root = cJSON_Parse(text);
+    cJSON_AddStringToObject(root, "calibrated", days[i]);
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    g_autofree char *dir = tmp_dir();
+    g_autofree char *p   = g_build_filename(dir, "hw.json", NULL);
+    write_bytes(p, out, strlen(out));
+    cJSON_free(out);
+    g_autoptr(GError) e       = NULL;
+    g_autoptr(PnHwProfile) hw = pn_hw_profile_load(p, &e);
+    ck_assert_msg(hw != NULL, "%s: %s", days[i], e ? e->message : "");
+    ck_assert_str_eq(hw->calibrated, days[i]);
+    rm_rf(dir);
+  }
+  ck_assert(!pn_hw_profile_date_ok("2026-11-22T10:19:06Z"));
+  ck_assert(!pn_hw_profile_date_ok(""));
+}
+END_TEST
+
+#define BAD_DAY                                                                                                        \
+  "/calibrated: expected the day the calibration data was measured, YYYY-MM-DD from 2000-01-01 to 2099-12-31, got "
 
 /* Each broken variant of the fixture gives its message (file: pointer: what). */
 START_TEST(test_hw_profile_errors)
@@ -1044,6 +1075,12 @@ START_TEST(test_hw_profile_errors)
        "1024, 9000]], \"source\": \"x\"}",
        "/calibration/nccl_pair_table/rows/0: collective 6, ranks 2: expected collective 1 (all-gather) .. 5 "
        "(send/recv) and 2 .. 1024 ranks"},
+      {"calibrated=\"2026-13-01\"", BAD_DAY "\"2026-13-01\""},
+      {"calibrated=\"2025-02-29\"", BAD_DAY "\"2025-02-29\""},
+      {"calibrated=\"2026-11-2\"", BAD_DAY "\"2026-11-2\""},
+      {"calibrated=\"1999-12-31\"", BAD_DAY "\"1999-12-31\""},
+      {"calibrated=\"22.11.2026\"", BAD_DAY "\"22.11.2026\""},
+      {"calibrated=20261122", BAD_DAY "20261122"},
       {"-name", "/name: required key missing"},
       {"schema_version=3", "/schema_version: unsupported version 3*"},
   };
@@ -1111,6 +1148,7 @@ START_TEST(test_hw_profile_errors)
   ck_assert_msg(strstr(e3->message, "profile-no-source.json: /compute/sm_count/source:") != NULL, "%s", e3->message);
 }
 END_TEST
+#undef BAD_DAY
 
 /* A profile read twice in one process comes from the cache the second time: the same values,
  * in memory of its own (freeing or changing one copy leaves the other and later loads alone);
@@ -1828,6 +1866,7 @@ static Suite *io_suite(void)
       {"deep_nesting", test_deep_nesting},
       {"hw_profile_valid", test_hw_profile_valid},
       {"hw_profile_errors", test_hw_profile_errors},
+      {"hw_profile_calibrated", test_hw_profile_calibrated},
       {"hw_profile_cache", test_hw_profile_cache},
       {"report_json", test_report_json},
       {"report_text", test_report_text},
