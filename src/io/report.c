@@ -114,6 +114,10 @@ static void summary_json(PnJsonWriter *w, const PnScenario *sc, const PnResult *
   pn_jsonw_object(w, "hardware", PN_JSONW_BLOCK);
   pn_jsonw_string(w, "name", sc->hw ? sc->hw->name : sc->hardware.profile);
   pn_jsonw_string(w, "gpu", sc->hw ? sc->hw->gpu : "");
+  if (sc->hw && sc->hw->calibrated[0])
+    pn_jsonw_string(w, "calibrated", sc->hw->calibrated);
+  else
+    pn_jsonw_null(w, "calibrated");
   pn_jsonw_end(w);
 
   pn_jsonw_double(w, "iteration_time_s", r->iteration_time_s);

@@ -1298,9 +1298,16 @@ START_TEST(test_report_json)
                                     "    \"commit\": \"abc1234-dirty\"\n  },\n  \"scenario\": {\n"
                                     "    \"name\": \"tiny-8gpu\",\n"),
                 "%s", a);
+  /* the profile's name and the day it was calibrated (null: the fixture does not say) */
   ck_assert_msg(strstr(a, "\n    \"precision\": \"bf16\"\n  },\n  \"hardware\": {\n    \"name\": \"test-gpu\",\n"
-                          "    \"gpu\": \"Test GPU (io unit-test fixture, not real hardware)\"\n  },\n") != NULL,
+                          "    \"gpu\": \"Test GPU (io unit-test fixture, not real hardware)\",\n"
+                          "    \"calibrated\": null\n  },\n") != NULL,
                 "%s", a);
+  g_strlcpy(sc->hw->calibrated, "2026-11-20", sizeof sc->hw->calibrated);
+  g_autofree char *dated = pn_report_json(sc, &r, &build);
+  ck_assert_msg(
+      strstr(dated, "(io unit-test fixture, not real hardware)\",\n    \"calibrated\": \"2026-11-20\"\n  },\n") != NULL,
+      "%s", dated);
   ck_assert_msg(strstr(a, "\n  \"memory_gib_per_gpu\": 15,\n  \"hbm_gib_per_gpu\": 80,\n  \"fits_in_hbm\": true,\n"
                           "  \"memory\": {\n") != NULL,
                 "%s", a);
