@@ -2,8 +2,8 @@
  *
  * Each point of a table is priced by the same lookup the simulator runs (pn_cost_*, pn_coll_cost,
  * pn_curve_eval, the executor's contention rule) on a shallow copy of the profile whose table lacks
- * that point. Tables are copied once per table and patched per point, so a table of n points costs
- * n lookups over n - 1 points: O(n^2) for the GEMM and NCCL tables (3,500 and 1,300 points here). */
+ * that point. A table of n points costs n lookups over n - 1 points: O(n^2) for the GEMM and NCCL
+ * tables (3,500 and 1,300 points here, 0.3 s in all). */
 #include <math.h>
 #include <string.h>
 
@@ -21,8 +21,8 @@ static GArray *loo_table(PnCalCheck *out, const char *table)
 static void add_point(PnCalCheck *out, const char *series, int group, double x, double measured, double predicted,
                       bool rate)
 {
-  PnCalPoint pt = {series,   group,     x,
-                   measured, predicted, rate ? measured / predicted - 1.0 : predicted / measured - 1.0};
+  double error  = rate ? measured / predicted - 1.0 : predicted / measured - 1.0;
+  PnCalPoint pt = {series, group, x, measured, predicted, error};
   g_array_append_val(out->points, pt);
 }
 
