@@ -2,12 +2,13 @@
 # penumbra's version and the commit it was built from: `penumbra --version` prints them and the
 # JSON reports (run and what-if) carry the same; in a git checkout the commit is `git describe
 # --always --dirty`'s, and cmake/version.cmake writes "unknown" for a tree without .git (a source
-# archive).
+# archive). A build with MPI (-DPN_MPI=ON) says so after the commit.
 set -euo pipefail
 bin=$1 src=$2
 cd "$src"
 v=$("$bin" --version)
-[[ "$v" =~ ^penumbra\ ([0-9]+\.[0-9]+\.[0-9]+)\ \((.+)\)$ ]] || { echo "FAIL: --version prints \"$v\""; exit 1; }
+re='^penumbra ([0-9]+\.[0-9]+\.[0-9]+) \(([^)]+)\)( with MPI)?$'
+[[ "$v" =~ $re ]] || { echo "FAIL: --version prints \"$v\""; exit 1; }
 version=${BASH_REMATCH[1]} commit=${BASH_REMATCH[2]}
 grep -q "^project(penumbra VERSION $version " CMakeLists.txt || { echo "FAIL: $v is not CMakeLists.txt's version"; exit 1; }
 want="  \"penumbra\": {
