@@ -128,22 +128,21 @@ static GString *plot_data(const PnCalData *data, const PnHwProfile *p, const cha
   return dat;
 }
 
-/* --check: 0 when the required replays hold, 3 otherwise (or when the plot data cannot be written). */
-static int check_profile(const PnCalData *data, const PnHwProfile *p, const char *profile, double tol, const char *plot)
+/* --check: 0 when the required replays hold, 3 otherwise; 2 when the plot data cannot be written. */
+static int check_profile(const char *cmd, const PnCalData *data, const PnHwProfile *p, const char *profile, double tol,
+                         const char *plot)
 {
   PnCalCheck c;
   pn_calib_check(data, p, &c);
   g_autoptr(GString) out = g_string_new(NULL);
   bool ok                = check_report(out, &c, profile, tol);
-  fputs(out->str, stdout);
-  if (plot) {
-    g_autoptr(GString) dat  = plot_data(data, p, profile, &c);
-    g_autoptr(GError) error = NULL;
-    if (!pn_io_write_file_atomic(plot, dat->str, dat->len, &error))
-      ok = (pn__cli_fail(error), false);
+  int rc                 = pn__cli_emit(cmd, NULL, NULL, out->str);
+  if (rc == 0 && plot) {
+    g_autoptr(GString) dat = plot_data(data, p, profile, &c);
+    rc                     = pn__cli_emit(cmd, "--plot-data", plot, dat->str);
   }
   pn_cal_check_clear(&c);
-  return ok ? 0 : 3;
+  return rc != 0 ? rc : ok ? 0 : 3;
 }
 
 /* Fits and writes the profile, calibrated on `date` when given, else on the day of the newest
@@ -164,11 +163,11 @@ static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, 
   }
   if (!pn_calib_write_profile(base, output, p, &fitted, prov, &error))
     return pn__cli_fail(error);
-  printf("calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output, p->calibrated,
-         fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
-         fitted.gemm_sm_scaling ? "SM-contention curve, " : "", fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "",
-         fitted.hbm ? "HBM bandwidth, " : "", fitted.coll ? "NCCL collectives, " : "",
-         fitted.copy ? "copy engine" : "");
+  FILE *say = strcmp(output, "-") == 0 ? stderr : stdout; /* the profile itself is on stdout */
+  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
+          p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
+          fitted.gemm_sm_scaling ? "SM-contention curve, " : "", fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "",
+          fitted.hbm ? "HBM bandwidth, " : "", fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
   return 0;
 }
 
@@ -205,6 +204,7 @@ int pn__cli_calibrate(int argc, char **argv)
           "      hwprofiles/calibration/h200-sxm-8gpu/collective.json --plot-data calibration.dat\n",
           &argc, &argv))
     return 2;
+  const char *cmd         = argv[0];
   g_autoptr(GError) error = NULL;
   if (argc < 2) {
     fprintf(stderr, "penumbra calibrate: expected one or more microbenchmark RESULTS.json\n");
@@ -219,6 +219,9 @@ int pn__cli_calibrate(int argc, char **argv)
             date);
     return 2;
   }
+  if (!pn__cli_stdout_once(cmd, "--plot-data", plot, NULL) || !pn__cli_check_output(cmd, "--output", output) ||
+      !pn__cli_check_output(cmd, "--plot-data", plot))
+    return 2;
   PnCalData data;
   pn_cal_data_init(&data);
   g_autoptr(GString) prov = g_string_new(NULL);
@@ -231,7 +234,7 @@ int pn__cli_calibrate(int argc, char **argv)
     if (!p)
       rc = pn__cli_fail(error);
     else
-      rc = check ? check_profile(&data, p, profile, tol_pct / 100.0, plot)
+      rc = check ? check_profile(cmd, &data, p, profile, tol_pct / 100.0, plot)
                  : fit_profile(&data, p, base, output, prov->str, date);
   }
   pn_cal_data_clear(&data);

@@ -1,20 +1,26 @@
 /* cli-private.h — what the subcommands of `penumbra` share: their entry points (main.c's table
  * dispatches to them) and how a command reports and fails.
  *
- * Exit status: 0 success; 2 bad input (file, JSON, inconsistent configuration); 1 internal error;
- * 3 a check the command was asked to make did not hold (validate --max-mape, calibrate --check).
- * Errors print one line on stderr: `penumbra: <file>: <json path>: <what was expected>`.
+ * Exit status: 0 success; 2 bad input (an option, an operand, a file, JSON, an inconsistent
+ * configuration, an output that cannot be written); 1 internal error; 3 a check the command was
+ * asked to make did not hold (validate --max-mape, calibrate --check).
+ * Errors print one line on stderr: `penumbra: <file>: <json path>: <what was expected>` for an
+ * input file, `penumbra <cmd>: <option>: <what was expected>` for an option, and
+ * `penumbra <cmd>: <option>: <path>: <what is wrong>` for an output path (checked before any work,
+ * io/out.h).
  */
 #ifndef PN_CLI_PRIVATE_H
 #define PN_CLI_PRIVATE_H
 
 #include <glib.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "hw/exec.h"
 #include "io/file.h"
+#include "io/out.h"
 #include "io/report.h"
 #include "sim/result.h"
 #include "sweep/sweep.h"
@@ -40,10 +46,10 @@ void pn__cli_mpi_finalize(void);
 
 /* `run --what-if` (whatif.c): each overlap knob of the registry that applies to `base` (loaded
  * from `path` with the `sets`), simulated off and on, reported beside the baseline `base_r` as
- * text or JSON (with `ro`) on stdout or `output`. Returns the exit status: 0 when every knob was
+ * text or JSON (with `ro`) into *report (g_free). Returns the exit status: 0 when every knob was
  * reported, those refused for the layout included. */
 int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r,
-                    bool json, const PnReportOptions *ro, const char *output);
+                    bool json, const PnReportOptions *ro, char **report);
 
 /* The exit status an error gives. */
 static inline int pn__cli_status(const GError *error)
@@ -75,15 +81,60 @@ static inline bool pn__cli_parse(const GOptionEntry *entries, const char *parame
   return false;
 }
 
-/* A command's report: to FILE (written atomically) with -o, else to stdout. */
-static inline int pn__cli_emit(const char *output, const char *text)
+/* A bad option: prints "<cmd>: <option>: <why>" (cmd is argv[0], "penumbra <name>") and returns
+ * the exit status, 2. */
+static inline int G_GNUC_PRINTF(3, 4) pn__cli_bad(const char *cmd, const char *option, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *why = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s: %s: %s\n", cmd, option, why);
+  return 2;
+}
+
+/* Prints an error about what `option` named (NULL: standard output) as "<cmd>: <option>:
+ * <message>" and returns its exit status. */
+static inline int pn__cli_fail_at(const char *cmd, const char *option, const GError *error)
+{
+  if (option != NULL)
+    fprintf(stderr, "%s: %s: %s\n", cmd, option, error->message);
+  else
+    fprintf(stderr, "%s: %s\n", cmd, error->message);
+  return pn__cli_status(error);
+}
+
+/* ---- outputs (io/out.h) ---- */
+
+/* Checks, before any work, the output path given to `option` (NULL: not given, nothing to check);
+ * false after printing "<cmd>: <option>: <path>: <why>". */
+static inline bool pn__cli_check_output(const char *cmd, const char *option, const char *path)
 {
   g_autoptr(GError) error = NULL;
-  if (!output) {
-    fputs(text, stdout);
+  if (path == NULL || pn_out_check_path(path, &error))
+    return true;
+  pn__cli_fail_at(cmd, option, error);
+  return false;
+}
+
+/* "-" given to `option` while the report (`report_path`, NULL: standard output) goes to standard
+ * output as well: refused (the two would mix) with an error line, false. */
+static inline bool pn__cli_stdout_once(const char *cmd, const char *option, const char *path, const char *report_path)
+{
+  if (path == NULL || strcmp(path, "-") != 0 || (report_path != NULL && strcmp(report_path, "-") != 0))
+    return true;
+  pn__cli_bad(cmd, option, "-: standard output carries the report (give the report a file: -o FILE)");
+  return false;
+}
+
+/* A command's report `text`: to `path`, the file given to `option` (io/out.h: atomically for a
+ * regular file), or to standard output when `path` is NULL. Returns the exit status. */
+static inline int pn__cli_emit(const char *cmd, const char *option, const char *path, const char *text)
+{
+  g_autoptr(GError) error = NULL;
+  if (pn_out_write_file(path ? path : "-", text, strlen(text), &error))
     return 0;
-  }
-  return pn_io_write_file_atomic(output, text, strlen(text), &error) ? 0 : pn__cli_fail(error);
+  return pn__cli_fail_at(cmd, path ? option : NULL, error);
 }
 
 #endif

@@ -38,6 +38,7 @@ int pn__cli_run(int argc, char **argv)
           "    (open trace.json in https://ui.perfetto.dev)\n",
           &argc, &argv))
     return 2;
+  const char *cmd         = argv[0];
   g_autoptr(GError) error = NULL;
   if (argc != 2) {
     fprintf(stderr, "penumbra run: expected exactly one SCENARIO.json (see penumbra run --help)\n");
@@ -58,6 +59,9 @@ int pn__cli_run(int argc, char **argv)
     fprintf(stderr, "penumbra run: --iterations: expected 1..100, got %d\n", iterations);
     return 2;
   }
+  if (!pn__cli_stdout_once(cmd, "--trace", trace, output) || !pn__cli_check_output(cmd, "--output", output) ||
+      !pn__cli_check_output(cmd, "--trace", trace))
+    return 2;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
   int n_sets                    = sets ? (int)g_strv_length(sets) : 0;
   g_autoptr(PnScenario) sc      = pn_scenario_load(argv[1], (const char *const *)sets, n_sets, warnings, &error);
@@ -73,14 +77,17 @@ int pn__cli_run(int argc, char **argv)
     return pn__cli_fail(error);
   }
   g_autoptr(PnResult) r = g_steal_pointer(&run.result);
-  if (trace && !pn_trace_write(trace, run.graph, &run.exec, &error)) {
-    pn_sim_run_clear(&run);
-    return pn__cli_fail(error);
-  }
+  int rc                = 0;
+  if (trace && !pn_trace_write(trace, run.graph, &run.exec, &error))
+    rc = pn__cli_fail_at(cmd, "--trace", error);
   pn_sim_run_clear(&run);
-  PnReportOptions ro = {.version = PN_VERSION, .commit = PN_GIT_COMMIT, .timing = timing};
+  if (rc != 0)
+    return rc;
+  PnReportOptions ro      = {.version = PN_VERSION, .commit = PN_GIT_COMMIT, .timing = timing};
+  g_autofree char *report = NULL;
   if (whatif)
-    return pn__cli_what_if(argv[1], sets, n_sets, sc, r, json, &ro, output);
-  g_autofree char *report = json ? pn_report_json(sc, r, &ro) : pn_report_text(sc, r, &ro);
-  return pn__cli_emit(output, report);
+    rc = pn__cli_what_if(argv[1], sets, n_sets, sc, r, json, &ro, &report);
+  else
+    report = json ? pn_report_json(sc, r, &ro) : pn_report_text(sc, r, &ro);
+  return rc != 0 ? rc : pn__cli_emit(cmd, "--output", output, report);
 }

@@ -34,6 +34,7 @@ int pn__cli_validate(int argc, char **argv)
                      "  penumbra validate --plot-data validation.dat\n",
                      &argc, &argv))
     return 2;
+  const char *cmd         = argv[0];
   g_autoptr(GError) error = NULL;
   if (argc > 2) {
     fprintf(stderr, "penumbra validate: expected at most one RECORDS.json\n");
@@ -46,19 +47,22 @@ int pn__cli_validate(int argc, char **argv)
   }
   g_autofree char *dflt = g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
   const char *records   = argc == 2 ? argv[1] : dflt;
+  if (!pn__cli_stdout_once(cmd, "--plot-data", plot, output) || !pn__cli_check_output(cmd, "--output", output) ||
+      !pn__cli_check_output(cmd, "--plot-data", plot))
+    return 2;
   g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
   g_autofree char *dflt_e2e = g_build_filename(PN_DATA_DIR, "microbench", "e2e", "scenarios", NULL);
   if (e2e ? !pn_validate_e2e(e2e, e2e_dir ? e2e_dir : dflt_e2e, rows, &error)
           : !pn_validate_file(records, profile ? profile : "h100-sxm", rows, &error))
     return pn__cli_fail(error);
+  int rc = 0;
   if (plot) {
     g_autofree char *dat = pn_validate_plot_data(rows);
-    if (!pn_io_write_file_atomic(plot, dat, strlen(dat), &error))
-      return pn__cli_fail(error);
+    if ((rc = pn__cli_emit(cmd, "--plot-data", plot, dat)) != 0)
+      return rc;
   }
   g_autofree char *report = json ? pn_validate_report_json(rows) : pn_validate_report_text(rows);
-  int rc                  = pn__cli_emit(output, report);
-  if (rc != 0)
+  if ((rc = pn__cli_emit(cmd, "--output", output, report)) != 0)
     return rc;
   int n;
   double mape = pn_validate_mape(rows, &n);

@@ -88,7 +88,7 @@ static void progress(bool tty, int i, int n, const char *knob, const char *direc
 }
 
 int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario *base, const PnResult *base_r,
-                    bool json, const PnReportOptions *ro, const char *output)
+                    bool json, const PnReportOptions *ro, char **report)
 {
   PnPlan plan;
   g_autoptr(GError) error = NULL;
@@ -119,7 +119,6 @@ int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario 
     }
   }
   progress(tty, 0, 0, NULL, NULL);
-  g_autofree char *report =
-      json ? pn_report_what_if_json(base, base_r, knobs, ro) : pn_report_what_if_text(base, base_r, knobs);
-  return pn__cli_emit(output, report);
+  *report = json ? pn_report_what_if_json(base, base_r, knobs, ro) : pn_report_what_if_text(base, base_r, knobs);
+  return 0;
 }

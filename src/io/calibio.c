@@ -2,16 +2,14 @@
 #include "io/calibio.h"
 
 #include <cjson/cJSON.h>
-#include <errno.h>
-#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hw/cost.h"
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/io-private.h"
+#include "io/out.h"
 
 static const cJSON *get(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
@@ -524,31 +522,28 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
   return cal;
 }
 
-/* What calibrate writes must load: the profile goes to a file beside out_path, is read back by
- * the profile reader and only then renamed over out_path. A fit of absurd measurements (a
- * 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable profile. */
+/* What calibrate writes must load: the profile is written to out_path's temporary file
+ * (io/out.h), read back by the profile reader and only then published. A fit of absurd
+ * measurements (a 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable
+ * profile. An output written in place (standard output, a FIFO) cannot be read back: it is
+ * written unchecked. */
 static gboolean write_loadable(const char *out_path, const char *text, GError **error)
 {
-  g_autofree char *tmp = g_strdup_printf("%s.%d.tmp", out_path, (int)getpid());
-  if (!pn_io_write_file_atomic(tmp, text, strlen(text), error))
+  g_autoptr(PnOut) out = pn_out_open(out_path, error);
+  if (out == NULL)
     return FALSE;
+  pn_out_write(out, text, strlen(text));
+  const char *staged      = pn_out_staged_path(out);
   g_autoptr(GError) local = NULL;
-  PnHwProfile *back       = pn_hw_profile_load(tmp, &local);
-  if (back == NULL) {
-    g_unlink(tmp);
-    const char *why = g_str_has_prefix(local->message, tmp) ? local->message + strlen(tmp) + 2 : local->message;
+  PnHwProfile *back       = staged != NULL ? pn_hw_profile_load(staged, &local) : NULL;
+  if (staged != NULL && back == NULL) {
+    const char *why = g_str_has_prefix(local->message, staged) ? local->message + strlen(staged) + 2 : local->message;
     g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID,
                 "%s: the calibrated profile would not load (absurd measurements?): %s", out_path, why);
     return FALSE;
   }
   pn_hw_profile_free(back);
-  if (g_rename(tmp, out_path) != 0) {
-    int e = errno;
-    g_unlink(tmp);
-    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_FILE, "%s: cannot write: %s", out_path, g_strerror(e));
-    return FALSE;
-  }
-  return TRUE;
+  return pn_out_commit(g_steal_pointer(&out), error);
 }
 
 /* The profile's "calibrated" day: in place of the base's, or right after "gpu". */

@@ -1,107 +1,14 @@
-/* file.c — reading files with a size cap, atomic writes, and finding model / profile files. */
+/* file.c — reading files with a size cap, and finding model / profile files. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
-#include <fcntl.h>
-#include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "io/io-private.h"
 
 GQuark pn_io_error_quark(void) { return g_quark_from_static_string("pn-io-error-quark"); }
-
-gboolean pn_io_write_file_atomic(const char *path, const char *data, gsize len, GError **error)
-{
-  g_return_val_if_fail(path != NULL && (data != NULL || len == 0), FALSE);
-  g_autoptr(GError) local = NULL;
-  /* g_file_set_contents writes "<path>.XXXXXX" in the same directory, fsyncs it when replacing
-   * an existing file, renames it over `path`, and unlinks it on failure. */
-  if (!g_file_set_contents(path, data ? data : "", (gssize)len, &local)) {
-    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_FILE, "%s: cannot write: %s", path, local->message);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-struct PnIoStream {
-  char *path;
-  char *tmp; /* "<path>.XXXXXX" */
-  int fd;
-  int err; /* errno of the first failed write, 0 while none */
-};
-
-static void fail_write(GError **error, const char *path, int err)
-{
-  g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_FILE, "%s: cannot write: %s", path, g_strerror(err));
-}
-
-PnIoStream *pn_io_stream_open(const char *path, GError **error)
-{
-  g_return_val_if_fail(path != NULL, NULL);
-  PnIoStream *s = g_new0(PnIoStream, 1);
-  s->path       = g_strdup(path);
-  s->tmp        = g_strconcat(path, ".XXXXXX", NULL);
-  /* the mode g_file_set_contents gives a new file (0666 less the umask) */
-  s->fd = g_mkstemp_full(s->tmp, O_RDWR | O_CLOEXEC, 0666);
-  if (s->fd < 0) {
-    fail_write(error, path, errno);
-    g_free(s->path);
-    g_free(s->tmp);
-    g_free(s);
-    return NULL;
-  }
-  return s;
-}
-
-void pn_io_stream_write(PnIoStream *s, const char *data, gsize len)
-{
-  while (len > 0 && s->err == 0) {
-    ssize_t n = write(s->fd, data, len);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      s->err = n < 0 ? errno : EIO;
-      break;
-    }
-    data += n;
-    len -= (gsize)n;
-  }
-}
-
-void pn_io_stream_abort(PnIoStream *s)
-{
-  if (s == NULL)
-    return;
-  close(s->fd);
-  g_unlink(s->tmp);
-  g_free(s->path);
-  g_free(s->tmp);
-  g_free(s);
-}
-
-gboolean pn_io_stream_commit(PnIoStream *s, GError **error)
-{
-  int err = s->err;
-  /* As g_file_set_contents: to disk before the rename only when an existing file is replaced, so
-   * that a crash leaves the old content or the new, never an empty file in its place. */
-  if (err == 0 && g_file_test(s->path, G_FILE_TEST_EXISTS) && fsync(s->fd) != 0)
-    err = errno;
-  if (close(s->fd) != 0 && err == 0)
-    err = errno;
-  if (err == 0 && g_rename(s->tmp, s->path) != 0)
-    err = errno;
-  if (err != 0) {
-    fail_write(error, s->path, err);
-    g_unlink(s->tmp);
-  }
-  g_free(s->path);
-  g_free(s->tmp);
-  g_free(s);
-  return err == 0;
-}
 
 static void fail_too_large(GError **error, const char *display, double bytes)
 {

@@ -1,4 +1,4 @@
-/* file.h — io's error domain and safe file writing.
+/* file.h — io's error domain and the cap on the files it reads (writing: io/out.h).
  *
  * Every error io/ reports is a user error (bad file, bad JSON, wrong schema, infeasible
  * configuration) in the PN_IO_ERROR domain; the cli exits 2 for them. The message is one line:
@@ -23,24 +23,5 @@ typedef enum {
 } PnIoError;
 
 GQuark pn_io_error_quark(void);
-
-/* Writes `len` bytes of `data` to `path` atomically: a temporary file in the same directory is
- * written, flushed and renamed over `path`, so readers see the old or the new content, never a
- * mix, and a failure leaves no temporary file behind. Fails with PN_IO_ERROR_FILE
- * ("<path>: cannot write: <reason>"). */
-gboolean pn_io_write_file_atomic(const char *path, const char *data, gsize len, GError **error);
-
-/* The same for output too large to hold in memory (traces): a file written piece by piece and
- * published over `path` only when complete. pn_io_stream_open creates the temporary file
- * ("<path>.XXXXXX", beside `path`); pn_io_stream_write appends (a failure is remembered and
- * reported by the commit); pn_io_stream_commit flushes it (to disk, when it replaces a file) and
- * renames it over `path`; pn_io_stream_abort removes it. Commit and abort free the stream (abort
- * of NULL is a no-op). Errors: PN_IO_ERROR_FILE, "<path>: cannot write: <reason>"; after any
- * failure no temporary file is left behind. */
-typedef struct PnIoStream PnIoStream;
-PnIoStream *pn_io_stream_open(const char *path, GError **error);
-void pn_io_stream_write(PnIoStream *s, const char *data, gsize len);
-gboolean pn_io_stream_commit(PnIoStream *s, GError **error);
-void pn_io_stream_abort(PnIoStream *s);
 
 #endif

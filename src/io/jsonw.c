@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "io/file.h"
+#include "io/out.h"
 
 typedef struct {
   char closer;
@@ -12,8 +12,9 @@ typedef struct {
 } Container;
 
 struct PnJsonWriter {
-  GString *buf;       /* the text, or (file writer) what is not yet written out */
-  PnIoStream *stream; /* NULL: an in-memory writer */
+  GString *buf;   /* the text, or (output writer) what is not yet written out */
+  PnOut *out;     /* NULL: an in-memory writer */
+  guint64 copied; /* bytes written out to `out` */
   int indent;
   int depth;    /* containers open */
   bool started; /* the top-level container was opened */
@@ -29,15 +30,12 @@ PnJsonWriter *pn_jsonw_new(int indent)
   return w;
 }
 
-PnJsonWriter *pn_jsonw_new_file(const char *path, int indent, GError **error)
+PnJsonWriter *pn_jsonw_new_out(PnOut *out, int indent)
 {
-  g_return_val_if_fail(path != NULL && indent >= 0, NULL);
-  PnIoStream *stream = pn_io_stream_open(path, error);
-  if (stream == NULL)
-    return NULL;
+  g_return_val_if_fail(out != NULL && indent >= 0, NULL);
   PnJsonWriter *w = g_new0(PnJsonWriter, 1);
   w->buf          = g_string_sized_new(PN_JSONW_FLUSH_BYTES + 4096);
-  w->stream       = stream;
+  w->out          = out;
   w->indent       = indent;
   return w;
 }
@@ -46,35 +44,38 @@ void pn_jsonw_free(PnJsonWriter *w)
 {
   if (w == NULL)
     return;
-  pn_io_stream_abort(w->stream);
   g_string_free(w->buf, TRUE);
   g_free(w);
 }
 
 char *pn_jsonw_free_to_string(PnJsonWriter *w)
 {
-  g_assert(w->stream == NULL && w->started && w->depth == 0);
+  g_assert(w->out == NULL && w->started && w->depth == 0);
   char *text = g_string_free(w->buf, FALSE);
   g_free(w);
   return text;
 }
 
-gboolean pn_jsonw_finish(PnJsonWriter *w, GError **error)
+guint64 pn_jsonw_bytes(const PnJsonWriter *w) { return w->copied + w->buf->len; }
+
+static void copy_out(PnJsonWriter *w)
 {
-  g_assert(w->stream != NULL && w->started && w->depth == 0);
-  pn_io_stream_write(w->stream, w->buf->str, w->buf->len);
-  gboolean ok = pn_io_stream_commit(w->stream, error);
-  w->stream   = NULL;
+  pn_out_write(w->out, w->buf->str, w->buf->len);
+  w->copied += w->buf->len;
+  g_string_truncate(w->buf, 0);
+}
+
+void pn_jsonw_finish(PnJsonWriter *w)
+{
+  g_assert(w->out != NULL && w->started && w->depth == 0);
+  copy_out(w);
   pn_jsonw_free(w);
-  return ok;
 }
 
 static void flush_if_full(PnJsonWriter *w)
 {
-  if (w->stream != NULL && w->buf->len >= PN_JSONW_FLUSH_BYTES) {
-    pn_io_stream_write(w->stream, w->buf->str, w->buf->len);
-    g_string_truncate(w->buf, 0);
-  }
+  if (w->out != NULL && w->buf->len >= PN_JSONW_FLUSH_BYTES)
+    copy_out(w);
 }
 
 static void escape(GString *out, const char *s)

@@ -4,8 +4,8 @@
  * Why not cJSON (which io/ uses to read): cJSON builds the whole tree before it prints, and a trace
  * of a large run is gigabytes; it also indents with tabs and prints 15 to 17 significant digits,
  * and reports are compared byte for byte. Here each value goes out as it is written: into memory
- * (pn_jsonw_new) or into a file published atomically when complete (pn_jsonw_new_file; at most
- * about PN_JSONW_FLUSH_BYTES are held before they are written out).
+ * (pn_jsonw_new) or into an output (pn_jsonw_new_out, io/out.h: a file published atomically when
+ * committed; at most about PN_JSONW_FLUSH_BYTES are held before they are written out).
  *
  * Layout: a container is opened BLOCK (each member on a line of its own, indented `indent` spaces
  * per open container, the closer on a line of its own at its opener's indentation; an empty one is
@@ -29,6 +29,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "io/out.h"
+
 #define PN_JSONW_MAX_DEPTH 16
 #define PN_JSONW_FLUSH_BYTES ((gsize)64 * 1024)
 
@@ -41,13 +43,16 @@ PnJsonWriter *pn_jsonw_new(int indent);
 /* Frees `w` and returns its text (g_free). */
 char *pn_jsonw_free_to_string(PnJsonWriter *w);
 
-/* A writer into a new file beside `path` (see pn_io_stream_open), or NULL with PN_IO_ERROR_FILE. */
-PnJsonWriter *pn_jsonw_new_file(const char *path, int indent, GError **error);
-/* Writes out what is held and publishes the file over `path`; frees `w`. On failure (a write
- * failed on the way, or now) `path` is left as it was: PN_IO_ERROR_FILE, "<path>: cannot write: ...". */
-gboolean pn_jsonw_finish(PnJsonWriter *w, GError **error);
+/* A writer into `out` (not owned: the caller commits or aborts it after the writer is finished or
+ * freed). Write errors are kept by `out` and reported by pn_out_commit. */
+PnJsonWriter *pn_jsonw_new_out(PnOut *out, int indent);
+/* Writes out what is held and frees `w`. */
+void pn_jsonw_finish(PnJsonWriter *w);
 
-/* Frees `w` unfinished (a file writer's file is removed); NULL is a no-op. */
+/* The length of the text so far (held and written out), in bytes. */
+guint64 pn_jsonw_bytes(const PnJsonWriter *w);
+
+/* Frees `w` unfinished (what an output writer holds is dropped); NULL is a no-op. */
 void pn_jsonw_free(PnJsonWriter *w);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnJsonWriter, pn_jsonw_free)
 

@@ -2,6 +2,7 @@
 #include "io/trace.h"
 
 #include "io/jsonw.h"
+#include "io/out.h"
 
 static const char *const stream_names[PN_STREAM_N] = {"compute", "tp_comm", "dp_comm", "pp_next",
                                                       "pp_prev", "cp_comm", "ep_comm", "shared_expert"};
@@ -44,10 +45,12 @@ static void task_event(PnJsonWriter *w, PnTaskId id, const PnTask *t, const PnTa
 
 gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, GError **error)
 {
-  /* indent 0: the events' array puts one event on each line, unindented */
-  g_autoptr(PnJsonWriter) w = pn_jsonw_new_file(path, 0, error);
-  if (w == NULL)
+  g_autoptr(PnOut) out = pn_out_open(path, error);
+  if (out == NULL)
     return FALSE;
+  /* declared after `out`, so freed before it is aborted; indent 0: the events' array puts one
+   * event on each line, unindented */
+  g_autoptr(PnJsonWriter) w = pn_jsonw_new_out(out, 0);
   pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
   pn_jsonw_string(w, "displayTimeUnit", "ns");
   pn_jsonw_array(w, "traceEvents", PN_JSONW_BLOCK);
@@ -62,5 +65,6 @@ gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *
     task_event(w, id, &pn_graph_tasks(g)[id], &g_array_index(ex->times, PnTaskTime, id));
   pn_jsonw_end(w);
   pn_jsonw_end(w);
-  return pn_jsonw_finish(g_steal_pointer(&w), error);
+  pn_jsonw_finish(g_steal_pointer(&w));
+  return pn_out_commit(g_steal_pointer(&out), error);
 }

@@ -3,8 +3,8 @@
  * One process per simulated GPU (pipeline stage), one thread per CUDA stream; every task is a
  * complete event ("ph": "X") with its label, micro-batch, chunk, layer, class and SMs held.
  * Times in microseconds (the format's unit) with nanosecond decimals. Open the file in
- * chrome://tracing or ui.perfetto.dev. Cost: linear in tasks; streamed to the file (about 64 KiB held
- * at a time, see io/jsonw.h), which replaces `path` only when complete.
+ * chrome://tracing or ui.perfetto.dev. Cost: linear in tasks; streamed to the output (io/out.h:
+ * published over `path` only when complete), holding about 64 KiB (io/jsonw.h).
  */
 #ifndef PN_IO_TRACE_H
 #define PN_IO_TRACE_H

@@ -1,5 +1,5 @@
 /* test_io.c — io/: scenario, model and hardware-profile loading, --set, error messages, hostile
- * input, reports and atomic writes.
+ * input, reports, traces and outputs (io/out.h).
  *
  * Fixtures live in tests/data/io/: models/tiny.json, hwprofiles/test-gpu.json and scenarios/ are
  * valid (names resolve through <scenario dir>/../models and ../hwprofiles); bad/ holds broken
@@ -16,12 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "calib/calib.h"
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/jsonw.h"
 #include "io/model.h"
+#include "io/out.h"
 #include "io/report.h"
 #include "io/scenario.h"
 #include "io/trace.h"
@@ -126,7 +129,8 @@ static void rm_rf(const char *dir)
   const char *n;
   while (d != NULL && (n = g_dir_read_name(d)) != NULL) {
     g_autofree char *p = g_build_filename(dir, n, NULL);
-    g_unlink(p);
+    if (g_unlink(p) != 0) /* a directory (a link to one goes with g_unlink) */
+      rm_rf(p);
   }
   g_rmdir(dir);
 }
@@ -1578,16 +1582,6 @@ static char *dir_listing(const char *dir)
   return g_string_free(s, FALSE);
 }
 
-/* `e` is the error of a write to `path` that could not happen. */
-static void assert_cannot_write(const GError *e, const char *path)
-{
-  ck_assert(e != NULL);
-  ck_assert_uint_eq(e->domain, PN_IO_ERROR);
-  ck_assert_int_eq(e->code, PN_IO_ERROR_FILE);
-  g_autofree char *want = g_strdup_printf("%s: cannot write: ", path);
-  ck_assert_msg(g_str_has_prefix(e->message, want), "%s", e->message);
-}
-
 /* Block containers indent their members and close on their own line; inline ones stay on one
  * line; empty ones are {} / []; the top-level container ends the text with a newline. */
 START_TEST(test_jsonw_layout)
@@ -1710,17 +1704,17 @@ START_TEST(test_jsonw_numbers)
 }
 END_TEST
 
-/* A file writer streams (past its buffer) the same bytes the in-memory writer makes, replaces the
- * file only when finished, and leaves no temporary file whether it finishes, is abandoned or
- * cannot write. */
-START_TEST(test_jsonw_file)
+/* An output writer streams (past its buffer) the same bytes the in-memory writer makes, counts
+ * them, and leaves the file to its output: published by the commit, untouched when abandoned. */
+START_TEST(test_jsonw_out)
 {
   g_autofree char *dir = tmp_dir();
   g_autofree char *p   = g_build_filename(dir, "out.json", NULL);
   g_autoptr(GError) e  = NULL;
   PnJsonWriter *mem    = pn_jsonw_new(2);
-  PnJsonWriter *file   = pn_jsonw_new_file(p, 2, &e);
-  ck_assert_msg(file != NULL, "%s", e ? e->message : "");
+  PnOut *out           = pn_out_open(p, &e);
+  ck_assert_msg(out != NULL, "%s", e ? e->message : "");
+  PnJsonWriter *file   = pn_jsonw_new_out(out, 2);
   PnJsonWriter *both[] = {mem, file};
   for (int k = 0; k < 2; k++) {
     pn_jsonw_array(both[k], NULL, PN_JSONW_BLOCK);
@@ -1732,12 +1726,19 @@ START_TEST(test_jsonw_file)
     }
     pn_jsonw_end(both[k]);
   }
+  ck_assert_uint_eq(pn_jsonw_bytes(file), pn_jsonw_bytes(mem));
   g_autofree char *want = pn_jsonw_free_to_string(mem);
+  ck_assert_uint_eq(strlen(want), pn_jsonw_bytes(file));
   ck_assert_uint_gt(strlen(want), 4 * PN_JSONW_FLUSH_BYTES);
-  g_autofree char *before = dir_listing(dir);
-  ck_assert_msg(g_str_has_prefix(before, "out.json.") && strchr(before, ' ') == NULL, "%s", before); /* temporary */
+  /* streamed: all but the last buffer is in the temporary file already */
+  const char *staged = pn_out_staged_path(out);
+  ck_assert(staged != NULL && g_str_has_prefix(staged, p));
+  GStatBuf st;
+  ck_assert(g_stat(staged, &st) == 0);
+  ck_assert_uint_ge((guint64)st.st_size, strlen(want) - PN_JSONW_FLUSH_BYTES - 4096);
   ck_assert(!g_file_test(p, G_FILE_TEST_EXISTS));
-  ck_assert_msg(pn_jsonw_finish(file, &e), "%s", e ? e->message : "");
+  pn_jsonw_finish(file);
+  ck_assert_msg(pn_out_commit(out, &e), "%s", e ? e->message : "");
   g_autofree char *got = NULL;
   ck_assert(g_file_get_contents(p, &got, NULL, NULL));
   ck_assert_str_eq(got, want);
@@ -1745,20 +1746,16 @@ START_TEST(test_jsonw_file)
   ck_assert_str_eq(after, "out.json");
 
   /* abandoned: the file keeps its content, the temporary file goes */
-  g_autoptr(PnJsonWriter) gone = pn_jsonw_new_file(p, 2, &e);
-  ck_assert(gone != NULL);
+  PnOut *out2                  = pn_out_open(p, &e);
+  g_autoptr(PnJsonWriter) gone = pn_jsonw_new_out(out2, 2);
   pn_jsonw_object(gone, NULL, PN_JSONW_BLOCK);
   g_clear_pointer(&gone, pn_jsonw_free);
+  pn_out_abort(out2);
   g_autofree char *kept = NULL;
   ck_assert(g_file_get_contents(p, &kept, NULL, NULL));
   ck_assert_str_eq(kept, want);
   g_autofree char *after_abort = dir_listing(dir);
   ck_assert_str_eq(after_abort, "out.json");
-
-  g_autofree char *bad = g_build_filename(dir, "no-such-dir", "out.json", NULL);
-  g_autoptr(GError) e2 = NULL;
-  ck_assert(pn_jsonw_new_file(bad, 2, &e2) == NULL);
-  assert_cannot_write(e2, bad);
   rm_rf(dir);
 }
 END_TEST
@@ -1819,29 +1816,213 @@ START_TEST(test_error_quarks)
 }
 END_TEST
 
-/* ---- atomic write ---- */
+/* ---- outputs (io/out.h) ---- */
 
-/* Creates, replaces, leaves no temporary file; fails cleanly in a missing directory. */
-START_TEST(test_atomic_write)
+static char *read_text(const char *path)
+{
+  char *text = NULL;
+  ck_assert_msg(g_file_get_contents(path, &text, NULL, NULL), "%s", path);
+  return text;
+}
+
+static void assert_out_error(const GError *e, const char *want_prefix)
+{
+  ck_assert(e != NULL);
+  ck_assert(g_error_matches(e, PN_IO_ERROR, PN_IO_ERROR_FILE));
+  ck_assert_msg(g_str_has_prefix(e->message, want_prefix), "got:  %s\nwant: %s...", e->message, want_prefix);
+  ck_assert(strchr(e->message, '\n') == NULL);
+}
+
+/* A new or regular file: created, replaced with its permission bits kept, through a temporary
+ * file beside it that is the only thing touched until the commit, and gone after an abort. */
+START_TEST(test_out_regular)
 {
   g_autofree char *dir = tmp_dir();
   g_autofree char *p   = g_build_filename(dir, "out.json", NULL);
   g_autoptr(GError) e  = NULL;
-  ck_assert(pn_io_write_file_atomic(p, "first\n", 6, &e));
-  ck_assert(pn_io_write_file_atomic(p, "second, longer\n", 15, &e));
-  ck_assert(pn_io_write_file_atomic(p, "3", 1, &e));
-  g_autofree char *got = NULL;
-  gsize len            = 0;
-  ck_assert(g_file_get_contents(p, &got, &len, NULL));
-  ck_assert_uint_eq(len, 1);
-  ck_assert_str_eq(got, "3");
-  ck_assert(pn_io_write_file_atomic(p, "", 0, &e));
+  ck_assert_msg(pn_out_write_file(p, "first\n", 6, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_out_write_file(p, "second, longer\n", 15, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_out_write_file(p, "3", 1, &e), "%s", e ? e->message : "");
+  g_autofree char *three = read_text(p);
+  ck_assert_str_eq(three, "3");
+  ck_assert(g_chmod(p, 0640) == 0);
+  PnOut *out = pn_out_open(p, &e);
+  ck_assert(out != NULL);
+  fprintf(pn_out_file(out), "via %s\n", "FILE");
+  pn_out_write(out, "and write\n", 10);
+  const char *staged           = pn_out_staged_path(out);
+  g_autofree char *staged_name = g_path_get_basename(staged);
+  ck_assert_msg(g_str_has_prefix(staged_name, "out.json.") && strlen(staged_name) == strlen("out.json.XXXXXX"), "%s",
+                staged_name);
+  g_autofree char *staged_text = read_text(staged);
+  ck_assert_str_eq(staged_text, "via FILE\nand write\n");
+  g_autofree char *before = read_text(p);
+  ck_assert_str_eq(before, "3");
+  ck_assert(pn_out_commit(out, &e));
+  g_autofree char *after = read_text(p);
+  ck_assert_str_eq(after, "via FILE\nand write\n");
+  GStatBuf st;
+  ck_assert(g_stat(p, &st) == 0);
+  ck_assert_uint_eq(st.st_mode & 0777, 0640);
+  out = pn_out_open(p, &e);
+  pn_out_write(out, "dropped", 7);
+  pn_out_abort(out);
+  pn_out_abort(NULL);
+  g_autofree char *kept = read_text(p);
+  ck_assert_str_eq(kept, "via FILE\nand write\n");
   g_autofree char *names = dir_listing(dir);
   ck_assert_str_eq(names, "out.json");
-  g_autofree char *bad = g_build_filename(dir, "no-such-dir", "out.json", NULL);
-  g_autoptr(GError) e2 = NULL;
-  ck_assert(!pn_io_write_file_atomic(bad, "x", 1, &e2));
-  assert_cannot_write(e2, bad);
+  rm_rf(dir);
+}
+END_TEST
+
+/* What cannot be written is refused by the check and the open alike, before anything is created,
+ * with the user's path: an empty name, a directory, a missing directory, a path through a file. */
+START_TEST(test_out_refused)
+{
+  g_autofree char *dir  = tmp_dir();
+  g_autofree char *sub  = g_build_filename(dir, "sub", NULL);
+  g_autofree char *miss = g_build_filename(dir, "no-such-dir", "out.json", NULL);
+  g_autofree char *file = g_build_filename(dir, "file", NULL);
+  g_autofree char *thru = g_build_filename(file, "out.json", NULL);
+  ck_assert(g_mkdir(sub, 0755) == 0);
+  ck_assert(g_file_set_contents(file, "x", -1, NULL));
+  g_autofree char *no_dir = g_strdup_printf("%s: directory %s/no-such-dir does not exist", miss, dir);
+  g_autofree char *is_dir = g_strdup_printf("%s: is a directory, expected a file", sub);
+  g_autofree char *not_d  = g_strdup_printf("%s: cannot write: ", thru);
+  const struct {
+    const char *path, *want;
+  } cases[] = {{"", "\"\": expected a file name"}, {sub, is_dir}, {miss, no_dir}, {thru, not_d}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(GError) e1 = NULL;
+    g_autoptr(GError) e2 = NULL;
+    ck_assert(!pn_out_check_path(cases[i].path, &e1));
+    assert_out_error(e1, cases[i].want);
+    ck_assert(pn_out_open(cases[i].path, &e2) == NULL);
+    ck_assert_str_eq(e2->message, e1->message);
+  }
+  ck_assert(pn_out_check_path("-", NULL));
+  g_autofree char *names = dir_listing(dir);
+  ck_assert_str_eq(names, "file sub");
+  rm_rf(dir);
+}
+END_TEST
+
+/* A link is followed: a regular target is replaced in its own directory and the link stays; a
+ * link to nothing creates its target; a link to a directory or a loop of links is refused. */
+START_TEST(test_out_links)
+{
+  g_autofree char *dir    = tmp_dir();
+  g_autofree char *real   = g_build_filename(dir, "real.json", NULL);
+  g_autofree char *link   = g_build_filename(dir, "link.json", NULL);
+  g_autofree char *dang   = g_build_filename(dir, "dangling.json", NULL);
+  g_autofree char *to_dir = g_build_filename(dir, "to-dir", NULL);
+  g_autofree char *loop   = g_build_filename(dir, "loop", NULL);
+  ck_assert(g_file_set_contents(real, "old", -1, NULL));
+  ck_assert(symlink("real.json", link) == 0);
+  ck_assert(symlink("made.json", dang) == 0);
+  ck_assert(symlink(".", to_dir) == 0);
+  ck_assert(symlink("loop", loop) == 0);
+  g_autoptr(GError) e = NULL;
+  ck_assert_msg(pn_out_write_file(link, "new", 3, &e), "%s", e ? e->message : "");
+  g_autofree char *target = g_file_read_link(link, NULL);
+  ck_assert_str_eq(target, "real.json");
+  g_autofree char *got = read_text(real);
+  ck_assert_str_eq(got, "new");
+  ck_assert_msg(pn_out_write_file(dang, "made", 4, &e), "%s", e ? e->message : "");
+  g_autofree char *made_path = g_build_filename(dir, "made.json", NULL);
+  g_autofree char *made      = read_text(made_path);
+  ck_assert_str_eq(made, "made");
+  ck_assert(g_file_test(dang, G_FILE_TEST_IS_SYMLINK));
+  ck_assert(!pn_out_check_path(to_dir, &e));
+  g_autofree char *want_dir = g_strdup_printf("%s -> %s/.: is a directory", to_dir, dir);
+  assert_out_error(e, want_dir);
+  g_clear_error(&e);
+  ck_assert(!pn_out_check_path(loop, &e));
+  g_autofree char *want_loop = g_strdup_printf("%s: cannot write: too many levels of symbolic links", loop);
+  assert_out_error(e, want_loop);
+  g_autofree char *names = dir_listing(dir);
+  ck_assert_str_eq(names, "dangling.json link.json loop made.json real.json to-dir");
+  rm_rf(dir);
+}
+END_TEST
+
+typedef struct {
+  char *path;
+  char *got;
+} FifoReader;
+
+static gpointer read_fifo(gpointer data)
+{
+  FifoReader *r = data;
+  g_file_get_contents(r->path, &r->got, NULL, NULL);
+  return NULL;
+}
+
+/* A FIFO is written in place (a reader gets the bytes) and stays a FIFO. */
+START_TEST(test_out_fifo)
+{
+  g_autofree char *dir  = tmp_dir();
+  g_autofree char *fifo = g_build_filename(dir, "fifo", NULL);
+  ck_assert(mkfifo(fifo, 0600) == 0);
+  FifoReader r        = {.path = fifo};
+  GThread *t          = g_thread_new("fifo", read_fifo, &r);
+  g_autoptr(GError) e = NULL;
+  PnOut *out          = pn_out_open(fifo, &e);
+  ck_assert_msg(out != NULL, "%s", e ? e->message : "");
+  ck_assert(pn_out_staged_path(out) == NULL);
+  pn_out_write(out, "through the pipe\n", 17);
+  ck_assert_msg(pn_out_commit(out, &e), "%s", e ? e->message : "");
+  g_thread_join(t);
+  ck_assert_str_eq(r.got, "through the pipe\n");
+  g_free(r.got);
+  GStatBuf st;
+  ck_assert(lstat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
+  g_autofree char *names = dir_listing(dir);
+  ck_assert_str_eq(names, "fifo");
+  rm_rf(dir);
+}
+END_TEST
+
+/* A report directory: created with its parents, reused, its files written atomically; a file at
+ * its path, or on the way to it, is refused and left alone. */
+START_TEST(test_out_dir)
+{
+  g_autofree char *dir    = tmp_dir();
+  g_autofree char *report = g_build_filename(dir, "a", "b", "report", NULL);
+  g_autoptr(GError) e     = NULL;
+  ck_assert_msg(pn_out_dir_check_path(report, &e), "%s", e ? e->message : "");
+  ck_assert(!g_file_test(report, G_FILE_TEST_EXISTS));
+  for (int pass = 0; pass < 2; pass++) {
+    g_autoptr(PnOutDir) d = pn_out_dir_open(report, &e);
+    ck_assert_msg(d != NULL, "%s", e ? e->message : "");
+    ck_assert_str_eq(pn_out_dir_path(d), report);
+    PnOut *out = pn_out_dir_file(d, "summary.json", &e);
+    ck_assert(out != NULL);
+    pn_out_write(out, pass ? "2" : "1", 1);
+    ck_assert(pn_out_commit(out, &e));
+  }
+  g_autofree char *summary_path = g_build_filename(report, "summary.json", NULL);
+  g_autofree char *summary      = read_text(summary_path);
+  ck_assert_str_eq(summary, "2");
+  g_autofree char *listing = dir_listing(report);
+  ck_assert_str_eq(listing, "summary.json");
+
+  g_autofree char *file  = g_build_filename(dir, "file", NULL);
+  g_autofree char *under = g_build_filename(file, "report", NULL);
+  ck_assert(g_file_set_contents(file, "x", -1, NULL));
+  ck_assert(pn_out_dir_open(file, &e) == NULL);
+  g_autofree char *want_file = g_strdup_printf("%s: is not a directory", file);
+  assert_out_error(e, want_file);
+  g_clear_error(&e);
+  ck_assert(!pn_out_dir_check_path(under, &e));
+  g_autofree char *want_under = g_strdup_printf("%s: cannot create it: %s is not a directory", under, file);
+  assert_out_error(e, want_under);
+  g_clear_error(&e);
+  ck_assert(!pn_out_dir_check_path("", &e));
+  assert_out_error(e, "\"\": expected a directory name");
+  g_autofree char *kept = read_text(file);
+  ck_assert_str_eq(kept, "x");
   rm_rf(dir);
 }
 END_TEST
@@ -1881,9 +2062,13 @@ static Suite *io_suite(void)
       {"jsonw_layout", test_jsonw_layout},
       {"jsonw_strings", test_jsonw_strings},
       {"jsonw_numbers", test_jsonw_numbers},
-      {"jsonw_file", test_jsonw_file},
+      {"jsonw_out", test_jsonw_out},
       {"trace", test_trace},
-      {"atomic_write", test_atomic_write},
+      {"out_regular", test_out_regular},
+      {"out_refused", test_out_refused},
+      {"out_links", test_out_links},
+      {"out_fifo", test_out_fifo},
+      {"out_dir", test_out_dir},
       {"error_quarks", test_error_quarks},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
