@@ -13,6 +13,7 @@
 #define PN_CLI_PRIVATE_H
 
 #include <glib.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -102,6 +103,49 @@ static inline int pn__cli_fail_at(const char *cmd, const char *option, const GEr
   else
     fprintf(stderr, "%s: %s\n", cmd, error->message);
   return pn__cli_status(error);
+}
+
+/* ---- numbers on the command line ---- */
+
+/* The whole of `text` as a finite number, in the C locale whatever the process's ("nan", "inf",
+ * "", "5x" are not numbers). */
+static inline bool pn__cli_strtod(const char *text, double *out)
+{
+  char *end = NULL;
+  double v  = g_ascii_strtod(text, &end);
+  if (end == text || *end != '\0' || !isfinite(v))
+    return false;
+  *out = v;
+  return true;
+}
+
+/* A size: a number of bytes, or a number with a binary unit (KiB, MiB, GiB, TiB, or K, M, G, T;
+ * "B" for bytes), a space between them allowed: "1073741824", "512MiB", "1.5 GiB". Positive,
+ * at most 2^62 bytes; otherwise an error line as pn__cli_number's and false. */
+static inline bool pn__cli_bytes(const char *cmd, const char *option, const char *text, guint64 *out)
+{
+  static const char units[] = "BKMGT"; /* shifts 0, 10, 20, 30, 40 */
+  g_autofree char *num      = g_strdup(text);
+  char *unit                = num + strlen(num);
+  while (unit > num && g_ascii_isalpha(unit[-1]))
+    unit--;
+  double scale = 0.0, v = 0.0;
+  if (*unit == '\0') {
+    scale = 1.0;
+  } else {
+    const char *u = strchr(units, g_ascii_toupper(unit[0]));
+    if (u != NULL && (unit[1] == '\0' || (u != units && g_ascii_strcasecmp(unit + 1, "iB") == 0)))
+      scale = ldexp(1.0, 10 * (int)(u - units));
+  }
+  *unit = '\0';
+  g_strchomp(num);
+  if (scale > 0.0 && pn__cli_strtod(num, &v) && v * scale >= 1.0 && v * scale <= ldexp(1.0, 62)) {
+    *out = (guint64)(v * scale);
+    return true;
+  }
+  g_autofree char *q = g_strescape(text, NULL);
+  pn__cli_bad(cmd, option, "expected a size in bytes, or with a unit (KiB, MiB, GiB), e.g. 512MiB, got \"%s\"", q);
+  return false;
 }
 
 /* ---- outputs (io/out.h) ---- */

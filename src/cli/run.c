@@ -7,27 +7,75 @@
 #include "pn_version.h" /* generated at build time (cmake/version.cmake) */
 #include "sim/sim.h"
 
+/* --trace-window START_MS:END_MS, milliseconds of simulated time from the start of the run. */
+static bool parse_window(const char *cmd, const char *text, PnTraceOptions *to)
+{
+  g_auto(GStrv) parts = g_strsplit(text, ":", -1);
+  double start_ms = 0.0, end_ms = 0.0;
+  if (g_strv_length(parts) == 2 && pn__cli_strtod(parts[0], &start_ms) && pn__cli_strtod(parts[1], &end_ms) &&
+      start_ms >= 0.0 && start_ms < end_ms && end_ms <= 1e12) { /* 1e12 ms: 31 years, far inside PnTimeNs */
+    to->window   = true;
+    to->start_ns = (PnTimeNs)llround(start_ms * 1e6);
+    to->end_ns   = (PnTimeNs)llround(end_ms * 1e6);
+    return true;
+  }
+  g_autofree char *q = g_strescape(text, NULL);
+  pn__cli_bad(cmd, "--trace-window", "expected START_MS:END_MS, milliseconds with 0 <= START < END, got \"%s\"", q);
+  return false;
+}
+
+/* The trace options, checked: --trace-max-size and --trace-window go with --trace. */
+static bool trace_options(const char *cmd, const char *trace, const char *max_size, const char *window,
+                          PnTraceOptions *to)
+{
+  *to = (PnTraceOptions){.max_bytes = PN_TRACE_MAX_BYTES};
+  if (trace == NULL && (max_size || window)) {
+    pn__cli_bad(cmd, max_size ? "--trace-max-size" : "--trace-window", "applies only with --trace FILE");
+    return false;
+  }
+  return (!max_size || pn__cli_bytes(cmd, "--trace-max-size", max_size, &to->max_bytes)) &&
+         (!window || parse_window(cmd, window, to));
+}
+
+static int write_trace(const char *cmd, const char *trace, const PnSimRun *run, const PnTraceOptions *to)
+{
+  g_autoptr(GError) error = NULL;
+  if (pn_trace_write(trace, run->graph, &run->exec, to, &error))
+    return 0;
+  if (!g_error_matches(error, PN_IO_ERROR, PN_IO_ERROR_BOUND))
+    return pn__cli_fail_at(cmd, "--trace", error);
+  fprintf(stderr, "%s: --trace: %s (raise --trace-max-size, or keep a part with --trace-window START_MS:END_MS)\n", cmd,
+          error->message);
+  return pn__cli_status(error);
+}
+
 int pn__cli_run(int argc, char **argv)
 {
-  g_auto(GStrv) sets      = NULL;
-  g_autofree char *format = NULL;
-  g_autofree char *output = NULL;
-  int iterations          = 0;
-  gboolean whatif         = FALSE;
-  gboolean timing         = FALSE;
-  g_autofree char *trace  = NULL;
-  GOptionEntry entries[]  = {
-       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "Write the timeline as a Chrome/Perfetto trace to FILE", "FILE"},
-       {"what-if", 0, 0, G_OPTION_ARG_NONE, &whatif, "Also simulate each applicable overlap knob off and on", NULL},
-       {"set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario value (repeatable)", "dotted.key=value"},
-       {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
-       {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations, "Simulate N iterations (overrides training.iterations)",
-        "N"},
-       {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout",
-        "FILE"},
-       {"timing", 0, 0, G_OPTION_ARG_NONE, &timing,
-        "Add the simulator's events and wall time to the report (which then differs run to run)", NULL},
-       {NULL, 0, 0, 0, NULL, NULL, NULL}};
+  g_auto(GStrv) sets            = NULL;
+  g_autofree char *format       = NULL;
+  g_autofree char *output       = NULL;
+  int iterations                = 0;
+  gboolean whatif               = FALSE;
+  gboolean timing               = FALSE;
+  g_autofree char *trace        = NULL;
+  g_autofree char *trace_max    = NULL;
+  g_autofree char *trace_window = NULL;
+  GOptionEntry entries[]        = {
+             {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "Write the timeline as a Chrome/Perfetto trace to FILE", "FILE"},
+             {"trace-max-size", 0, 0, G_OPTION_ARG_STRING, &trace_max,
+              "--trace: refuse a trace larger than SIZE (bytes, or 512MiB, 4GiB; default 1GiB)", "SIZE"},
+             {"trace-window", 0, 0, G_OPTION_ARG_STRING, &trace_window,
+              "--trace: keep only the tasks running between START and END ms of simulated time", "START_MS:END_MS"},
+             {"what-if", 0, 0, G_OPTION_ARG_NONE, &whatif, "Also simulate each applicable overlap knob off and on", NULL},
+             {"set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario value (repeatable)", "dotted.key=value"},
+             {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
+             {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations, "Simulate N iterations (overrides training.iterations)",
+              "N"},
+             {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout",
+              "FILE"},
+             {"timing", 0, 0, G_OPTION_ARG_NONE, &timing,
+              "Add the simulator's events and wall time to the report (which then differs run to run)", NULL},
+             {NULL, 0, 0, 0, NULL, NULL, NULL}};
   if (!pn__cli_parse(
           entries, "SCENARIO.json - simulate one training iteration",
           "Examples:\n"
@@ -47,18 +95,17 @@ int pn__cli_run(int argc, char **argv)
   bool json = false;
   if (format && strcmp(format, "json") == 0)
     json = true;
-  else if (format && strcmp(format, "text") != 0) {
-    fprintf(stderr, "penumbra run: --format: expected \"text\" or \"json\", got \"%s\"\n", format);
-    return 2;
-  }
-  if (timing && whatif) {
-    fprintf(stderr, "penumbra run: --timing: the what-if report has no timing (time the command instead)\n");
-    return 2;
-  }
+  else if (format && strcmp(format, "text") != 0)
+    return pn__cli_bad(cmd, "--format", "expected \"text\" or \"json\", got \"%s\"", format);
+  if (timing && whatif)
+    return pn__cli_bad(cmd, "--timing", "the what-if report has no timing (time the command instead)");
   if (iterations < 0 || iterations > 100) {
     fprintf(stderr, "penumbra run: --iterations: expected 1..100, got %d\n", iterations);
     return 2;
   }
+  PnTraceOptions to;
+  if (!trace_options(cmd, trace, trace_max, trace_window, &to))
+    return 2;
   if (!pn__cli_stdout_once(cmd, "--trace", trace, output) || !pn__cli_check_output(cmd, "--output", output) ||
       !pn__cli_check_output(cmd, "--trace", trace))
     return 2;
@@ -77,9 +124,7 @@ int pn__cli_run(int argc, char **argv)
     return pn__cli_fail(error);
   }
   g_autoptr(PnResult) r = g_steal_pointer(&run.result);
-  int rc                = 0;
-  if (trace && !pn_trace_write(trace, run.graph, &run.exec, &error))
-    rc = pn__cli_fail_at(cmd, "--trace", error);
+  int rc                = trace ? write_trace(cmd, trace, &run, &to) : 0;
   pn_sim_run_clear(&run);
   if (rc != 0)
     return rc;

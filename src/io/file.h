@@ -16,10 +16,11 @@
 
 #define PN_IO_ERROR (pn_io_error_quark())
 typedef enum {
-  PN_IO_ERROR_FILE,   /* cannot open / read / write, too large, not a regular file */
-  PN_IO_ERROR_PARSE,  /* not JSON: syntax, empty, NUL bytes, invalid UTF-8, too deep */
-  PN_IO_ERROR_SCHEMA, /* JSON, but a key is unknown, missing, of the wrong type or out of range */
-  PN_IO_ERROR_INVALID /* well-formed, but the combination is infeasible (divisibility, ...) */
+  PN_IO_ERROR_FILE,    /* cannot open / read / write, too large, not a regular file */
+  PN_IO_ERROR_PARSE,   /* not JSON: syntax, empty, NUL bytes, invalid UTF-8, too deep */
+  PN_IO_ERROR_SCHEMA,  /* JSON, but a key is unknown, missing, of the wrong type or out of range */
+  PN_IO_ERROR_INVALID, /* well-formed, but the combination is infeasible (divisibility, ...) */
+  PN_IO_ERROR_BOUND    /* an output would be larger than the bound it was given (a trace) */
 } PnIoError;
 
 GQuark pn_io_error_quark(void);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Output paths (io/out.h): what stands at -o, --trace, --plot-data and calibrate -o is written as
 # it should be (a FIFO or a device in place, a link followed, a regular file replaced atomically
-# with its mode kept) or refused before any work with one line naming the option and the path.
+# with its mode kept) or refused before any work with one line naming the option and the path;
+# a trace over its bound leaves the path untouched; a window keeps part of the trace.
 set -uo pipefail
 bin=$(readlink -f "$1") src=$(readlink -f "$2")
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -74,5 +75,20 @@ st=0; "$bin" run "$S" >/dev/full 2>"$tmp/err" || st=$?
 [ "$st" = 2 ] && grep -q '^penumbra run: standard output: cannot write: No space left on device$' "$tmp/err" ||
   bad "stdout full: status $st: $(cat "$tmp/err")"
 
+# a trace over its bound is refused with its size, the file at the path untouched, nothing left
+echo old >"$tmp/t.json"
+refused trace-bound "^penumbra run: --trace: $tmp/t.json: the trace would take about 5\.1 MiB \([0-9]+ events\), more than its bound of 1\.0 KiB" -- \
+  run "$S" -t "$tmp/t.json" --trace-max-size 1KiB
+[ "$(cat "$tmp/t.json")" = old ] || bad "trace-bound: the file at the path was changed"
+ls "$tmp" | grep -q '\.json\.' && bad "trace-bound: a temporary file was left: $(ls "$tmp")"
+# a window keeps the tasks running in it: every event starts before its end (ts in microseconds)
+n=$((n + 1))
+"$bin" run "$S" -t "$tmp/all.json" >/dev/null && "$bin" run "$S" -t "$tmp/w.json" --trace-window 100:150 >/dev/null ||
+  bad "window: status $?"
+all=$(grep -c '"ph": "X"' "$tmp/all.json" 2>/dev/null) win=$(grep -c '"ph": "X"' "$tmp/w.json" 2>/dev/null)
+all=${all:-0} win=${win:-0}
+[ "$win" -gt 0 ] && [ "$win" -lt "$all" ] || bad "window: $win of $all events kept"
+grep -s '"ph": "X"' "$tmp/w.json" | awk -F'"ts": |, "dur": |, "args"' '{ if ($2 >= 150000 || $2 + $3 < 100000) bad++ } END { exit bad > 0 }' ||
+  bad "window: events outside 100:150 ms"
 [ "$fail" = 0 ] && echo "outputs: $n cases written or refused as they should be"
 exit $fail

@@ -1781,7 +1781,7 @@ START_TEST(test_trace)
   g_autofree char *dir  = tmp_dir();
   g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) e   = NULL;
-  ck_assert_msg(pn_trace_write(path, g, &ex, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_trace_write(path, g, &ex, NULL, &e), "%s", e ? e->message : "");
   g_autofree char *text = NULL;
   ck_assert(g_file_get_contents(path, &text, NULL, NULL));
   ck_assert_msg(g_str_has_prefix(text, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n"
@@ -1798,6 +1798,130 @@ START_TEST(test_trace)
   cJSON *root = cJSON_Parse(text);
   ck_assert(root != NULL);
   ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "traceEvents")), 1 + PN_STREAM_N + 1);
+  cJSON_Delete(root);
+  g_array_unref(ex.times);
+  rm_rf(dir);
+}
+END_TEST
+
+/* A graph of `n` tasks on one GPU, task i running [1000 i, 1000 i + 1000) ns, labelled "t" (even
+ * i) or a 200-character label (odd i, when `long_odd`). */
+static PnGraph *row_graph(uint32_t n, bool long_odd, PnExecResult *ex)
+{
+  static char long_label[201];
+  memset(long_label, 'x', 200);
+  PnGraph *g = pn_graph_new(1);
+  ex->times  = g_array_new(FALSE, FALSE, sizeof(PnTaskTime));
+  for (uint32_t i = 0; i < n; i++) {
+    PnTask t = {.stream = PN_STREAM_COMPUTE,
+                .kind   = PN_TASK_COMPUTE,
+                .cls    = PN_CLASS_NONE,
+                .chunk  = -1,
+                .label  = long_odd && i % 2 ? long_label : "t"};
+    pn_graph_add(g, &t, NULL, 0);
+    PnTaskTime tt = {.start_ns = 1000 * (PnTimeNs)i, .end_ns = 1000 * (PnTimeNs)i + 1000};
+    g_array_append_val(ex->times, tt);
+  }
+  return g;
+}
+
+static guint64 file_size(const char *path)
+{
+  GStatBuf st;
+  ck_assert(g_stat(path, &st) == 0);
+  return (guint64)st.st_size;
+}
+
+/* A trace over its bound is refused before a byte is written, with its estimated size (exact
+ * below 4096 tasks); the file already at the path stays as it was and no temporary file is left.
+ * A trace of exactly the bound is written. */
+START_TEST(test_trace_bound)
+{
+  PnExecResult ex      = {0};
+  g_autoptr(PnGraph) g = row_graph(1000, false, &ex);
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *ref = g_build_filename(dir, "ref.json", NULL);
+  g_autofree char *p   = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(GError) e  = NULL;
+  ck_assert_msg(pn_trace_write(ref, g, &ex, NULL, &e), "%s", e ? e->message : "");
+  guint64 size = file_size(ref);
+  ck_assert(g_file_set_contents(p, "old\n", -1, NULL));
+  PnTraceOptions opt = {.max_bytes = size - 1};
+  ck_assert(!pn_trace_write(p, g, &ex, &opt, &e));
+  ck_assert(g_error_matches(e, PN_IO_ERROR, PN_IO_ERROR_BOUND));
+  ck_assert(size > 1024 && size < 1024 * 1024);
+  g_autofree char *size_text = g_strdup_printf("%.1f KiB", (double)size / 1024.0);
+  g_autofree char *want =
+      g_strdup_printf("%s: the trace would take about %s (1000 events), more than its bound", p, size_text);
+  ck_assert_msg(g_str_has_prefix(e->message, want), "%s", e->message);
+  g_autofree char *old = NULL;
+  ck_assert(g_file_get_contents(p, &old, NULL, NULL));
+  ck_assert_str_eq(old, "old\n");
+  g_clear_error(&e);
+  opt.max_bytes = size;
+  ck_assert_msg(pn_trace_write(p, g, &ex, &opt, &e), "%s", e ? e->message : "");
+  ck_assert_uint_eq(file_size(p), size);
+  g_autofree char *names = dir_listing(dir);
+  ck_assert_str_eq(names, "ref.json trace.json");
+  g_array_unref(ex.times);
+  rm_rf(dir);
+}
+END_TEST
+
+/* Past 4096 tasks the size is estimated from a sample (every other task of 10000 here, all short):
+ * when the long labels in between take the text past the bound, the writing stops there and the
+ * path keeps its old content. */
+START_TEST(test_trace_bound_written)
+{
+  PnExecResult ex      = {0};
+  g_autoptr(PnGraph) g = row_graph(10000, true, &ex);
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *ref = g_build_filename(dir, "ref.json", NULL);
+  g_autofree char *p   = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(GError) e  = NULL;
+  ck_assert_msg(pn_trace_write(ref, g, &ex, NULL, &e), "%s", e ? e->message : "");
+  ck_assert(g_file_set_contents(p, "old\n", -1, NULL));
+  PnTraceOptions opt = {.max_bytes = file_size(ref) * 3 / 4}; /* above the estimate (short labels only) */
+  ck_assert(!pn_trace_write(p, g, &ex, &opt, &e));
+  ck_assert(g_error_matches(e, PN_IO_ERROR, PN_IO_ERROR_BOUND));
+  g_autofree char *want = g_strdup_printf("%s: the trace (10000 events) passed its bound of ", p);
+  ck_assert_msg(g_str_has_prefix(e->message, want), "%s", e->message);
+  g_autofree char *old = NULL;
+  ck_assert(g_file_get_contents(p, &old, NULL, NULL));
+  ck_assert_str_eq(old, "old\n");
+  g_autofree char *names = dir_listing(dir);
+  ck_assert_str_eq(names, "ref.json trace.json");
+  g_array_unref(ex.times);
+  rm_rf(dir);
+}
+END_TEST
+
+/* A window keeps the tasks running at some time in [start, end): here [1500, 3000) ns keeps tasks
+ * 1 ([1000, 2000)) and 2 ([2000, 3000)), not 0 nor 3 ([3000, 4000), starting at the end). */
+START_TEST(test_trace_window)
+{
+  PnExecResult ex      = {0};
+  g_autoptr(PnGraph) g = row_graph(10, false, &ex);
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *p   = g_build_filename(dir, "trace.json", NULL);
+  g_autoptr(GError) e  = NULL;
+  PnTraceOptions opt   = {.window = true, .start_ns = 1500, .end_ns = 3000};
+  ck_assert_msg(pn_trace_write(p, g, &ex, &opt, &e), "%s", e ? e->message : "");
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(p, &text, NULL, NULL));
+  cJSON *root = cJSON_Parse(text);
+  ck_assert(root != NULL);
+  const cJSON *events = cJSON_GetObjectItemCaseSensitive(root, "traceEvents");
+  GString *ids        = g_string_new(NULL);
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, events)
+  {
+    const cJSON *args = cJSON_GetObjectItemCaseSensitive(ev, "args");
+    if (strcmp(cJSON_GetObjectItemCaseSensitive(ev, "ph")->valuestring, "X") == 0)
+      g_string_append_printf(ids, "%d ", cJSON_GetObjectItemCaseSensitive(args, "id")->valueint);
+  }
+  ck_assert_str_eq(ids->str, "1 2 ");
+  g_string_free(ids, TRUE);
   cJSON_Delete(root);
   g_array_unref(ex.times);
   rm_rf(dir);
@@ -2064,6 +2188,9 @@ static Suite *io_suite(void)
       {"jsonw_numbers", test_jsonw_numbers},
       {"jsonw_out", test_jsonw_out},
       {"trace", test_trace},
+      {"trace_bound", test_trace_bound},
+      {"trace_bound_written", test_trace_bound_written},
+      {"trace_window", test_trace_window},
       {"out_regular", test_out_regular},
       {"out_refused", test_out_refused},
       {"out_links", test_out_links},
