@@ -177,7 +177,7 @@ int pn__cli_calibrate(int argc, char **argv)
   g_autofree char *output  = NULL;
   g_autofree char *profile = NULL;
   gboolean check           = FALSE;
-  double tol_pct           = 5.0;
+  g_autofree char *tol_s   = NULL;
   g_autofree char *plot    = NULL;
   g_autofree char *date    = NULL;
   GOptionEntry entries[]   = {
@@ -186,7 +186,7 @@ int pn__cli_calibrate(int argc, char **argv)
         {"check", 'c', 0, G_OPTION_ARG_NONE, &check, "Replay every measured case through --profile and report errors",
          NULL},
         {"profile", 'p', 0, G_OPTION_ARG_FILENAME, &profile, "Profile to check (with --check)", "FILE"},
-        {"tolerance", 0, 0, G_OPTION_ARG_DOUBLE, &tol_pct, "--check: error bound in percent (default 5)", "PCT"},
+        {"tolerance", 0, 0, G_OPTION_ARG_STRING, &tol_s, "--check: error bound in percent, > 0 (default 5)", "PCT"},
         {"date", 0, 0, G_OPTION_ARG_STRING, &date,
          "Day the measurements were taken, written to the profile as \"calibrated\" (default: the newest result's "
            "date_utc, else today in UTC)",
@@ -214,11 +214,18 @@ int pn__cli_calibrate(int argc, char **argv)
     fprintf(stderr, "penumbra calibrate: expected --base FILE -o FILE, or --check --profile FILE\n");
     return 2;
   }
-  if (date && !pn_hw_profile_date_ok(date)) {
-    fprintf(stderr, "penumbra calibrate: --date %s: expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31\n",
-            date);
+  /* an option of the other mode would be ignored: refused instead */
+  const char *fit_only = base ? "--base" : output ? "--output" : date ? "--date" : NULL;
+  const char *chk_only = profile ? "--profile" : tol_s ? "--tolerance" : plot ? "--plot-data" : NULL;
+  if (check && fit_only)
+    return pn__cli_bad(cmd, fit_only, "applies to a fit, not to --check");
+  if (!check && chk_only)
+    return pn__cli_bad(cmd, chk_only, "applies only with --check");
+  double tol_pct = 5.0;
+  if (tol_s && !pn__cli_number(cmd, "--tolerance", tol_s, DBL_TRUE_MIN, DBL_MAX, false, "a percentage > 0", &tol_pct))
     return 2;
-  }
+  if (date && !pn_hw_profile_date_ok(date))
+    return pn__cli_bad(cmd, "--date", "expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31");
   if (!pn__cli_stdout_once(cmd, "--plot-data", plot, NULL) || !pn__cli_check_output(cmd, "--output", output) ||
       !pn__cli_check_output(cmd, "--plot-data", plot))
     return 2;

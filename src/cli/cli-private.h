@@ -12,6 +12,7 @@
 #ifndef PN_CLI_PRIVATE_H
 #define PN_CLI_PRIVATE_H
 
+#include <float.h>
 #include <glib.h>
 #include <math.h>
 #include <stdarg.h>
@@ -105,7 +106,7 @@ static inline int pn__cli_fail_at(const char *cmd, const char *option, const GEr
   return pn__cli_status(error);
 }
 
-/* ---- numbers on the command line ---- */
+/* ---- numbers on the command line: every numeric option goes through these ---- */
 
 /* The whole of `text` as a finite number, in the C locale whatever the process's ("nan", "inf",
  * "", "5x" are not numbers). */
@@ -117,6 +118,21 @@ static inline bool pn__cli_strtod(const char *text, double *out)
     return false;
   *out = v;
   return true;
+}
+
+/* Option `option`'s `text` as a number in [min, max] (min DBL_TRUE_MIN: positive), whole when
+ * `integer`; otherwise "<cmd>: <option>: expected <expected>, got "<text>"" and false (exit 2). */
+static inline bool pn__cli_number(const char *cmd, const char *option, const char *text, double min, double max,
+                                  bool integer, const char *expected, double *out)
+{
+  double v = 0.0;
+  if (pn__cli_strtod(text, &v) && v >= min && v <= max && (!integer || v == floor(v))) {
+    *out = v;
+    return true;
+  }
+  g_autofree char *q = g_strescape(text, NULL);
+  pn__cli_bad(cmd, option, "expected %s, got \"%s\"", expected, q);
+  return false;
 }
 
 /* A size: a number of bytes, or a number with a binary unit (KiB, MiB, GiB, TiB, or K, M, G, T;

@@ -54,7 +54,7 @@ int pn__cli_run(int argc, char **argv)
   g_auto(GStrv) sets            = NULL;
   g_autofree char *format       = NULL;
   g_autofree char *output       = NULL;
-  int iterations                = 0;
+  g_autofree char *iterations_s = NULL;
   gboolean whatif               = FALSE;
   gboolean timing               = FALSE;
   g_autofree char *trace        = NULL;
@@ -69,8 +69,8 @@ int pn__cli_run(int argc, char **argv)
              {"what-if", 0, 0, G_OPTION_ARG_NONE, &whatif, "Also simulate each applicable overlap knob off and on", NULL},
              {"set", 's', 0, G_OPTION_ARG_STRING_ARRAY, &sets, "Override a scenario value (repeatable)", "dotted.key=value"},
              {"format", 'f', 0, G_OPTION_ARG_STRING, &format, "Output format: text (default) or json", "FORMAT"},
-             {"iterations", 'n', 0, G_OPTION_ARG_INT, &iterations, "Simulate N iterations (overrides training.iterations)",
-              "N"},
+             {"iterations", 'n', 0, G_OPTION_ARG_STRING, &iterations_s,
+              "Simulate N iterations, 1 to 100 (overrides training.iterations)", "N"},
              {"output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the report to FILE (atomically) instead of stdout",
               "FILE"},
              {"timing", 0, 0, G_OPTION_ARG_NONE, &timing,
@@ -99,10 +99,10 @@ int pn__cli_run(int argc, char **argv)
     return pn__cli_bad(cmd, "--format", "expected \"text\" or \"json\", got \"%s\"", format);
   if (timing && whatif)
     return pn__cli_bad(cmd, "--timing", "the what-if report has no timing (time the command instead)");
-  if (iterations < 0 || iterations > 100) {
-    fprintf(stderr, "penumbra run: --iterations: expected 1..100, got %d\n", iterations);
+  double iterations = 0.0;
+  if (iterations_s &&
+      !pn__cli_number(cmd, "--iterations", iterations_s, 1, 100, true, "an integer from 1 to 100", &iterations))
     return 2;
-  }
   PnTraceOptions to;
   if (!trace_options(cmd, trace, trace_max, trace_window, &to))
     return 2;
@@ -115,7 +115,7 @@ int pn__cli_run(int argc, char **argv)
   if (!sc)
     return pn__cli_fail(error);
   if (iterations > 0)
-    sc->training.iterations = iterations;
+    sc->training.iterations = (int)iterations;
   PnSimOptions so = {.keep_graph = trace != NULL};
   PnSimRun run;
   if (!pn_sim_run_full(sc, warnings, &so, &run, &error)) {

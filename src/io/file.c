@@ -198,3 +198,11 @@ char *pn__io_resolve(const PnIoCtx *ctx, const char *ptr, const char *ref, const
   }
   return NULL;
 }
+
+char *pn_io_find_profile(const char *option, const char *ref, GError **error)
+{
+  g_return_val_if_fail(option != NULL && ref != NULL, NULL);
+  /* the base directory a scenario built in memory gets (pn_scenario_load_string) */
+  PnIoCtx ctx = {.file = option};
+  return pn__io_resolve(&ctx, NULL, ref, ".", "hwprofiles", "hardware profile", error);
+}

@@ -25,4 +25,10 @@ typedef enum {
 
 GQuark pn_io_error_quark(void);
 
+/* The file of the hardware profile `ref` names, found as a scenario's hardware.profile is (a path,
+ * or a name looked up in the profile directories; io-private.h, pn__io_resolve). Returns the path
+ * (g_free), or NULL with "<option>: unknown hardware profile \"x\" (available: ...)", `option`
+ * naming where `ref` came from (a command-line option). */
+char *pn_io_find_profile(const char *option, const char *ref, GError **error);
+
 #endif
