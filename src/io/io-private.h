@@ -3,8 +3,9 @@
  *
  * Only io/ includes this header (and so cJSON). Every error built here has the product's one-line
  * form `<file>: <JSON pointer>: <what is wrong>` (parse errors: `<file>:<line>:<col>: ...`) and
- * the PN_IO_ERROR domain. User-derived text (keys, strings) is escaped before it enters a message
- * so a message is always one printable line.
+ * the PN_IO_ERROR domain. User-derived text (keys, strings, --set arguments, the text at a syntax
+ * error) enters a message only through pn__io_echo (values) or a pointer (keys): escaped and cut
+ * to PN_IO_ECHO_CHARS characters, so a message is one short printable line whatever the input.
  *
  * Cost: parsing is linear in the file; conversion is linear in keys times the section's table.
  */
@@ -35,14 +36,23 @@ typedef struct {
 } PnIoCtx;
 
 /* ---- errors ---- */
+/* Echoed input is cut after this many characters (a 1 MiB key still gives a readable line). */
+#define PN_IO_ECHO_CHARS 60
+
+/* Reports `fmt` at pointer `ptr` (NULL: none) of the context's file. The pointer is shown as
+ * echoed input: each segment escaped and cut (a 1 MiB key shows as "/aaa... (1048576 bytes)"). */
 void pn__io_fail(GError **error, PnIoError code, const PnIoCtx *ctx, const char *ptr, const char *fmt, ...)
     G_GNUC_PRINTF(5, 6);
 const char *pn__io_ctx_file(const PnIoCtx *ctx, const char *ptr); /* "--set" or ctx->file */
 char *pn__io_ptr_child(const char *ptr, const char *key);         /* ptr + "/" + escaped key; g_free */
 char *pn__io_ptr_index(const char *ptr, gsize i);                 /* ptr + "/" + i; g_free */
 char *pn__io_describe(const cJSON *v);                            /* `"4096"`, `4096.5`, `an object`; g_free */
-char *pn__io_quote(const char *s);                                /* JSON-quoted, escaped, truncated; g_free */
-const char *pn__io_type_name(const cJSON *v);                     /* "a string", "an array", ... */
+/* Appends `len` bytes of user text (NULs allowed) quoted, with '"', '\\', control and other
+ * non-printing characters escaped (\u0000, \u202e), bytes that are not UTF-8 as \xNN, and cut
+ * at a character boundary after PN_IO_ECHO_CHARS characters: "aaaa..." (1048576 bytes). */
+void pn__io_echo(GString *out, const char *s, gsize len);
+char *pn__io_quote(const char *s);            /* pn__io_echo of s as a new string; g_free */
+const char *pn__io_type_name(const cJSON *v); /* "a string", "an array", ... */
 /* Best match of `key` among `known` (n names) by case-insensitive Damerau-Levenshtein distance,
  * or NULL when nothing is close enough to be a plausible typo. */
 const char *pn__io_suggest(const char *key, const char *const *known, gsize n);

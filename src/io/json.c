@@ -9,6 +9,86 @@
 /* Integers beyond 2^53 are not exactly representable in JSON's double. */
 #define PN_IO_MAX_EXACT_INT 9007199254740992.0
 
+/* ---- echoing input ---- */
+
+/* Appends at most `max_chars` characters of `s` (`len` bytes, NULs allowed) to `out` so that they
+ * print on one line: control and other non-printing characters as \uXXXX (a surrogate pair
+ * beyond the BMP), bytes that are not UTF-8 as \xNN and, when `quoted`, '"' and '\' as \" and \\.
+ * Returns whether it cut. */
+static gboolean echo_chars(GString *out, const char *s, gsize len, gsize max_chars, gboolean quoted)
+{
+  gsize i = 0;
+  for (gsize n = 0; i < len; n++) {
+    if (n == max_chars)
+      return TRUE;
+    unsigned char b = (unsigned char)s[i];
+    if (b < 0x80) {
+      if (quoted && (b == '"' || b == '\\'))
+        g_string_append_printf(out, "\\%c", b);
+      else if (b < 0x20 || b == 0x7f)
+        g_string_append_printf(out, "\\u%04x", b);
+      else
+        g_string_append_c(out, (char)b);
+      i++;
+      continue;
+    }
+    gunichar c = g_utf8_get_char_validated(s + i, (gssize)(len - i));
+    if (c == (gunichar)-1 || c == (gunichar)-2) {
+      g_string_append_printf(out, "\\x%02x", b);
+      i++;
+      continue;
+    }
+    gsize w = (gsize)g_utf8_skip[b];
+    if (g_unichar_isprint(c))
+      g_string_append_len(out, s + i, (gssize)w);
+    else if (c <= 0xFFFF)
+      g_string_append_printf(out, "\\u%04x", c);
+    else
+      g_string_append_printf(out, "\\u%04x\\u%04x", 0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF));
+    i += w;
+  }
+  return FALSE;
+}
+
+void pn__io_echo(GString *out, const char *s, gsize len)
+{
+  g_string_append_c(out, '"');
+  if (echo_chars(out, s, len, PN_IO_ECHO_CHARS, TRUE))
+    g_string_append_printf(out, "...\" (%" G_GSIZE_FORMAT " bytes)", len);
+  else
+    g_string_append_c(out, '"');
+}
+
+char *pn__io_quote(const char *s)
+{
+  GString *out = g_string_new(NULL);
+  pn__io_echo(out, s, strlen(s));
+  return g_string_free(out, FALSE);
+}
+
+/* One segment of a pointer as a message shows it: unquoted, cut like a quoted echo. */
+static void echo_segment(GString *out, const char *seg, gsize len)
+{
+  if (echo_chars(out, seg, len, PN_IO_ECHO_CHARS, FALSE))
+    g_string_append_printf(out, "... (%" G_GSIZE_FORMAT " bytes)", len);
+}
+
+/* A pointer as messages show it: each segment shown ("/" for the root). */
+static void echo_ptr(GString *out, const char *ptr)
+{
+  if (*ptr == '\0') {
+    g_string_append_c(out, '/');
+    return;
+  }
+  while (*ptr == '/') {
+    const char *seg = ptr + 1, *end = strchr(seg, '/');
+    gsize n = end ? (gsize)(end - seg) : strlen(seg);
+    g_string_append_c(out, '/');
+    echo_segment(out, seg, n);
+    ptr = seg + n;
+  }
+}
+
 /* ---- messages ---- */
 
 const char *pn__io_ctx_file(const PnIoCtx *ctx, const char *ptr)
@@ -35,42 +115,13 @@ void pn__io_fail(GError **error, PnIoError code, const PnIoCtx *ctx, const char 
   g_autofree char *msg = g_strdup_vprintf(fmt, ap);
   va_end(ap);
   const char *file = pn__io_ctx_file(ctx, ptr);
-  if (ptr == NULL)
+  if (ptr == NULL) {
     g_set_error(error, PN_IO_ERROR, code, "%s: %s", file, msg);
-  else
-    g_set_error(error, PN_IO_ERROR, code, "%s: %s: %s", file, *ptr ? ptr : "/", msg);
-}
-
-/* Appends `s` (at most `max` bytes, cut at a character boundary) JSON-escaped, so user text
- * cannot break a message over lines. */
-static void append_escaped(GString *out, const char *s, gsize max)
-{
-  gsize n      = strlen(s);
-  gboolean cut = n > max;
-  if (cut) {
-    n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-      n--;
+    return;
   }
-  for (gsize i = 0; i < n; i++) {
-    unsigned char c = (unsigned char)s[i];
-    if (c == '"' || c == '\\')
-      g_string_append_printf(out, "\\%c", c);
-    else if (c < 0x20 || c == 0x7f)
-      g_string_append_printf(out, "\\u%04x", c);
-    else
-      g_string_append_c(out, (char)c);
-  }
-  if (cut)
-    g_string_append(out, "...");
-}
-
-char *pn__io_quote(const char *s)
-{
-  GString *out = g_string_new("\"");
-  append_escaped(out, s, 60);
-  g_string_append_c(out, '"');
-  return g_string_free(out, FALSE);
+  g_autoptr(GString) shown = g_string_new(NULL);
+  echo_ptr(shown, ptr);
+  g_set_error(error, PN_IO_ERROR, code, "%s: %s: %s", file, shown->str, msg);
 }
 
 char *pn__io_ptr_child(const char *ptr, const char *key)
@@ -82,8 +133,6 @@ char *pn__io_ptr_child(const char *ptr, const char *key)
       g_string_append(out, "~0");
     else if (*c == '/')
       g_string_append(out, "~1");
-    else if ((unsigned char)*c < 0x20 || *c == 0x7f)
-      g_string_append_printf(out, "\\u%04x", (unsigned char)*c);
     else
       g_string_append_c(out, *c);
   }
@@ -310,6 +359,30 @@ static gsize error_position(const char *buf, gsize start, gsize pos)
   return pos;
 }
 
+/* The message for text cJSON refused, with cJSON's error position `end`. */
+static void fail_syntax(GError **error, const char *display, const char *buf, gsize start, gsize len, const char *end)
+{
+  gsize pos        = end != NULL && end >= buf + start && end <= buf + len ? (gsize)(end - buf) : start;
+  pos              = error_position(buf, start, pos);
+  const char *hint = syntax_hint(buf, pos, len);
+  if (pos >= len) {
+    fail_at(error, display, buf, pos, "invalid JSON: %s", hint ? hint : "unexpected end of input");
+    return;
+  }
+  /* the text there: up to 24 characters of the rest of its line */
+  gsize n = 0;
+  while (pos + n < len && buf[pos + n] != '\n' && buf[pos + n] != '\r')
+    n++;
+  g_autoptr(GString) at = g_string_new("\"");
+  if (echo_chars(at, buf + pos, n, 24, TRUE))
+    g_string_append(at, "...");
+  g_string_append_c(at, '"');
+  if (hint != NULL)
+    fail_at(error, display, buf, pos, "invalid JSON at %s: %s", at->str, hint);
+  else
+    fail_at(error, display, buf, pos, "invalid JSON at %s", at->str);
+}
+
 gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error)
 {
   g_assert(buf[len] == '\0');
@@ -344,23 +417,7 @@ gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSO
   /* length includes the terminating NUL: cJSON then requires nothing but whitespace after the value */
   cJSON *root = cJSON_ParseWithLengthOpts(buf + start, len - start + 1, &end, TRUE);
   if (root == NULL) {
-    gsize pos                = end != NULL && end >= buf + start && end <= buf + len ? (gsize)(end - buf) : start;
-    pos                      = error_position(buf, start, pos);
-    const char *hint         = syntax_hint(buf, pos, len);
-    g_autofree char *snippet = NULL;
-    if (pos < len) {
-      gsize n = 0;
-      while (pos + n < len && n < 24 && buf[pos + n] != '\n' && buf[pos + n] != '\r')
-        n++;
-      g_autofree char *raw = g_strndup(buf + pos, n);
-      snippet              = pn__io_quote(raw);
-    }
-    if (hint != NULL && snippet != NULL)
-      fail_at(error, display, buf, pos, "invalid JSON at %s: %s", snippet, hint);
-    else if (snippet != NULL)
-      fail_at(error, display, buf, pos, "invalid JSON at %s", snippet);
-    else
-      fail_at(error, display, buf, pos, "invalid JSON: %s", hint ? hint : "unexpected end of input");
+    fail_syntax(error, display, buf, start, len, end);
     return FALSE;
   }
   *out = root;

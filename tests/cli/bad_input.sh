@@ -34,6 +34,10 @@ expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set trai
 expect negative-size '/training/seq_length' -- run "$good" --set training.seq_length=-5
 expect wrong-type '/training/micro_batch_size' -- run "$good" --set 'training.micro_batch_size="two"'
 expect bad-format 'format' -- run "$good" --format yaml
+# echoed input is cut: a 1 MiB key, a 100 kB --set argument give short lines
+{ printf '{"schema_version": 1, "'; head -c 1048576 /dev/zero | tr '\0' a; printf '": 1}'; } >"$tmp/bigkey.json"
+expect huge-key '^penumbra: [^ ]*bigkey\.json: /a{60}\.\.\. \(1048576 bytes\): unknown key .{0,200}$' -- run "$tmp/bigkey.json"
+expect huge-set '^penumbra: --set: "a{60}\.\.\." \(100000 bytes\): expected dotted\.key=value' -- run "$good" --set "$(head -c 100000 /dev/zero | tr '\0' a)"
 expect unknown-command 'unknown command' -- frobnicate
 [ "$fail" = 0 ] && echo "bad input: $n cases rejected cleanly"
 exit $fail

@@ -432,7 +432,7 @@ START_TEST(test_numbers)
                "/training/seq_length: expected a positive integer, got a number out of range (not finite)");
   g_autofree char *j2 = scenario_json(NULL, NULL, "{\"seq_length\": NaN, \"global_batch_size\": 64}", NULL);
   expect_error(j2, NULL, 0, PN_IO_ERROR_PARSE,
-               ":4:29: invalid JSON at \"NaN, \\\"global_batch_size\\\"\": NaN and Infinity are not JSON numbers");
+               ":4:29: invalid JSON at \"NaN, \\\"global_batch_size\\\"...\": NaN and Infinity are not JSON numbers");
   g_autofree char *j3 = scenario_json(NULL, NULL, "{\"seq_length\": -Infinity, \"global_batch_size\": 64}", NULL);
   expect_error(j3, NULL, 0, PN_IO_ERROR_PARSE, ":4:29: invalid JSON at \"-Infinity, *");
   g_autofree char *j4 =
@@ -937,6 +937,69 @@ START_TEST(test_deep_nesting)
   g_string_append_c(a, ']');
   expect_error(a->str, NULL, 0, PN_IO_ERROR_PARSE, ":1:65: nesting deeper than 64 levels");
   g_string_free(a, TRUE);
+}
+END_TEST
+
+/* ---- echoed input ---- */
+
+/* Input echoed in a message (keys, values, --set arguments, the text at a syntax error) is cut to
+ * 60 characters at a character boundary and marked with its length; what would not print is
+ * escaped. A message stays one short, valid UTF-8 line whatever the input. */
+START_TEST(test_echo_bounded)
+{
+  const gsize big      = 1048576;
+  char *a              = g_strnfill(big, 'a');
+  g_autofree char *a60 = g_strnfill(60, 'a');
+  /* an unknown key of 1 MiB: in the pointer */
+  g_autofree char *extra = g_strdup_printf("\"%s\": 1", a);
+  g_autofree char *want1 = g_strdup_printf("/%s... (1048576 bytes): unknown key (expected one of: *", a60);
+  expect_extra_error(extra, PN_IO_ERROR_SCHEMA, want1);
+  /* a value of 1 MiB */
+  g_autofree char *training =
+      g_strdup_printf("{\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\": \"%s\"}", a);
+  g_autofree char *j2 = scenario_json(NULL, NULL, training, NULL);
+  g_autofree char *want2 =
+      g_strdup_printf("/training/precision: expected one of \"bf16\", \"fp8\", got \"%s...\" (1048576 bytes)", a60);
+  expect_error(j2, NULL, 0, PN_IO_ERROR_SCHEMA, want2);
+  /* --set arguments */
+  g_autofree char *j     = scenario_json(NULL, NULL, NULL, NULL);
+  const char *s1[]       = {a};
+  g_autofree char *want3 = g_strdup_printf(
+      "--set: \"%s...\" (1048576 bytes): expected dotted.key=value (e.g. parallel.tensor_model_parallel_size=4)", a60);
+  expect_error(j, s1, 1, PN_IO_ERROR_SCHEMA, want3);
+  g_autofree char *set2  = g_strdup_printf("parallel.%s=1", a);
+  const char *s2[]       = {set2};
+  g_autofree char *want4 = g_strdup_printf("--set: /parallel/%s... (1048576 bytes): unknown key", a60);
+  expect_error(j, s2, 1, PN_IO_ERROR_SCHEMA, want4);
+  g_free(a);
+  /* characters, not bytes: 100 x U+00E9 is cut after 60 of them */
+  GString *e100 = g_string_new(NULL), *e60 = g_string_new(NULL);
+  for (int i = 0; i < 100; i++)
+    g_string_append(e100, "\xc3\xa9");
+  for (int i = 0; i < 60; i++)
+    g_string_append(e60, "\xc3\xa9");
+  g_autofree char *t5 =
+      g_strdup_printf("{\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\": \"%s\"}", e100->str);
+  g_autofree char *j5 = scenario_json(NULL, NULL, t5, NULL);
+  g_autofree char *want5 =
+      g_strdup_printf("/training/precision: expected one of \"bf16\", \"fp8\", got \"%s...\" (200 bytes)", e60->str);
+  expect_error(j5, NULL, 0, PN_IO_ERROR_SCHEMA, want5);
+  /* the text at a syntax error: 24 characters, never half of one */
+  g_autofree char *j6 = g_strdup_printf("{\"a\": x%s}", e100->str);
+  g_string_truncate(e60, 23 * 2);
+  g_autofree char *want6 = g_strdup_printf(":1:7: invalid JSON at \"x%s...\"", e60->str);
+  expect_error(j6, NULL, 0, PN_IO_ERROR_PARSE, want6);
+  g_string_free(e100, TRUE);
+  g_string_free(e60, TRUE);
+  /* what would not print: control characters in a key, a right-to-left override in a value */
+  expect_extra_error("\"\\u001b[31m\": 1", PN_IO_ERROR_SCHEMA, "/\\u001b[31m: unknown key*");
+  g_autofree char *j7 =
+      scenario_json(NULL, NULL,
+                    "{\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\": \"bf\xe2\x80\xae"
+                    "16\"}",
+                    NULL);
+  expect_error(j7, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/precision: expected one of \"bf16\", \"fp8\", got \"bf\\u202e16\"");
 }
 END_TEST
 
@@ -2176,6 +2239,7 @@ static Suite *io_suite(void)
       {"garbage", test_garbage},
       {"huge_file", test_huge_file},
       {"deep_nesting", test_deep_nesting},
+      {"echo_bounded", test_echo_bounded},
       {"hw_profile_valid", test_hw_profile_valid},
       {"hw_profile_errors", test_hw_profile_errors},
       {"hw_profile_calibrated", test_hw_profile_calibrated},
