@@ -65,8 +65,14 @@ gboolean pn__io_read_file(const char *path, const char *display, char **out, gsi
  * messages. On success *out owns the tree (cJSON_Delete). */
 gboolean pn__io_read_json(const char *path, const char *display, cJSON **out, GError **error);
 /* Parses `len` bytes at `buf` (buf[len] must be '\0'): refuses empty input, NUL bytes, invalid
- * UTF-8, nesting deeper than PN_IO_MAX_DEPTH; reports line:column of syntax errors. */
+ * UTF-8, nesting deeper than PN_IO_MAX_DEPTH, and reports line:column of syntax errors. It also
+ * refuses, at their pointer, what cJSON accepts but would read wrong: a NUL character (\u0000) in
+ * a string or key, and a key twice in one object. */
 gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error);
+/* The value of a --set override written at pointer `ptr`: *out is the parsed tree when `text` is
+ * JSON, NULL when it is not (the caller takes it as a bare string). Returns FALSE, *out NULL,
+ * when it is JSON that pn__io_parse_json would refuse (a NUL character, a duplicate key). */
+gboolean pn__io_parse_set_value(const char *ptr, const char *text, cJSON **out, GError **error);
 
 /* Resolves a model or hardware-profile reference `ref` found at `ptr`: a path (contains '/' or
  * ends in ".json") relative to `base_dir` (then the current directory), or a name looked up in
@@ -123,7 +129,7 @@ typedef struct {
 gsize pn__io_fields_count(const PnField *fields);
 const PnField *pn__io_field_find(const PnField *fields, const char *key);
 
-/* Checks that `obj` is an object whose keys are all in `fields`, with no duplicates. */
+/* Checks that `obj` is an object whose keys are all in `fields` (the parsers refused duplicates). */
 gboolean pn__io_check_keys(const PnIoCtx *ctx, const cJSON *obj, const char *ptr, const PnField *fields,
                            GError **error);
 /* Converts every non-CUSTOM field present in `obj` into `dst`; with `check_required`, a missing

@@ -73,6 +73,22 @@ static void echo_segment(GString *out, const char *seg, gsize len)
     g_string_append_printf(out, "... (%" G_GSIZE_FORMAT " bytes)", len);
 }
 
+/* The key `key` (`len` bytes, NULs allowed) as a pointer segment (RFC 6901: '~' is "~0", '/' is
+ * "~1"), shown. */
+static void echo_key(GString *out, const char *key, gsize len)
+{
+  g_autoptr(GString) seg = g_string_sized_new(len);
+  for (gsize i = 0; i < len; i++) {
+    if (key[i] == '~')
+      g_string_append(seg, "~0");
+    else if (key[i] == '/')
+      g_string_append(seg, "~1");
+    else
+      g_string_append_c(seg, key[i]);
+  }
+  echo_segment(out, seg->str, seg->len);
+}
+
 /* A pointer as messages show it: each segment shown ("/" for the root). */
 static void echo_ptr(GString *out, const char *ptr)
 {
@@ -359,6 +375,21 @@ static gsize error_position(const char *buf, gsize start, gsize pos)
   return pos;
 }
 
+/* The code unit of the escape \uXXXX at `p` (`n` bytes left), or -1 when there is none. */
+static long escape_at(const char *p, gsize n)
+{
+  if (n < 6 || p[0] != '\\' || p[1] != 'u')
+    return -1;
+  long v = 0;
+  for (int i = 2; i < 6; i++) {
+    int d = g_ascii_xdigit_value(p[i]);
+    if (d < 0)
+      return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
 /* The message for text cJSON refused, with cJSON's error position `end`. */
 static void fail_syntax(GError **error, const char *display, const char *buf, gsize start, gsize len, const char *end)
 {
@@ -381,6 +412,205 @@ static void fail_syntax(GError **error, const char *display, const char *buf, gs
     fail_at(error, display, buf, pos, "invalid JSON at %s: %s", at->str, hint);
   else
     fail_at(error, display, buf, pos, "invalid JSON at %s", at->str);
+}
+
+/* ---- what cJSON accepts and penumbra does not ---- */
+
+/* Decodes the string literal at t[*i] (its opening quote) of text cJSON has parsed into `out`,
+ * NULs included, and moves *i past its closing quote. Returns whether it holds a NUL. */
+static gboolean decode_string(const char *t, gsize *i, GString *out)
+{
+  gboolean nul = FALSE;
+  gsize p      = *i + 1;
+  g_string_truncate(out, 0);
+  while (t[p] != '"') {
+    if (t[p] != '\\') {
+      g_string_append_c(out, t[p++]);
+      continue;
+    }
+    char e = t[p + 1];
+    p += 2;
+    switch (e) {
+    case 'b':
+      g_string_append_c(out, '\b');
+      break;
+    case 'f':
+      g_string_append_c(out, '\f');
+      break;
+    case 'n':
+      g_string_append_c(out, '\n');
+      break;
+    case 'r':
+      g_string_append_c(out, '\r');
+      break;
+    case 't':
+      g_string_append_c(out, '\t');
+      break;
+    case 'u': {
+      long c = escape_at(t + p - 2, 6);
+      p += 4;
+      if (c >= 0xD800 && c <= 0xDBFF) { /* cJSON accepted it: a low surrogate follows */
+        c = 0x10000 + ((c - 0xD800) << 10) + (escape_at(t + p, 6) - 0xDC00);
+        p += 6;
+      }
+      if (c == 0) {
+        nul = TRUE;
+        g_string_append_c(out, '\0');
+      } else {
+        g_string_append_unichar(out, (gunichar)c);
+      }
+      break;
+    }
+    default: /* '"', '\\', '/' */
+      g_string_append_c(out, e);
+      break;
+    }
+  }
+  *i = p + 1;
+  return nul;
+}
+
+/* A container the scan below is in: an object with the key of its current member, or an array
+ * with the index of its current element. */
+typedef struct {
+  bool object;
+  gsize index;
+  GString *key;
+} ScanFrame;
+
+static void scan_frame_clear(gpointer p) { g_string_free(((ScanFrame *)p)->key, TRUE); }
+
+/* cJSON ends a C string at a NUL, so "bf16\u0000junk" would read as "bf16". Scans `t` (`len`
+ * bytes of text cJSON has parsed, whose root is at pointer `base` of `file`) for a string or key
+ * holding one and names it by its pointer. */
+static gboolean check_nul(const char *file, const char *base, const char *t, gsize len, GError **error)
+{
+  g_autoptr(GArray) frames = g_array_new(FALSE, FALSE, sizeof(ScanFrame));
+  g_array_set_clear_func(frames, scan_frame_clear);
+  g_autoptr(GString) str = g_string_new(NULL);
+  bool want_key          = false;
+  for (gsize i = 0; i < len;) {
+    char c         = t[i];
+    ScanFrame *top = frames->len ? &g_array_index(frames, ScanFrame, frames->len - 1) : NULL;
+    if (c == '{' || c == '[') {
+      ScanFrame f = {.object = c == '{', .key = g_string_new(NULL)};
+      g_array_append_val(frames, f);
+      want_key = f.object;
+    } else if (c == '}' || c == ']') {
+      g_array_set_size(frames, frames->len - 1);
+    } else if (c == ',') {
+      want_key = top->object;
+      top->index++;
+    } else if (c == '"') {
+      bool is_key = want_key;
+      want_key    = false;
+      if (!decode_string(t, &i, str)) {
+        if (is_key) {
+          g_string_truncate(top->key, 0);
+          g_string_append_len(top->key, str->str, (gssize)str->len);
+        }
+        continue;
+      }
+      g_autoptr(GString) msg = g_string_new(NULL);
+      if (*base != '\0')
+        echo_ptr(msg, base);
+      for (guint k = 0; k < frames->len; k++) {
+        const ScanFrame *f = &g_array_index(frames, ScanFrame, k);
+        g_string_append_c(msg, '/');
+        if (!f->object)
+          g_string_append_printf(msg, "%" G_GSIZE_FORMAT, f->index);
+        else if (is_key && k == frames->len - 1)
+          echo_key(msg, str->str, str->len);
+        else
+          echo_key(msg, f->key->str, f->key->len);
+      }
+      if (msg->len == 0)
+        g_string_append_c(msg, '/'); /* the root itself */
+      if (is_key) {
+        g_string_append(msg, ": expected a key without NUL characters (\\u0000)");
+      } else {
+        g_string_append(msg, ": expected a string without NUL characters (\\u0000), got ");
+        pn__io_echo(msg, str->str, str->len);
+      }
+      g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_PARSE, "%s: %s", file, msg->str);
+      return FALSE;
+    }
+    i++;
+  }
+  return TRUE;
+}
+
+/* The path from the tree's root down to a node, innermost first. */
+typedef struct WalkFrame {
+  const struct WalkFrame *up;
+  const cJSON *node;
+} WalkFrame;
+
+static void echo_walk(GString *out, const char *base, const WalkFrame *f)
+{
+  if (f->up == NULL) {
+    if (*base != '\0')
+      echo_ptr(out, base);
+    return;
+  }
+  echo_walk(out, base, f->up);
+  g_string_append_c(out, '/');
+  if (cJSON_IsObject(f->up->node)) {
+    echo_key(out, f->node->string, strlen(f->node->string));
+    return;
+  }
+  gsize i = 0;
+  for (const cJSON *c = f->up->node->child; c != f->node; c = c->next)
+    i++;
+  g_string_append_printf(out, "%" G_GSIZE_FORMAT, i);
+}
+
+/* cJSON keeps both members of a key written twice, and lookups find the first: a second one
+ * would be silently ignored. Refused in every object, with the second one's pointer. */
+static gboolean check_dups(const char *file, const char *base, const WalkFrame *here, GError **error)
+{
+  const cJSON *node          = here->node;
+  const cJSON *dup           = NULL;
+  g_autoptr(GHashTable) seen = NULL;
+  gsize n                    = 0;
+  for (const cJSON *c = cJSON_IsObject(node) ? node->child : NULL; c != NULL && dup == NULL; c = c->next, n++) {
+    if (n == 16) { /* a long object: a set of the keys so far, not a quadratic scan */
+      seen = g_hash_table_new(g_str_hash, g_str_equal);
+      for (const cJSON *d = node->child; d != c; d = d->next)
+        g_hash_table_add(seen, d->string);
+    }
+    if (seen != NULL) {
+      if (!g_hash_table_add(seen, c->string))
+        dup = c;
+      continue;
+    }
+    for (const cJSON *d = node->child; d != c && dup == NULL; d = d->next)
+      if (strcmp(d->string, c->string) == 0)
+        dup = c;
+  }
+  if (dup != NULL) {
+    WalkFrame at             = {here, dup};
+    g_autoptr(GString) shown = g_string_new(NULL);
+    echo_walk(shown, base, &at);
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA, "%s: %s: duplicate key", file, shown->str);
+    return FALSE;
+  }
+  for (const cJSON *c = node->child; c != NULL; c = c->next) {
+    WalkFrame below = {here, c};
+    if ((cJSON_IsObject(c) || cJSON_IsArray(c)) && !check_dups(file, base, &below, error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+/* The checks of a tree cJSON parsed from `len` bytes at `text`, its root at pointer `base`. */
+static gboolean check_parsed(const char *file, const char *base, const char *text, gsize len, const cJSON *root,
+                             GError **error)
+{
+  if (g_strstr_len(text, (gssize)len, "\\u0000") != NULL && !check_nul(file, base, text, len, error))
+    return FALSE;
+  WalkFrame top = {NULL, root};
+  return check_dups(file, base, &top, error);
 }
 
 gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error)
@@ -420,7 +650,25 @@ gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSO
     fail_syntax(error, display, buf, start, len, end);
     return FALSE;
   }
+  if (!check_parsed(display, "", buf + start, len - start, root, error)) {
+    cJSON_Delete(root);
+    return FALSE;
+  }
   *out = root;
+  return TRUE;
+}
+
+gboolean pn__io_parse_set_value(const char *ptr, const char *text, cJSON **out, GError **error)
+{
+  *out     = NULL;
+  cJSON *v = cJSON_ParseWithOpts(text, NULL, TRUE);
+  if (v == NULL)
+    return TRUE;
+  if (!check_parsed("--set", ptr, text, strlen(text), v, error)) {
+    cJSON_Delete(v);
+    return FALSE;
+  }
+  *out = v;
   return TRUE;
 }
 
@@ -542,9 +790,9 @@ gboolean pn__io_check_keys(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
     known[i] = fields[i].key;
   known[n] = NULL;
   for (const cJSON *c = obj->child; c != NULL; c = c->next) {
-    const char *key       = c->string ? c->string : "";
-    g_autofree char *cptr = pn__io_ptr_child(ptr, key);
+    const char *key = c->string ? c->string : "";
     if (pn__io_field_find(fields, key) == NULL) {
+      g_autofree char *cptr = pn__io_ptr_child(ptr, key);
       const char *sugg      = pn__io_suggest(key, known, n);
       const char *elsewhere = ctx->where_else ? ctx->where_else(key) : NULL;
       if (sugg != NULL) {
@@ -556,12 +804,6 @@ gboolean pn__io_check_keys(const PnIoCtx *ctx, const cJSON *obj, const char *ptr
         pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "unknown key (expected one of: %s)", list);
       }
       return FALSE;
-    }
-    for (const cJSON *d = obj->child; d != c; d = d->next) {
-      if (d->string != NULL && strcmp(d->string, key) == 0) {
-        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cptr, "duplicate key");
-        return FALSE;
-      }
     }
   }
   return TRUE;

@@ -492,7 +492,9 @@ static gboolean apply_set(const PnIoCtx *fctx, cJSON *root, const char *set, GHa
 
   /* the value: JSON when it parses as JSON, else a bare string */
   const char *text = eq + 1;
-  cJSON *value     = cJSON_ParseWithOpts(text, NULL, TRUE);
+  cJSON *value     = NULL;
+  if (!pn__io_parse_set_value(ptr, text, &value, error))
+    return FALSE;
   if (value == NULL)
     value = cJSON_CreateString(text);
 

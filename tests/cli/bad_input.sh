@@ -34,6 +34,15 @@ expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set trai
 expect negative-size '/training/seq_length' -- run "$good" --set training.seq_length=-5
 expect wrong-type '/training/micro_batch_size' -- run "$good" --set 'training.micro_batch_size="two"'
 expect bad-format 'format' -- run "$good" --format yaml
+# what cJSON accepts but would read wrong: a NUL character cuts a string ("bf16\u0000junk" ran as
+# bf16), a key written twice
+sed 's/"bf16"/"bf16\\u0000junk"/' "$good" >"$tmp/nul.json"
+sed 's/"precision"/"precision\\u0000x"/' "$good" >"$tmp/nulkey.json"
+sed 's/"precision": "bf16"/"precision": "bf16", "precision": "fp8"/' "$good" >"$tmp/dup.json"
+expect nul-in-string '^penumbra: [^ ]*nul\.json: /training/precision: expected a string without NUL characters \(\\u0000\), got "bf16\\u0000junk"$' -- run "$tmp/nul.json"
+expect nul-in-key '^penumbra: [^ ]*nulkey\.json: /training/precision\\u0000x: expected a key without NUL characters' -- run "$tmp/nulkey.json"
+expect nul-in-set '^penumbra: --set: /training/precision: expected a string without NUL characters' -- run "$good" --set 'training.precision="bf16\u0000junk"'
+expect duplicate-key '^penumbra: [^ ]*dup\.json: /training/precision: duplicate key$' -- run "$tmp/dup.json"
 # echoed input is cut: a 1 MiB key, a 100 kB --set argument give short lines
 { printf '{"schema_version": 1, "'; head -c 1048576 /dev/zero | tr '\0' a; printf '": 1}'; } >"$tmp/bigkey.json"
 expect huge-key '^penumbra: [^ ]*bigkey\.json: /a{60}\.\.\. \(1048576 bytes\): unknown key .{0,200}$' -- run "$tmp/bigkey.json"

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "calib/calib.h"
+#include "io/calibio.h"
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/jsonw.h"
@@ -1000,6 +1001,117 @@ START_TEST(test_echo_bounded)
                     NULL);
   expect_error(j7, NULL, 0, PN_IO_ERROR_SCHEMA,
                "/training/precision: expected one of \"bf16\", \"fp8\", got \"bf\\u202e16\"");
+}
+END_TEST
+
+/* ---- what cJSON accepts but would read wrong ---- */
+
+/* Writes `text` to <dir>/<name> and returns the path (g_free). */
+static char *write_text(const char *dir, const char *name, const char *text)
+{
+  char *p = g_build_filename(dir, name, NULL);
+  write_bytes(p, text, strlen(text));
+  return p;
+}
+
+/* The fixture file `rel` with its first `from` replaced by `to` (g_free). */
+static char *fixture_with(const char *rel, const char *from, const char *to)
+{
+  g_autofree char *path = data(rel);
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(path, &text, NULL, NULL));
+  const char *at = strstr(text, from);
+  ck_assert_msg(at != NULL, "%s not in %s", from, rel);
+  return g_strdup_printf("%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+}
+
+/* A NUL character (\u0000) in a string or a key: cJSON ends the C string there, so
+ * "bf16\u0000junk" would run as bf16. Refused with the string's pointer in every JSON penumbra
+ * reads: scenarios, --set values, models, profiles, microbenchmark results. */
+START_TEST(test_json_nul)
+{
+  g_autofree char *j1 = scenario_json(
+      NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\": \"bf16\\u0000junk\"}", NULL);
+  expect_error(j1, NULL, 0, PN_IO_ERROR_PARSE,
+               "/training/precision: expected a string without NUL characters (\\u0000), got \"bf16\\u0000junk\"");
+  g_autofree char *j2 = scenario_json(
+      NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\\u0000x\": \"bf16\"}", NULL);
+  expect_error(j2, NULL, 0, PN_IO_ERROR_PARSE,
+               "/training/precision\\u0000x: expected a key without NUL characters (\\u0000)");
+  expect_extra_error("\"description\": [\"a\", {\"b\": [0, \"\\u0000\"]}]", PN_IO_ERROR_PARSE,
+                     "/description/1/b/1: expected a string without NUL characters (\\u0000), got \"\\u0000\"");
+  expect_error("\"\\u0000\"", NULL, 0, PN_IO_ERROR_PARSE,
+               "/: expected a string without NUL characters (\\u0000), got \"\\u0000\"");
+  /* an escaped backslash before "u0000" is no NUL */
+  g_autofree char *ok       = scenario_json(NULL, NULL, NULL, "\"description\": \"C:\\\\u0000\"");
+  g_autoptr(GError) eok     = NULL;
+  g_autoptr(PnScenario) sok = load(ok, NULL, 0, NULL, &eok);
+  ck_assert_msg(sok != NULL, "%s", eok ? eok->message : "");
+
+  /* --set values: a string, a key in an object */
+  g_autofree char *j = scenario_json(NULL, NULL, NULL, NULL);
+  const char *s1[]   = {"training.precision=\"bf16\\u0000junk\""};
+  expect_error(j, s1, 1, PN_IO_ERROR_PARSE,
+               "--set: /training/precision: expected a string without NUL characters (\\u0000), got "
+               "\"bf16\\u0000junk\"");
+  const char *s2[] = {"training={\"seq_length\": 4096, \"global_batch_size\": 64, \"precision\\u0000\": \"fp8\"}"};
+  expect_error(j, s2, 1, PN_IO_ERROR_PARSE,
+               "--set: /training/precision\\u0000: expected a key without NUL characters (\\u0000)");
+
+  /* models, profiles, microbenchmark results */
+  g_autofree char *dir   = tmp_dir();
+  g_autofree char *mtext = fixture_with("models/tiny.json", "\"tiny\"", "\"tiny\\u0000x\"");
+  g_autofree char *mpath = write_text(dir, "m.json", mtext);
+  PnModelConfig m;
+  g_autoptr(GError) em = NULL;
+  ck_assert(!pn_model_load(mpath, &m, &em));
+  g_autofree char *wm =
+      g_strdup_printf("%s: /name: expected a string without NUL characters (\\u0000), got \"tiny\\u0000x\"", mpath);
+  ck_assert_str_eq(em->message, wm);
+  g_autofree char *htext     = fixture_with("hwprofiles/test-gpu.json", "\"fixture: 80 GiB\"", "\"80\\u0000GiB\"");
+  g_autofree char *hpath     = write_text(dir, "h.json", htext);
+  g_autoptr(GError) eh       = NULL;
+  g_autoptr(PnHwProfile) hwp = pn_hw_profile_load(hpath, &eh);
+  ck_assert_ptr_null(hwp);
+  g_autofree char *wh = g_strdup_printf(
+      "%s: /compute/hbm_bytes/source: expected a string without NUL characters (\\u0000), got \"80\\u0000GiB\"", hpath);
+  ck_assert_str_eq(eh->message, wh);
+  g_autofree char *cpath =
+      write_text(dir, "c.json", "{\"schema_version\": 1, \"kind\": \"gemm\\u0000x\", \"results\": []}");
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GError) ec = NULL;
+  ck_assert(!pn_calib_read_results(cpath, &d, NULL, &ec));
+  pn_cal_data_clear(&d);
+  g_autofree char *wc =
+      g_strdup_printf("%s: /kind: expected a string without NUL characters (\\u0000), got \"gemm\\u0000x\"", cpath);
+  ck_assert_str_eq(ec->message, wc);
+  ck_assert_int_eq(ec->code, PN_IO_ERROR_PARSE);
+  rm_rf(dir);
+}
+END_TEST
+
+/* A key written twice: cJSON keeps both members and lookups find the first, so the second was
+ * silently ignored. Refused in every object penumbra reads, at the second one's pointer. */
+START_TEST(test_json_duplicates)
+{
+  g_autofree char *dir   = tmp_dir();
+  g_autofree char *cpath = write_text(
+      dir, "c.json",
+      "{\"schema_version\": 1, \"kind\": \"gemm\", \"results\": [{\"m\": 8, \"n\": 8, \"k\": 8, \"median_ns\": 5, "
+      "\"median_ns\": 7}]}");
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GError) ec = NULL;
+  ck_assert(!pn_calib_read_results(cpath, &d, NULL, &ec));
+  pn_cal_data_clear(&d);
+  g_autofree char *wc = g_strdup_printf("%s: /results/0/median_ns: duplicate key", cpath);
+  ck_assert_str_eq(ec->message, wc);
+  expect_extra_error("\"description\": {\"a\": 1, \"a\": 2}", PN_IO_ERROR_SCHEMA, "/description/a: duplicate key");
+  g_autofree char *j = scenario_json(NULL, NULL, NULL, NULL);
+  const char *s1[]   = {"env={\"NCCL_NVLS_ENABLE\": 0, \"NCCL_NVLS_ENABLE\": 1}"};
+  expect_error(j, s1, 1, PN_IO_ERROR_SCHEMA, "--set: /env/NCCL_NVLS_ENABLE: duplicate key");
+  rm_rf(dir);
 }
 END_TEST
 
@@ -2240,6 +2352,8 @@ static Suite *io_suite(void)
       {"huge_file", test_huge_file},
       {"deep_nesting", test_deep_nesting},
       {"echo_bounded", test_echo_bounded},
+      {"json_nul", test_json_nul},
+      {"json_duplicates", test_json_duplicates},
       {"hw_profile_valid", test_hw_profile_valid},
       {"hw_profile_errors", test_hw_profile_errors},
       {"hw_profile_calibrated", test_hw_profile_calibrated},
