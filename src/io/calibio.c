@@ -23,7 +23,7 @@ static gboolean row_num(const PnIoCtx *ctx, const cJSON *row, gsize i, const cha
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "expected a non-negative number");
     return FALSE;
   }
-  *out = v->valuedouble;
+  *out = v->valuedouble == 0.0 ? 0.0 : v->valuedouble; /* -0 reads as 0 */
   return TRUE;
 }
 

@@ -175,7 +175,7 @@ static gboolean check_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr
   if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) { /* checked before any message is formatted */
     double x = v->valuedouble;
     if (!(x < lo || (!lo_inclusive && x == lo) || x > hi)) {
-      *out = x;
+      *out = x == 0.0 ? 0.0 : x; /* -0 reads as 0 */
       return TRUE;
     }
   }

@@ -65,9 +65,10 @@ gboolean pn__io_read_file(const char *path, const char *display, char **out, gsi
  * messages. On success *out owns the tree (cJSON_Delete). */
 gboolean pn__io_read_json(const char *path, const char *display, cJSON **out, GError **error);
 /* Parses `len` bytes at `buf` (buf[len] must be '\0'): refuses empty input, NUL bytes, invalid
- * UTF-8, nesting deeper than PN_IO_MAX_DEPTH, and reports line:column of syntax errors. It also
- * refuses, at their pointer, what cJSON accepts but would read wrong: a NUL character (\u0000) in
- * a string or key, and a key twice in one object. */
+ * UTF-8, nesting deeper than PN_IO_MAX_DEPTH, and reports line:column of syntax errors (a lone
+ * UTF-16 surrogate escape, text after the top-level value named as such). It also refuses, at
+ * their pointer, what cJSON accepts but would read wrong: a NUL character (\u0000) in a string
+ * or key, and a key twice in one object. A UTF-8 byte-order mark is skipped; -0 is zero. */
 gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error);
 /* The value of a --set override written at pointer `ptr`: *out is the parsed tree when `text` is
  * JSON, NULL when it is not (the caller takes it as a bare string). Returns FALSE, *out NULL,

@@ -390,12 +390,45 @@ static long escape_at(const char *p, gsize n)
   return v;
 }
 
+/* What is wrong with a \u escape cJSON refused at `pos`: a UTF-16 surrogate without its other
+ * half encodes no character (JSON text is UTF-8 here, so a pair is only an escape's way to write
+ * a character beyond the BMP). NULL when the escape is not a lone surrogate. */
+static char *lone_surrogate(const char *buf, gsize pos, gsize len)
+{
+  long u = escape_at(buf + pos, len - pos);
+  if (u >= 0xD800 && u <= 0xDBFF) {
+    long lo = escape_at(buf + pos + 6, len - pos - 6);
+    if (lo >= 0xDC00 && lo <= 0xDFFF)
+      return NULL;
+    return g_strdup_printf("lone UTF-16 surrogate \\u%04lx (a high surrogate, \\ud800-\\udbff, must be followed by a "
+                           "low one, \\udc00-\\udfff)",
+                           u);
+  }
+  if (u >= 0xDC00 && u <= 0xDFFF)
+    return g_strdup_printf(
+        "lone UTF-16 surrogate \\u%04lx (a low surrogate, \\udc00-\\udfff, must follow a high one, \\ud800-\\udbff)",
+        u);
+  return NULL;
+}
+
 /* The message for text cJSON refused, with cJSON's error position `end`. */
 static void fail_syntax(GError **error, const char *display, const char *buf, gsize start, gsize len, const char *end)
 {
-  gsize pos        = end != NULL && end >= buf + start && end <= buf + len ? (gsize)(end - buf) : start;
+  gsize pos             = end != NULL && end >= buf + start && end <= buf + len ? (gsize)(end - buf) : start;
+  g_autofree char *surr = lone_surrogate(buf, pos, len);
+  if (surr != NULL) {
+    fail_at(error, display, buf, pos, "%s", surr);
+    return;
+  }
   pos              = error_position(buf, start, pos);
   const char *hint = syntax_hint(buf, pos, len);
+  if (hint == NULL) {
+    /* a value that parses when what follows it is ignored: text after the top-level value */
+    cJSON *prefix = cJSON_ParseWithLengthOpts(buf + start, len - start + 1, NULL, FALSE);
+    if (prefix != NULL)
+      hint = "text after the end of the top-level value";
+    cJSON_Delete(prefix);
+  }
   if (pos >= len) {
     fail_at(error, display, buf, pos, "invalid JSON: %s", hint ? hint : "unexpected end of input");
     return;
@@ -613,6 +646,10 @@ static gboolean check_parsed(const char *file, const char *base, const char *tex
   return check_dups(file, base, &top, error);
 }
 
+/* What cJSON also accepts, on purpose: -0 (zero; the getters read it as +0), numbers
+ * beyond the range of a double (they read as infinity, which every getter refuses as "not
+ * finite") and integers beyond 2^53 (refused as integers; they are not exact in a double), and
+ * a UTF-8 byte-order mark before the text (skipped, as some editors write one). */
 gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSON **out, GError **error)
 {
   g_assert(buf[len] == '\0');
@@ -724,7 +761,7 @@ gboolean pn__io_get_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr, 
   if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
     double d = v->valuedouble;
     if (!(d < dmin || (dmin_exclusive && d == dmin) || d >= dmax)) {
-      *out = d;
+      *out = d == 0.0 ? 0.0 : d; /* -0 reads as 0 */
       return TRUE;
     }
   }

@@ -35,13 +35,15 @@ expect negative-size '/training/seq_length' -- run "$good" --set training.seq_le
 expect wrong-type '/training/micro_batch_size' -- run "$good" --set 'training.micro_batch_size="two"'
 expect bad-format 'format' -- run "$good" --format yaml
 # what cJSON accepts but would read wrong: a NUL character cuts a string ("bf16\u0000junk" ran as
-# bf16), a key written twice
+# bf16), a key written twice; a lone surrogate is no character
 sed 's/"bf16"/"bf16\\u0000junk"/' "$good" >"$tmp/nul.json"
 sed 's/"precision"/"precision\\u0000x"/' "$good" >"$tmp/nulkey.json"
+sed 's/"bf16"/"bf16\\ud800"/' "$good" >"$tmp/surrogate.json"
 sed 's/"precision": "bf16"/"precision": "bf16", "precision": "fp8"/' "$good" >"$tmp/dup.json"
 expect nul-in-string '^penumbra: [^ ]*nul\.json: /training/precision: expected a string without NUL characters \(\\u0000\), got "bf16\\u0000junk"$' -- run "$tmp/nul.json"
 expect nul-in-key '^penumbra: [^ ]*nulkey\.json: /training/precision\\u0000x: expected a key without NUL characters' -- run "$tmp/nulkey.json"
 expect nul-in-set '^penumbra: --set: /training/precision: expected a string without NUL characters' -- run "$good" --set 'training.precision="bf16\u0000junk"'
+expect lone-surrogate '^penumbra: [^ ]*surrogate\.json:[0-9]+:[0-9]+: lone UTF-16 surrogate \\ud800 ' -- run "$tmp/surrogate.json"
 expect duplicate-key '^penumbra: [^ ]*dup\.json: /training/precision: duplicate key$' -- run "$tmp/dup.json"
 # echoed input is cut: a 1 MiB key, a 100 kB --set argument give short lines
 { printf '{"schema_version": 1, "'; head -c 1048576 /dev/zero | tr '\0' a; printf '": 1}'; } >"$tmp/bigkey.json"

@@ -821,7 +821,8 @@ START_TEST(test_bad_files)
                ":1:7: invalid JSON at \"'x'}\": strings and keys need double quotes");
   expect_error("{\"schema_version\": 1} // c", NULL, 0, PN_IO_ERROR_PARSE,
                ":1:23: invalid JSON at \"// c\": comments are not allowed in JSON");
-  expect_error("{\"schema_version\": 1}}", NULL, 0, PN_IO_ERROR_PARSE, ":1:22: invalid JSON at \"}\"");
+  expect_error("{\"schema_version\": 1}}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:22: invalid JSON at \"}\": text after the end of the top-level value");
   expect_error("{\"a\": [1, 2}", NULL, 0, PN_IO_ERROR_PARSE, ":1:12: '}' does not close the '[' at 1:7");
   expect_error("\xef\xbb\xbf{\"schema_version\": 7}", NULL, 0, PN_IO_ERROR_SCHEMA,
                "/schema_version: unsupported version 7*");
@@ -1112,6 +1113,52 @@ START_TEST(test_json_duplicates)
   const char *s1[]   = {"env={\"NCCL_NVLS_ENABLE\": 0, \"NCCL_NVLS_ENABLE\": 1}"};
   expect_error(j, s1, 1, PN_IO_ERROR_SCHEMA, "--set: /env/NCCL_NVLS_ENABLE: duplicate key");
   rm_rf(dir);
+}
+END_TEST
+
+/* A lone UTF-16 surrogate is no character: said so, at its line and column. A pair is fine. */
+START_TEST(test_json_surrogate)
+{
+  expect_error("{\"a\": \"\\ud800\"}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:8: lone UTF-16 surrogate \\ud800 (a high surrogate, \\ud800-\\udbff, must be followed by a low one, "
+               "\\udc00-\\udfff)");
+  expect_error("{\"a\": \"x\\uDBFF\\u0041\"}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:9: lone UTF-16 surrogate \\udbff (a high surrogate, \\ud800-\\udbff, must be followed by a low one, "
+               "\\udc00-\\udfff)");
+  expect_error("{\"a\":\n \"\\udc00\"}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":2:3: lone UTF-16 surrogate \\udc00 (a low surrogate, \\udc00-\\udfff, must follow a high one, "
+               "\\ud800-\\udbff)");
+  expect_error("{\"\\ud800\": 1}", NULL, 0, PN_IO_ERROR_PARSE, ":1:3: lone UTF-16 surrogate \\ud800*");
+  g_autofree char *ok       = scenario_json(NULL, NULL, NULL, "\"description\": \"\\ud83d\\ude00\"");
+  g_autoptr(GError) eok     = NULL;
+  g_autoptr(PnScenario) sok = load(ok, NULL, 0, NULL, &eok);
+  ck_assert_msg(sok != NULL, "%s", eok ? eok->message : "");
+}
+END_TEST
+
+/* The rest of what cJSON accepts, each accepted on purpose or refused with its place: -0 (zero:
+ * a double reads +0), integers beyond 2^53 and numbers that overflow to infinity (refused), text
+ * after the top-level value (refused, said so); a byte-order mark is skipped (test_bad_files). */
+START_TEST(test_json_acceptances)
+{
+  g_autofree char *jz2      = scenario_json("{\"base\": \"tiny\", \"hidden_dropout\": -0}", NULL, NULL, NULL);
+  g_autoptr(GError) ez2     = NULL;
+  g_autoptr(PnScenario) sz2 = load(jz2, NULL, 0, NULL, &ez2);
+  ck_assert_msg(sz2 != NULL, "%s", ez2 ? ez2->message : "");
+  ck_assert(sz2->model.hidden_dropout == 0.0 && !signbit(sz2->model.hidden_dropout));
+
+  g_autofree char *jh =
+      scenario_json(NULL, NULL, "{\"seq_length\": 99999999999999999999999, \"global_batch_size\": 64}", NULL);
+  expect_error(jh, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/seq_length: expected a positive integer, got 1e+23 (beyond 2^53: absurdly large)");
+  g_autofree char *ji = scenario_json(NULL, NULL, "{\"seq_length\": 4096, \"global_batch_size\": -1e999}", NULL);
+  expect_error(ji, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/training/global_batch_size: expected a positive integer, got a number out of range (not finite)");
+
+  expect_error("{\"schema_version\": 1} x", NULL, 0, PN_IO_ERROR_PARSE,
+               ":1:23: invalid JSON at \"x\": text after the end of the top-level value");
+  expect_error("{\"schema_version\": 1}\n{}", NULL, 0, PN_IO_ERROR_PARSE,
+               ":2:1: invalid JSON at \"{}\": text after the end of the top-level value");
 }
 END_TEST
 
@@ -2354,6 +2401,8 @@ static Suite *io_suite(void)
       {"echo_bounded", test_echo_bounded},
       {"json_nul", test_json_nul},
       {"json_duplicates", test_json_duplicates},
+      {"json_surrogate", test_json_surrogate},
+      {"json_acceptances", test_json_acceptances},
       {"hw_profile_valid", test_hw_profile_valid},
       {"hw_profile_errors", test_hw_profile_errors},
       {"hw_profile_calibrated", test_hw_profile_calibrated},
