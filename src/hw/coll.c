@@ -220,13 +220,15 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
       (!multinode && hw->coll_efficiency[s->kind].n > 0) ? &hw->coll_efficiency[s->kind] : &hw->coll_size_efficiency;
   double eff = pn_curve_eval(ceff, per_rank, 1.0);
   double nvl = hw->nvlink_bytes_per_ns;
+  /* the NIC share of this GPU: its node's GPUs all cross the network at once (profile.h) */
+  double nic = hw->nic_bytes_per_ns / pn_hw_profile_gpus_per_nic(hw);
   /* a pair of GPUs was measured directly; larger groups use the NVSwitch ring figure */
   if (!multinode && n == 2.0 && hw->nccl_pair_busbw[s->kind] > 0.0)
     nvl = hw->nccl_pair_busbw[s->kind];
-  double link = out->nic_bytes >= out->nvlink_bytes && out->nic_bytes > 0.0 ? hw->nic_bytes_per_ns : nvl;
+  double link = out->nic_bytes >= out->nvlink_bytes && out->nic_bytes > 0.0 ? nic : nvl;
   if (out->nic_bytes > 0.0 && out->nvlink_bytes > 0.0) {
     /* bottleneck-equivalent link rate for the dominant byte count */
-    double t_nvl = out->nvlink_bytes / nvl, t_nic = out->nic_bytes / hw->nic_bytes_per_ns;
+    double t_nvl = out->nvlink_bytes / nvl, t_nic = out->nic_bytes / nic;
     link = dominant / fmax(t_nvl, t_nic);
   }
   /* The size efficiency (protocol, pipelining depth) was measured at NCCL's default channel count
@@ -239,7 +241,7 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
 double pn_coll_time_alone_ns(const PnHwProfile *hw, const PnCollCost *c)
 {
   double t_nvl    = c->nvlink_bytes / hw->nvlink_bytes_per_ns;
-  double t_nic    = c->nic_bytes / hw->nic_bytes_per_ns;
+  double t_nic    = c->nic_bytes / (hw->nic_bytes_per_ns / pn_hw_profile_gpus_per_nic(hw));
   double dominant = fmax(c->nvlink_bytes, c->nic_bytes);
   double t        = fmax(t_nvl, t_nic);
   if (c->max_bytes_per_ns > 0.0)

@@ -1,6 +1,9 @@
 /* exec_links.c — transfers on the links (exec-private.h): a COMM task's data moves as one max-min
  * flow once its latency has elapsed, a P2P leg's once both its ends have started and the larger of
- * their latencies has elapsed; settle re-solves the sharing and moves the completions. */
+ * their latencies has elapsed; settle re-solves the sharing and moves the completions. A GPU's NIC
+ * resource stands for its rail NIC, which it shares with pn_hw_profile_gpus_per_nic GPUs of its
+ * node sending the same traffic at the same time: each byte the GPU moves across nodes costs the
+ * NIC that many. */
 #include "hw/exec-private.h"
 
 static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg);
@@ -84,8 +87,9 @@ void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
     res[n] = g->res[RES_NVL_RX], coef[n++] = nvl / total;
   }
   if (nic > 0.0) {
-    res[n] = g->res[RES_NIC_TX], coef[n++] = nic / total;
-    res[n] = g->res[RES_NIC_RX], coef[n++] = nic / total;
+    double share = pn_hw_profile_gpus_per_nic(ex->hw);
+    res[n] = g->res[RES_NIC_TX], coef[n++] = nic / total * share;
+    res[n] = g->res[RES_NIC_RX], coef[n++] = nic / total * share;
   }
   add_flow(ex, xi, n, res, coef, total, x->bound);
 }
@@ -102,7 +106,8 @@ static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
   }
   PnResourceId res[2] = {ex->gpus[ex->rt[x->task].gpu].res[x->over_nic ? RES_NIC_TX : RES_NVL_TX],
                          ex->gpus[ex->rt[x->peer].gpu].res[x->over_nic ? RES_NIC_RX : RES_NVL_RX]};
-  double coef[2]      = {1.0, 1.0};
+  double share        = x->over_nic ? pn_hw_profile_gpus_per_nic(ex->hw) : 1.0;
+  double coef[2]      = {share, share};
   add_flow(ex, xi, 2, res, coef, x->nvl_bytes, x->bound);
 }
 

@@ -165,3 +165,10 @@ int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n,
   }
   return best;
 }
+
+double pn_hw_profile_gpus_per_nic(const PnHwProfile *p)
+{
+  if (p->gpus_per_node <= 0 || p->nics_per_node <= 0)
+    return 1.0;
+  return (double)p->gpus_per_node / (double)p->nics_per_node;
+}

@@ -99,8 +99,8 @@ typedef struct PnHwProfile {
   int gpus_per_node;
   double nvlink_bytes_per_ns;    /* NCCL ring bus bandwidth ceiling inside a node */
   double nvlink_ce_bytes_per_ns; /* copy-engine peer copy */
-  int nics_per_node;
-  double nic_bytes_per_ns; /* achievable per NIC (NDR 400 Gb/s: ~46-48 GB/s) */
+  int nics_per_node;             /* NICs (rails) of a node; GPUs share them: pn_hw_profile_gpus_per_nic */
+  double nic_bytes_per_ns;       /* achievable per NIC (NDR 400 Gb/s: ~46-48 GB/s) */
   /* NCCL */
   double nccl_base_latency_ns;
   double nccl_nvlink_hop_ns;
@@ -151,6 +151,17 @@ void pn_hw_profile_index_contention(PnHwProfile *p);
  * of the same dtype within a factor sqrt(2) in every dimension; -1 when there is none (the
  * median curves gemm_sm_scaling / gemm_sm_limit_scaling then apply). */
 int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n, int64_t k, bool fp8);
+
+/* GPUs per NIC of a node: gpus_per_node / nics_per_node (2 when 8 GPUs share 4 NICs, 0.5 when
+ * each GPU has two). NCCL sends a GPU's inter-node traffic through the NIC(s) nearest to it, its
+ * rail, and across nodes the GPUs of a node all send at once: every one of them is in one of the
+ * symmetric groups of a collective that spans nodes, and at a stage boundary every GPU of a
+ * pipeline stage that fills the node sends to the next. So a GPU gets nic_bytes_per_ns / this of
+ * the network: coll.c prices collectives with that share and the executor charges a GPU's NIC
+ * this many bytes per byte it moves. A stage narrower than one NIC's GPUs (tp x cp x dp below
+ * this) would leave the NIC to fewer senders than charged. 1 when either count is 0 (unset in a
+ * profile built in C: one NIC per GPU). */
+double pn_hw_profile_gpus_per_nic(const PnHwProfile *p);
 
 /* Value of the curve at x (clamped at both ends); `dflt` when the curve is empty. */
 double pn_curve_eval(const PnCurve *c, double x, double dflt);

@@ -1451,6 +1451,82 @@ START_TEST(test_coll_table_group_sizes)
 }
 END_TEST
 
+/* A node with fewer NICs than GPUs shares them: NCCL sends each GPU's inter-node traffic through
+ * its nearest NIC, and every GPU of a node crosses the network at once (each is in one of the
+ * symmetric groups of a collective that spans nodes), so a GPU gets nics / gpus of the node's
+ * NIC bandwidth. All-reduce of S = 2^30 bytes over 16 GPUs, 8 per node (2 nodes), 8 GPUs a node,
+ * NIC 50 and NVLink 400 bytes/ns, channels and protocol not limiting:
+ *   ring bytes 2 S 15/16 = 2013265920 per GPU: NVLink 7/8 = 1761607680 (4404019.2 ns at 400),
+ *   NIC 1/8 = 251658240;
+ *   latency: base 10000 + min(ring 4 x 5000 + 26 x 1000, tree 2 (2 x 5000 + 7 x 1000)) = 44000.
+ *   8 NICs: 50 per GPU  -> 5033164.8 ns on the NIC: 5077164.8 ns;
+ *   4 NICs: 25 per GPU  -> 10066329.6 ns:             10110329.6 ns;
+ *   16 NICs: 100 per GPU -> 2516582.4 ns, NVLink-bound: 4448019.2 ns.
+ * Inside one node nothing changes: 8 GPUs, 8 per node, NVLink only. */
+START_TEST(test_coll_nics_per_node)
+{
+  PnHwProfile hw = {.name                  = "nics",
+                    .sm_count              = 132,
+                    .gpus_per_node         = 8,
+                    .nvlink_bytes_per_ns   = 400.0,
+                    .nic_bytes_per_ns      = 50.0,
+                    .nccl_base_latency_ns  = 10000.0,
+                    .nccl_nvlink_hop_ns    = 1000.0,
+                    .nccl_net_hop_ns       = 5000.0,
+                    .nccl_ctas_nvlink      = 16,
+                    .nccl_ctas_net         = 16,
+                    .nccl_p2p_ctas         = 8,
+                    .nccl_cta_bytes_per_ns = 1e6};
+  struct {
+    int nics;
+    double want_ns;
+  } cases[]        = {{8, 5077164.8}, {4, 10110329.6}, {16, 4448019.2}};
+  PnCollSpec spec  = {.kind = PN_COLL_ALL_REDUCE, .bytes = 1073741824.0, .ranks = 16, .ranks_per_node = 8};
+  PnCollSpec intra = {.kind = PN_COLL_ALL_REDUCE, .bytes = 1073741824.0, .ranks = 8, .ranks_per_node = 8};
+  double intra_ns[G_N_ELEMENTS(cases)];
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    hw.nics_per_node = cases[i].nics;
+    PnCollCost c;
+    pn_coll_cost(&hw, &spec, &c);
+    ck_assert(c.nvlink_bytes == 1761607680.0 && c.nic_bytes == 251658240.0 && c.latency_ns == 44000.0);
+    double t = pn_coll_time_alone_ns(&hw, &c);
+    ck_assert_msg(fabs(t / cases[i].want_ns - 1.0) < 1e-12, "%d NICs: %.1f ns, expected %.1f", cases[i].nics, t,
+                  cases[i].want_ns);
+    pn_coll_cost(&hw, &intra, &c);
+    intra_ns[i] = pn_coll_time_alone_ns(&hw, &c);
+  }
+  ck_assert(intra_ns[1] == intra_ns[0] && intra_ns[2] == intra_ns[0]);
+}
+END_TEST
+
+/* The executor charges a GPU's NIC for the GPUs that share it. test_hw() (NIC 50 bytes/ns) with 8
+ * GPUs a node: a collective (GPU 2) moving 50000 bytes over the NIC only takes 1000 ns with 8 NICs,
+ * 2000 with 4 (25 bytes/ns each); a P2P leg from GPU 0 to GPU 1 of 40000 bytes across nodes (latency 100 on both sides)
+ * 100 + 800 = 900 ns with 8 NICs, 100 + 1600 = 1700 with 4. */
+START_TEST(test_exec_nic_share)
+{
+  PnHwProfile hw   = test_hw();
+  hw.gpus_per_node = 8;
+  for (int nics = 8; nics >= 4; nics -= 4) {
+    hw.nics_per_node     = nics;
+    g_autoptr(PnGraph) g = pn_graph_new(3);
+    PnTaskId a           = add(g, comm(2, PN_STREAM_DP_COMM, 0, 0, 0, 50000), 0, NULL);
+    PnTaskId s           = add(g, p2p(0, PN_STREAM_PP_SEND, 0, 100, "send"), 0, NULL);
+    PnTaskId rv          = add(g, p2p(1, PN_STREAM_PP_RECV, 0, 100, "recv"), 0, NULL);
+    pn_graph_pair_p2p(g, s, rv, 40000, true);
+    PnExecResult r = run_ok(g, &hw, 8);
+    if (nics == 8) {
+      ck_span(r, a, 0, 1000);
+      ck_span(r, s, 0, 900);
+    } else {
+      ck_span(r, a, 0, 2000);
+      ck_span(r, s, 0, 1700);
+    }
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
 static Suite *hw_suite(void)
 {
   Suite *s = suite_create("hw");
@@ -1477,6 +1553,7 @@ static Suite *hw_suite(void)
   TC("curve_eval", test_curve_eval);
   TC("cost_gemm_table_exact", test_cost_gemm_table_exact);
   TC("coll_table_group_sizes", test_coll_table_group_sizes);
+  TC("coll_nics_per_node", test_coll_nics_per_node);
   TC("exec_chain", test_exec_chain);
   TC("exec_streams_concurrent", test_exec_streams_concurrent);
   TC("exec_dependency", test_exec_dependency);
@@ -1487,6 +1564,7 @@ static Suite *hw_suite(void)
   TC("exec_comm_bandwidth", test_exec_comm_bandwidth);
   TC("exec_p2p_pair", test_exec_p2p_pair);
   TC("exec_p2p_batched", test_exec_p2p_batched);
+  TC("exec_nic_share", test_exec_nic_share);
   TC("exec_deadlock", test_exec_deadlock);
   TC("exec_invalid", test_exec_invalid);
   TC("exec_invalid_dep_forward", test_exec_invalid_dep_forward);
