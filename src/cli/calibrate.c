@@ -166,8 +166,9 @@ static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, 
   FILE *say = strcmp(output, "-") == 0 ? stderr : stdout; /* the profile itself is on stdout */
   fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
           p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
-          fitted.gemm_sm_scaling ? "SM-contention curve, " : "", fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "",
-          fitted.hbm ? "HBM bandwidth, " : "", fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
+          fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
+          fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
+          fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
   return 0;
 }
 
@@ -225,7 +226,8 @@ int pn__cli_calibrate(int argc, char **argv)
   if (tol_s && !pn__cli_number(cmd, "--tolerance", tol_s, DBL_TRUE_MIN, DBL_MAX, false, "a percentage > 0", &tol_pct))
     return 2;
   if (date && !pn_hw_profile_date_ok(date))
-    return pn__cli_bad(cmd, "--date", "expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31");
+    return pn__cli_bad(cmd, "--date", "expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31, got \"%.20s\"",
+                       date);
   if (!pn__cli_stdout_once(cmd, "--plot-data", plot, NULL) || !pn__cli_check_output(cmd, "--output", output) ||
       !pn__cli_check_output(cmd, "--plot-data", plot))
     return 2;

@@ -26,7 +26,7 @@ done
 grep -q '^	"calibrated":	"2030-01-02",$' "$tmp/dated.json" || { echo "FAIL: --date 2030-01-02 not written"; exit 1; }
 for bad in 2026-13-01 2026-02-29 2026-1-02 1999-12-31 yesterday; do
   rc=0; "$bin" calibrate "$C"/h200-sxm/memory.json --date "$bad" --base hwprofiles/h200-sxm.json -o "$tmp/bad.json" 2>"$tmp/err" || rc=$?
-  [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- "--date $bad: expected a calendar day YYYY-MM-DD" "$tmp/err" && [ ! -e "$tmp/bad.json" ] ||
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q -- "--date: expected a calendar day YYYY-MM-DD.*got \"$bad\"" "$tmp/err" && [ ! -e "$tmp/bad.json" ] ||
     { echo "FAIL: --date $bad: exit $rc"; cat "$tmp/err"; exit 1; }
 done
 sed 's/"date_utc": "[^"]*", //' "$C"/h200-sxm/memory.json >"$tmp/undated.json"
