@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli-private.h"
+#include "io/out.h"
 #include "io/scenario.h"
 #include "io/space.h"
 #include "io/validate.h"
@@ -169,31 +170,49 @@ static void run_pass(const PnSweepSpec *spec, PnSweepResult *r, bool simulate, b
     fprintf(stderr, "\r\033[K");
 }
 
-static void stream_sink(const char *data, gsize len, gpointer user) { pn_io_stream_write(user, data, len); }
+static void out_sink(const char *data, gsize len, gpointer user) { pn_out_write(user, data, len); }
 
-static int write_outputs(const SweepArgs *a, const PnSweepSpec *spec, const PnSweepResult *r,
+static int write_outputs(const char *cmd, const SweepArgs *a, const PnSweepSpec *spec, const PnSweepResult *r,
                          const PnSweepReportOptions *o)
 {
-  g_autoptr(GError) error = NULL;
   if (a->csv != NULL) {
     g_autofree char *csv = pn_sweep_csv(spec, r, o);
-    if (!pn_io_write_file_atomic(a->csv, csv, strlen(csv), &error))
-      return pn__cli_fail(error);
+    int rc               = pn__cli_emit(cmd, "--csv", a->csv, csv);
+    if (rc != 0)
+      return rc;
   }
   if (a->json != NULL) {
     g_autofree char *json = pn_sweep_json(spec, r, o);
-    if (!pn_io_write_file_atomic(a->json, json, strlen(json), &error))
-      return pn__cli_fail(error);
+    int rc                = pn__cli_emit(cmd, "--json", a->json, json);
+    if (rc != 0)
+      return rc;
   }
   if (a->rejected != NULL) {
-    PnIoStream *st = pn_io_stream_open(a->rejected, &error);
-    if (st == NULL)
-      return pn__cli_fail(error);
-    pn_sweep_write_rejected(spec, stream_sink, st);
-    if (!pn_io_stream_commit(st, &error))
-      return pn__cli_fail(error);
+    g_autoptr(GError) error = NULL;
+    PnOut *out              = pn_out_open(a->rejected, &error);
+    if (out == NULL)
+      return pn__cli_fail_at(cmd, "--rejected", error);
+    pn_sweep_write_rejected(spec, out_sink, out);
+    if (!pn_out_commit(out, &error))
+      return pn__cli_fail_at(cmd, "--rejected", error);
   }
   return 0;
+}
+
+/* Every output path, before any work (io/out.h); at most one of them on standard output ("-"),
+ * where the table goes otherwise. */
+static bool check_outputs(const char *cmd, const SweepArgs *a)
+{
+  const char *paths[][2] = {{"--csv", a->csv}, {"--json", a->json}, {"--rejected", a->rejected}};
+  for (gsize i = 0; i < G_N_ELEMENTS(paths); i++)
+    if (!pn__cli_check_output(cmd, paths[i][0], paths[i][1]))
+      return false;
+  for (gsize i = 0; i < G_N_ELEMENTS(paths); i++)
+    if (paths[i][1] != NULL && strcmp(paths[i][1], "-") == 0) {
+      pn__cli_bad(cmd, paths[i][0], "standard output carries the ranked table: give a file");
+      return false;
+    }
+  return true;
 }
 
 /* The axes: --space, then each --vary, then the defaults around them (space.h). */
@@ -262,6 +281,8 @@ static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
   }
   if (!check_options(a, &error))
     return pn__cli_fail(error);
+  if (!check_outputs(argv[0], a))
+    return 2;
   g_autoptr(PnScenario) base = load_base(a, argc == 2 ? argv[1] : NULL, &error);
   if (base == NULL)
     return pn__cli_fail(error);
@@ -303,7 +324,7 @@ static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
   g_autofree char *table = pn_sweep_text_table(&spec, r, &o);
   fputs("\n", stdout);
   fputs(table, stdout);
-  int status = write_outputs(a, &spec, r, &o);
+  int status = write_outputs(argv[0], a, &spec, r, &o);
   if (r->interrupted) {
     fprintf(stderr,
             "penumbra sweep: interrupted: %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT

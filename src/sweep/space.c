@@ -54,6 +54,24 @@ static gboolean gpus_axis(PnSweepSpec *spec, const PnSpaceOptions *o, GError **e
   return TRUE;
 }
 
+/* A default axis also holds the base's own value (a recipe's VPP 20 beyond the default range),
+ * so that the base's layout is in the space and ranked. Values stay ascending. */
+static void axis_add_base(PnSweepAxis *a, const PnScenario *base)
+{
+  PnScenarioValue v;
+  pn_scenario_field_get(&a->field, base, &v);
+  int64_t bv = g_ascii_strtoll(v.text, NULL, 10);
+  guint at   = a->values->len;
+  for (guint k = 0; k < a->values->len; k++) {
+    const PnScenarioValue *w = &g_array_index(a->values, PnScenarioValue, k);
+    if (memcmp(w->bytes, v.bytes, sizeof v.bytes) == 0)
+      return;
+    if (at == a->values->len && !a->field.enum_like && g_ascii_strtoll(w->text, NULL, 10) > bv)
+      at = k;
+  }
+  g_array_insert_val(a->values, at, v);
+}
+
 static void layout_axes(PnSweepSpec *spec)
 {
   const PnScenario *b = spec->base;
@@ -62,36 +80,36 @@ static void layout_axes(PnSweepSpec *spec)
   PnSweepAxis *a = axis_new("parallel.tensor_model_parallel_size");
   for (int64_t tp = 1; tp <= b->hw->gpus_per_node; tp *= 2)
     axis_add_int(a, tp);
-  g_ptr_array_add(spec->axes, a);
+  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   a = axis_new("parallel.pipeline_model_parallel_size");
   for (int64_t pp = 1; pp <= MIN(split, PN_DEFAULT_MAX_PP); pp++)
     if (split % pp == 0)
       axis_add_int(a, pp);
-  g_ptr_array_add(spec->axes, a);
+  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   a = axis_new("parallel.virtual_pipeline_model_parallel_size");
   for (int64_t v = 1; v <= MIN(split, PN_DEFAULT_MAX_VPP); v++)
     if (v == 1 || split % v == 0)
       axis_add_int(a, v);
-  g_ptr_array_add(spec->axes, a);
+  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   a = axis_new("parallel.context_parallel_size");
   for (int64_t cp = 1; cp <= 8; cp *= 2)
     axis_add_int(a, cp);
-  g_ptr_array_add(spec->axes, a);
+  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   if (b->model.num_moe_experts > 0) {
     a = axis_new("parallel.expert_model_parallel_size");
     for (int64_t ep = 1; ep <= 64 && b->model.num_moe_experts % ep == 0; ep *= 2)
       axis_add_int(a, ep);
-    g_ptr_array_add(spec->axes, a);
+    axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   }
   a = axis_new("training.micro_batch_size");
   for (int64_t m = 1; m <= 4; m *= 2)
     axis_add_int(a, m);
-  g_ptr_array_add(spec->axes, a);
+  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   a = axis_new("recompute.recompute_granularity");
   axis_add_text(a, "null");
   axis_add_text(a, "\"selective\"");
   axis_add_text(a, "\"full\"");
-  g_ptr_array_add(spec->axes, a);
+  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
 }
 
 static PnSweepAxis *axis_find(PnSweepSpec *spec, const char *name)

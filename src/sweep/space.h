@@ -5,7 +5,8 @@
  * to a node's GPUs; pipeline sizes the divisors of the layers (with account_for_*_in_pipeline_split)
  * up to 16; virtual sizes 1 and the divisors of the layers up to 16 (the rules keep those that
  * divide a stage); context sizes 1, 2, 4, 8; expert sizes the powers of two dividing the experts
- * up to 64 (MoE models; 1 otherwise); micro-batch sizes 1, 2, 4; recompute none, selective, full.
+ * up to 64 (MoE models; 1 otherwise); micro-batch sizes 1, 2, 4; recompute none, selective, full;
+ * each also holds the base scenario's own value.
  * sequence_parallel follows tp (on when tp > 1) and expert_tensor_parallel_size follows tp, the
  * distributed optimizer is on, and every overlap switch is left to the gating (as the recipes do)
  * unless an axis names it. `--all-overlap` opens every switch of the overlap registry (its
