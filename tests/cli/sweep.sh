@@ -2,7 +2,8 @@
 # penumbra sweep: a space counted by hand (32 candidates: 8 break tp | heads, 6 interleave
 # without a pipeline, 18 left to the memory check and the simulation); -j 1 and -j 2 write the
 # same CSV and JSON byte for byte; the steady-state fast-forward agrees with the full simulation
-# (--exact) within 0.1% of the iteration time on every layout; bad input is one line and exit 2.
+# (--exact) within 0.1% of the iteration time on every layout; Ctrl-C writes what is done and
+# exits 130; bad input is one line and exit 2.
 set -euo pipefail
 bin=$1 src=$2
 cd "$src"
@@ -41,6 +42,16 @@ assert worst <= 1e-3, worst
 PY
 cmp "$tmp/j1.csv" "$tmp/j2.csv" || { echo "FAIL: -j 1 and -j 2 CSVs differ"; exit 1; }
 cmp <(grep -v '"commit"' "$tmp/j1.json") <(grep -v '"commit"' "$tmp/j2.json") || { echo "FAIL: -j 1 and -j 2 JSON differ"; exit 1; }
+
+# Ctrl-C: what is done is written, and said; exit 130
+set +e
+timeout --preserve-status -s INT 3 "$bin" sweep --model llama3-70b --gpus 64 --seq-length 8192 \
+  --global-batch-size 256 -j 1 --exact --csv "$tmp/int.csv" >/dev/null 2>"$tmp/int.err"
+rc=$?
+set -e
+[ "$rc" = 130 ] || { echo "FAIL: an interrupted sweep exits $rc, want 130"; cat "$tmp/int.err"; exit 1; }
+grep -q 'interrupted: [0-9]* of [0-9]* layouts simulated' "$tmp/int.err" || { echo "FAIL: no interruption line"; exit 1; }
+head -1 "$tmp/int.csv" | grep -q '^rank,index,' || { echo "FAIL: no CSV after the interruption"; exit 1; }
 
 bad() { # expected-fragment args...: one line on stderr, exit 2
   local want=$1; shift
