@@ -165,37 +165,35 @@ def _ready(_):
 
 
 def _evaluate(indices):
-    """Evaluates the layouts at these global indices; returns counts and worker seconds per outcome, the
-    worker's CPU time (steady under load, unlike wall time) and the best fitting layout per GPU count (by
-    Calculon's sample rate)."""
+    """Evaluates the layouts at these global indices; returns counts and the worker's CPU seconds per
+    outcome (CPU time moves less than wall time with the other jobs on the machine) and the best fitting
+    layout per GPU count (by Calculon's sample rate)."""
     Llm = _W["calculon"].Llm
     out = {"rejected": 0, "oom": 0, "fit": 0, "rejected_s": 0.0, "oom_s": 0.0, "fit_s": 0.0, "best": {}}
-    cpu = time.process_time()
     for index in indices:
         r = bisect.bisect_right(_W["starts"], index) - 1
         row = _W["rows"][r]
-        t = time.perf_counter()
+        t = time.process_time()
         exe = execution_json(row, index - _W["starts"][r], _W["gbs"])
         model = Llm(_W["app"], logging.Logger("sub") if _W["cli_logger"] else _W["quiet"])
         try:
             model.compile(_W["sys"], Llm.Execution.from_json(exe))
         except Llm.Error:
             out["rejected"] += 1
-            out["rejected_s"] += time.perf_counter() - t
+            out["rejected_s"] += time.process_time() - t
             continue
         try:
             model.run(_W["sys"])
         except Llm.Error:
             out["oom"] += 1
-            out["oom_s"] += time.perf_counter() - t
+            out["oom_s"] += time.process_time() - t
             continue
         stats = model.get_stats_json(False)
         out["fit"] += 1
-        out["fit_s"] += time.perf_counter() - t
+        out["fit_s"] += time.process_time() - t
         best = out["best"].get(row["gpus"])
         if best is None or stats["sample_rate"] > best[0]:
             out["best"][row["gpus"]] = (stats["sample_rate"], exe)
-    out["cpu_s"] = time.process_time() - cpu
     return out
 
 
@@ -261,7 +259,7 @@ def main():
         parts = pool.map(_evaluate, chunks, chunksize=1)
         wall_s = time.perf_counter() - t
 
-    res = {k: sum(p[k] for p in parts) for k in ("rejected", "oom", "fit", "rejected_s", "oom_s", "fit_s", "cpu_s")}
+    res = {k: sum(p[k] for p in parts) for k in ("rejected", "oom", "fit", "rejected_s", "oom_s", "fit_s")}
     best = {}
     for p in parts:
         for gpus, b in p["best"].items():
@@ -269,6 +267,8 @@ def main():
                 best[gpus] = b
     evaluated = len(indices)
     computed = res["oom"] + res["fit"]
+    cpu_s = res["rejected_s"] + res["oom_s"] + res["fit_s"]
+    computed_cpu_s = res["oom_s"] + res["fit_s"]
     doc = {
         "tool": "calculon", "calculon_dir": os.path.abspath(args.calculon),
         "calculon_commit": calculon_commit(args.calculon), "system": os.path.abspath(args.system),
@@ -281,10 +281,12 @@ def main():
                    "over_memory": res["oom"], "fit": res["fit"]},
         "startup_s": startup_s, "wall_s": wall_s, "layouts_per_s": evaluated / wall_s,
         "layouts_per_s_per_core": evaluated / wall_s / args.j,
-        "worker_cpu_s": res["cpu_s"], "layouts_per_cpu_s": evaluated / res["cpu_s"],
-        "worker_s": {"rejected": res["rejected_s"], "computed": res["oom_s"] + res["fit_s"]},
-        "computed_per_worker_s": computed / (res["oom_s"] + res["fit_s"]) if computed else None,
-        "rejected_per_worker_s": res["rejected"] / res["rejected_s"] if res["rejected"] else None,
+        # The computed layouts' share of the wall time is their share of the workers' CPU time.
+        "computed_per_s": computed / (wall_s * computed_cpu_s / cpu_s) if computed else None,
+        "worker_cpu_s": {"rejected": res["rejected_s"], "computed": computed_cpu_s},
+        "layouts_per_cpu_s": evaluated / cpu_s,
+        "computed_per_cpu_s": computed / computed_cpu_s if computed else None,
+        "rejected_per_cpu_s": res["rejected"] / res["rejected_s"] if res["rejected"] else None,
         "best": {str(g): {"sample_rate": b[0], **{k: b[1][k] for k in (
             "tensor_par", "pipeline_par", "data_par", "pipeline_interleaving", "microbatch_size",
             "activation_recompute", "tensor_par_comm_type", "tensor_par_overlap", "weight_offload",
@@ -316,15 +318,16 @@ def report(doc):
           f"{c['over_memory']:,} over memory)")
     print(f"start-up {doc['startup_s']:.2f} s (interpreter, imports, enumeration, workers); evaluation "
           f"{doc['wall_s']:.2f} s wall")
-    print(f"layouts/s {doc['layouts_per_s']:.1f}, per core {doc['layouts_per_s_per_core']:.1f}; per worker-second: "
-          f"computed {doc['computed_per_worker_s'] or 0:.1f}, "
-          f"refused in compile {doc['rejected_per_worker_s'] or 0:.1f}")
-    print(f"workers' CPU time {doc['worker_cpu_s']:.2f} s: {doc['layouts_per_cpu_s']:.1f} layouts per CPU-second "
-          f"(less moved by other jobs than wall time)")
+    print(f"layouts/s {doc['layouts_per_s']:.1f}, per core {doc['layouts_per_s_per_core']:.1f}; computed layouts/s "
+          f"{doc['computed_per_s'] or 0:.1f}")
+    cpu = doc["worker_cpu_s"]
+    print(f"workers' CPU time {cpu['rejected'] + cpu['computed']:.2f} s: {doc['layouts_per_cpu_s']:.1f} layouts per "
+          f"CPU-second (computed {doc['computed_per_cpu_s'] or 0:.1f}, refused in compile "
+          f"{doc['rejected_per_cpu_s'] or 0:.1f})")
     print(f"whole enumeration at this rate: {e['layouts'] / doc['layouts_per_s'] / 3600:.1f} h")
     for g, b in doc["best"].items():
-        print(f"  best evaluated at {g:>5} GPUs: {b['sample_rate']:7.2f} samples/s  TP{b['tensor_par']} PP{b['pipeline_par']} "
-              f"DP{b['data_par']} VPP{b['pipeline_interleaving']} mbs {b['microbatch_size']} "
+        print(f"  best evaluated at {g:>5} GPUs: {b['sample_rate']:7.2f} samples/s  TP{b['tensor_par']} "
+              f"PP{b['pipeline_par']} DP{b['data_par']} VPP{b['pipeline_interleaving']} mbs {b['microbatch_size']} "
               f"{b['activation_recompute']} {b['tensor_par_comm_type']} overlap {b['tensor_par_overlap']}")
     o = doc.get("own_search")
     if o:
