@@ -2,6 +2,7 @@
 #include "workload/memory.h"
 
 #include <glib.h>
+#include <string.h>
 
 #include "workload/ops.h"
 #include "workload/rules.h"
@@ -58,37 +59,87 @@ int64_t pn_workload_inflight_microbatches(const PnScenario *sc, int64_t stage)
   return MIN(warmup + 1, m * vp);
 }
 
+/* Saved bytes of one layer and one micro-batch: with every tensor kept (`full`), under the
+ * scenario's granularity (`kept`: full recompute keeps the layer input) and while the layer's
+ * recomputation runs (`live`). */
+typedef struct {
+  double full, kept, live;
+} PnLayerSaved;
+
+static void layer_saved(const PnScenario *sc, PnLayerSaved *ls)
+{
+  PnRecomputeGranularity g = sc->recompute.recompute_granularity;
+  ls->full                 = pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_NONE);
+  ls->kept                 = g == PN_RECOMPUTE_NONE ? ls->full : pn_workload_layer_activation_bytes(sc, g);
+  ls->live                 = g == PN_RECOMPUTE_NONE ? 0.0 : layer_recompute_live_bytes(sc, g);
+}
+
 /* Saved bytes of one (chunk-)micro-batch of `layers` layers, and the extra live during
  * recomputation (counted once). */
-static void chunk_activations(const PnScenario *sc, int64_t layers, double *per_mb, double *transient)
+static void chunk_activations(const PnScenario *sc, const PnLayerSaved *ls, int64_t layers, double *per_mb,
+                              double *transient)
 {
   const PnRecomputeConfig *r = &sc->recompute;
-  double full                = pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_NONE);
   *transient                 = 0.0;
   switch (r->recompute_granularity) {
   case PN_RECOMPUTE_NONE:
-    *per_mb = (double)layers * full;
+    *per_mb = (double)layers * ls->full;
     break;
   case PN_RECOMPUTE_SELECTIVE:
-    *per_mb    = (double)layers * pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_SELECTIVE);
-    *transient = layer_recompute_live_bytes(sc, PN_RECOMPUTE_SELECTIVE);
+    *per_mb    = (double)layers * ls->kept;
+    *transient = ls->live;
     break;
-  case PN_RECOMPUTE_FULL: {
-    double input = pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_FULL);
-    double live  = layer_recompute_live_bytes(sc, PN_RECOMPUTE_FULL);
+  case PN_RECOMPUTE_FULL:
     if (r->recompute_method == PN_RECOMPUTE_METHOD_BLOCK) {
       int64_t n  = r->recompute_num_layers > 0 ? MIN(r->recompute_num_layers, layers) : layers;
-      *per_mb    = (double)n * input + (double)(layers - n) * full;
-      *transient = n > 0 ? live : 0.0;
+      *per_mb    = (double)n * ls->kept + (double)(layers - n) * ls->full;
+      *transient = n > 0 ? ls->live : 0.0;
     } else {
       int64_t k      = MIN(MAX(r->recompute_num_layers, 1), layers);
       int64_t groups = (layers + k - 1) / k;
-      *per_mb        = (double)groups * input;
-      *transient     = (double)k * live;
+      *per_mb        = (double)groups * ls->kept;
+      *transient     = (double)k * ls->live;
     }
     break;
   }
+}
+
+/* Layers of chunk `chunk` of stage `stage`: Megatron's pipeline split (sched/build.c
+ * split_layers), num_layers plus one slot for the embedding and one for the loss when
+ * account_for_*_in_pipeline_split, over pp * vp virtual stages; chunk c of stage r is virtual
+ * stage c * pp + r, and the accounted embedding and loss take a layer's place in the first and
+ * the last. */
+static int64_t chunk_layer_count(const PnScenario *sc, int64_t stage, int64_t chunk)
+{
+  const PnParallelConfig *p = &sc->parallel;
+  int64_t pp                = MAX(p->pipeline_model_parallel_size, 1);
+  int64_t n_vs              = pp * vp_size(sc);
+  int64_t vs                = chunk * pp + stage;
+  bool emb = p->account_for_embedding_in_pipeline_split, loss = p->account_for_loss_in_pipeline_split;
+  int64_t slots = sc->model.num_layers + (emb ? 1 : 0) + (loss ? 1 : 0);
+  return slots / n_vs - ((emb && vs == 0) ? 1 : 0) - ((loss && vs == n_vs - 1) ? 1 : 0);
+}
+
+/* Which chunks the `n` (chunk-)micro-batches a stage holds at its peak belong to, into
+ * `count[vp]`: Megatron's schedule table (sched/order.c) runs the micro-batches group by group,
+ * every chunk in turn over the group's micro-batches, so the first n forwards are those. */
+static void inflight_per_chunk(const PnScenario *sc, int64_t n, int64_t *count)
+{
+  int64_t vp = vp_size(sc), m = num_microbatches(sc);
+  memset(count, 0, (size_t)vp * sizeof *count);
+  if (vp == 1) {
+    count[0] = n;
+    return;
   }
+  int64_t group = sc->parallel.microbatch_group_size_per_vp_stage > 0
+                      ? sc->parallel.microbatch_group_size_per_vp_stage
+                      : MAX(sc->parallel.pipeline_model_parallel_size, 1);
+  for (int64_t lo = 0; lo < m && n > 0; lo += group)
+    for (int64_t c = 0; c < vp && n > 0; c++) {
+      int64_t k = MIN(MIN(group, m - lo), n);
+      count[c] += k;
+      n -= k;
+    }
 }
 
 static double phase_saved(const PnScenario *sc, void (*fn)(const PnScenario *, PnPhase, GArray *))
@@ -126,7 +177,12 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   int64_t dp                = MAX(p->data_parallel_size, 1);
   g_assert(stage >= 0 && stage < pp);
   const bool first = stage == 0, last = stage == pp - 1;
-  const int64_t stage_layers = sc->model.num_layers / pp;
+  g_autofree int64_t *layers = g_new(int64_t, vp); /* per chunk */
+  int64_t stage_layers       = 0;
+  for (int64_t c = 0; c < vp; c++) {
+    layers[c] = chunk_layer_count(sc, stage, c);
+    stage_layers += layers[c];
+  }
 
   /* parameters */
   double params = (double)stage_layers * pn_workload_layer_params(sc);
@@ -153,13 +209,22 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   out->optimizer_bytes = (params - experts) * per_param / shard + experts * per_param / MAX(expert_shard, 1.0);
 
   /* activations */
-  int64_t inflight     = pn_workload_inflight_microbatches(sc, stage);
-  int64_t chunk_layers = vp == 1 ? stage_layers : stage_layers / vp;
-  double per_mb = 0.0, transient = 0.0;
-  chunk_activations(sc, chunk_layers, &per_mb, &transient);
-  double act = (double)inflight * per_mb + transient;
+  g_autofree int64_t *inflight = g_new(int64_t, vp); /* per chunk */
+  inflight_per_chunk(sc, pn_workload_inflight_microbatches(sc, stage), inflight);
+  PnLayerSaved ls;
+  layer_saved(sc, &ls);
+  double act = 0.0, transient = 0.0;
+  for (int64_t c = 0; c < vp; c++) {
+    if (inflight[c] == 0)
+      continue;
+    double per_mb = 0.0, tr = 0.0;
+    chunk_activations(sc, &ls, layers[c], &per_mb, &tr);
+    act += (double)inflight[c] * per_mb;
+    transient = MAX(transient, tr);
+  }
+  act += transient;
   if (first)
-    act += (double)((inflight + vp - 1) / vp) * phase_saved(sc, pn_workload_embedding_ops);
+    act += (double)inflight[0] * phase_saved(sc, pn_workload_embedding_ops);
   if (last)
     act += phase_saved(sc, pn_workload_head_ops);
   out->activations_bytes = act;

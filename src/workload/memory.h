@@ -1,6 +1,9 @@
 /* memory.h — device memory per GPU at the peak of one training iteration, per pipeline stage.
  *
- * What it models (bytes, per GPU; P = parameters held by the stage's GPU, TP-sharded):
+ * What it models (bytes, per GPU; P = parameters held by the stage's GPU, TP-sharded, of the
+ * stage's layers as Megatron splits them: num_layers, plus one slot for the embedding and one for
+ * the loss with account_for_*_in_pipeline_split, over pp * vp virtual stages, the accounted
+ * embedding and loss taking a layer's place in the first and the last virtual stage):
  *   weights      P * 2 (bf16). fp8 training: TE also caches the fp8 weight and, on Hopper, its
  *                fp8 transpose: + 2 B per weight-matrix parameter (pn_workload_layer_linear_params);
  *                with ddp.fp8_param_gather the fp8 copies are the primary weights and no extra
@@ -20,8 +23,10 @@
  *                In flight, stage r of pp, m micro-batches, vp virtual chunks:
  *                  vp == 1: min(pp - r, m) micro-batches of all layers of the stage;
  *                  vp > 1:  min((pp - r - 1)*2 + (vp - 1)*group + 1, m*vp) chunk-micro-batches
- *                           of L/(pp*vp) layers each (Megatron's warm-up count + 1), group =
- *                           microbatch_group_size_per_vp_stage (default pp).
+ *                           (Megatron's warm-up count + 1), group =
+ *                           microbatch_group_size_per_vp_stage (default pp): the first ones of
+ *                           Megatron's schedule table (group by group, each chunk in turn over
+ *                           the group's micro-batches), each of its chunk's layers.
  *                Recompute: none: every layer keeps its full saved bytes; selective: the core
  *                attention keeps only q, k, v; full, uniform with k = recompute_num_layers
  *                (0 → 1): ceil(layers_per_chunk / k) layer inputs (Tsp*h*2 each) per chunk, plus

@@ -1,0 +1,94 @@
+/* test_memory.c — the memory estimate (workload/memory.h) against Megatron's own accounting.
+ *
+ * Scenarios are built from strings over the repository's models/ and hwprofiles/ (found through
+ * the compiled-in source directory). Each test states its expected numbers first.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include "io/scenario.h"
+#include "workload/memory.h"
+#include "workload/ops.h"
+
+/* `keys`: the scenario object's keys after schema_version. */
+static PnScenario *load(const char *keys)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json   = g_strdup_printf("{\"schema_version\": 1, %s}", keys);
+  PnScenario *sc          = pn_scenario_load_string(json, "test.json", NULL, 0, NULL, &error);
+  ck_assert_msg(sc != NULL, "load: %s", error ? error->message : "?");
+  return sc;
+}
+
+/* What the last stage's final norm, output layer and loss keep for one micro-batch. */
+static double head_saved_bytes(const PnScenario *sc)
+{
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  pn_workload_head_ops(sc, PN_PHASE_FWD, ops);
+  double saved = 0.0;
+  for (guint i = 0; i < ops->len; i++)
+    saved += g_array_index(ops, PnOp, i).saved_bytes;
+  return saved;
+}
+
+/* Megatron's split with the embedding and the loss accounted: Llama-3 8B cut to 30 layers, PP 4,
+ * VPP 2 (32 GPUs: DP 8, 16 micro-batches): 30 + 2 slots over 8 virtual stages of 4; virtual stage
+ * 0 (stage 0, chunk 0) and 7 (stage 3, chunk 1) lose one to the embedding and the loss. Stages
+ * hold 3+4, 4+4, 4+4, 4+3 layers.
+ * In flight (group 4 = pp; table: micro-batches 0-3 on chunk 0, 0-3 on chunk 1, 4-7 on chunk 0...):
+ *   stage 0: (4-0-1)*2 + 4 + 1 = 11 = 7 on chunk 0 (3 layers) + 4 on chunk 1 (4): 37 layers;
+ *   stage 1: 2*2 + 4 + 1 = 9 = 5 + 4, all of 4 layers: 36 layers;
+ *   stage 3: 0 + 4 + 1 = 5 = 4 on chunk 0 (4 layers) + 1 on chunk 1 (3): 19 layers, + the head.
+ * No dropout, no recompute: nothing else is saved on stages 0 and 1. */
+START_TEST(accounted_pipeline_split)
+{
+  g_autoptr(PnScenario) sc =
+      load("\"model\": {\"base\": \"llama3-8b\", \"num_layers\": 30},"
+           " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": 32},"
+           " \"training\": {\"seq_length\": 8192, \"micro_batch_size\": 1, \"global_batch_size\": 128},"
+           " \"parallel\": {\"pipeline_model_parallel_size\": 4, \"virtual_pipeline_model_parallel_size\": 2,"
+           "   \"account_for_embedding_in_pipeline_split\": true, \"account_for_loss_in_pipeline_split\": true},"
+           " \"ddp\": {\"grad_reduce_in_fp32\": true}");
+  double layer = pn_workload_layer_params(sc);
+  double full  = pn_workload_layer_activation_bytes(sc, PN_RECOMPUTE_NONE);
+  PnWorkloadMemory m0, m1, m3;
+  pn_workload_memory_stage(sc, 0, false, &m0);
+  pn_workload_memory_stage(sc, 1, false, &m1);
+  pn_workload_memory_stage(sc, 3, false, &m3);
+  ck_assert_double_eq(m0.weights_bytes, (7 * layer + pn_workload_embedding_params(sc)) * 2);
+  ck_assert_double_eq(m1.weights_bytes, 8 * layer * 2);
+  ck_assert_double_eq(m3.weights_bytes, (7 * layer + pn_workload_head_params(sc)) * 2);
+  ck_assert_double_eq(m0.activations_bytes, 37 * full);
+  ck_assert_double_eq(m1.activations_bytes, 36 * full);
+  ck_assert_double_eq(m3.activations_bytes, 19 * full + head_saved_bytes(sc));
+  PnWorkloadMemory worst;
+  pn_workload_memory(sc, false, &worst);
+  ck_assert_int_eq(worst.stage, 0);
+}
+END_TEST
+
+static Suite *memory_suite(void)
+{
+  Suite *s = suite_create("memory");
+  struct {
+    const char *name;
+    const TTest *test;
+  } cases[] = {
+      {"accounted_pipeline_split", accounted_pipeline_split},
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+    TCase *tc = tcase_create(cases[i].name);
+    tcase_add_test(tc, cases[i].test);
+    suite_add_tcase(s, tc);
+  }
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(memory_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
