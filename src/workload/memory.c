@@ -203,10 +203,8 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
     shard        = (double)(dp * cp) / (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
     expert_shard = (double)pn_workload_expert_dp(sc); /* expert states shard over expert-DP */
   }
-  shard                = MAX(shard, 1.0);
-  double experts       = (double)stage_layers * pn_workload_layer_expert_params(sc);
-  double per_param     = 12.0 + (grad_b < 4.0 ? 4.0 : 0.0);
-  out->optimizer_bytes = (params - experts) * per_param / shard + experts * per_param / MAX(expert_shard, 1.0);
+  double experts = (double)stage_layers * pn_workload_layer_expert_params(sc);
+  double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);
 
   /* activations */
   g_autofree int64_t *inflight = g_new(int64_t, vp); /* per chunk */
@@ -228,6 +226,9 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   if (last)
     act += phase_saved(sc, pn_workload_head_ops);
   out->activations_bytes = act;
+  /* the step's fp32 copy of bf16 grads is never live with the activations (memory.h) */
+  double grad_copy     = grad_b < 4.0 ? sharded * 4.0 : 0.0;
+  out->optimizer_bytes = sharded * 12.0 + MAX(grad_copy - act, 0.0);
 
   out->other_bytes = other_bytes(sc, tp_userbuffers);
   out->total_bytes =

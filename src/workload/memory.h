@@ -11,10 +11,14 @@
  *   gradients    P * (4 if ddp.grad_reduce_in_fp32 else 2): Megatron DDP's contiguous main_grad
  *                buffer (never sharded, even with the distributed optimizer).
  *   optimizer    P * 12 (fp32 master params + Adam m, v) / shard, shard = dp * cp /
- *                num_distributed_optimizer_instances with the distributed optimizer, 1 without;
- *                + P * 4 / shard for the fp32 copy of the grads the optimizer makes when the
- *                grad buffer is bf16. MoE: the experts' share shards over the expert data-parallel
- *                group instead (tp*cp*dp / (etp*ep)), so with edp = 1 it is not sharded at all.
+ *                num_distributed_optimizer_instances with the distributed optimizer, 1 without.
+ *                MoE: the experts' share shards over the expert data-parallel group instead
+ *                (tp*cp*dp / (etp*ep)), so with edp = 1 it is not sharded at all.
+ *                When the grad buffer is bf16 the optimizer step copies the grads to fp32
+ *                (P * 4 / shard); the copy lives until the next iteration's zero_grad, which
+ *                Megatron's train_step runs before the first forward, so it is never live with
+ *                activations: it adds only what it exceeds them by (the peak is the larger of
+ *                the step's and the forward-backward's).
  *   activations  (in-flight micro-batches) * (saved bytes of one micro-batch on the stage)
  *                + what is live while one recomputation runs; the per-layer saved bytes are the
  *                sum of PnOp.saved_bytes over the layer's FWD op list (ops.h says what each op
