@@ -200,8 +200,10 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   out->gradients_bytes = params * grad_b;
   double shard = 1.0, expert_shard = 1.0;
   if (sc->ddp.use_distributed_optimizer) {
-    shard        = (double)(dp * cp) / (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
-    expert_shard = (double)pn_workload_expert_dp(sc); /* expert states shard over expert-DP */
+    /* each optimizer instance shards over its part of the group: DP x CP, or expert-DP */
+    double instances = (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
+    shard            = (double)(dp * cp) / instances;
+    expert_shard     = (double)pn_workload_expert_dp(sc) / instances;
   }
   double experts = (double)stage_layers * pn_workload_layer_expert_params(sc);
   double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);

@@ -13,7 +13,8 @@
  *   optimizer    P * 12 (fp32 master params + Adam m, v) / shard, shard = dp * cp /
  *                num_distributed_optimizer_instances with the distributed optimizer, 1 without.
  *                MoE: the experts' share shards over the expert data-parallel group instead
- *                (tp*cp*dp / (etp*ep)), so with edp = 1 it is not sharded at all.
+ *                (tp*cp*dp / (etp*ep), over num_distributed_optimizer_instances too), so with
+ *                edp = 1 it is not sharded at all.
  *                When the grad buffer is bf16 the optimizer step copies the grads to fp32
  *                (P * 4 / shard); the copy lives until the next iteration's zero_grad, which
  *                Megatron's train_step runs before the first forward, so it is never live with

@@ -99,6 +99,31 @@ START_TEST(grad_copy_not_live_with_activations)
 }
 END_TEST
 
+/* Several distributed-optimizer instances shard the expert states too: each instance shards over
+ * its part of the expert data-parallel group (Megatron's intra_expt_dp_group, edp / instances).
+ * Qwen3-30B-A3B on 32 GPUs, EP 16, fp32 grads: dp 32, edp 32 / 16 = 2. One instance: dense states
+ * over 32, expert states over 2; two instances: 16 and 1. */
+START_TEST(optimizer_instances_shard_experts)
+{
+  const char *fmt = "\"model\": \"qwen3-30b-a3b\", \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": 32},"
+                    " \"training\": {\"seq_length\": 4096, \"micro_batch_size\": 1, \"global_batch_size\": 256},"
+                    " \"parallel\": {\"expert_model_parallel_size\": 16},"
+                    " \"ddp\": {\"grad_reduce_in_fp32\": true, \"num_distributed_optimizer_instances\": %d}";
+  g_autofree char *one_json = g_strdup_printf(fmt, 1);
+  g_autofree char *two_json = g_strdup_printf(fmt, 2);
+  g_autoptr(PnScenario) one = load(one_json);
+  g_autoptr(PnScenario) two = load(two_json);
+  double experts            = 48 * pn_workload_layer_expert_params(one);
+  double dense = one->model.num_layers * pn_workload_layer_params(one) - experts + pn_workload_embedding_params(one) +
+                 pn_workload_head_params(one);
+  PnWorkloadMemory m1, m2;
+  pn_workload_memory(one, false, &m1);
+  pn_workload_memory(two, false, &m2);
+  ck_assert_double_eq_tol(m1.optimizer_bytes, 12 * (dense / 32 + experts / 2), 1.0);
+  ck_assert_double_eq_tol(m2.optimizer_bytes, 12 * (dense / 16 + experts), 1.0);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
   Suite *s = suite_create("memory");
@@ -108,6 +133,7 @@ static Suite *memory_suite(void)
   } cases[] = {
       {"accounted_pipeline_split", accounted_pipeline_split},
       {"grad_copy_not_live_with_activations", grad_copy_not_live_with_activations},
+      {"optimizer_instances_shard_experts", optimizer_instances_shard_experts},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
