@@ -167,6 +167,31 @@ static double other_bytes(const PnScenario *sc, bool tp_userbuffers)
   return other;
 }
 
+/* Saved bytes stage `stage` holds at its peak, its chunks having `layers[c]` layers. */
+static double stage_activations(const PnScenario *sc, int64_t stage, const int64_t *layers)
+{
+  int64_t vp                   = vp_size(sc);
+  g_autofree int64_t *inflight = g_new(int64_t, vp); /* per chunk */
+  inflight_per_chunk(sc, pn_workload_inflight_microbatches(sc, stage), inflight);
+  PnLayerSaved ls;
+  layer_saved(sc, &ls);
+  double act = 0.0, transient = 0.0;
+  for (int64_t c = 0; c < vp; c++) {
+    if (inflight[c] == 0)
+      continue;
+    double per_mb = 0.0, tr = 0.0;
+    chunk_activations(sc, &ls, layers[c], &per_mb, &tr);
+    act += (double)inflight[c] * per_mb;
+    transient = MAX(transient, tr);
+  }
+  act += transient;
+  if (stage == 0)
+    act += (double)inflight[0] * phase_saved(sc, pn_workload_embedding_ops);
+  if (stage == MAX(sc->parallel.pipeline_model_parallel_size, 1) - 1)
+    act += phase_saved(sc, pn_workload_head_ops);
+  return act;
+}
+
 void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userbuffers, PnWorkloadMemory *out)
 {
   g_assert(sc && out);
@@ -176,7 +201,6 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   int64_t cp                = MAX(p->context_parallel_size, 1);
   int64_t dp                = MAX(p->data_parallel_size, 1);
   g_assert(stage >= 0 && stage < pp);
-  const bool first = stage == 0, last = stage == pp - 1;
   g_autofree int64_t *layers = g_new(int64_t, vp); /* per chunk */
   int64_t stage_layers       = 0;
   for (int64_t c = 0; c < vp; c++) {
@@ -187,9 +211,9 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   /* parameters */
   double params = (double)stage_layers * pn_workload_layer_params(sc);
   double linear = (double)stage_layers * pn_workload_layer_linear_params(sc);
-  if (first)
+  if (stage == 0)
     params += pn_workload_embedding_params(sc);
-  if (last)
+  if (stage == pp - 1)
     params += pn_workload_head_params(sc);
 
   out->stage         = stage;
@@ -208,29 +232,10 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   double experts = (double)stage_layers * pn_workload_layer_expert_params(sc);
   double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);
 
-  /* activations */
-  g_autofree int64_t *inflight = g_new(int64_t, vp); /* per chunk */
-  inflight_per_chunk(sc, pn_workload_inflight_microbatches(sc, stage), inflight);
-  PnLayerSaved ls;
-  layer_saved(sc, &ls);
-  double act = 0.0, transient = 0.0;
-  for (int64_t c = 0; c < vp; c++) {
-    if (inflight[c] == 0)
-      continue;
-    double per_mb = 0.0, tr = 0.0;
-    chunk_activations(sc, &ls, layers[c], &per_mb, &tr);
-    act += (double)inflight[c] * per_mb;
-    transient = MAX(transient, tr);
-  }
-  act += transient;
-  if (first)
-    act += (double)inflight[0] * phase_saved(sc, pn_workload_embedding_ops);
-  if (last)
-    act += phase_saved(sc, pn_workload_head_ops);
-  out->activations_bytes = act;
+  out->activations_bytes = stage_activations(sc, stage, layers);
   /* the step's fp32 copy of bf16 grads is never live with the activations (memory.h) */
   double grad_copy     = grad_b < 4.0 ? sharded * 4.0 : 0.0;
-  out->optimizer_bytes = sharded * 12.0 + MAX(grad_copy - act, 0.0);
+  out->optimizer_bytes = sharded * 12.0 + MAX(grad_copy - out->activations_bytes, 0.0);
 
   out->other_bytes = other_bytes(sc, tp_userbuffers);
   out->total_bytes =
