@@ -84,8 +84,10 @@ typedef struct {
   uint8_t kind, scaling, sm_shape, n_legs, stream;
   uint8_t legs_left; /* P2P: legs not yet done */
   uint8_t cont;      /* COMPUTE: continues its stream predecessor's kernel chain (see "Kernel chains") */
+  int8_t cls;        /* COMM, P2P: PnCommClass, PN_CLASS_NONE when outside 0..PN_CLASS_N-1 */
   uint16_t tag;      /* the observer's tag (COMM, P2P) */
 } TaskRt;
+G_STATIC_ASSERT(sizeof(TaskRt) == 48);
 
 /* A running compute kernel, or kernel chain: `task` is the chain's kernel running now, `last` its
  * final one (== task for a lone kernel). */
@@ -117,11 +119,23 @@ typedef struct {
   bool over_nic;    /* leg: crosses nodes (NIC, else NVLink) */
 } Xfer;
 
+/* The compute time a GPU loses to SMs held by communication kernels (exec_kernels.c, "Compute lost
+ * to SM contention"), kept only for an observer that asks for it: the fraction lost since
+ * `since_ns` and who held the SMs then (the holders as of the GPU's last refresh). */
 typedef struct {
-  int comm_sms; /* SMs held by running COMM/P2P tasks */
-  bool dirty;   /* compute rates need a refresh */
-  Run *run;     /* running COMPUTE tasks */
+  double frac;
+  PnTimeNs since_ns;
+  int held;               /* SMs held by COMM/P2P tasks */
+  int by_cls[PN_CLASS_N]; /* of which by each class */
+} LostRt;
+
+typedef struct {
+  int comm_sms;            /* SMs held by running COMM/P2P tasks */
+  int cls_sms[PN_CLASS_N]; /* of which by the tasks of each class */
+  bool dirty;              /* compute rates need a refresh */
+  Run *run;                /* running COMPUTE tasks */
   uint32_t n_run, cap_run;
+  LostRt lost;
   PnResourceId res[RES_PER_GPU];
 } GpuRt;
 
@@ -172,7 +186,8 @@ typedef struct {
   double full_gemm; /* curve value with all SMs (0 when the curve is empty) */
   double full_gemm_limit;
   double full_mem;
-  bool fuse; /* kernel chains (PnExecOptions.unfused off) */
+  bool fuse;       /* kernel chains (PnExecOptions.unfused off) */
+  bool track_lost; /* the observer asks for the compute lost to SM contention */
   uint32_t n_ended;
   const PnExecObserver *obs; /* NULL: none */
   PnTimeNs makespan_ns;      /* the latest end so far (time only moves forward: the last end) */
@@ -233,7 +248,10 @@ static inline void mark_gpu(Exec *ex, uint32_t gpu)
 static inline void hold_sms(Exec *ex, const TaskRt *r, int sign)
 {
   if (r->sms > 0) {
-    ex->gpus[r->gpu].comm_sms += sign * r->sms;
+    GpuRt *g = &ex->gpus[r->gpu];
+    g->comm_sms += sign * r->sms;
+    if (r->cls != PN_CLASS_NONE)
+      g->cls_sms[r->cls] += sign * r->sms;
     mark_gpu(ex, r->gpu);
   }
 }

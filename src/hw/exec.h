@@ -44,14 +44,21 @@
  * tasks that must close on their own. `tag` (may be NULL: tag 0) is asked once per COMM and P2P
  * task while the run is set up, when the task is read anyway, and its answer comes back with that
  * task's open and close: what the observer needs of the task without reading it again in the
- * middle of the run. The callbacks run inside the executor: they must not change the graph being
- * run. */
+ * middle of the run. `contention` (may be NULL: then nothing of it is computed) hears of the compute
+ * time lost to SMs held by communication kernels (exec_kernels.c, "Compute lost to SM contention"):
+ * over [t0_ns, t1_ns] GPU `gpu` lost `lost_ns[c]` ns to the SMs held by class c (SMs held by a task
+ * without a class count in no entry), at a constant rate over the interval. One GPU's intervals
+ * come in time order and do not overlap, but one may end before the latest open or close (a kernel
+ * chain's inner ends are reported when its GPU next changes); only intervals that lost something
+ * are reported.
+ * The callbacks run inside the executor: they must not change the graph being run. */
 typedef struct {
   void *ctx;
   uint16_t (*tag)(void *ctx, PnTaskId task, const PnTask *tk);
   void (*open)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag, PnTimeNs t_ns);
   void (*close)(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag, PnTimeNs start_ns,
                 PnTimeNs t_ns);
+  void (*contention)(void *ctx, uint32_t gpu, PnTimeNs t0_ns, PnTimeNs t1_ns, const double lost_ns[PN_CLASS_N]);
 } PnExecObserver;
 
 typedef struct {

@@ -6,6 +6,18 @@
  * limit and the rest is split again among the others. A task with s SMs runs at
  * curve(s)/curve(sm_count) (linear s/sm_count when the curve is empty), clamped to (0, 1], and
  * exactly 1 with all SMs. Work is kept in ns-at-full-speed (work_ns + kernel_launch_ns).
+ *
+ * Compute lost to SM contention (only for an observer with `contention`): over an interval in
+ * which a GPU's rates and SM holders are constant, its running kernels progress at rates r_i; had
+ * the SMs held by communication been free (avail = sm_count, the same kernels water-filling them)
+ * they would progress at f_i. The GPU loses dt * (1 - sum r_i / sum f_i): the work not done,
+ * converted to time at the free rate. For a lone kernel that is dt * (1 - r / f); for kernels side
+ * by side, each one's loss weighted by its share of the free throughput, so it never exceeds dt and
+ * the loss stays within the compute-busy time. A curve that is not monotone can give more speed
+ * with fewer SMs: that counts as no loss, not as a gain. The loss is split among the classes of the
+ * tasks holding SMs in proportion to the SMs each holds. It is brought up to date where rates are
+ * set (a refresh, a kernel of a projected chain ending), not per event, and costs a second
+ * water-filling only while communication holds SMs.
  */
 #include "hw/exec-private.h"
 
@@ -63,6 +75,42 @@ static double sm_rate_eval(const Exec *ex, const TaskRt *tk, double sms, bool ow
   return r > 1.0 ? 1.0 : r;
 }
 
+/* ---- compute lost to SM contention ---- */
+
+/* Tells the observer what GPU `gpu` lost from lost.since_ns to `t`, and starts a new interval there,
+ * losing the fraction `frac` (<= 0: none) with the same SM holders. */
+static void lost_mark(Exec *ex, uint32_t gpu, PnTimeNs t, double frac)
+{
+  LostRt *l = &ex->gpus[gpu].lost;
+  if (l->frac > 0.0 && t > l->since_ns) {
+    double per_sm = (double)(t - l->since_ns) * l->frac / (double)l->held, by_cls[PN_CLASS_N];
+    for (int c = 0; c < PN_CLASS_N; c++)
+      by_cls[c] = per_sm * (double)l->by_cls[c];
+    ex->obs->contention(ex->obs->ctx, gpu, l->since_ns, t, by_cls);
+  }
+  l->since_ns = t;
+  l->frac     = frac > 0.0 ? frac : 0.0;
+}
+
+/* Whether a refresh of GPU `g`, `avail` SMs free, must bring the loss up to date: communication
+ * holds SMs, or the fraction lost until now is not 0 (a skipped refresh leaves since_ns behind,
+ * which matters to no report while the fraction stays 0). */
+static inline bool lost_due(const Exec *ex, const GpuRt *g, double avail)
+{
+  return ex->track_lost && (avail < (double)ex->hw->sm_count || g->lost.frac > 0.0);
+}
+
+/* A refresh: the interval ends now, and the next one has the SM holders of now (read only while
+ * some are held: nothing is lost otherwise). */
+static void lost_refresh(Exec *ex, uint32_t gpu, double frac)
+{
+  GpuRt *g = &ex->gpus[gpu];
+  lost_mark(ex, gpu, pn_engine_now(ex->eng), frac);
+  g->lost.held = g->comm_sms;
+  if (g->comm_sms > 0)
+    memcpy(g->lost.by_cls, g->cls_sms, sizeof g->lost.by_cls);
+}
+
 /* ---- kernel chains ----
  *
  * A chain is a run of compute kernels on one stream that nothing outside the chain can observe
@@ -89,6 +137,17 @@ static inline double alone_rate(Exec *ex, PnTaskId s, double avail)
   double lim      = (double)k->sms;
   bool own        = lim > 0.0 && lim < avail;
   return sm_rate(ex, k, own ? lim : avail, own);
+}
+
+/* The fraction lost by kernel `s`, alone on its GPU at `rate` with `avail` SMs free: none when
+ * its own sm_limit holds it either way; all SMs free, an unlimited kernel runs at exactly 1. */
+static double lost_alone(Exec *ex, PnTaskId s, double rate, double avail)
+{
+  const TaskRt *k = &ex->rt[s];
+  double n_sm = (double)ex->hw->sm_count, lim = (double)k->sms;
+  if (avail >= n_sm || (lim > 0.0 && lim < avail))
+    return 0.0;
+  return 1.0 - rate / (lim > 0.0 && lim < n_sm ? sm_rate(ex, k, lim, true) : 1.0);
 }
 
 /* The chain's running kernel ends at `end` and the next one starts there (rate 0: not yet set).
@@ -122,6 +181,8 @@ static void chain_advance(Exec *ex, Run *r)
       break;
     chain_step(ex, r, end);
     r->rate = alone_rate(ex, r->task, r->avail);
+    if (ex->track_lost && r->avail < (double)ex->hw->sm_count) /* alone on its GPU since the last refresh */
+      lost_mark(ex, ex->rt[r->task].gpu, end, lost_alone(ex, r->task, r->rate, r->avail));
   }
 }
 
@@ -166,30 +227,11 @@ one_kernel:
       pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(r->remaining_ns / rate, 1), r->task), pn__on_task_done, ex, r->task);
 }
 
-/* Water-fills the free SMs of a GPU among its running compute tasks and updates their rates. */
-void pn__refresh_gpu(Exec *ex, uint32_t gpu)
+/* Water-fills `avail` SMs among a GPU's running compute tasks: share[i] is the sm_limit of a task
+ * capped by it, -1 for the others, which get the level returned. */
+static double water_fill(const GpuRt *g, double avail, double *share)
 {
-  GpuRt *g   = &ex->gpus[gpu];
-  g->dirty   = false;
   uint32_t n = g->n_run;
-  if (n == 0)
-    return;
-  double avail = (double)ex->hw->sm_count - (double)g->comm_sms;
-  if (avail < 1.0)
-    avail = 1.0;
-  if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
-    Run *r = &g->run[0];
-    chain_advance(ex, r);
-    run_set_rate(ex, r, alone_rate(ex, r->task, avail), true, avail);
-    return;
-  }
-  for (uint32_t i = 0; i < n; i++)
-    chain_advance(ex, &g->run[i]); /* which kernel of a chain runs decides its sm_limit */
-  if (ex->cap_shares < n) {
-    ex->cap_shares = 2 * n;
-    ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
-  }
-  double *share = ex->shares;
   for (uint32_t i = 0; i < n; i++)
     share[i] = -1.0; /* unfixed */
   uint32_t n_free = n;
@@ -209,10 +251,60 @@ void pn__refresh_gpu(Exec *ex, uint32_t gpu)
       break;
     level = avail / (double)n_free;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    double s = share[i] < 0.0 ? level : share[i];
-    run_set_rate(ex, &g->run[i], sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0), false, 0.0);
+  return level;
+}
+
+/* The summed rate of a GPU's running compute tasks with `avail` SMs free (`share`: water_fill's
+ * scratch); `set`: each task is moved to its rate. */
+static double fill_rates(Exec *ex, GpuRt *g, double avail, double *share, bool set)
+{
+  double level = water_fill(g, avail, share), sum = 0.0;
+  for (uint32_t i = 0; i < g->n_run; i++) {
+    double s    = share[i] < 0.0 ? level : share[i];
+    double rate = sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0);
+    sum += rate;
+    if (set)
+      run_set_rate(ex, &g->run[i], rate, false, 0.0);
   }
+  return sum;
+}
+
+/* Water-fills the free SMs of a GPU among its running compute tasks and updates their rates. The
+ * loss to SM contention is brought up to date only while communication holds SMs or the interval
+ * before lost something (asked once the chains are up to now: their kernels change the fraction):
+ * a GPU that loses nothing costs one test. */
+void pn__refresh_gpu(Exec *ex, uint32_t gpu)
+{
+  GpuRt *g     = &ex->gpus[gpu];
+  g->dirty     = false;
+  uint32_t n   = g->n_run;
+  double n_sm  = (double)ex->hw->sm_count;
+  double avail = n_sm - (double)g->comm_sms;
+  if (avail < 1.0)
+    avail = 1.0;
+  if (n == 0) {
+    if (lost_due(ex, g, avail))
+      lost_refresh(ex, gpu, 0.0);
+    return;
+  }
+  if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
+    Run *r = &g->run[0];
+    chain_advance(ex, r);
+    double rate = alone_rate(ex, r->task, avail);
+    if (lost_due(ex, g, avail))
+      lost_refresh(ex, gpu, lost_alone(ex, r->task, rate, avail));
+    run_set_rate(ex, r, rate, true, avail);
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    chain_advance(ex, &g->run[i]); /* which kernel of a chain runs decides its sm_limit */
+  if (ex->cap_shares < n) {
+    ex->cap_shares = 2 * n;
+    ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
+  }
+  double rates = fill_rates(ex, g, avail, ex->shares, true);
+  if (lost_due(ex, g, avail))
+    lost_refresh(ex, gpu, avail < n_sm ? 1.0 - rates / fill_rates(ex, g, n_sm, ex->shares, false) : 0.0);
 }
 
 /* ---- completion ---- */

@@ -182,6 +182,7 @@ static void exec_init(Exec *ex, uint32_t n_gpus, const PnHwProfile *hw, const Pn
   ex->n_queues        = (uint32_t)MIN(opt->max_connections, PN_STREAM_N);
   ex->obs             = opt->observer;
   ex->fuse            = !opt->unfused;
+  ex->track_lost      = opt->observer && opt->observer->contention;
   ex->eng             = pn_engine_new(PN_QUEUE_HEAP);
   ex->mm              = pn_maxmin_new();
   ex->gpus            = g_new0(GpuRt, n_gpus ? n_gpus : 1);
@@ -274,6 +275,7 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
       break;
     default:
       r->work = tk->latency_ns;
+      r->cls  = (uint8_t)tk->cls < PN_CLASS_N ? tk->cls : (int8_t)PN_CLASS_NONE;
       if (ex->obs && ex->obs->tag)
         r->tag = ex->obs->tag(ex->obs->ctx, t, tk);
       break;

@@ -833,6 +833,94 @@ START_TEST(test_exec_comm_sms_slow_compute)
 }
 END_TEST
 
+/* What the `contention` callback of an observer reports, per GPU and class; each GPU's intervals
+ * must come in time order without overlapping. open/close are required of an observer: no-ops. */
+typedef struct {
+  double lost_ns[3][PN_CLASS_N];
+  PnTimeNs last_t1[3];
+  int reports;
+} LostObs;
+
+static void lost_obs_open(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
+                          PnTimeNs t)
+{
+}
+
+static void lost_obs_close(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
+                           PnTimeNs start, PnTimeNs t)
+{
+}
+
+static void lost_obs_contention(void *ctx, uint32_t gpu, PnTimeNs t0, PnTimeNs t1, const double lost_ns[PN_CLASS_N])
+{
+  LostObs *o = ctx;
+  ck_assert_int_lt(t0, t1);
+  ck_assert_int_ge(t0, o->last_t1[gpu]);
+  o->last_t1[gpu] = t1;
+  o->reports++;
+  for (int c = 0; c < PN_CLASS_N; c++) {
+    ck_assert(lost_ns[c] >= 0.0);
+    o->lost_ns[gpu][c] += lost_ns[c];
+  }
+}
+
+static LostObs run_lost(const PnGraph *g, const PnHwProfile *hw, PnExecResult *res)
+{
+  LostObs o          = {0};
+  PnExecObserver obs = {.ctx = &o, .open = lost_obs_open, .close = lost_obs_close, .contention = lost_obs_contention};
+  PnExecOptions opt  = {.max_connections = 8, .observer = &obs};
+  ck_assert(pn_exec_run(g, hw, &opt, res, NULL));
+  return o;
+}
+
+/* Compute lost to SM contention (exec_kernels.c), linear curves (s SMs: rate s/132):
+ * (1) GEMM C, 1000 ns of work, beside a TP collective A holding 33 SMs on [0,400] (latency only,
+ *     no bytes) and a DP collective B holding 22 SMs on [200,600] (after a 200 ns delay):
+ *       [0,200)   99 SMs free: rate 0.75, lost 200 * (1 - 0.75) = 50, all TP;
+ *       [200,400) 77 free: rate 7/12, lost 200 * 55/132 = 83.33, split 33:22 -> TP 50, DP 33.33;
+ *       [400,600) 110 free: rate 5/6, lost 200 * 22/132 = 33.33, all DP;
+ *     done by 600: 150 + 116.67 + 166.67 = 433.33, the rest alone: C ends at 600 + 567 = 1167.
+ *     TP 100, DP 66.67, in all 166.67 (= 1166.67 - 1000: a lone kernel loses exactly what it is
+ *     late by).
+ * (2) The same with C held to 66 SMs (sm_limit): 99 or more free all along, it runs at 0.5 as it
+ *     would with every SM free: nothing lost.
+ * (3) Two unlimited GEMMs (1000 ns each, two streams) beside A alone: on [0,400) 49.5 SMs each,
+ *     rate 0.375, against 66 each (0.5) with A's SMs free: the GPU loses 400 * (1 - 0.75 / 1.0) =
+ *     100, all TP (each kernel is 25% slow: counted once for the GPU, not once per kernel). */
+START_TEST(test_exec_lost_to_contention)
+{
+  PnHwProfile hw = test_hw();
+  for (int variant = 0; variant < 3; variant++) {
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    PnTask ct            = compute(0, PN_STREAM_COMPUTE, 1000);
+    if (variant == 1)
+      ct.sms = 66;
+    PnTaskId c = add(g, ct, 0, NULL);
+    if (variant == 2)
+      add(g, compute(0, PN_STREAM_SHARED_EXPERT, 1000), 0, NULL);
+    add(g, comm(0, PN_STREAM_TP_COMM, 33, 400, 0, 0), 0, NULL);
+    if (variant < 2) {
+      add(g, delay(0, PN_STREAM_DP_COMM, 200), 0, NULL);
+      PnTask b = comm(0, PN_STREAM_DP_COMM, 22, 400, 0, 0);
+      b.cls    = PN_CLASS_DP;
+      add(g, b, 0, NULL);
+    }
+    PnExecResult r;
+    LostObs o   = run_lost(g, &hw, &r);
+    double tp[] = {100.0, 0.0, 100.0}, dp[] = {200.0 / 3.0, 0.0, 0.0};
+    ck_assert_double_eq_tol(o.lost_ns[0][PN_CLASS_TP], tp[variant], 1e-9);
+    ck_assert_double_eq_tol(o.lost_ns[0][PN_CLASS_DP], dp[variant], 1e-9);
+    for (int k = 0; k < PN_CLASS_N; k++)
+      if (k != PN_CLASS_TP && k != PN_CLASS_DP)
+        ck_assert_double_eq(o.lost_ns[0][k], 0.0);
+    ck_assert_int_eq(o.reports == 0, variant == 1); /* only intervals that lost something */
+    PnTimeNs end[] = {1167, 1000 * 132 / 66, 2100};
+    ck_assert_int_eq(T(r, c).end_ns, end[variant]);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
 /* sm_limit caps a kernel and the rest goes to the others (water-filling). C1: 1000 ns with
  * sm_limit 32; C2: 1000 ns unlimited, another stream. Fair share 66 > 32, so C1 gets 32 and C2
  * the other 100: C2 rate 100/132 -> ends 1320; C1 stays at 32/132 even alone -> 1000*132/32 =
@@ -1262,6 +1350,7 @@ typedef struct {
   int open_compute[3];
   PnTimeNs since[3], busy_ns[3], last_t;
   uint32_t *closes;
+  LostObs lost;
 } ChainObs;
 
 static void chain_obs_open(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stream, uint8_t kind, uint16_t tag,
@@ -1283,6 +1372,12 @@ static void chain_obs_close(void *ctx, PnTaskId task, uint32_t gpu, uint8_t stre
   o->closes[task]++;
   if (kind == PN_TASK_COMPUTE && --o->open_compute[gpu] == 0)
     o->busy_ns[gpu] += t - o->since[gpu];
+}
+
+static void chain_obs_contention(void *ctx, uint32_t gpu, PnTimeNs t0, PnTimeNs t1, const double lost_ns[PN_CLASS_N])
+{
+  ChainObs *o = ctx;
+  lost_obs_contention(&o->lost, gpu, t0, t1, lost_ns);
 }
 
 /* Appends chain-rich random work to g (3 GPUs) until it has n_target tasks: runs of compute
@@ -1334,9 +1429,9 @@ static void chain_tasks(GRand *rng, PnGraph *g, uint32_t n_target)
 /* Property: on chain-rich random graphs (40 instances x max_connections 1, 2, 8, with calibrated
  * curves, per-shape curves and a launch time), the run with kernel chains gives byte-identical
  * task times to the run without, no more events, and the observer sees the same compute-busy time
- * per GPU, in time order; every task closes once unfused, and a kept task (keep_whole, the
- * iteration ends of sim.c) closes on its own; a kernel of absurd length fails both runs with the
- * same error. */
+ * per GPU, in time order, and the same compute lost to SM contention (up to rounding; never more
+ * than the busy time); every task closes once unfused, and a kept task (keep_whole, the iteration
+ * ends of sim.c) closes on its own; a kernel of absurd length fails both runs with the same error. */
 START_TEST(test_exec_chains_match_unfused)
 {
   PnHwProfile hw      = test_hw();
@@ -1350,6 +1445,7 @@ START_TEST(test_exec_chains_match_unfused)
   hw.n_shape_contention    = 1;
   GRand *rng               = g_rand_new_with_seed(4242);
   uint64_t fused_events = 0, unfused_events = 0;
+  double lost_total = 0.0;
   for (int inst = 0; inst < 40; inst++) {
     g_autoptr(PnGraph) g = pn_graph_new(3);
     chain_tasks(rng, g, 600);
@@ -1361,9 +1457,10 @@ START_TEST(test_exec_chains_match_unfused)
       PnTaskId keep = (PnTaskId)g_rand_int_range(rng, 0, (gint32)n);
       for (int u = 0; u < 2; u++) {
         o[u]               = (ChainObs){.closes = g_new0(uint32_t, n)};
-        PnExecObserver obs = {.ctx = &o[u], .open = chain_obs_open, .close = chain_obs_close};
-        PnExecOptions opt  = {
-             .max_connections = conns[ci], .observer = &obs, .unfused = u == 1, .keep_whole = &keep, .n_keep_whole = 1};
+        PnExecObserver obs = {
+            .ctx = &o[u], .open = chain_obs_open, .close = chain_obs_close, .contention = chain_obs_contention};
+        PnExecOptions opt = {
+            .max_connections = conns[ci], .observer = &obs, .unfused = u == 1, .keep_whole = &keep, .n_keep_whole = 1};
         g_autoptr(GError) e = NULL;
         ck_assert_msg(pn_exec_run(g, &hw, &opt, &r[u], &e), "%s", e ? e->message : "?");
       }
@@ -1375,6 +1472,13 @@ START_TEST(test_exec_chains_match_unfused)
       for (int gpu = 0; gpu < 3; gpu++) {
         ck_assert_int_eq(o[0].open_compute[gpu], 0);
         ck_assert_int_eq(o[0].busy_ns[gpu], o[1].busy_ns[gpu]);
+        double lost[2] = {0.0, 0.0};
+        for (int u = 0; u < 2; u++)
+          for (int c = 0; c < PN_CLASS_N; c++)
+            lost[u] += o[u].lost.lost_ns[gpu][c];
+        ck_assert_double_eq_tol(lost[0], lost[1], 1e-9 * fmax(1.0, lost[1]));
+        ck_assert(lost[0] <= (double)o[0].busy_ns[gpu] + 1e-6);
+        lost_total += lost[0];
       }
       for (PnTaskId t = 0; t < n; t++) {
         ck_assert_uint_eq(o[1].closes[t], 1);
@@ -1388,6 +1492,7 @@ START_TEST(test_exec_chains_match_unfused)
     }
   }
   ck_assert_uint_lt(fused_events, unfused_events); /* chains happened */
+  ck_assert(lost_total > 0.0);                     /* and so did SM contention */
   /* absurd: the second kernel of a chain would end after the horizon */
   g_autoptr(PnGraph) g = pn_graph_new(1);
   add(g, compute(0, PN_STREAM_COMPUTE, 10), 0, NULL);
@@ -1560,6 +1665,7 @@ static Suite *hw_suite(void)
   TC("exec_max_connections", test_exec_max_connections);
   TC("exec_queue_dispatch_not_end", test_exec_queue_dispatch_not_end);
   TC("exec_comm_sms", test_exec_comm_sms_slow_compute);
+  TC("exec_lost_to_contention", test_exec_lost_to_contention);
   TC("exec_sm_limit", test_exec_sm_limit);
   TC("exec_comm_bandwidth", test_exec_comm_bandwidth);
   TC("exec_p2p_pair", test_exec_p2p_pair);
