@@ -7,6 +7,17 @@
  * classes in flight), and bubble is the rest. Per-GPU figures are averaged over stages (each
  * stage stands for the same number of GPUs). total_comm is the summed duration of the
  * communication tasks of a class (latency included), averaged over stages.
+ *
+ * Compute lost to SM contention (contention_s), a part of compute_busy: what overlapping
+ * communication costs the compute it hides behind. Over each interval in which a GPU's kernel rates
+ * are constant, its compute kernels run at rates r_i and would run at f_i had the SMs held by
+ * communication kernels been free (all sm_count SMs water-filled among the same kernels); the time
+ * lost is dt * (1 - sum r_i / sum f_i), which for one kernel is dt * (1 - r / f): the work it did
+ * not do, converted to time at the free rate (hw/exec_kernels.c). It is split among the classes of
+ * the communication tasks holding SMs in that interval, in proportion to the SMs each holds,
+ * clipped to the window like the rest, and averaged over stages; per GPU it never exceeds
+ * compute_busy. It lies inside compute_busy, so it is no term of the identity above: an overlap
+ * that hides communication can still lengthen the step through it.
  */
 #ifndef PN_SIM_RESULT_H
 #define PN_SIM_RESULT_H
@@ -22,7 +33,8 @@ typedef struct {
   double bubble_s;
   double exposed_comm_s[PN_CLASS_N];
   double total_comm_s[PN_CLASS_N];
-  double end_s; /* when this stage finished the iteration */
+  double contention_s[PN_CLASS_N]; /* compute lost to SM contention, by the class holding the SMs */
+  double end_s;                    /* when this stage finished the iteration */
 } PnStageStats;
 
 /* One kind of communication operation (a task label: "dp_grad_reduce_scatter", "fc1_dgrad_ag",
@@ -54,6 +66,7 @@ typedef struct {
   double mfu;                  /* model_tflops / dense peak of the precision used */
   double exposed_comm_s[PN_CLASS_N];
   double total_comm_s[PN_CLASS_N];
+  double contention_s[PN_CLASS_N]; /* compute lost to SM contention (see above), part of compute_s */
   double bubble_s;
   double compute_s;
   PnMemoryEstimate memory;

@@ -19,7 +19,8 @@
  * share split among its ops in flight by their task counts), else to idle. The reported window
  * [w0, w1] is the last iteration: w0 is the moment the last GPU finishes the iteration before
  * (nothing before it is charged), w1 the moment the last GPU finishes the last one (nothing
- * after it). A task counts when it ends after w0 and starts before w1, clipped to the window. */
+ * after it). A task counts when it ends after w0 and starts before w1, clipped to the window.
+ * The compute lost to SM contention comes from the executor by interval, clipped the same way. */
 
 #define PN_MAX_OPS 256
 
@@ -101,6 +102,7 @@ typedef struct {
   PnOpenComm open[PN_STREAM_N];
   double compute_ns, idle_ns, exposed_ns[PN_CLASS_N];
   double total_comm_ns[PN_CLASS_N];
+  double contention_ns[PN_CLASS_N];
   double op_exposed_ns[PN_MAX_OPS];
   PnTimeNs end_ns; /* latest end of a counted task, -1 none */
 } PnAcctGpu;
@@ -174,6 +176,22 @@ static void acct_open(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uint
   if (g->active[oc->cls]++ == 0)
     g->n_cls++;
   ops_in_flight_add(&g->ops, oc->op, +1);
+}
+
+/* Compute lost to SM contention (result.h) over [t0, t1], at a constant rate: the part inside the
+ * window. The executor reports an interval once it has ended, so one reported before the window
+ * opened lies before it. */
+static void acct_contention(void *ctx, uint32_t gpu, PnTimeNs t0, PnTimeNs t1, const double lost_ns[PN_CLASS_N])
+{
+  PnAcct *ac = ctx;
+  if (ac->w0 == PN_TIME_NEVER)
+    return;
+  PnTimeNs a = t0 < ac->w0 ? ac->w0 : t0, b = ac->w1 != PN_TIME_NEVER && t1 > ac->w1 ? ac->w1 : t1;
+  if (b <= a)
+    return;
+  double part = (double)(b - a) / (double)(t1 - t0);
+  for (int c = 0; c < PN_CLASS_N; c++)
+    ac->gpu[gpu].contention_ns[c] += lost_ns[c] * part;
 }
 
 /* The window opens (w0) or closes (w1) when the last GPU finishes an iteration. */
@@ -298,6 +316,7 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
     for (int c = 0; c < PN_CLASS_N; c++) {
       st->exposed_comm_s[c] = ag->exposed_ns[c] * 1e-9;
       st->total_comm_s[c]   = ag->total_comm_ns[c] * 1e-9;
+      st->contention_s[c]   = ag->contention_ns[c] * 1e-9;
     }
     for (int o = 0; o < ac->ops.n; o++)
       op_exposed[o] += ag->op_exposed_ns[o] * 1e-9;
@@ -306,6 +325,7 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
     for (int c = 0; c < PN_CLASS_N; c++) {
       r->exposed_comm_s[c] += st->exposed_comm_s[c] / n_gpus;
       r->total_comm_s[c] += st->total_comm_s[c] / n_gpus;
+      r->contention_s[c] += st->contention_s[c] / n_gpus;
     }
   }
   for (int o = 0; o < ac->ops.n; o++) {
@@ -391,9 +411,10 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
-  PnExecObserver obs = {.ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close};
-  PnExecOptions eo   = {.max_connections = plan.max_connections, .observer = &obs, .unfused = opt && opt->unfused};
-  PnBuildInfo info   = {0};
+  PnExecObserver obs = {
+      .ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close, .contention = acct_contention};
+  PnExecOptions eo = {.max_connections = plan.max_connections, .observer = &obs, .unfused = opt && opt->unfused};
+  PnBuildInfo info = {0};
   if (!pn_sched_build(sc, &plan, g, &info, error)) {
     acct_clear(&ac);
     pn_build_info_clear(&info);
