@@ -40,6 +40,24 @@ static void classes_json(PnJsonWriter *w, const char *key, const double v[PN_CLA
   pn_jsonw_end(w);
 }
 
+static double classes_sum(const double v[PN_CLASS_N])
+{
+  double sum = 0.0;
+  for (int c = 0; c < PN_CLASS_N; c++)
+    sum += v[c];
+  return sum;
+}
+
+/* The compute lost to SM contention: by class, then the total. */
+static void contention_json(PnJsonWriter *w, const double v[PN_CLASS_N])
+{
+  pn_jsonw_object(w, "sm_contention_s", PN_JSONW_BLOCK);
+  for (int c = 0; c < PN_CLASS_N; c++)
+    pn_jsonw_double(w, class_names[c], v[c]);
+  pn_jsonw_double(w, "total", classes_sum(v));
+  pn_jsonw_end(w);
+}
+
 /* "default" for Transformer Engine's own userbuffers configuration, NULL without TP overlap */
 static const char *ub_preset(const PnScenario *sc, const PnPlan *plan)
 {
@@ -126,6 +144,7 @@ static void summary_json(PnJsonWriter *w, const PnScenario *sc, const PnResult *
   pn_jsonw_double(w, "mfu", r->mfu);
   classes_json(w, "exposed_comm_s", r->exposed_comm_s);
   classes_json(w, "total_comm_s", r->total_comm_s);
+  contention_json(w, r->contention_s);
   pn_jsonw_double(w, "bubble_s", r->bubble_s);
   pn_jsonw_double(w, "compute_s", r->compute_s);
   pn_jsonw_double(w, "memory_gib_per_gpu", r->memory.total_gib);
@@ -167,6 +186,7 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOpti
     pn_jsonw_double(w, "bubble_s", st->bubble_s);
     classes_json(w, "exposed_comm_s", st->exposed_comm_s);
     classes_json(w, "total_comm_s", st->total_comm_s);
+    contention_json(w, st->contention_s);
     pn_jsonw_double(w, "end_s", st->end_s);
     pn_jsonw_end(w);
   }
@@ -231,6 +251,28 @@ static Num hidden_pct(double total, double exposed)
   return n;
 }
 
+/* "compute lost to SM contention  0.3120 s  (tp 0.2980, dp 0.0140)": the classes that lost any,
+ * most first; no line at all when none did. */
+static void contention_text(GString *o, const double v[PN_CLASS_N])
+{
+  double total = classes_sum(v);
+  if (!(total > 0.0))
+    return;
+  int order[PN_CLASS_N], n = 0;
+  for (int c = 0; c < PN_CLASS_N; c++) {
+    if (!(v[c] > 0.0))
+      continue;
+    int i = n++;
+    for (; i > 0 && v[order[i - 1]] < v[c]; i--) /* by value, descending; ties in class order */
+      order[i] = order[i - 1];
+    order[i] = c;
+  }
+  g_string_append_printf(o, "compute lost to SM contention  %s s  (", fmt("%.4f", total).s);
+  for (int i = 0; i < n; i++)
+    g_string_append_printf(o, "%s%s %s", i ? ", " : "", class_names[order[i]], fmt("%.4f", v[order[i]]).s);
+  g_string_append(o, ")\n");
+}
+
 char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOptions *opt)
 {
   g_return_val_if_fail(sc != NULL && r != NULL, NULL);
@@ -269,6 +311,7 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
   }
   g_string_append_printf(o, "  %-12s %12s %12s %9s\n", "all", fmt("%.4f", tot_all).s, fmt("%.4f", exp_all).s,
                          hidden_pct(tot_all, exp_all).s);
+  contention_text(o, r->contention_s);
   g_string_append_printf(o, "%-14s %12s s\n", "bubble", fmt("%.4f", r->bubble_s).s);
   g_string_append_printf(o, "%-14s %12s s\n\n", "compute", fmt("%.4f", r->compute_s).s);
 

@@ -6,18 +6,21 @@
  * output (text too). The run's own metadata is written only with PnReportOptions.timing
  * (`--timing`; "simulator" then gains events and wall_s): the wall-clock time varies from run to
  * run, and the engine's event count with the engine's implementation (its kernel chains change
- * it, not the result). Keys (schema_version 1):
+ * it, not the result). Keys (schema_version 1; a key added changes no schema_version, one removed or
+ * changed in meaning does):
  *   schema_version, penumbra {version, commit}, then the summary:
  *     scenario {name, model, profile, num_gpus, tp, pp, vpp, cp, ep, dp, sequence_parallel,
  *     micro_batch_size, global_batch_size, num_microbatches, seq_length, precision},
  *     hardware {name, gpu}, iteration_time_s, tokens_per_s_per_gpu, model_tflops_per_gpu, mfu,
- *     exposed_comm_s {dp, tp, pp, cp, ep}, total_comm_s {dp, tp, pp, cp, ep}, bubble_s, compute_s,
+ *     exposed_comm_s {dp, tp, pp, cp, ep}, total_comm_s {dp, tp, pp, cp, ep}, sm_contention_s {dp,
+ *     tp, pp, cp, ep, total} (the compute lost to SM contention, sim/result.h), bubble_s, compute_s,
  *     memory_gib_per_gpu (= memory.total_gib), hbm_gib_per_gpu, fits_in_hbm, memory {weights_gib,
  *     gradients_gib, optimizer_gib, activations_gib, other_gib, total_gib}, overlap {strategies
  *     [{name, applies, on}], bucket_size, align_param_gather, batch_p2p_comm, cp_comm_type,
  *     max_connections, tp_comm_overlap_cfg},
  *   then model_flops_per_iteration, tokens_per_iteration, iterations, iteration_times_s [..],
- *   stages [{stage, compute_s, bubble_s, exposed_comm_s {..}, total_comm_s {..}, end_s}],
+ *   stages [{stage, compute_s, bubble_s, exposed_comm_s {..}, total_comm_s {..}, sm_contention_s {..},
+ *   end_s}],
  *   comm_ops [{op, class, total_s, exposed_s}], simulator {tasks, cost_fallbacks},
  *   warnings [..].
  * scenario.name is the scenario file's name without directory and ".json"; hardware.name the
@@ -28,7 +31,8 @@
  * userbuffers preset, "default" for Transformer Engine's defaults, null without TP overlap).
  *
  * Text: a headline (iteration time, tokens/s/GPU, TFLOP/s/GPU, MFU), communication per class
- * (total, exposed, hidden %), bubble and compute, the memory breakdown, one row per pipeline
+ * (total, exposed, hidden %), the compute lost to SM contention with the classes that caused it
+ * (a line only where there is any), bubble and compute, the memory breakdown, one row per pipeline
  * stage, the simulator's counters (with timing its events and wall time too), then each warning
  * on a line "warning: ...".
  *
