@@ -21,11 +21,11 @@
 #include "overlap/strategy.h"
 #include "sim/sim.h"
 
-static double total_exposed(const PnResult *r)
+static double all_classes(const double v[PN_CLASS_N])
 {
   double e = 0.0;
   for (int c = 0; c < PN_CLASS_N; c++)
-    e += r->exposed_comm_s[c];
+    e += v[c];
   return e;
 }
 
@@ -115,7 +115,8 @@ int pn__cli_what_if(const char *path, char **sets, int n_sets, const PnScenario 
         return pn__cli_fail(error);
       }
       row->iteration_time_s[v] = r ? r->iteration_time_s : (double)NAN;
-      row->exposed_comm_s[v]   = r ? total_exposed(r) : (double)NAN;
+      row->exposed_comm_s[v]   = r ? all_classes(r->exposed_comm_s) : (double)NAN;
+      row->contention_s[v]     = r ? all_classes(r->contention_s) : (double)NAN;
     }
   }
   progress(tty, 0, 0, NULL, NULL);

@@ -39,11 +39,13 @@
  * What-if (`penumbra run --what-if`): the overlap knobs that apply, each simulated off and on.
  * Text: a line with the baseline's iteration time and exposed communication, then one row per
  * knob (now on or off, the two iteration times, on - off for the time and for the exposed
- * communication); a direction the frameworks refuse shows "-" and is followed by a line
+ * communication), followed, where the knob changes the compute lost to SM contention (as shown,
+ * to 4 decimals), by a line "  compute lost to SM contention: off X s, on Y s (on-off D)"; a
+ * direction the frameworks refuse shows "-" and is followed by a line
  * "  <off|on> refused: <reason>". JSON: an object {schema_version, penumbra, baseline (the run
  * report's summary), knobs [..]}, the knobs one-line objects {knob, now, off_s, on_s,
- * exposed_off_s, exposed_on_s, off_refused, on_refused}, the times of a refused direction null
- * and its *_refused the reason (null when it ran).
+ * exposed_off_s, exposed_on_s, sm_contention_off_s, sm_contention_on_s, off_refused, on_refused},
+ * the times of a refused direction null and its *_refused the reason (null when it ran).
  *
  * All only read their arguments; the caller g_free()s the returned string. Cost: linear in
  * stages, iterations, warnings and knobs.
@@ -75,6 +77,7 @@ typedef struct {
   bool now;         /* the baseline's resolved plan runs it */
   double iteration_time_s[2];
   double exposed_comm_s[2]; /* all classes */
+  double contention_s[2];   /* compute lost to SM contention, all classes (sim/result.h) */
   char *refused[2];         /* NULL when simulated */
 } PnWhatIfKnob;
 

@@ -75,12 +75,16 @@ else
   echo "(script(1) not found: progress on a terminal not checked)"
 fi
 
-# Every row is a knob with a time or "-" per direction; a "-" comes with its refusal line.
+# Every row is a knob with a time or "-" per direction; a "-" comes with its refusal line; a knob
+# that changes the compute lost to SM contention has a line saying by how much, under its row.
 check_table() { # label, what-if text
   awk -v what="$1" '
     function unexplained() { return want["off"] || want["on"] }
     NR <= 2 { next }
     /^  (off|on) refused: ./ { if (!want[$1]) { bad = "a refusal for a direction that ran: " $0; exit } want[$1] = 0; next }
+    /^  compute lost to SM contention: off [0-9.]+ s, on [0-9.]+ s \(on-off [-+][0-9.]+\)$/ {
+      if (prev == "" || unexplained()) { bad = "an SM contention line out of place: " $0; exit } next
+    }
     {
       if (unexplained()) { bad = "a refused direction without its reason: " prev; exit }
       off = $(NF - 3); on = $(NF - 2)
