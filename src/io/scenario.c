@@ -231,7 +231,9 @@ static bool field_settable(const PnField *f)
   case PN_FIELD_TRI:
   case PN_FIELD_ENUM:
   case PN_FIELD_ENUM_NULL:
-    return f->size <= 8;
+  case PN_FIELD_STRING:
+  case PN_FIELD_STRING_NULL:
+    return f->size <= PN_SCENARIO_VALUE_MAX;
   default:
     return false;
   }
@@ -275,7 +277,8 @@ gboolean pn_scenario_field_find(const char *name, const char *display, PnScenari
     return FALSE;
   }
   if (!field_settable(f)) {
-    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, NULL, "%s cannot be varied (only numbers, booleans and names can)", q);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, NULL,
+                "%s cannot be varied (only numbers, booleans, names and strings can)", q);
     return FALSE;
   }
   g_snprintf(out->name, sizeof out->name, "%s.%s", s->key, f->key);
@@ -320,6 +323,17 @@ void pn_scenario_field_get(const PnScenarioField *f, const PnScenario *sc, PnSce
   const void *p = out->bytes;
   int64_t iv    = f->size == sizeof(int64_t) ? *(const int64_t *)p : f->size == sizeof(int) ? *(const int *)p : 0;
   switch (fd->kind) {
+  case PN_FIELD_STRING:
+  case PN_FIELD_STRING_NULL: {
+    const char *str = (const char *)out->bytes;
+    if (fd->kind == PN_FIELD_STRING_NULL && str[0] == '\0') {
+      g_strlcpy(out->text, "null", sizeof out->text);
+    } else {
+      g_autofree char *esc = g_strescape(str, NULL);
+      g_snprintf(out->text, sizeof out->text, "\"%s\"", esc);
+    }
+    break;
+  }
   case PN_FIELD_BOOL:
   case PN_FIELD_BOOL01:
     g_strlcpy(out->text, *(const bool *)p ? "true" : "false", sizeof out->text);

@@ -56,22 +56,24 @@ const char **pn_scenario_section_keys(const char *section);
 
 /* ---- one field of a scenario, set without JSON: what a sweep varies ---- */
 
-/* An integer, boolean, tri-state or enum key of a scenario section, by its dotted name. */
+#define PN_SCENARIO_VALUE_MAX 96 /* bytes: the longest settable value (a userbuffers preset name) */
+
+/* An integer, boolean, tri-state, enum or string key of a scenario section, by its dotted name. */
 typedef struct {
   char name[96];  /* "parallel.tensor_model_parallel_size" */
   size_t offset;  /* of the value in PnScenario */
-  size_t size;    /* of the value, at most 8 bytes */
-  bool enum_like; /* booleans, tri-states and enums: the value is a name, not a magnitude */
+  size_t size;    /* of the value, at most PN_SCENARIO_VALUE_MAX bytes */
+  bool enum_like; /* booleans, tri-states, enums and strings: the value is a name, not a magnitude */
 } PnScenarioField;
 
 /* One value of a field, converted and range-checked as the loader does. */
 typedef struct {
-  unsigned char bytes[8]; /* as stored in PnScenario */
-  char text[40];          /* as a user writes it in JSON ("4", "true", "null", "\"selective\"") */
+  unsigned char bytes[PN_SCENARIO_VALUE_MAX]; /* as stored in PnScenario */
+  char text[PN_SCENARIO_VALUE_MAX + 16];      /* as a user writes it in JSON ("4", "true", "null", "\"selective\"") */
 } PnScenarioValue;
 
 /* Finds `name`: "section.key" or a bare key that only one section has. Unknown names get a
- * did-you-mean; string, list and model keys cannot be set this way. `display` prefixes errors
+ * did-you-mean; list and model keys cannot be set this way. `display` prefixes errors
  * (an option such as "--vary", or a file). */
 gboolean pn_scenario_field_find(const char *name, const char *display, PnScenarioField *out, GError **error);
 /* Converts `text` (JSON if it parses as JSON, otherwise a bare string, as --set does). */

@@ -140,7 +140,7 @@ static void layout_text(GString *s, const PnSweepSpec *spec, const PnSweepRow *r
       {"parallel.expert_model_parallel_size", "EP"},
       {"training.micro_batch_size", "MBS"},
   };
-  char buf[48];
+  char buf[PN_SCENARIO_VALUE_MAX + 16];
   for (guint a = 0; a < spec->axes->len; a++) {
     const PnSweepAxis *ax    = g_ptr_array_index(spec->axes, a);
     const PnScenarioValue *v = pn_sweep_value(spec, a, row->index);
@@ -205,7 +205,7 @@ static void text_effects(GString *s, const PnSweepSpec *spec, const PnSweepResul
   if (n == 0)
     return;
   g_string_append(s, "axes by effect (spread of the best TFLOP/s/GPU over each axis's values; best value):\n");
-  char buf[48];
+  char buf[PN_SCENARIO_VALUE_MAX + 16];
   for (guint i = 0; i < n; i++)
     g_string_append_printf(s, "  %-40s %7.1f   %s\n", axis_name(spec, eff[i].axis), eff[i].spread,
                            value_text(eff[i].best_value, buf, sizeof buf));
@@ -276,7 +276,7 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
   for (int c = 0; c < PN_CLASS_N; c++)
     g_string_append_printf(s, ",exposed_%s_s", pn_comm_class_name((PnCommClass)c));
   g_string_append(s, ",bubble_s,compute_s,within_error,megatron_args,error\n");
-  char buf[48];
+  char buf[PN_SCENARIO_VALUE_MAX + 16];
   for (guint k = 0; k < r->rows->len; k++) {
     const PnSweepRow *row = &g_array_index(r->rows, PnSweepRow, k);
     g_string_append_printf(s, "%u,%" G_GUINT64_FORMAT, k + 1, row->index);
@@ -307,7 +307,7 @@ uint64_t pn_sweep_write_rejected(const PnSweepSpec *spec, PnSweepSink sink, gpoi
     g_string_append_printf(s, ",%s", ((const PnSweepAxis *)g_ptr_array_index(spec->axes, a))->field.name);
   g_string_append(s, ",verdict,reason\n");
   uint64_t n = pn_sweep_size(spec), written = 0;
-  char buf[48], why[512];
+  char buf[PN_SCENARIO_VALUE_MAX + 16], why[512];
   for (uint64_t i = 0; i < n; i++) {
     PnRule rule;
     double over            = 0.0;
@@ -339,7 +339,7 @@ static void json_space(PnJsonWriter *w, const PnSweepSpec *spec, const PnSweepRe
 {
   pn_jsonw_object(w, "space", PN_JSONW_BLOCK);
   pn_jsonw_array(w, "axes", PN_JSONW_BLOCK);
-  char buf[48];
+  char buf[PN_SCENARIO_VALUE_MAX + 16];
   for (guint a = 0; a < spec->axes->len; a++) {
     const PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
     pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
@@ -383,7 +383,7 @@ static void json_row(PnJsonWriter *w, const PnSweepSpec *spec, const PnSweepResu
                      const PnSweepReportOptions *o)
 {
   const PnSweepRow *row = &g_array_index(r->rows, PnSweepRow, k);
-  char buf[48];
+  char buf[PN_SCENARIO_VALUE_MAX + 16];
   pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
   pn_jsonw_uint(w, "rank", k + 1);
   pn_jsonw_uint(w, "index", row->index);
@@ -447,7 +447,7 @@ char *pn_sweep_json(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwe
   g_autofree PnSweepAxisEffect *eff = g_new0(PnSweepAxisEffect, MAX(spec->axes->len, 1));
   guint n_eff                       = pn_sweep_axis_effects(spec, r, eff);
   pn_jsonw_array(w, "axis_effects", PN_JSONW_BLOCK);
-  char buf[48];
+  char buf[PN_SCENARIO_VALUE_MAX + 16];
   for (guint i = 0; i < n_eff; i++) {
     pn_jsonw_object(w, NULL, PN_JSONW_INLINE);
     pn_jsonw_string(w, "key", ((const PnSweepAxis *)g_ptr_array_index(spec->axes, eff[i].axis))->field.name);

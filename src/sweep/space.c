@@ -210,8 +210,14 @@ gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError
   for (guint i = 0; o->entries != NULL && i < o->entries->len; i++)
     if (!user_axis(spec, o->entries->pdata[i], error))
       return FALSE;
-  spec->sp_follows_tp  = o->layout && axis_find(spec, "parallel.sequence_parallel") == NULL;
-  spec->etp_follows_tp = o->layout && axis_find(spec, "parallel.expert_tensor_parallel_size") == NULL;
+  /* A scenario whose values are what following tp gives (Megatron-Bridge's defaults) keeps
+   * following it when an axis moves tp: the loader resolved them, so "unset" is not visible. */
+  const PnParallelConfig *bp = &spec->base->parallel;
+  int64_t btp                = bp->tensor_model_parallel_size;
+  spec->sp_follows_tp =
+      axis_find(spec, "parallel.sequence_parallel") == NULL && (o->layout || bp->sequence_parallel == (btp > 1));
+  spec->etp_follows_tp = axis_find(spec, "parallel.expert_tensor_parallel_size") == NULL &&
+                         (o->layout || bp->expert_tensor_parallel_size == btp);
   base_position(spec);
   return TRUE;
 }

@@ -37,8 +37,9 @@ typedef struct {
 typedef struct {
   const PnScenario *base; /* borrowed: loaded and validated; every candidate is a copy with the axes set */
   GPtrArray *axes;        /* of PnSweepAxis*, owned; the last varies fastest */
-  /* Megatron-Bridge's defaults that follow the tensor size, unless an axis sets the key:
-   * sequence_parallel = tp > 1, expert_tensor_parallel_size = tp. */
+  /* Megatron-Bridge's defaults that follow the tensor size, unless an axis sets the key or the
+   * base scenario's value differs from what following gives: sequence_parallel = tp > 1,
+   * expert_tensor_parallel_size = tp. */
   bool sp_follows_tp, etp_follows_tp;
   /* The base's own layout, when every axis holds the base's value (space.c): its index. */
   bool base_in_space;
