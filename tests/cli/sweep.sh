@@ -43,6 +43,18 @@ PY
 cmp "$tmp/j1.csv" "$tmp/j2.csv" || { echo "FAIL: -j 1 and -j 2 CSVs differ"; exit 1; }
 cmp <(grep -v '"commit"' "$tmp/j1.json") <(grep -v '"commit"' "$tmp/j2.json") || { echo "FAIL: -j 1 and -j 2 JSON differ"; exit 1; }
 
+# a scenario file: only the given axes vary; moving tp keeps sequence_parallel and the expert
+# tensor size following it (no layout refused for expert parallelism on a dense model), and a
+# string key (a userbuffers preset) is an axis like any other
+"$bin" sweep scenarios/llama3-8b-h100-8gpu.json --vary parallel.tensor_model_parallel_size=1,2 \
+  --vary parallel.context_parallel_size=1 --vary comm_overlap.tp_comm_overlap_cfg=null,userbuffers_bf16_h100_h8192_tp4_mbs1_seqlen8192 \
+  -j 2 --json "$tmp/file.json" >/dev/null
+python3 - "$tmp/file.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["counts"]
+assert c["candidates"] == 4 and c["rejected"] == 0, c
+PY
+
 # Ctrl-C: what is done is written, and said; exit 130
 set +e
 timeout --preserve-status -s INT 3 "$bin" sweep --model llama3-70b --gpus 64 --seq-length 8192 \
