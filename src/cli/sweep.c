@@ -274,6 +274,9 @@ static int nothing_accepted(const PnSweepResult *r)
 
 static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
 {
+  /* first of all: a Ctrl-C while the base loads must not kill the process before the handler */
+  struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
+  sigaction(SIGINT, &sa, NULL);
   g_autoptr(GError) error = NULL;
   if (argc > 2 || (argc == 2 && a->model != NULL)) {
     fprintf(stderr, "penumbra sweep: give one scenario file or --model, not both (see --help)\n");
@@ -300,8 +303,6 @@ static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
     fprintf(stderr, "penumbra sweep: the space has more than 2^62 candidates: fix some axes\n");
     return 2;
   }
-  struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
-  sigaction(SIGINT, &sa, NULL);
 
   g_autoptr(PnSweepResult) r = pn_sweep_result_new();
   run_pass(&spec, r, false, rank == 0);

@@ -57,7 +57,7 @@ PY
 
 # Ctrl-C: what is done is written, and said; exit 130
 set +e
-timeout --preserve-status -s INT 3 "$bin" sweep --model llama3-70b --gpus 64 --seq-length 8192 \
+timeout --preserve-status -s INT 5 "$bin" sweep --model llama3-70b --gpus 64 --seq-length 8192 \
   --global-batch-size 256 -j 1 --exact --csv "$tmp/int.csv" >/dev/null 2>"$tmp/int.err"
 rc=$?
 set -e
