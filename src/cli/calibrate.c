@@ -225,9 +225,10 @@ int pn__cli_calibrate(int argc, char **argv)
   double tol_pct = 5.0;
   if (tol_s && !pn__cli_number(cmd, "--tolerance", tol_s, DBL_TRUE_MIN, DBL_MAX, false, "a percentage > 0", &tol_pct))
     return 2;
-  if (date && !pn_hw_profile_date_ok(date))
-    return pn__cli_bad(cmd, "--date", "expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31, got \"%.20s\"",
-                       date);
+  if (date && !pn_hw_profile_date_ok(date)) {
+    g_autofree char *q = pn_io_quote(date);
+    return pn__cli_bad(cmd, "--date", "expected a calendar day YYYY-MM-DD from 2000-01-01 to 2099-12-31, got %s", q);
+  }
   if (!pn__cli_stdout_once(cmd, "--plot-data", plot, NULL) || !pn__cli_check_output(cmd, "--output", output) ||
       !pn__cli_check_output(cmd, "--plot-data", plot))
     return 2;

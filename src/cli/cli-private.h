@@ -130,8 +130,8 @@ static inline bool pn__cli_number(const char *cmd, const char *option, const cha
     *out = v;
     return true;
   }
-  g_autofree char *q = g_strescape(text, NULL);
-  pn__cli_bad(cmd, option, "expected %s, got \"%s\"", expected, q);
+  g_autofree char *q = pn_io_quote(text);
+  pn__cli_bad(cmd, option, "expected %s, got %s", expected, q);
   return false;
 }
 
@@ -159,8 +159,8 @@ static inline bool pn__cli_bytes(const char *cmd, const char *option, const char
     *out = (guint64)(v * scale);
     return true;
   }
-  g_autofree char *q = g_strescape(text, NULL);
-  pn__cli_bad(cmd, option, "expected a size in bytes, or with a unit (KiB, MiB, GiB), e.g. 512MiB, got \"%s\"", q);
+  g_autofree char *q = pn_io_quote(text);
+  pn__cli_bad(cmd, option, "expected a size in bytes, or with a unit (KiB, MiB, GiB), e.g. 512MiB, got %s", q);
   return false;
 }
 

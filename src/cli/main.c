@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli-private.h"
+#include "io/file.h"
 #include "pn_version.h" /* generated at build time (cmake/version.cmake) */
 
 typedef struct {
@@ -48,6 +49,7 @@ int main(int argc, char **argv)
       argv[1]               = prog;
       return commands[i].fn(argc - 1, argv + 1);
     }
-  fprintf(stderr, "penumbra: unknown command \"%s\" (penumbra --help lists the commands)\n", argv[1]);
+  g_autofree char *q = pn_io_quote(argv[1]);
+  fprintf(stderr, "penumbra: unknown command %s (penumbra --help lists the commands)\n", q);
   return 2;
 }

@@ -19,8 +19,8 @@ static bool parse_window(const char *cmd, const char *text, PnTraceOptions *to)
     to->end_ns   = (PnTimeNs)llround(end_ms * 1e6);
     return true;
   }
-  g_autofree char *q = g_strescape(text, NULL);
-  pn__cli_bad(cmd, "--trace-window", "expected START_MS:END_MS, milliseconds with 0 <= START < END, got \"%s\"", q);
+  g_autofree char *q = pn_io_quote(text);
+  pn__cli_bad(cmd, "--trace-window", "expected START_MS:END_MS, milliseconds with 0 <= START < END, got %s", q);
   return false;
 }
 
@@ -95,8 +95,10 @@ int pn__cli_run(int argc, char **argv)
   bool json = false;
   if (format && strcmp(format, "json") == 0)
     json = true;
-  else if (format && strcmp(format, "text") != 0)
-    return pn__cli_bad(cmd, "--format", "expected \"text\" or \"json\", got \"%s\"", format);
+  else if (format && strcmp(format, "text") != 0) {
+    g_autofree char *q = pn_io_quote(format);
+    return pn__cli_bad(cmd, "--format", "expected \"text\" or \"json\", got %s", q);
+  }
   if (timing && whatif)
     return pn__cli_bad(cmd, "--timing", "the what-if report has no timing (time the command instead)");
   double iterations = 0.0;

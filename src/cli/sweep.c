@@ -245,8 +245,8 @@ static gboolean check_options(const SweepArgs *a, GError **error)
     return FALSE;
   }
   if (strcmp(a->precision, "bf16") != 0 && strcmp(a->precision, "fp8") != 0) {
-    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "--precision: expected bf16 or fp8, got \"%.20s\"",
-                a->precision);
+    g_autofree char *q = pn_io_quote(a->precision);
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "--precision: expected bf16 or fp8, got %s", q);
     return FALSE;
   }
   return TRUE;

@@ -72,8 +72,10 @@ int pn__cli_validate(int argc, char **argv)
     return 2;
   }
   bool json = format && strcmp(format, "json") == 0;
-  if (format && !json && strcmp(format, "text") != 0)
-    return pn__cli_bad(cmd, "--format", "expected \"text\" or \"json\", got \"%s\"", format);
+  if (format && !json && strcmp(format, "text") != 0) {
+    g_autofree char *q = pn_io_quote(format);
+    return pn__cli_bad(cmd, "--format", "expected \"text\" or \"json\", got %s", q);
+  }
   double max_mape = 0.0; /* 0: no check */
   if (max_mape_s &&
       !pn__cli_number(cmd, "--max-mape", max_mape_s, DBL_TRUE_MIN, DBL_MAX, false, "a percentage > 0", &max_mape))

@@ -25,6 +25,10 @@ typedef enum {
 
 GQuark pn_io_error_quark(void);
 
+/* User text as every message echoes it: quoted, escaped, cut after 60 characters with its length
+ * ("aaaa..." (1048576 bytes)). g_free. */
+char *pn_io_quote(const char *s);
+
 /* The file of the hardware profile `ref` names, found as a scenario's hardware.profile is (a path,
  * or a name looked up in the profile directories; io-private.h, pn__io_resolve). Returns the path
  * (g_free), or NULL with "<option>: unknown hardware profile \"x\" (available: ...)", `option`

@@ -66,6 +66,8 @@ char *pn__io_quote(const char *s)
   return g_string_free(out, FALSE);
 }
 
+char *pn_io_quote(const char *s) { return pn__io_quote(s); }
+
 /* One segment of a pointer as a message shows it: unquoted, cut like a quoted echo. */
 static void echo_segment(GString *out, const char *seg, gsize len)
 {

@@ -55,9 +55,10 @@ c = json.load(open(sys.argv[1]))["counts"]
 assert c["candidates"] == 4 and c["rejected"] == 0, c
 PY
 
-# Ctrl-C: what is done is written, and said; exit 130
+# Ctrl-C: what is done is written, and said; exit 130. (--foreground: timeout signals only the
+# sweep, once; without it the signal also goes to the process group, a second Ctrl-C, which kills)
 set +e
-timeout --preserve-status -s INT 5 "$bin" sweep --model llama3-70b --gpus 64 --seq-length 8192 \
+timeout --foreground --preserve-status -s INT 5 "$bin" sweep --model llama3-70b --gpus 64 --seq-length 8192 \
   --global-batch-size 256 -j 1 --exact --csv "$tmp/int.csv" >/dev/null 2>"$tmp/int.err"
 rc=$?
 set -e
