@@ -40,6 +40,25 @@ worst = max(abs(fast[k] - exact[k]) / exact[k] for k in fast)
 print(f"fast-forward vs full simulation: worst {worst * 100:.4f}% over {len(fast)} layouts")
 assert worst <= 1e-3, worst
 PY
+# several GPU counts (8 GPUs: a pipeline stage inside a node; 16 and 32: stages of whole nodes,
+# P2P across nodes): every layout within 0.1% of the full simulation
+two=(--model llama3-8b --gpus 8:32 --seq-length 4096 --global-batch-size 256
+  --vary parallel.tensor_model_parallel_size=1,2 --vary parallel.pipeline_model_parallel_size=2
+  --vary parallel.virtual_pipeline_model_parallel_size=1,2 --vary parallel.context_parallel_size=1
+  --vary training.micro_batch_size=1 --vary recompute.recompute_granularity=null -j 2)
+"$bin" sweep "${two[@]}" --csv "$tmp/two-fast.csv" >/dev/null
+"$bin" sweep "${two[@]}" --exact --csv "$tmp/two-exact.csv" >/dev/null
+python3 - "$tmp" <<'PY'
+import csv, sys
+t = sys.argv[1]
+fast = {r["index"]: r for r in csv.DictReader(open(f"{t}/two-fast.csv"))}
+exact = {r["index"]: r for r in csv.DictReader(open(f"{t}/two-exact.csv"))}
+assert fast.keys() == exact.keys() and len(fast) == 12, len(fast)
+assert {r["hardware.num_gpus"] for r in fast.values()} == {"8", "16", "32"}
+worst = max(abs(float(fast[k]["iteration_time_s"]) / float(exact[k]["iteration_time_s"]) - 1) for k in fast)
+print(f"8, 16 and 32 GPUs, fast-forward vs full simulation: worst {worst * 100:.4f}% over {len(fast)} layouts")
+assert worst <= 1e-3, worst
+PY
 cmp "$tmp/j1.csv" "$tmp/j2.csv" || { echo "FAIL: -j 1 and -j 2 CSVs differ"; exit 1; }
 cmp <(grep -v '"commit"' "$tmp/j1.json") <(grep -v '"commit"' "$tmp/j2.json") || { echo "FAIL: -j 1 and -j 2 JSON differ"; exit 1; }
 
