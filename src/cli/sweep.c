@@ -27,6 +27,7 @@ static void on_sigint(int sig)
 
 typedef struct {
   char *model, *profile, *gpus, *precision, *space_file, *csv, *json, *rejected;
+  char *seq_length_s, *global_batch_size_s, *top_s, *threads_s; /* numbers: pn__cli_number */
   gint64 seq_length, global_batch_size;
   char **vary, **sets;
   gboolean all_overlap, exact, layouts;
@@ -234,16 +235,31 @@ static gboolean build_space(const SweepArgs *a, bool from_model, PnSweepSpec *sp
   return pn_sweep_space_build(spec, &o, error);
 }
 
+/* The numeric options, through the command line's one number parser (finite, whole, in range). */
+static bool parse_numbers(const char *cmd, SweepArgs *a)
+{
+  double v = 0.0;
+  if (a->seq_length_s &&
+      !pn__cli_number(cmd, "--seq-length", a->seq_length_s, 1, 100000000, true, "a whole number from 1 to 1e8", &v))
+    return false;
+  a->seq_length = a->seq_length_s ? (gint64)v : 0;
+  if (a->global_batch_size_s && !pn__cli_number(cmd, "--global-batch-size", a->global_batch_size_s, 1, 1000000000, true,
+                                                "a whole number from 1 to 1e9", &v))
+    return false;
+  a->global_batch_size = a->global_batch_size_s ? (gint64)v : 0;
+  v                    = 20;
+  if (a->top_s && !pn__cli_number(cmd, "--top", a->top_s, 0, G_MAXINT, true, "0 (all) or a count of rows", &v))
+    return false;
+  a->top = (gint)v;
+  v      = 0;
+  if (a->threads_s && !pn__cli_number(cmd, "-j", a->threads_s, 1, 1024, true, "1 to 1024 threads", &v))
+    return false;
+  a->threads = (gint)v;
+  return true;
+}
+
 static gboolean check_options(const SweepArgs *a, GError **error)
 {
-  if (a->top < 0) {
-    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "--top: expected 0 (all) or a positive count, got %d", a->top);
-    return FALSE;
-  }
-  if (a->threads < 0 || a->threads > 1024) {
-    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "-j: expected 1 to 1024 threads, got %d", a->threads);
-    return FALSE;
-  }
   if (strcmp(a->precision, "bf16") != 0 && strcmp(a->precision, "fp8") != 0) {
     g_autofree char *q = pn_io_quote(a->precision);
     g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID, "--precision: expected bf16 or fp8, got %s", q);
@@ -282,6 +298,8 @@ static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
     fprintf(stderr, "penumbra sweep: give one scenario file or --model, not both (see --help)\n");
     return 2;
   }
+  if (!parse_numbers(argv[0], a))
+    return 2;
   if (!check_options(a, &error))
     return pn__cli_fail(error);
   if (!check_outputs(argv[0], a))
@@ -359,8 +377,8 @@ int pn__cli_sweep(int argc, char **argv)
       {"model", 0, 0, G_OPTION_ARG_STRING, &a.model, "Model name (models/) or file, without a scenario", "NAME"},
       {"profile", 0, 0, G_OPTION_ARG_STRING, &a.profile, "Hardware profile (default h100-sxm)", "NAME"},
       {"gpus", 0, 0, G_OPTION_ARG_STRING, &a.gpus, "GPU count, or a range of whole nodes", "N|MIN:MAX"},
-      {"seq-length", 0, 0, G_OPTION_ARG_INT64, &a.seq_length, "Sequence length (with --model)", "N"},
-      {"global-batch-size", 0, 0, G_OPTION_ARG_INT64, &a.global_batch_size, "Global batch size (with --model)", "N"},
+      {"seq-length", 0, 0, G_OPTION_ARG_STRING, &a.seq_length_s, "Sequence length (with --model)", "N"},
+      {"global-batch-size", 0, 0, G_OPTION_ARG_STRING, &a.global_batch_size_s, "Global batch size (with --model)", "N"},
       {"precision", 0, 0, G_OPTION_ARG_STRING, &a.precision, "bf16 (default) or fp8 (with --model)", "P"},
       {"vary", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.vary, "Vary or fix a scenario key (repeatable)", "KEY=V1,V2"},
       {"space", 0, 0, G_OPTION_ARG_FILENAME, &a.space_file, "Axes from a JSON object of keys and values", "FILE"},
@@ -368,12 +386,12 @@ int pn__cli_sweep(int argc, char **argv)
        "With a scenario file, also vary the default layout axes around it", NULL},
       {"all-overlap", 0, 0, G_OPTION_ARG_NONE, &a.all_overlap, "Open every overlap switch of the registry", NULL},
       {"set", 0, 0, G_OPTION_ARG_STRING_ARRAY, &a.sets, "Override a key of the base scenario", "KEY=VALUE"},
-      {"top", 0, 0, G_OPTION_ARG_INT, &a.top, "Rows in the table on stdout (default 20, 0: all)", "N"},
+      {"top", 0, 0, G_OPTION_ARG_STRING, &a.top_s, "Rows in the table on stdout (default 20, 0: all)", "N"},
       {"csv", 0, 0, G_OPTION_ARG_FILENAME, &a.csv, "Write every simulated layout as CSV", "FILE"},
       {"json", 0, 0, G_OPTION_ARG_FILENAME, &a.json, "Write the sweep as JSON", "FILE"},
       {"rejected", 0, 0, G_OPTION_ARG_FILENAME, &a.rejected, "Write every rejected layout and why, as CSV", "FILE"},
       {"exact", 0, 0, G_OPTION_ARG_NONE, &a.exact, "Simulate every micro-batch (no steady-state fast-forward)", NULL},
-      {"jobs", 'j', 0, G_OPTION_ARG_INT, &a.threads, "Threads (default: every core)", "N"},
+      {"jobs", 'j', 0, G_OPTION_ARG_STRING, &a.threads_s, "Threads (default: every core)", "N"},
       {NULL}};
   int status = 2;
   if (pn__cli_parse(entries, "[SCENARIO.json] - rank the layouts of one training job", examples, &argc, &argv)) {
@@ -384,6 +402,7 @@ int pn__cli_sweep(int argc, char **argv)
   }
   g_free(a.model), g_free(a.profile), g_free(a.gpus), g_free(a.precision), g_free(a.space_file);
   g_free(a.csv), g_free(a.json), g_free(a.rejected);
+  g_free(a.seq_length_s), g_free(a.global_batch_size_s), g_free(a.top_s), g_free(a.threads_s);
   g_strfreev(a.vary), g_strfreev(a.sets);
   return status;
 }

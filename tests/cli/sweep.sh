@@ -104,4 +104,7 @@ bad "$tmp/space.json" "${m[@]}" --space "$tmp/space.json"
 echo '{"parallel.tensor_model_parallel_size": []}' >"$tmp/space.json"
 bad 'empty array' "${m[@]}" --space "$tmp/space.json"
 bad 'expected 1 to 1024 threads' "${m[@]}" -j -3
+bad 'expected 1 to 1024 threads' "${m[@]}" -j nan
+bad '--top: expected 0 (all)' "${m[@]}" --top 2.5
+bad '--seq-length: expected a whole number' --model llama3-8b --gpus 8 --seq-length inf --global-batch-size 128
 echo "sweep: ok"
