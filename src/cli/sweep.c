@@ -101,27 +101,22 @@ static void measured_error(const PnScenario *base, PnSweepReportOptions *o, char
   g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
   if (!pn_validate_file(records, "h100-sxm", rows, NULL))
     return;
-  g_autofree char *fam = family_of(base->model.name);
-  double sum_fam = 0.0, sum_all = 0.0;
-  int n_fam = 0, n_all = 0;
+  g_autofree char *fam         = family_of(base->model.name);
+  g_autoptr(GPtrArray) members = g_ptr_array_new(); /* borrowed rows of the family */
   for (guint i = 0; i < rows->len; i++) {
     const PnValidationRow *r = rows->pdata[i];
-    if (r->skipped)
-      continue;
-    g_autofree char *rf = family_of(r->model);
-    sum_all += fabs(r->error_pct);
-    n_all++;
-    if (fam[0] != '\0' && (g_str_has_prefix(rf, fam) || g_str_has_prefix(fam, rf)) && rf[0] != '\0') {
-      sum_fam += fabs(r->error_pct);
-      n_fam++;
-    }
+    g_autofree char *rf      = family_of(r->model);
+    if (fam[0] != '\0' && rf[0] != '\0' && (g_str_has_prefix(rf, fam) || g_str_has_prefix(fam, rf)))
+      g_ptr_array_add(members, rows->pdata[i]);
   }
+  int n_fam = 0, n_all = 0;
+  double fam_pct = pn_validate_mape(members, &n_fam), all_pct = pn_validate_mape(rows, &n_all);
   if (n_fam >= 3) {
-    o->error_pct = sum_fam / n_fam;
+    o->error_pct = fam_pct;
     o->error_n   = n_fam;
     *family_out  = g_strdup_printf("%s models", fam);
   } else if (n_all > 0) {
-    o->error_pct = sum_all / n_all;
+    o->error_pct = all_pct;
     o->error_n   = n_all;
     *family_out  = g_strdup_printf("all H100 records (fewer than 3 of %s)", fam[0] ? fam : "this model");
   }

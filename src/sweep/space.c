@@ -17,22 +17,19 @@ static PnSweepAxis *axis_new(const char *key)
   return a;
 }
 
-static void axis_add_int(PnSweepAxis *a, int64_t v)
-{
-  char text[24];
-  g_snprintf(text, sizeof text, "%" G_GINT64_FORMAT, v);
-  PnScenarioValue value;
-  gboolean ok = pn_scenario_field_parse(&a->field, text, "sweep", &value, NULL);
-  g_assert(ok);
-  g_array_append_val(a->values, value);
-}
-
 static void axis_add_text(PnSweepAxis *a, const char *text)
 {
   PnScenarioValue value;
   gboolean ok = pn_scenario_field_parse(&a->field, text, "sweep", &value, NULL);
   g_assert(ok);
   g_array_append_val(a->values, value);
+}
+
+static void axis_add_int(PnSweepAxis *a, int64_t v)
+{
+  char text[24];
+  g_snprintf(text, sizeof text, "%" G_GINT64_FORMAT, v);
+  axis_add_text(a, text);
 }
 
 /* Whole nodes in [min, max], and below one node the counts that divide it. */
