@@ -19,6 +19,7 @@ static const PnCommand commands[] = {
     {"calibrate", pn__cli_calibrate,
      "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
     {"validate", pn__cli_validate, "predict published measured runs and report the step-time error"},
+    {"regress", pn__cli_regress, "re-simulate a suite of scenarios and hold its predictions to a baseline"},
 };
 
 static void usage(FILE *to)
