@@ -3,6 +3,7 @@
 
 #include "io/jsonw.h"
 #include "io/out.h"
+#include "io/trace-private.h"
 
 static const char *const stream_names[PN_STREAM_N] = {"compute", "tp_comm", "dp_comm", "pp_next",
                                                       "pp_prev", "cp_comm", "ep_comm", "shared_expert"};
@@ -65,16 +66,24 @@ static void begin(PnJsonWriter *w, const PnGraph *g)
     name_event(w, "process_name", gpu, -1, stage);
     for (int st = 0; st < PN_STREAM_N; st++)
       name_event(w, "thread_name", gpu, st, stream_names[st]);
+    for (int c = 0; c < PN_CLASS_N; c++) {
+      char track[32];
+      g_snprintf(track, sizeof track, "exposed %s", class_names[c]);
+      name_event(w, "thread_name", gpu, PN_TRACE_TID_EXPOSED + c, track);
+    }
+    name_event(w, "thread_name", gpu, PN_TRACE_TID_BUBBLE, "bubble");
   }
 }
 
-/* The trace's size in bytes, about: the names exactly, the tasks from a sample of at most
- * PN_TRACE_SAMPLE of them spread over the run (an event's size varies with its label and digits
- * only); exact when there are no more tasks than that. *n_events: the tasks kept. */
+/* The trace's size in bytes, about: the names exactly, the events (tasks, then `marks`) from a
+ * sample of at most PN_TRACE_SAMPLE of them spread over the run (an event's size varies with its
+ * label and digits only); exact when there are no more events than that. *n_events: the events
+ * kept. */
 #define PN_TRACE_SAMPLE 4096
-static guint64 estimate_bytes(const PnGraph *g, const PnExecResult *ex, const PnTraceOptions *opt, guint64 *n_events)
+static guint64 estimate_bytes(const PnGraph *g, const PnExecResult *ex, const GArray *marks, const PnTraceOptions *opt,
+                              guint64 *n_events)
 {
-  guint64 n = 0;
+  guint64 n = marks->len;
   for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++)
     n += in_window(opt, task_time(ex, id));
   g_autoptr(PnJsonWriter) w = pn_jsonw_new(0);
@@ -88,6 +97,11 @@ static guint64 estimate_bytes(const PnGraph *g, const PnExecResult *ex, const Pn
       sampled++;
     }
   }
+  for (guint i = 0; i < marks->len; i++)
+    if (kept++ % stride == 0) {
+      pn__trace_mark_event(w, &g_array_index(marks, PnTraceMark, i));
+      sampled++;
+    }
   pn_jsonw_end(w);
   pn_jsonw_end(w);
   *n_events    = n;
@@ -130,14 +144,15 @@ static gboolean passed(GError **error, const char *path, const PnJsonWriter *w, 
   return TRUE;
 }
 
-gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, const PnTraceOptions *opt,
-                        GError **error)
+gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, const GArray *spans,
+                        const PnTraceOptions *opt, GError **error)
 {
   const PnTraceOptions all = {0};
   opt                      = opt ? opt : &all;
   guint64 n                = 0;
+  g_autoptr(GArray) marks  = pn__trace_marks(g, ex, spans, opt);
   if (opt->max_bytes > 0) {
-    guint64 estimate = estimate_bytes(g, ex, opt, &n);
+    guint64 estimate = estimate_bytes(g, ex, marks, opt, &n);
     if (estimate > opt->max_bytes) {
       fail_bound(error, path, estimate, n, opt->max_bytes);
       return FALSE;
@@ -154,6 +169,11 @@ gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *
     if (!in_window(opt, task_time(ex, id)))
       continue;
     task_event(w, id, &pn_graph_tasks(g)[id], task_time(ex, id));
+    if (passed(error, path, w, n, opt))
+      return FALSE;
+  }
+  for (guint i = 0; i < marks->len; i++) {
+    pn__trace_mark_event(w, &g_array_index(marks, PnTraceMark, i));
     if (passed(error, path, w, n, opt))
       return FALSE;
   }

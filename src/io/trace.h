@@ -2,6 +2,12 @@
  *
  * One process per simulated GPU (pipeline stage), one thread per CUDA stream; every task is a
  * complete event ("ph": "X") with its label, micro-batch, chunk, layer, class and SMs held.
+ * Beside the tasks (trace-private.h): a flow arrow ("s" / "f", one id per leg) from each P2P send
+ * to its receive; per GPU a track per class of the exposed spans the accounting charges ("exposed
+ * pp", each with its "share": 1 / the classes in flight; the sum over a class's events of dur x
+ * share, over GPUs and divided by their number, is the report's exposed_comm_s of that class) and
+ * a track of the idle spans ("bubble"), both over the reported (last) iteration; and counters
+ * ("C") of the SMs held by communication kernels and of NVLink and NIC traffic (GB/s).
  * Times in microseconds (the format's unit) with nanosecond decimals. Open the file in
  * chrome://tracing or ui.perfetto.dev.
  *
@@ -30,10 +36,10 @@ typedef struct {
   PnTimeNs start_ns, end_ns;
 } PnTraceOptions;
 
-/* Writes the trace of the executed graph `g` to `path` (io/out.h); `opt` NULL: all tasks, no
- * bound. Errors: those of io/out.h, and PN_IO_ERROR_BOUND, "<path>: the trace would take about
- * 4.1 GiB (23000000 events), more than its bound of 1.0 GiB". */
-gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, const PnTraceOptions *opt,
-                        GError **error);
+/* Writes the trace of the executed graph `g` to `path` (io/out.h); `spans` (of PnSimSpan, sim.h;
+ * NULL: no exposed or bubble tracks) are the run's; `opt` NULL: all tasks, no bound. Errors: those of io/out.h, and
+ * PN_IO_ERROR_BOUND, "<path>: the trace would take about 4.1 GiB (23000000 events), more than its bound of 1.0 GiB". */
+gboolean pn_trace_write(const char *path, const PnGraph *g, const PnExecResult *ex, const GArray *spans,
+                        const PnTraceOptions *opt, GError **error);
 
 #endif

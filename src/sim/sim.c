@@ -104,7 +104,8 @@ typedef struct {
   double total_comm_ns[PN_CLASS_N];
   double contention_ns[PN_CLASS_N];
   double op_exposed_ns[PN_MAX_OPS];
-  PnTimeNs end_ns; /* latest end of a counted task, -1 none */
+  PnTimeNs end_ns;  /* latest end of a counted task, -1 none */
+  gint64 last_span; /* its latest span in PnAcct.spans, -1 none */
 } PnAcctGpu;
 
 typedef struct {
@@ -118,7 +119,32 @@ typedef struct {
   PnOpIndex ops;
   double op_total_ns[PN_MAX_OPS];
   bool op_seen[PN_MAX_OPS];
+  GArray *spans; /* of PnSimSpan, when the run keeps them; NULL otherwise */
 } PnAcct;
+
+/* Records [t0, t1] of GPU g as charged with `classes` (0: idle), extending its latest span when
+ * that one ends at t0 with the same classes. */
+static void acct_span(PnAcct *ac, PnAcctGpu *g, uint8_t classes, PnTimeNs t0, PnTimeNs t1)
+{
+  if (g->last_span >= 0) {
+    PnSimSpan *last = &g_array_index(ac->spans, PnSimSpan, g->last_span);
+    if (last->end_ns == t0 && last->classes == classes) {
+      last->end_ns = t1;
+      return;
+    }
+  }
+  PnSimSpan sp = {.gpu = (uint32_t)(g - ac->gpu), .classes = classes, .start_ns = t0, .end_ns = t1};
+  g_array_append_val(ac->spans, sp);
+  g->last_span = (gint64)ac->spans->len - 1;
+}
+
+static uint8_t classes_of(const PnAcctGpu *g)
+{
+  uint8_t m = 0;
+  for (int c = 0; c < PN_CLASS_N; c++)
+    m |= (uint8_t)((g->active[c] > 0) << c);
+  return m;
+}
 
 /* Charges GPU g's state from its last change to `t` (clipped to the window). */
 static inline void acct_charge(PnAcct *ac, PnAcctGpu *g, PnTimeNs t)
@@ -129,7 +155,9 @@ static inline void acct_charge(PnAcct *ac, PnAcctGpu *g, PnTimeNs t)
     t = ac->w1;
   if (t <= g->last_ns)
     return;
-  double dt  = (double)(t - g->last_ns);
+  double dt = (double)(t - g->last_ns);
+  if (ac->spans != NULL && g->active_compute == 0)
+    acct_span(ac, g, classes_of(g), g->last_ns, t);
   g->last_ns = t;
   if (g->active_compute > 0) {
     g->compute_ns += dt;
@@ -257,8 +285,10 @@ static void acct_init(PnAcct *ac, uint32_t n_gpus)
                      .w1     = PN_TIME_NEVER,
                      .ops    = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
   ac->gpu = g_new0(PnAcctGpu, ac->n_gpus ? ac->n_gpus : 1);
-  for (uint32_t i = 0; i < ac->n_gpus; i++)
-    ac->gpu[i].end_ns = -1;
+  for (uint32_t i = 0; i < ac->n_gpus; i++) {
+    ac->gpu[i].end_ns    = -1;
+    ac->gpu[i].last_span = -1;
+  }
 }
 
 /* After the build: the iterations and their end tasks. */
@@ -272,8 +302,18 @@ static void acct_iterations(PnAcct *ac, const PnBuildInfo *info)
     ac->w0 = 0;
 }
 
+static gint span_cmp(gconstpointer a, gconstpointer b)
+{
+  const PnSimSpan *x = a, *y = b;
+  if (x->gpu != y->gpu)
+    return x->gpu < y->gpu ? -1 : 1;
+  return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
 static void acct_clear(PnAcct *ac)
 {
+  if (ac->spans)
+    g_array_unref(ac->spans);
   g_free(ac->gpu);
   g_free(ac->finished);
   g_free(ac->done);
@@ -411,6 +451,8 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
+  if (opt && opt->keep_spans)
+    ac.spans = g_array_new(FALSE, FALSE, sizeof(PnSimSpan));
   PnExecObserver obs = {
       .ctx = &ac, .tag = acct_tag, .open = acct_open, .close = acct_close, .contention = acct_contention};
   PnExecOptions eo = {.max_connections = plan.max_connections, .observer = &obs, .unfused = opt && opt->unfused};
@@ -431,6 +473,10 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
     return FALSE;
   }
   account(g, &ex, &info, &ac, r);
+  if (ac.spans) {
+    g_array_sort(ac.spans, span_cmp);
+    out->spans = g_steal_pointer(&ac.spans);
+  }
   acct_clear(&ac);
   fill_headline(sc, &plan, r);
   r->tasks          = pn_graph_n_tasks(g);
@@ -468,5 +514,7 @@ void pn_sim_run_clear(PnSimRun *run)
   pn_graph_free(run->graph);
   if (run->exec.times)
     pn_exec_result_clear(&run->exec);
+  if (run->spans)
+    g_array_unref(run->spans);
   *run = (PnSimRun){0};
 }

@@ -15,8 +15,21 @@
 #include "sim/result.h"
 #include "workload/config.h"
 
+/* A stretch of one GPU's reported window (the last iteration) in which no compute kernel ran, as
+ * the accounting charges it (result.h): with communication of the classes in `classes` (bit c:
+ * class c) in flight, exposed, each class charged 1 / (number of classes) of it; or, `classes` 0,
+ * idle: the bubble. Per GPU the spans do not overlap, and neighbours of the same classes are one
+ * span, so summing (end - start) / popcount(classes) over a GPU's spans of class c gives its
+ * PnStageStats.exposed_comm_s[c], and over its idle spans its bubble_s. */
+typedef struct {
+  uint32_t gpu;
+  uint8_t classes;
+  PnTimeNs start_ns, end_ns;
+} PnSimSpan;
+
 typedef struct {
   bool keep_graph; /* keep the graph and task times in the run (for traces) */
+  bool keep_spans; /* keep the exposed and idle spans (PnSimSpan) in the run */
   bool unfused;    /* no kernel chains in the executor (PnExecOptions.unfused): the same result, the reference */
 } PnSimOptions;
 
@@ -24,6 +37,7 @@ typedef struct {
   PnResult *result;
   PnGraph *graph;    /* when keep_graph */
   PnExecResult exec; /* when keep_graph */
+  GArray *spans;     /* of PnSimSpan, by GPU then time, when keep_spans */
 } PnSimRun;
 
 /* `warnings` from loading are copied into the result. Returns NULL and sets `error` on failure. */

@@ -1982,8 +1982,9 @@ START_TEST(test_jsonw_out)
 }
 END_TEST
 
-/* The trace of a one-task graph, byte for byte: the process and thread names, then the task with
- * its label escaped and its times in microseconds. */
+/* The trace of a one-task graph, byte for byte: the process and thread names (the streams, the
+ * classes' exposed tracks, the bubble), then the task with its label escaped and its times in
+ * microseconds, then the counters its SMs change (no span given: no exposed or bubble event). */
 START_TEST(test_trace)
 {
   g_autoptr(PnGraph) g = pn_graph_new(1);
@@ -2003,7 +2004,7 @@ START_TEST(test_trace)
   g_autofree char *dir  = tmp_dir();
   g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) e   = NULL;
-  ck_assert_msg(pn_trace_write(path, g, &ex, NULL, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_trace_write(path, g, &ex, NULL, NULL, &e), "%s", e ? e->message : "");
   g_autofree char *text = NULL;
   ck_assert(g_file_get_contents(path, &text, NULL, NULL));
   ck_assert_msg(g_str_has_prefix(text, "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [\n"
@@ -2012,14 +2013,23 @@ START_TEST(test_trace)
                                        "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": 0, \"args\": "
                                        "{\"name\": \"compute\"}},\n"),
                 "%s", text);
-  ck_assert_msg(g_str_has_suffix(text, "{\"name\": \"shared_expert\"}},\n"
+  ck_assert_msg(g_str_has_suffix(text, "{\"name\": \"bubble\"}},\n"
                                        "{\"ph\": \"X\", \"name\": \"ag \\\"x\\\"\", \"cat\": \"tp\", \"pid\": 0, "
                                        "\"tid\": 1, \"ts\": 1.500, \"dur\": 1.251, \"args\": {\"id\": 0, \"mb\": 2, "
-                                       "\"chunk\": -1, \"layer\": 3, \"sms\": 16}}\n]}\n"),
+                                       "\"chunk\": -1, \"layer\": 3, \"sms\": 16}},\n"
+                                       "{\"ph\": \"C\", \"name\": \"comm SMs\", \"pid\": 0, \"ts\": 1.500, \"args\": "
+                                       "{\"sms\": 16}},\n"
+                                       "{\"ph\": \"C\", \"name\": \"link GB/s\", \"pid\": 0, \"ts\": 1.500, \"args\": "
+                                       "{\"nvlink\": 0.000, \"nic\": 0.000}},\n"
+                                       "{\"ph\": \"C\", \"name\": \"comm SMs\", \"pid\": 0, \"ts\": 2.751, \"args\": "
+                                       "{\"sms\": 0}},\n"
+                                       "{\"ph\": \"C\", \"name\": \"link GB/s\", \"pid\": 0, \"ts\": 2.751, \"args\": "
+                                       "{\"nvlink\": 0.000, \"nic\": 0.000}}\n]}\n"),
                 "%s", text);
   cJSON *root = cJSON_Parse(text);
   ck_assert(root != NULL);
-  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "traceEvents")), 1 + PN_STREAM_N + 1);
+  ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "traceEvents")),
+                   1 + PN_STREAM_N + PN_CLASS_N + 1 + 1 + 4);
   cJSON_Delete(root);
   g_array_unref(ex.times);
   rm_rf(dir);
@@ -2065,11 +2075,11 @@ START_TEST(test_trace_bound)
   g_autofree char *ref = g_build_filename(dir, "ref.json", NULL);
   g_autofree char *p   = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) e  = NULL;
-  ck_assert_msg(pn_trace_write(ref, g, &ex, NULL, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_trace_write(ref, g, &ex, NULL, NULL, &e), "%s", e ? e->message : "");
   guint64 size = file_size(ref);
   ck_assert(g_file_set_contents(p, "old\n", -1, NULL));
   PnTraceOptions opt = {.max_bytes = size - 1};
-  ck_assert(!pn_trace_write(p, g, &ex, &opt, &e));
+  ck_assert(!pn_trace_write(p, g, &ex, NULL, &opt, &e));
   ck_assert(g_error_matches(e, PN_IO_ERROR, PN_IO_ERROR_BOUND));
   ck_assert(size > 1024 && size < 1024 * 1024);
   g_autofree char *size_text = g_strdup_printf("%.1f KiB", (double)size / 1024.0);
@@ -2081,7 +2091,7 @@ START_TEST(test_trace_bound)
   ck_assert_str_eq(old, "old\n");
   g_clear_error(&e);
   opt.max_bytes = size;
-  ck_assert_msg(pn_trace_write(p, g, &ex, &opt, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_trace_write(p, g, &ex, NULL, &opt, &e), "%s", e ? e->message : "");
   ck_assert_uint_eq(file_size(p), size);
   g_autofree char *names = dir_listing(dir);
   ck_assert_str_eq(names, "ref.json trace.json");
@@ -2101,10 +2111,10 @@ START_TEST(test_trace_bound_written)
   g_autofree char *ref = g_build_filename(dir, "ref.json", NULL);
   g_autofree char *p   = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) e  = NULL;
-  ck_assert_msg(pn_trace_write(ref, g, &ex, NULL, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_trace_write(ref, g, &ex, NULL, NULL, &e), "%s", e ? e->message : "");
   ck_assert(g_file_set_contents(p, "old\n", -1, NULL));
   PnTraceOptions opt = {.max_bytes = file_size(ref) * 3 / 4}; /* above the estimate (short labels only) */
-  ck_assert(!pn_trace_write(p, g, &ex, &opt, &e));
+  ck_assert(!pn_trace_write(p, g, &ex, NULL, &opt, &e));
   ck_assert(g_error_matches(e, PN_IO_ERROR, PN_IO_ERROR_BOUND));
   g_autofree char *want = g_strdup_printf("%s: the trace (10000 events) passed its bound of ", p);
   ck_assert_msg(g_str_has_prefix(e->message, want), "%s", e->message);
@@ -2128,7 +2138,7 @@ START_TEST(test_trace_window)
   g_autofree char *p   = g_build_filename(dir, "trace.json", NULL);
   g_autoptr(GError) e  = NULL;
   PnTraceOptions opt   = {.window = true, .start_ns = 1500, .end_ns = 3000};
-  ck_assert_msg(pn_trace_write(p, g, &ex, &opt, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_trace_write(p, g, &ex, NULL, &opt, &e), "%s", e ? e->message : "");
   g_autofree char *text = NULL;
   ck_assert(g_file_get_contents(p, &text, NULL, NULL));
   cJSON *root = cJSON_Parse(text);
