@@ -297,13 +297,58 @@ static void row_from(PnSweepRow *row, const PnResult *res)
   row->num_microbatches   = res->num_microbatches;
 }
 
+/* Runs already simulated in this pass, by the SHA-256 of the scenario's bytes (every candidate is
+ * a copy of the same base, padding included, so equal bytes are the same simulation). A plan's
+ * global batches at one GPU count share the fast-forward's two runs: they depend on the batch only
+ * through m1's congruence. */
+typedef struct {
+  GMutex lock;
+  GHashTable *rows; /* digest -> PnSweepRow* (error owned) */
+} Memo;
+
+static void memo_row_free(gpointer p)
+{
+  PnSweepRow *row = p;
+  g_free(row->error);
+  g_free(row);
+}
+
+/* `c` simulated as it is, into `row` (figures, or `failed` with its error): from the memo when
+ * the same scenario ran before. */
+static void run_memo(Memo *memo, const PnScenario *c, PnSweepRow *row)
+{
+  g_autofree char *key = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)c, sizeof *c);
+  g_mutex_lock(&memo->lock);
+  const PnSweepRow *hit = g_hash_table_lookup(memo->rows, key);
+  if (hit != NULL) {
+    *row       = *hit;
+    row->error = g_strdup(hit->error);
+  }
+  g_mutex_unlock(&memo->lock);
+  if (hit != NULL)
+    return;
+  *row                    = (PnSweepRow){0};
+  g_autoptr(GError) error = NULL;
+  g_autoptr(PnResult) res = pn_sim_run(c, NULL, &error);
+  if (res == NULL) {
+    row->failed = true;
+    row->error  = g_strdup(error->message);
+  } else
+    row_from(row, res);
+  PnSweepRow *keep = g_memdup2(row, sizeof *row);
+  keep->error      = g_strdup(row->error);
+  g_mutex_lock(&memo->lock);
+  g_hash_table_replace(memo->rows, g_steal_pointer(&key), keep);
+  g_mutex_unlock(&memo->lock);
+}
+
 /* The same layout with m micro-batches per iteration (the global batch scaled to match). */
-static PnResult *run_with_microbatches(const PnScenario *c, int64_t m, GError **error)
+static void run_with_microbatches(Memo *memo, const PnScenario *c, int64_t m, PnSweepRow *row)
 {
   PnScenario v                 = *c;
   v.training.global_batch_size = m * c->training.micro_batch_size * c->parallel.data_parallel_size;
   pn_workload_check(&v, NULL, NULL);
-  return pn_sim_run(&v, NULL, error);
+  run_memo(memo, &v, row);
 }
 
 /* Fast-forward of the pipeline's steady state. Costs are deterministic, so once the schedule is
@@ -319,7 +364,9 @@ static PnResult *run_with_microbatches(const PnScenario *c, int64_t m, GError **
  * layouts of 64 GPUs (PP 4 VPP 2 the worst; 2 x pp gives 0.32%, 4 x pp 0.03%). tests/cli/sweep.sh
  * holds every layout of its spaces to 0.1% of the full simulation (--exact). Throughputs scale
  * with the batch: FLOPs and tokens grow as m, time as extended. */
-static bool fast_forward(const PnScenario *c, PnSweepRow *row, GError **error)
+/* False when there are too few micro-batches for it to pay (then the caller runs the layout as it
+ * is); otherwise `row` holds the extension, or `failed` with the error of a run. */
+static bool fast_forward(Memo *memo, const PnScenario *c, PnSweepRow *row)
 {
   const PnParallelConfig *p = &c->parallel;
   int64_t m = p->num_microbatches, pp = p->pipeline_model_parallel_size;
@@ -331,20 +378,25 @@ static bool fast_forward(const PnScenario *c, PnSweepRow *row, GError **error)
   int64_t m1 = warm + (((m - warm) % period) + period) % period;
   if (m < m1 + 3 * period) /* too few micro-batches for it to pay */
     return false;
-  g_autoptr(PnResult) r1 = run_with_microbatches(c, m1, error);
-  if (r1 == NULL)
+  PnSweepRow r1, r2;
+  run_with_microbatches(memo, c, m1, &r1);
+  if (r1.failed) {
+    *row = r1;
     return true;
-  g_autoptr(PnResult) r2 = run_with_microbatches(c, m1 + period, error);
-  if (r2 == NULL)
+  }
+  run_with_microbatches(memo, c, m1 + period, &r2);
+  if (r2.failed) {
+    *row = r2;
     return true;
-  double k = (double)(m - m1) / (double)period;
-  row_from(row, r2);
-  row->iteration_s = r1->iteration_time_s + k * (r2->iteration_time_s - r1->iteration_time_s);
+  }
+  double k         = (double)(m - m1) / (double)period;
+  *row             = r2;
+  row->iteration_s = r1.iteration_s + k * (r2.iteration_s - r1.iteration_s);
   for (int i = 0; i < PN_CLASS_N; i++)
-    row->exposed_s[i] = r1->exposed_comm_s[i] + k * (r2->exposed_comm_s[i] - r1->exposed_comm_s[i]);
-  row->bubble_s  = r1->bubble_s + k * (r2->bubble_s - r1->bubble_s);
-  row->compute_s = r1->compute_s + k * (r2->compute_s - r1->compute_s);
-  double scale   = ((double)m / (double)(m1 + period)) * (r2->iteration_time_s / row->iteration_s);
+    row->exposed_s[i] = r1.exposed_s[i] + k * (r2.exposed_s[i] - r1.exposed_s[i]);
+  row->bubble_s  = r1.bubble_s + k * (r2.bubble_s - r1.bubble_s);
+  row->compute_s = r1.compute_s + k * (r2.compute_s - r1.compute_s);
+  double scale   = ((double)m / (double)(m1 + period)) * (r2.iteration_s / row->iteration_s);
   row->tflops_per_gpu *= scale;
   row->tokens_per_s_per_gpu *= scale;
   row->mfu *= scale;
@@ -352,27 +404,14 @@ static bool fast_forward(const PnScenario *c, PnSweepRow *row, GError **error)
   return true;
 }
 
-static void simulate_one(const PnSweepSpec *spec, uint64_t index, PnSweepRow *row)
+static void simulate_one(const PnSweepSpec *spec, Memo *memo, uint64_t index, PnSweepRow *row)
 {
   PnScenario c;
   pn_sweep_candidate(spec, index, &c);
   pn_workload_check(&c, NULL, NULL); /* derives dp and the micro-batches, as in pass 1 */
-  row->index              = index;
-  g_autoptr(GError) error = NULL;
-  if (!spec->exact && fast_forward(&c, row, &error)) {
-    if (error != NULL) {
-      row->failed = true;
-      row->error  = g_strdup(error->message);
-    }
-    return;
-  }
-  g_autoptr(PnResult) res = pn_sim_run(&c, NULL, &error);
-  if (res == NULL) {
-    row->failed = true;
-    row->error  = g_strdup(error->message);
-    return;
-  }
-  row_from(row, res);
+  if (spec->exact || !fast_forward(memo, &c, row))
+    run_memo(memo, &c, row);
+  row->index = index;
 }
 
 typedef struct {
@@ -382,6 +421,7 @@ typedef struct {
   gboolean *done;
   gint next;
   PnSweepProgress *progress;
+  Memo memo;
 } SimJob;
 
 static void simulate_worker(gpointer data, gpointer user)
@@ -392,7 +432,7 @@ static void simulate_worker(gpointer data, gpointer user)
     gint k = g_atomic_int_add(&job->next, 1);
     if (k >= (gint)job->todo->len || (job->spec->cancel != NULL && g_atomic_int_get(job->spec->cancel)))
       return;
-    simulate_one(job->spec, g_array_index(job->todo, uint64_t, k), &job->rows[k]);
+    simulate_one(job->spec, &job->memo, g_array_index(job->todo, uint64_t, k), &job->rows[k]);
     job->done[k] = TRUE;
     if (job->progress != NULL)
       g_atomic_int_inc(&job->progress->done);
@@ -408,6 +448,8 @@ void pn_sweep_simulate(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgres
   SimJob job = {.spec = spec, .todo = todo, .progress = progress};
   job.rows   = g_new0(PnSweepRow, MAX(todo->len, 1));
   job.done   = g_new0(gboolean, MAX(todo->len, 1));
+  g_mutex_init(&job.memo.lock);
+  job.memo.rows = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, memo_row_free);
   if (progress != NULL) {
     progress->total = todo->len;
     g_atomic_int_set(&progress->done, 0);
@@ -422,6 +464,8 @@ void pn_sweep_simulate(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgres
     r->interrupted = true;
   g_free(job.rows);
   g_free(job.done);
+  g_hash_table_destroy(job.memo.rows);
+  g_mutex_clear(&job.memo.lock);
   pn_sweep_rank(r);
 }
 
