@@ -78,50 +78,6 @@ static PnScenario *load_base(const SweepArgs *a, const char *path, GError **erro
   return pn_scenario_load_string(json, "sweep options", (const char *const *)a->sets, n_sets, NULL, error);
 }
 
-/* penumbra's measured error on the published runs of the model's family (the letters and the
- * first digits of its name: "llama3" for llama3-70b and LLAMA3.1-405B), or on every record when
- * the family has fewer than three. */
-static char *family_of(const char *name)
-{
-  GString *s    = g_string_new(NULL);
-  const char *p = name;
-  while (g_ascii_isalpha(*p))
-    g_string_append_c(s, g_ascii_tolower(*p++));
-  while (g_ascii_isdigit(*p))
-    g_string_append_c(s, *p++);
-  return g_string_free(s, FALSE);
-}
-
-static void measured_error(const PnScenario *base, PnSweepReportOptions *o, char **family_out)
-{
-  o->error_pct = NAN;
-  o->error_n   = 0;
-  g_autofree char *records =
-      g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
-  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
-  if (!pn_validate_file(records, "h100-sxm", rows, NULL))
-    return;
-  g_autofree char *fam         = family_of(base->model.name);
-  g_autoptr(GPtrArray) members = g_ptr_array_new(); /* borrowed rows of the family */
-  for (guint i = 0; i < rows->len; i++) {
-    const PnValidationRow *r = rows->pdata[i];
-    g_autofree char *rf      = family_of(r->model);
-    if (fam[0] != '\0' && rf[0] != '\0' && (g_str_has_prefix(rf, fam) || g_str_has_prefix(fam, rf)))
-      g_ptr_array_add(members, rows->pdata[i]);
-  }
-  int n_fam = 0, n_all = 0;
-  double fam_pct = pn_validate_mape(members, &n_fam), all_pct = pn_validate_mape(rows, &n_all);
-  if (n_fam >= 3) {
-    o->error_pct = fam_pct;
-    o->error_n   = n_fam;
-    *family_out  = g_strdup_printf("%s models", fam);
-  } else if (n_all > 0) {
-    o->error_pct = all_pct;
-    o->error_n   = n_all;
-    *family_out  = g_strdup_printf("all H100 records (fewer than 3 of %s)", fam[0] ? fam : "this model");
-  }
-}
-
 typedef struct {
   const PnSweepSpec *spec;
   PnSweepResult *result;
@@ -333,7 +289,7 @@ static int sweep_main(SweepArgs *a, int argc, char **argv, int rank, int size)
   g_autofree char *family = NULL;
   PnSweepReportOptions o  = {.version = PN_VERSION, .commit = PN_GIT_COMMIT, .top = a->top};
   o.source                = argc == 2 ? argv[1] : a->model;
-  measured_error(base, &o, &family);
+  pn_validate_family_error(base->model.name, &o.error_pct, &o.error_n, &family);
   o.error_family         = family ? family : "no records";
   g_autofree char *table = pn_sweep_text_table(&spec, r, &o);
   fputs("\n", stdout);

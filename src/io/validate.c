@@ -483,3 +483,46 @@ char *pn_validate_report_json(const GPtrArray *rows)
   free(out);
   return res;
 }
+
+/* The family of a model's name: its letters and first digits ("llama3" for llama3-70b and
+ * LLAMA3.1-405B). */
+static char *family_of(const char *name)
+{
+  GString *s    = g_string_new(NULL);
+  const char *p = name;
+  while (g_ascii_isalpha(*p))
+    g_string_append_c(s, g_ascii_tolower(*p++));
+  while (g_ascii_isdigit(*p))
+    g_string_append_c(s, *p++);
+  return g_string_free(s, FALSE);
+}
+
+void pn_validate_family_error(const char *model_name, double *pct, int *n, char **family_out)
+{
+  *pct = NAN;
+  *n   = 0;
+  g_autofree char *records =
+      g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
+  g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
+  if (!pn_validate_file(records, "h100-sxm", rows, NULL))
+    return;
+  g_autofree char *fam         = family_of(model_name);
+  g_autoptr(GPtrArray) members = g_ptr_array_new(); /* borrowed rows of the family */
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = rows->pdata[i];
+    g_autofree char *rf      = family_of(r->model);
+    if (fam[0] != '\0' && rf[0] != '\0' && (g_str_has_prefix(rf, fam) || g_str_has_prefix(fam, rf)))
+      g_ptr_array_add(members, rows->pdata[i]);
+  }
+  int n_fam = 0, n_all = 0;
+  double fam_pct = pn_validate_mape(members, &n_fam), all_pct = pn_validate_mape(rows, &n_all);
+  if (n_fam >= 3) {
+    *pct        = fam_pct;
+    *n          = n_fam;
+    *family_out = g_strdup_printf("%s models", fam);
+  } else if (n_all > 0) {
+    *pct        = all_pct;
+    *n          = n_all;
+    *family_out = g_strdup_printf("all H100 records (fewer than 3 of %s)", fam[0] ? fam : "this model");
+  }
+}

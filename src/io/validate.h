@@ -61,4 +61,11 @@ char *pn_validate_plot_data(const GPtrArray *rows);
 /* Mean absolute percentage error over the rows that were not skipped (NAN when none). */
 double pn_validate_mape(const GPtrArray *rows, int *n_out);
 
+/* penumbra's measured step-time error (pn_validate_mape) on the published H100 runs of a model's
+ * family (the letters and first digits of its name: "llama3" for llama3-70b and LLAMA3.1-405B),
+ * from the records shipped in tests/data/validation/, or on every record when the family has
+ * fewer than three. *family_out (g_free) says which: "llama3 models", "all H100 records (fewer
+ * than 3 of gpt)"; without records *pct is NaN, *n 0 and *family_out untouched. */
+void pn_validate_family_error(const char *model_name, double *pct, int *n, char **family_out);
+
 #endif
