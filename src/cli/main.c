@@ -16,6 +16,7 @@ typedef struct {
 static const PnCommand commands[] = {
     {"run", pn__cli_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
     {"sweep", pn__cli_sweep, "simulate every layout of a job that Megatron accepts and that fits, ranked by TFLOP/s"},
+    {"plan", pn__cli_plan, "how many GPUs, of which kind, for how long and at what cost: a capacity-planning report"},
     {"calibrate", pn__cli_calibrate,
      "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
     {"validate", pn__cli_validate, "predict published measured runs and report the step-time error"},

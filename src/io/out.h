@@ -27,6 +27,7 @@
 #define PN_IO_OUT_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "io/file.h"
@@ -83,5 +84,25 @@ PnOut *pn_out_dir_file(const PnOutDir *dir, const char *name, GError **error);
 const char *pn_out_dir_path(const PnOutDir *dir);
 void pn_out_dir_free(PnOutDir *dir); /* NULL is a no-op; the directory stays */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnOutDir, pn_out_dir_free)
+
+/* A report directory written whole (outdir.c): its files go into a temporary directory
+ * "<path>.XXXXXX" beside it (made with its missing parents), which pn_out_stage_commit puts in
+ * the place of `path` at once: rename(2) where nothing or an empty directory stands, an exchange
+ * (renameat2's RENAME_EXCHANGE) with an existing directory, which is then removed. A reader sees
+ * the old directory or the new one, never a mix; after a failure or an abort the temporary
+ * directory is removed and `path` is as it was. An existing directory that is not empty is
+ * refused unless `replace`; a file, a link or anything else at `path` always is. */
+typedef struct PnOutStage PnOutStage;
+
+/* Checks, before any work, what pn_out_stage_open would refuse; nothing is created. */
+gboolean pn_out_stage_check(const char *path, bool replace, GError **error);
+PnOutStage *pn_out_stage_open(const char *path, bool replace, GError **error);
+/* The temporary directory, where the files go (pn_out_dir_file); owned by `stage`. */
+const PnOutDir *pn_out_stage_dir(const PnOutStage *stage);
+/* Puts the directory in place and frees `stage`. FALSE (and `path` untouched) on failure. */
+gboolean pn_out_stage_commit(PnOutStage *stage, GError **error);
+/* Removes the temporary directory and frees `stage`; NULL is a no-op. */
+void pn_out_stage_abort(PnOutStage *stage);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnOutStage, pn_out_stage_abort)
 
 #endif
