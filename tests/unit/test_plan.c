@@ -1,0 +1,116 @@
+/* test_plan.c — the arithmetic of a plan (plan/plan.h) against hand computation, and the GPU
+ * counts and global batches it plans. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan/plan.h"
+#include "plan/report.h"
+
+/* 15e12 tokens at 1e6 tokens/s with goodput 0.9: 15e12 / 1e6 / 0.9 = 16,666,666.67 s = 192.9 days.
+ * On 2,048 GPUs: 16,666,666.67 x 2,048 / 3,600 = 9,481,481.48 GPU-hours; at 2.5 per GPU-hour
+ * 23,703,703.70. Throughput per GPU 900 against 1,000 at the smallest count: efficiency 0.9. */
+START_TEST(test_arithmetic)
+{
+  double t = pn_plan_train_s(15e12, 1e6, 0.9);
+  ck_assert_double_eq_tol(t, 16666666.666667, 1e-3);
+  ck_assert_double_eq_tol(t / 86400.0, 192.901235, 1e-6);
+  double h = pn_plan_gpu_hours(t, 2048);
+  ck_assert_double_eq_tol(h, 9481481.481481, 1e-3);
+  ck_assert_double_eq_tol(pn_plan_cost(h, 2.5), 23703703.703704, 1e-3);
+  ck_assert_double_eq_tol(pn_plan_efficiency(900.0, 1000.0), 0.9, 1e-12);
+  /* goodput 1: the ideal run, time = tokens / rate exactly */
+  ck_assert_double_eq(pn_plan_train_s(3600.0, 1.0, 1.0), 3600.0);
+  ck_assert_double_eq(pn_plan_gpu_hours(3600.0, 8), 8.0);
+}
+END_TEST
+
+static GString *counts_text(GArray *a)
+{
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < a->len; i++)
+    g_string_append_printf(s, "%s%" G_GINT64_FORMAT, i ? " " : "", g_array_index(a, int64_t, i));
+  return s;
+}
+
+/* Llama 3 70B (80 layers): powers of two 512..8192, and PP 5 / 10 need multiples of 5: 640, 1280,
+ * 2560, 5120 (one per octave). 126 layers (405B): odd parts 3, 7, 9 give three counts per octave. */
+START_TEST(test_gpu_counts)
+{
+  char *why            = NULL;
+  g_autoptr(GArray) c  = pn_plan_gpu_counts(512, 8192, 8, 80, &why);
+  g_autoptr(GString) s = counts_text(c);
+  ck_assert_str_eq(s->str, "512 640 1024 1280 2048 2560 4096 5120 8192");
+  ck_assert_ptr_nonnull(strstr(why, "pipeline sizes 5 10"));
+  g_free(why);
+  g_autoptr(GArray) d  = pn_plan_gpu_counts(512, 1023, 8, 126, &why);
+  g_autoptr(GString) t = counts_text(d);
+  ck_assert_str_eq(t->str, "512 576 768 896");
+  g_free(why);
+  /* below a node: counts that divide it; none in a range without a power of two of whole nodes */
+  g_autoptr(GArray) e  = pn_plan_gpu_counts(2, 16, 8, 32, &why);
+  g_autoptr(GString) u = counts_text(e);
+  ck_assert_str_eq(u->str, "2 4 8 16");
+  ck_assert_ptr_null(why);
+  g_autoptr(GArray) f = pn_plan_gpu_counts(9, 15, 8, 32, &why);
+  ck_assert_uint_eq(f->len, 0);
+}
+END_TEST
+
+/* 4M:16M tokens (2^22 .. 2^24) of 8,192-token sequences: 512, 1024, 2048; a range between two
+ * powers of two holds none. */
+START_TEST(test_batches)
+{
+  g_autoptr(GArray) b  = pn_plan_batches(4194304, 16777216, 8192);
+  g_autoptr(GString) s = counts_text(b);
+  ck_assert_str_eq(s->str, "512 1024 2048");
+  g_autoptr(GArray) none = pn_plan_batches(5e6, 8e6, 8192);
+  ck_assert_uint_eq(none->len, 0);
+}
+END_TEST
+
+/* Where an iteration goes: the parts add up to the iteration, the rest never negative. */
+START_TEST(test_breakdown)
+{
+  PnSweepRow row   = {.iteration_s = 10.0, .compute_s = 7.0, .bubble_s = 1.0};
+  row.exposed_s[0] = 0.5, row.exposed_s[1] = 0.25;
+  double parts[PN_PLAN_PARTS];
+  pn_plan_breakdown(&row, parts);
+  double sum = 0;
+  for (int k = 0; k < PN_PLAN_PARTS; k++)
+    sum += parts[k];
+  ck_assert_double_eq_tol(sum, 10.0, 1e-12);
+  ck_assert_double_eq_tol(parts[PN_PLAN_PARTS - 1], 1.25, 1e-12);
+  row.compute_s = 9.5;
+  pn_plan_breakdown(&row, parts);
+  ck_assert_double_eq(parts[PN_PLAN_PARTS - 1], 0.0);
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+  Suite *s = suite_create("plan");
+  struct {
+    const char *name;
+    const TTest *test;
+  } cases[] = {{"arithmetic", test_arithmetic},
+               {"gpu_counts", test_gpu_counts},
+               {"batches", test_batches},
+               {"breakdown", test_breakdown}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    TCase *tc = tcase_create(cases[i].name);
+    tcase_add_test(tc, cases[i].test);
+    suite_add_tcase(s, tc);
+  }
+  return s;
+}
+
+int main(void)
+{
+  SRunner *sr = srunner_create(plan_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
