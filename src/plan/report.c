@@ -328,7 +328,7 @@ PnDoc *pn_plan_doc(const PnPlanResult *r, const char *version, const char *commi
   PnDoc *d               = pn_doc_new(title);
   pn_doc_para(d,
               "penumbra %s (%s). Files beside this report: plans.csv and plans.json (every evaluated point: GPU "
-              "kind, count and batch), layouts-<kind>.csv (every simulated layout), plots/ (data, gnuplot scripts, "
+              "kind, count and batch), layouts-<kind>.csv (every simulated layout), plots/ (data and "
               "figures).",
               version, commit);
   doc_answer(d, r);
