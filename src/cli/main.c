@@ -21,6 +21,8 @@ static const PnCommand commands[] = {
      "fit hardware-profile tables from microbenchmark results, or check a profile against them"},
     {"validate", pn__cli_validate, "predict published measured runs and report the step-time error"},
     {"regress", pn__cli_regress, "re-simulate a suite of scenarios and hold its predictions to a baseline"},
+    {"import", pn__cli_import, "write a scenario from a Megatron-LM launch line (import megatron-args -- ...)"},
+    {"export", pn__cli_export, "print a scenario as a Megatron-LM launch line (export megatron-args FILE)"},
 };
 
 static void usage(FILE *to)

@@ -74,6 +74,9 @@ gboolean pn__io_parse_json(const char *display, const char *buf, gsize len, cJSO
  * JSON, NULL when it is not (the caller takes it as a bare string). Returns FALSE, *out NULL,
  * when it is JSON that pn__io_parse_json would refuse (a NUL character, a duplicate key). */
 gboolean pn__io_parse_set_value(const char *ptr, const char *text, cJSON **out, GError **error);
+/* Applies one --set ("dotted.key=value", checked against the scenario schema) to the scenario
+ * object `root`, as the loader does (scenario.c). */
+gboolean pn__io_scenario_apply_set(cJSON *root, const char *set, GError **error);
 
 /* Resolves a model or hardware-profile reference `ref` found at `ptr`: a path (contains '/' or
  * ends in ".json") relative to `base_dir` (then the current directory), or a name looked up in

@@ -2,10 +2,41 @@
  * Megatron-LM's megatron/training/arguments.py (core_r0.14 and later). */
 #include "io/megatron.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const PnMegatronArg pn_megatron_args[] = {
+    {"model.num_layers", "--num-layers", PN_MEGATRON_VALUE},
+    {"model.hidden_size", "--hidden-size", PN_MEGATRON_VALUE},
+    {"model.ffn_hidden_size", "--ffn-hidden-size", PN_MEGATRON_VALUE},
+    {"model.num_attention_heads", "--num-attention-heads", PN_MEGATRON_VALUE},
+    {"model.num_query_groups", "--group-query-attention --num-query-groups", PN_MEGATRON_CUSTOM},
+    {"model.kv_channels", "--kv-channels", PN_MEGATRON_VALUE},
+    {"model.activation", "--swiglu or --squared-relu (GELU without either)", PN_MEGATRON_CUSTOM},
+    {"model.gated_linear_unit", "--swiglu", PN_MEGATRON_CUSTOM},
+    {"model.normalization", "--normalization", PN_MEGATRON_VALUE},
+    {"model.vocab_size", "--vocab-size", PN_MEGATRON_VALUE},
+    {"model.make_vocab_size_divisible_by", "--make-vocab-size-divisible-by", PN_MEGATRON_VALUE},
+    {"model.untie_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", PN_MEGATRON_FLAG},
+    {"model.add_bias_linear", "--disable-bias-linear", PN_MEGATRON_NEG_FLAG},
+    {"model.add_qkv_bias", "--add-qkv-bias", PN_MEGATRON_FLAG},
+    {"model.hidden_dropout", "--hidden-dropout", PN_MEGATRON_VALUE},
+    {"model.attention_dropout", "--attention-dropout", PN_MEGATRON_VALUE},
+    {"model.max_position_embeddings", "--max-position-embeddings", PN_MEGATRON_VALUE},
+    {"model.position_embedding_type", "--position-embedding-type", PN_MEGATRON_VALUE},
+    {"model.num_moe_experts", "--num-experts", PN_MEGATRON_VALUE},
+    {"model.moe_router_topk", "--moe-router-topk", PN_MEGATRON_VALUE},
+    {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", PN_MEGATRON_VALUE},
+    {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", PN_MEGATRON_VALUE},
+    {"model.mtp_num_layers", "--mtp-num-layers", PN_MEGATRON_VALUE},
     {"hardware.num_gpus", "the launcher's world size (nodes x GPUs per node)", PN_MEGATRON_DERIVED},
+    {"training.precision", "--bf16, --fp8-format", PN_MEGATRON_CUSTOM},
+    {"training.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", PN_MEGATRON_NEG_FLAG},
+    {"training.masked_softmax_fusion", "--no-masked-softmax-fusion", PN_MEGATRON_NEG_FLAG},
+    {"training.bias_activation_fusion", "--no-bias-swiglu-fusion or --no-bias-gelu-fusion", PN_MEGATRON_CUSTOM},
+    {"training.bias_dropout_fusion", "--no-bias-dropout-fusion", PN_MEGATRON_NEG_FLAG},
+    {"training.apply_rope_fusion", "--no-rope-fusion", PN_MEGATRON_NEG_FLAG},
+    {"training.persist_layer_norm", "--no-persist-layer-norm", PN_MEGATRON_NEG_FLAG},
     {"training.seq_length", "--seq-length", PN_MEGATRON_VALUE},
     {"training.micro_batch_size", "--micro-batch-size", PN_MEGATRON_VALUE},
     {"training.global_batch_size", "--global-batch-size", PN_MEGATRON_VALUE},
@@ -44,6 +75,7 @@ const PnMegatronArg pn_megatron_args[] = {
     {"recompute.recompute_granularity", "--recompute-granularity", PN_MEGATRON_VALUE},
     {"recompute.recompute_method", "--recompute-method", PN_MEGATRON_VALUE},
     {"recompute.recompute_num_layers", "--recompute-num-layers", PN_MEGATRON_VALUE},
+    {"recompute.recompute_modules", "--recompute-modules", PN_MEGATRON_CUSTOM},
     {"env.CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_DEVICE_MAX_CONNECTIONS", PN_MEGATRON_ENVIRONMENT},
     {"env.NVTE_FWD_LAYERNORM_SM_MARGIN", "NVTE_FWD_LAYERNORM_SM_MARGIN", PN_MEGATRON_ENVIRONMENT},
     {"env.NVTE_BWD_LAYERNORM_SM_MARGIN", "NVTE_BWD_LAYERNORM_SM_MARGIN", PN_MEGATRON_ENVIRONMENT},
@@ -59,6 +91,13 @@ const PnMegatronArg *pn_megatron_arg(const char *key)
     if (strcmp(pn_megatron_args[i].key, key) == 0)
       return &pn_megatron_args[i];
   return NULL;
+}
+
+static int flag_cmp(const void *key, const void *row) { return strcmp(key, ((const PnMegatronFlag *)row)->name); }
+
+const PnMegatronFlag *pn_megatron_flag(const char *name)
+{
+  return bsearch(name, pn_megatron_flags, pn_megatron_n_flags, sizeof pn_megatron_flags[0], flag_cmp);
 }
 
 void pn_megatron_append(GString *out, const char *key, const PnScenarioValue *v)
@@ -89,6 +128,7 @@ void pn_megatron_append(GString *out, const char *key, const PnScenarioValue *v)
                                                         : bare);
     break;
   case PN_MEGATRON_DERIVED:
+  case PN_MEGATRON_CUSTOM:
     break;
   }
 }

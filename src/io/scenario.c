@@ -88,6 +88,11 @@ static const PnField training_fields[] = {
     F_RANGE(PnTrainingConfig, "iterations", iterations, 1, 100),
     F_KIND(PnTrainingConfig, "gradient_accumulation_fusion", PN_FIELD_BOOL, gradient_accumulation_fusion),
     {.key = "cuda_graph_modules", .kind = PN_FIELD_CUSTOM},
+    F_KIND(PnTrainingConfig, "masked_softmax_fusion", PN_FIELD_BOOL, masked_softmax_fusion),
+    F_KIND(PnTrainingConfig, "bias_activation_fusion", PN_FIELD_BOOL, bias_activation_fusion),
+    F_KIND(PnTrainingConfig, "bias_dropout_fusion", PN_FIELD_BOOL, bias_dropout_fusion),
+    F_KIND(PnTrainingConfig, "apply_rope_fusion", PN_FIELD_BOOL, apply_rope_fusion),
+    F_KIND(PnTrainingConfig, "persist_layer_norm", PN_FIELD_BOOL, persist_layer_norm),
     {.key = NULL},
 };
 
@@ -395,6 +400,11 @@ static void scenario_defaults(PnScenario *sc)
   sc->training.precision                                  = PN_PREC_BF16;
   sc->training.iterations                                 = 1;
   sc->training.gradient_accumulation_fusion               = true;
+  sc->training.masked_softmax_fusion                      = true;
+  sc->training.bias_activation_fusion                     = true;
+  sc->training.bias_dropout_fusion                        = true;
+  sc->training.apply_rope_fusion                          = true;
+  sc->training.persist_layer_norm                         = true;
   sc->parallel.tensor_model_parallel_size                 = 1;
   sc->parallel.pipeline_model_parallel_size               = 1;
   sc->parallel.virtual_pipeline_model_parallel_size       = 1;
@@ -542,6 +552,13 @@ static gboolean apply_set(const PnIoCtx *fctx, cJSON *root, const char *set, GHa
   return TRUE;
 }
 
+gboolean pn__io_scenario_apply_set(cJSON *root, const char *set, GError **error)
+{
+  const PnIoCtx ctx           = {.file = "--set"};
+  g_autoptr(GHashTable) paths = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  return apply_set(&ctx, root, set, paths, error);
+}
+
 /* ---- validation ---- */
 
 G_GNUC_PRINTF(4, 5)
@@ -557,6 +574,32 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
 }
 
 #define I64 "%" G_GINT64_FORMAT
+
+/* A fusion switched off runs more, unfused kernels than the op model prices (its memory-bound
+ * classes are measured on the fused kernels): said, never silently simulated as fused.
+ * masked_softmax_fusion and persist_layer_norm are not among them: they choose kernels of
+ * Megatron's own attention softmax and Apex's LayerNorm, which the simulated Transformer Engine
+ * layers (fused attention, TE norms) do not run. */
+static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray *warnings)
+{
+  const PnTrainingConfig *tr = &sc->training;
+  const struct {
+    bool on;
+    const char *ptr, *what;
+  } fusions[] = {
+      {tr->gradient_accumulation_fusion, "/training/gradient_accumulation_fusion",
+       "an extra pass adding each weight gradient into main_grad"},
+      {tr->bias_activation_fusion, "/training/bias_activation_fusion", "the unfused bias and activation kernels"},
+      {tr->bias_dropout_fusion, "/training/bias_dropout_fusion", "the unfused bias, dropout and residual-add kernels"},
+      {tr->apply_rope_fusion, "/training/apply_rope_fusion", "the unfused rotary-embedding kernels"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(fusions); i++)
+    if (!fusions[i].on)
+      warn(warnings, ctx, fusions[i].ptr,
+           "false is not priced in this version: the step is simulated with the fused kernels, without %s "
+           "(the predicted time is low)",
+           fusions[i].what);
+}
 
 /* The scenario's consistency: Megatron's layout rules (workload/rules.h) as errors at the key
  * they blame, then the warnings about what is accepted but not simulated as written. */
@@ -583,6 +626,7 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     warn(warnings, ctx, "/recompute/recompute_modules",
          "only \"core_attn\" recomputation is simulated in this version: selective recompute runs as "
          "[\"core_attn\"]");
+  unfused_warnings(ctx, sc, warnings);
   if (sc->training.cuda_graph_modules != 0)
     warn(warnings, ctx, "/training/cuda_graph_modules",
          "CUDA graphs are not simulated in this version (kernels keep their launch cost)");

@@ -94,6 +94,17 @@ typedef struct {
   bool gradient_accumulation_fusion; /* wgrad GEMMs accumulate into main_grad (Bridge GPTModelProvider
                                         default: on when the fused kernels exist) */
   uint32_t cuda_graph_modules;       /* PnCudaGraphModule bits; 0 = no per-layer CUDA graphs */
+  /* Megatron-LM's fusion switches (--no-masked-softmax-fusion, --no-bias-swiglu-fusion /
+   * --no-bias-gelu-fusion, --no-bias-dropout-fusion, --no-rope-fusion, --no-persist-layer-norm),
+   * all on by default as in Megatron-LM. The op model prices the fused kernels; a switch turned
+   * off is carried so that the loader can say it is not priced. masked_softmax_fusion and
+   * persist_layer_norm act only on Megatron's own softmax and Apex's LayerNorm, which the simulated
+   * Transformer Engine layers do not use. */
+  bool masked_softmax_fusion;
+  bool bias_activation_fusion;
+  bool bias_dropout_fusion;
+  bool apply_rope_fusion;
+  bool persist_layer_norm;
 } PnTrainingConfig;
 
 typedef struct {

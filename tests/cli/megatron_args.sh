@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# penumbra import / export megatron-args: every shipped scenario exported as a Megatron-LM launch
+# line and imported back predicts the same iteration time, and import -> export -> import is a
+# fixed point; every mapped argument lands on its key; an argument Megatron-LM accepts but penumbra
+# does not model is listed as ignored; one Megatron-LM rejects is an error with a did-you-mean.
+set -euo pipefail
+bin=$1 src=$2
+cd "$src"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+iter() { "$bin" run "$1" -f json | grep -m1 '"iteration_time_s"'; }
+
+for s in scenarios/*.json; do
+  "$bin" export megatron-args "$s" >"$tmp/line" 2>/dev/null || fail "export $s"
+  prof=$(sed -n 's/.*"profile": "\([^"]*\)".*/\1/p' "$s")
+  eval "set -- $(cat "$tmp/line")"
+  "$bin" import megatron-args -s hardware.profile="$prof" -o "$tmp/s1.json" -- "$@" 2>"$tmp/err" ||
+    fail "import of the export of $s: $(cat "$tmp/err")"
+  [ "$(iter "$s")" = "$(iter "$tmp/s1.json")" ] || fail "$s and its round trip predict different iteration times"
+  "$bin" export megatron-args "$tmp/s1.json" >"$tmp/line2" 2>/dev/null
+  cmp -s "$tmp/line" "$tmp/line2" || fail "$s: export -> import -> export is not a fixed point"
+  eval "set -- $(cat "$tmp/line2")"
+  "$bin" import megatron-args -s hardware.profile="$prof" -o "$tmp/s2.json" -- "$@" 2>/dev/null
+  cmp -s "$tmp/s1.json" "$tmp/s2.json" || fail "$s: import -> export -> import is not a fixed point"
+done
+
+# every mapped argument, on one whole launch line
+key() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d[sys.argv[2]][sys.argv[3]]))' "$@"; }
+"$bin" import megatron-args -o "$tmp/all.json" -- CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 FOO=bar \
+  python3 -m torch.distributed.run --nproc_per_node 8 --nnodes=4 --master_port 6000 pretrain_gpt.py \
+  --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 \
+  --group-query-attention --num-query-groups 8 --kv-channels 128 --swiglu --normalization RMSNorm \
+  --vocab-size 128256 --make-vocab-size-divisible-by 128 --untie-embeddings-and-output-weights \
+  --disable-bias-linear --hidden-dropout 0.0 --attention-dropout 0.0 --max-position-embeddings 8192 \
+  --position-embedding-type rope --seq-length 8192 --micro-batch-size 1 --global-batch-size 256 --bf16 \
+  --fp8-format hybrid --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 4 \
+  --num-layers-per-virtual-pipeline-stage 4 --context-parallel-size 2 --cp-comm-type a2a \
+  --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --ddp-bucket-size 40000000 \
+  --accumulate-allreduce-grads-in-fp32 --tp-comm-overlap --overlap-p2p-communication-warmup-flush \
+  --recompute-granularity full --recompute-method block --recompute-num-layers 2 \
+  --no-gradient-accumulation-fusion --no-bias-swiglu-fusion --no-rope-fusion --no-bias-dropout-fusion \
+  --no-masked-softmax-fusion --no-persist-layer-norm --lr 3e-4 --data-path /data/a 0.5 /data/b \
+  --transformer-impl transformer_engine 2>"$tmp/err" || fail "import of the full line: $(cat "$tmp/err")"
+while read -r section k want; do
+  got=$(key "$tmp/all.json" "$section" "$k")
+  [ "$got" = "$want" ] || fail "$section.$k: expected $want, got $got"
+done <<'KEYS'
+model num_layers 32
+model hidden_size 4096
+model ffn_hidden_size 14336
+model num_attention_heads 32
+model num_query_groups 8
+model kv_channels 128
+model gated_linear_unit true
+model activation "swiglu"
+model normalization "RMSNorm"
+model vocab_size 128256
+model make_vocab_size_divisible_by 128
+model untie_embeddings_and_output_weights true
+model add_bias_linear false
+model hidden_dropout 0
+model attention_dropout 0
+model max_position_embeddings 8192
+model position_embedding_type "rope"
+hardware num_gpus 32
+training seq_length 8192
+training micro_batch_size 1
+training global_batch_size 256
+training precision "fp8"
+training gradient_accumulation_fusion false
+training bias_activation_fusion false
+training apply_rope_fusion false
+training bias_dropout_fusion false
+training masked_softmax_fusion false
+training persist_layer_norm false
+parallel tensor_model_parallel_size 2
+parallel sequence_parallel true
+parallel pipeline_model_parallel_size 4
+parallel virtual_pipeline_model_parallel_size 2
+parallel context_parallel_size 2
+ddp use_distributed_optimizer true
+ddp overlap_grad_reduce true
+ddp overlap_param_gather true
+ddp bucket_size 40000000
+ddp grad_reduce_in_fp32 true
+comm_overlap tp_comm_overlap true
+comm_overlap cp_comm_type "a2a"
+comm_overlap overlap_p2p_comm_warmup_flush true
+recompute recompute_granularity "full"
+recompute recompute_method "block"
+recompute recompute_num_layers 2
+env CUDA_DEVICE_MAX_CONNECTIONS 1
+env NCCL_NVLS_ENABLE 0
+KEYS
+for ignored in "ignored: FOO=bar (not modelled)" "ignored: --lr 3e-4 (not modelled)" \
+  "ignored: --data-path /data/a 0.5 /data/b (not modelled)"; do
+  grep -qxF "penumbra import: $ignored" "$tmp/err" || fail "expected \"$ignored\" on stderr: $(cat "$tmp/err")"
+done
+grep -q "gradient_accumulation_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
+[ "$(grep -c . "$tmp/err")" -le 8 ] || fail "too much on stderr: $(cat "$tmp/err")"
+
+# MoE, the legacy VPP spelling, --spec, and the GPU count from --set
+"$bin" import megatron-args -s hardware.num_gpus=16 -- --num-layers 8 --hidden-size 1024 --num-attention-heads 8 \
+  --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 64 --vocab-size 32000 \
+  --bf16 --num-experts 16 --moe-router-topk 4 --moe-ffn-hidden-size 512 --expert-model-parallel-size 8 \
+  --moe-token-dispatcher-type alltoall --pipeline-model-parallel-size 2 --virtual-pipeline-model-parallel-size 2 \
+  --spec my.module layer_spec >"$tmp/moe.json" 2>"$tmp/err" || fail "MoE import: $(cat "$tmp/err")"
+for kv in "model num_moe_experts 16" "model moe_router_topk 4" "model moe_ffn_hidden_size 512" \
+  "parallel expert_model_parallel_size 8" 'parallel moe_token_dispatcher_type "alltoall"' \
+  "parallel virtual_pipeline_model_parallel_size 2" "hardware num_gpus 16" "model ffn_hidden_size 4096" \
+  "model hidden_dropout 0.1"; do
+  set -- $kv
+  [ "$(key "$tmp/moe.json" "$1" "$2")" = "$3" ] || fail "$1.$2: expected $3, got $(key "$tmp/moe.json" "$1" "$2")"
+done
+grep -q "warning: --spec my.module layer_spec: a custom layer spec" "$tmp/err" || fail "--spec must be warned about"
+grep -q "custom layer spec --spec my.module layer_spec" "$tmp/moe.json" || fail "--spec must be recorded"
+grep -q "virtual-pipeline-model-parallel-size: not an argument" "$tmp/err" || fail "the legacy spelling must be said"
+
+# rejected by Megatron-LM: exit 2, did-you-mean, nothing written
+rc=0
+"$bin" import megatron-args -o "$tmp/bad.json" -- --num-layer 32 --bf16 2>"$tmp/err" || rc=$?
+[ $rc = 2 ] || fail "a typo should exit 2, got $rc"
+grep -q -- '"--num-layer": Megatron-LM rejects this argument (NVIDIA/Megatron-LM@.*); did you mean --num-layers?' \
+  "$tmp/err" || fail "expected a did-you-mean: $(cat "$tmp/err")"
+[ ! -e "$tmp/bad.json" ] || fail "a refused import must not write its output"
+rc=0
+"$bin" import megatron-args -- --num-layers 2 --hidden-size 64 --num-attention-heads 2 --seq-length 64 \
+  --global-batch-size 8 --vocab-size 100 --bf16 2>"$tmp/err" >/dev/null || rc=$?
+[ $rc = 2 ] && grep -q "not in the launch line" "$tmp/err" || fail "no GPU count should be an error: $(cat "$tmp/err")"
+echo "megatron-args: round trips of $(ls scenarios/*.json | wc -l) scenarios, mapped, ignored and rejected arguments"
