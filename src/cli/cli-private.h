@@ -43,6 +43,7 @@ int pn__cli_regress(int argc, char **argv);
 int pn__cli_plan(int argc, char **argv);
 int pn__cli_import(int argc, char **argv);
 int pn__cli_export(int argc, char **argv);
+int pn__cli_compare(int argc, char **argv);
 
 /* MPI for `penumbra sweep` (sweep_mpi.c; one process without -DPN_MPI=ON or outside mpirun):
  * start (rank and size), gather every rank's rows into rank 0's result and rank them, stop. */

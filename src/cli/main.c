@@ -23,6 +23,7 @@ static const PnCommand commands[] = {
     {"regress", pn__cli_regress, "re-simulate a suite of scenarios and hold its predictions to a baseline"},
     {"import", pn__cli_import, "write a scenario from a Megatron-LM launch line (import megatron-args -- ...)"},
     {"export", pn__cli_export, "print a scenario as a Megatron-LM launch line (export megatron-args FILE)"},
+    {"compare", pn__cli_compare, "compare a Megatron-LM training log's step time with the prediction"},
 };
 
 static void usage(FILE *to)

@@ -41,13 +41,15 @@ extern const size_t pn_megatron_n_args;
 #define PN_MEGATRON_LM_COMMIT "NVIDIA/Megatron-LM@d98e8a64ddf3 (2026-08-22)"
 
 typedef enum {
-  PN_MEGATRON_NO_VALUE,  /* store_true / store_false */
-  PN_MEGATRON_ONE_VALUE, /* --arg VALUE */
-  PN_MEGATRON_VALUES     /* --arg V1 V2 ... (nargs "+", "*" or a count) */
+  PN_MEGATRON_SETS_TRUE,  /* no value: store_true */
+  PN_MEGATRON_SETS_FALSE, /* no value: store_false (--no-..., --disable-...) */
+  PN_MEGATRON_ONE_VALUE,  /* --arg VALUE */
+  PN_MEGATRON_VALUES      /* --arg V1 V2 ... (nargs "+", "*" or a count) */
 } PnMegatronArity;
 
 typedef struct {
   const char *name; /* "--num-layers" */
+  const char *dest; /* the attribute it sets, as the argument dump prints it: "num_layers" */
   PnMegatronArity arity;
 } PnMegatronFlag;
 
@@ -84,5 +86,39 @@ char *pn_megatron_import(int argc, char **argv, const char *const *sets, int n_s
  * the line runs what penumbra simulates). pn_megatron_import of the line gives back a scenario
  * whose export is the same line. Fails only when the scenario's overlap settings are refused. */
 char *pn_megatron_export(const PnScenario *sc, GPtrArray *warnings, GError **error);
+
+/* ---- training logs (megatron_log.c) ---- */
+
+/* One "iteration N/M | ... elapsed time per iteration (ms): X | ..." line: Megatron-LM logs every
+ * --log-interval iterations the mean over the interval. */
+typedef struct {
+  int64_t iteration; /* the last iteration of the interval */
+  double elapsed_ms;
+  double tflops_per_gpu; /* "throughput per GPU (TFLOP/s/GPU)"; NAN without --log-throughput */
+} PnMegatronLogIteration;
+
+/* One "[Rank R] (after N iterations) memory (MB) | allocated: ... | max allocated: ..." line. */
+typedef struct {
+  int rank;
+  int64_t after_iteration; /* 0 when the line says otherwise ("(before save_checkpoint ...)") */
+  double allocated_mib, max_allocated_mib, reserved_mib, max_reserved_mib; /* Megatron-LM's "MB" are MiB; NAN: absent */
+} PnMegatronLogMemory;
+
+typedef struct {
+  GArray *iterations; /* PnMegatronLogIteration, in the log's order */
+  GArray *memory;     /* PnMegatronLogMemory, in the log's order */
+  GPtrArray *dump;    /* the first argument dump: name, value, name, value, ... (char*, as printed) */
+} PnMegatronLog;
+
+/* Reads the log at `path` (any size; other lines are skipped). NULL with a PN_IO_ERROR_FILE
+ * error when it cannot be read; a log with none of the lines above is not an error here. */
+PnMegatronLog *pn_megatron_log_read(const char *path, GError **error);
+void pn_megatron_log_free(PnMegatronLog *log); /* NULL is a no-op */
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnMegatronLog, pn_megatron_log_free)
+
+/* The launch line the argument dump describes, as pn_megatron_import reads it (WORLD_SIZE=N, then
+ * one argument per attribute that a flag of Megatron-LM sets; a tokenizer's vocabulary as its
+ * padded size), NULL-terminated (g_strfreev); NULL when the log has no dump. */
+char **pn_megatron_log_args(const PnMegatronLog *log);
 
 #endif

@@ -231,7 +231,7 @@ static gboolean read_arg(int argc, char **argv, int *i, PnLaunch *l, GError **er
   g_ptr_array_set_size(a->values, 0); /* argparse: the last occurrence wins */
   if (eq != NULL)
     g_ptr_array_add(a->values, (gpointer)(eq + 1));
-  if (f->arity == PN_MEGATRON_NO_VALUE && eq != NULL) {
+  if (f->arity <= PN_MEGATRON_SETS_FALSE && eq != NULL) {
     g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA, "%s: takes no value", name);
     return FALSE;
   }

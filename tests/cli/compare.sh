@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# penumbra compare on tests/data/megatron/llama3-8b-8gpu-synthetic.log (Megatron-LM's line formats,
+# made-up numbers). Expected values, by hand from the log:
+#   iterations 6..12 (after the default --skip 5), ms: 13838.5 13844.9 13836.2 13842.0 13839.3
+#   13845.6 13837.8; sorted, the 4th is the median: 13839.3 ms; mean 13840.614286 ms, sample
+#   stdev sqrt(78.748571 / 6) = 3.622811 ms; min 13836.2, max 13845.6
+#   TFLOP/s/GPU of the same lines: 547.4 547.1 547.5 547.2 547.4 547.1 547.4 -> sorted median 547.4
+#   max allocated: 52011.50 (rank 0) and 52100.25 (rank 2) MiB -> 52100.25 / 1024 = 50.879150 GiB
+#   --skip 0: all 12 lines, the median of 13842.0 and 13844.9 = 13843.45 ms
+# The scenario from the log's argument dump predicts exactly what the hand-written scenario of the
+# same job (llama3-8b-8gpu-synthetic.json) does.
+set -euo pipefail
+bin=$1 src=$2
+cd "$src"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+log=tests/data/megatron/llama3-8b-8gpu-synthetic.log
+get() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$@"; }
+near() { python3 -c 'import sys; a,b,t=map(float,sys.argv[1:]); sys.exit(abs(a-b) > t)' "$@"; }
+
+"$bin" compare "$log" -f json >"$tmp/dump.json" 2>"$tmp/err" || fail "compare: $(cat "$tmp/err")"
+near "$(get "$tmp/dump.json" measured_step_s)" 13.8393 1e-9 || fail "median $(get "$tmp/dump.json" measured_step_s)"
+near "$(get "$tmp/dump.json" measured_step_s_stdev)" 0.003622811 1e-8 || fail "stdev"
+near "$(get "$tmp/dump.json" measured_step_s_min)" 13.8362 1e-9 || fail "min"
+near "$(get "$tmp/dump.json" measured_step_s_max)" 13.8456 1e-9 || fail "max"
+[ "$(get "$tmp/dump.json" skipped_iterations)" = 5 ] || fail "skipped_iterations"
+[ "$(get "$tmp/dump.json" measured_log_lines)" = 7 ] || fail "measured_log_lines"
+near "$(get "$tmp/dump.json" measured_tflops_per_gpu)" 547.4 1e-9 || fail "TFLOP/s"
+near "$(get "$tmp/dump.json" measured_max_allocated_gib)" 50.87915 1e-5 || fail "max allocated"
+p=$(get "$tmp/dump.json" predicted_step_s)
+near "$(get "$tmp/dump.json" error_pct)" "$(python3 -c "print(($p - 13.8393) / 13.8393 * 100)")" 1e-4 || fail "error_pct"
+grep -q "the scenario is the log's argument dump" "$tmp/err" || fail "should say where the scenario came from"
+! grep -q "CUDA_DEVICE_MAX_CONNECTIONS" "$tmp/err" || fail "TP2 on Hopper implies CUDA_DEVICE_MAX_CONNECTIONS=1"
+
+"$bin" compare "$log" tests/data/megatron/llama3-8b-8gpu-synthetic.json -f json >"$tmp/given.json" 2>/dev/null
+[ "$(get "$tmp/given.json" predicted_step_s)" = "$p" ] || fail "the dump's scenario and the hand-written one differ"
+
+"$bin" compare "$log" --skip 0 -f json >"$tmp/all.json" 2>/dev/null
+near "$(get "$tmp/all.json" measured_step_s)" 13.84345 1e-9 || fail "--skip 0 median"
+[ "$(get "$tmp/all.json" skipped_iterations)" = 0 ] || fail "--skip 0 skipped_iterations"
+
+# prefixes added by launchers do not matter
+sed 's/^/[default0]:/' "$log" >"$tmp/prefixed.log"
+"$bin" compare "$tmp/prefixed.log" -f json 2>/dev/null | grep -v '"commit"' >"$tmp/p.json"
+grep -v '"commit"' "$tmp/dump.json" | cmp -s - "$tmp/p.json" || fail "a line prefix changes the result"
+
+# the text report says the same numbers
+"$bin" compare "$log" >"$tmp/text" 2>/dev/null
+grep -q "^measured:  13.8393 s per step (median of 7 log lines after iteration 5; stdev 0.0036 s" "$tmp/text" ||
+  fail "text report: $(cat "$tmp/text")"
+grep -q "^error: " "$tmp/text" && grep -q "^  compute " "$tmp/text" || fail "text report lacks the error or breakdown"
+
+# bad inputs: exit 2, one line
+rc=0; "$bin" compare "$log" --skip 12 2>"$tmp/err" >/dev/null || rc=$?
+[ $rc = 2 ] && grep -q "no \"elapsed time per iteration (ms)\" line after iteration 12" "$tmp/err" || fail "--skip 12"
+grep -v "arguments ---\|end of arguments\|^  " "$log" >"$tmp/nodump.log"
+rc=0; "$bin" compare "$tmp/nodump.log" 2>"$tmp/err" >/dev/null || rc=$?
+[ $rc = 2 ] && grep -q "no argument dump" "$tmp/err" || fail "a log without a dump needs a scenario: $(cat "$tmp/err")"
+rc=0; "$bin" compare "$tmp/missing.log" 2>"$tmp/err" >/dev/null || rc=$?
+[ $rc = 2 ] || fail "a missing log should exit 2"
+echo "compare: $log parsed and compared"
