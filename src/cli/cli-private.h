@@ -28,12 +28,32 @@
 #include "sweep/sweep.h"
 #include "workload/config.h"
 
-#ifndef PN_DATA_DIR
-#define PN_DATA_DIR "."
-#endif
-
 /* A subcommand: argv[0] is "penumbra <name>"; returns the exit status. */
 typedef int (*PnCommandFn)(int argc, char **argv);
+
+/* A row of main.c's table of subcommands. A new subcommand needs its row and nothing else to be
+ * dispatched, listed by `penumbra --help`, set in the man page (help.c runs its --help) and
+ * completed by the bash completion (which asks `penumbra --list-commands` and its --help). */
+typedef struct {
+  const char *name;
+  PnCommandFn fn;
+  const char *summary;
+} PnCliCommand;
+
+/* The exit statuses, as every --help and the man page print them. */
+#define PN_CLI_EXIT_STATUS                                                                                             \
+  "Exit status:\n"                                                                                                     \
+  "  0  success\n"                                                                                                     \
+  "  1  internal error (a bug: please report it)\n"                                                                    \
+  "  2  bad input: an option, an operand, a file, JSON, an infeasible configuration, an output that\n"                 \
+  "     cannot be written (one line on stderr says which and what was expected)\n"                                     \
+  "  3  a check the command was asked to make did not hold (validate --max-mape, calibrate --check)\n"
+
+/* help.c: `penumbra --version`, `--help-man` (the man page from the commands' own --help), and
+ * `--list-commands` / `--data-dir` (for the bash completion). Each returns the exit status. */
+int pn__cli_version(void);
+int pn__cli_help_man(const PnCliCommand *commands, size_t n);
+int pn__cli_list(const char *what, const PnCliCommand *commands, size_t n);
 
 int pn__cli_run(int argc, char **argv);
 int pn__cli_validate(int argc, char **argv);
@@ -74,13 +94,15 @@ static inline int pn__cli_fail(const GError *error)
 
 /* Parses a subcommand's options into `entries`' targets and leaves its operands in *argc / *argv
  * (argv[0] is "penumbra <name>"). `parameters` is --help's first line, `examples` its last
- * part. A bad option prints "penumbra <name>: <why>" and returns false (exit 2). */
+ * part, followed by the exit statuses. A bad option prints "penumbra <name>: <why>" and returns
+ * false (exit 2). */
 static inline bool pn__cli_parse(const GOptionEntry *entries, const char *parameters, const char *examples, int *argc,
                                  char ***argv)
 {
   g_autoptr(GOptionContext) ctx = g_option_context_new(parameters);
   g_option_context_add_main_entries(ctx, entries, NULL);
-  g_option_context_set_description(ctx, examples);
+  g_autofree char *description = g_strconcat(examples, "\n" PN_CLI_EXIT_STATUS, NULL);
+  g_option_context_set_description(ctx, description);
   g_autoptr(GError) error = NULL;
   if (g_option_context_parse(ctx, argc, argv, &error))
     return true;

@@ -5,15 +5,8 @@
 
 #include "cli/cli-private.h"
 #include "io/file.h"
-#include "pn_version.h" /* generated at build time (cmake/version.cmake) */
 
-typedef struct {
-  const char *name;
-  PnCommandFn fn;
-  const char *summary;
-} PnCommand;
-
-static const PnCommand commands[] = {
+static const PnCliCommand commands[] = {
     {"run", pn__cli_run, "simulate one scenario and report iteration time, throughput and exposed communication"},
     {"sweep", pn__cli_sweep, "simulate every layout of a job that Megatron accepts and that fits, ranked by TFLOP/s"},
     {"plan", pn__cli_plan, "how many GPUs, of which kind, for how long and at what cost: a capacity-planning report"},
@@ -28,10 +21,16 @@ static const PnCommand commands[] = {
 
 static void usage(FILE *to)
 {
-  fprintf(to, "usage: penumbra COMMAND [OPTIONS] ...\n\ncommands:\n");
+  fprintf(to, "usage: penumbra COMMAND [OPTIONS] ...\n       penumbra --help | --version\n\ncommands:\n");
   for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
     fprintf(to, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(to, "\n`penumbra COMMAND --help` describes each command.\n");
+  fprintf(to,
+          "\n`penumbra COMMAND --help` describes each command, with examples.\n\n"
+          "Examples:\n"
+          "  penumbra import megatron-args -o job.json -- torchrun --nproc_per_node 8 pretrain_gpt.py ...\n"
+          "  penumbra run scenarios/llama3-8b-h100-8gpu.json --what-if\n"
+          "  penumbra compare train.log\n\n%s",
+          PN_CLI_EXIT_STATUS);
 }
 
 int main(int argc, char **argv)
@@ -40,14 +39,12 @@ int main(int argc, char **argv)
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  if (strcmp(argv[1], "--version") == 0) {
-#ifdef PN_MPI
-    printf("penumbra %s (%s) with MPI\n", PN_VERSION, PN_GIT_COMMIT);
-#else
-    printf("penumbra %s (%s)\n", PN_VERSION, PN_GIT_COMMIT);
-#endif
-    return 0;
-  }
+  if (strcmp(argv[1], "--version") == 0)
+    return pn__cli_version();
+  if (strcmp(argv[1], "--help-man") == 0)
+    return pn__cli_help_man(commands, G_N_ELEMENTS(commands));
+  if (strcmp(argv[1], "--list-commands") == 0 || strcmp(argv[1], "--data-dir") == 0)
+    return pn__cli_list(argv[1], commands, G_N_ELEMENTS(commands));
   for (size_t i = 0; i < G_N_ELEMENTS(commands); i++)
     if (strcmp(argv[1], commands[i].name) == 0) {
       g_autofree char *prog = g_strdup_printf("penumbra %s", commands[i].name);

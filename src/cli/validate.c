@@ -80,8 +80,9 @@ int pn__cli_validate(int argc, char **argv)
   if (max_mape_s &&
       !pn__cli_number(cmd, "--max-mape", max_mape_s, DBL_TRUE_MIN, DBL_MAX, false, "a percentage > 0", &max_mape))
     return 2;
-  g_autofree char *dflt = g_build_filename(PN_DATA_DIR, "tests", "data", "validation", "published-visible.json", NULL);
-  g_autofree char *dflt_e2e = g_build_filename(PN_DATA_DIR, "microbench", "e2e", "scenarios", NULL);
+  g_autofree char *data_dir = pn_io_data_dir();
+  g_autofree char *dflt     = g_build_filename(data_dir, "tests", "data", "validation", "published-visible.json", NULL);
+  g_autofree char *dflt_e2e = g_build_filename(data_dir, "microbench", "e2e", "scenarios", NULL);
   const char *records       = argc == 2 ? argv[1] : dflt;
   const char *scenarios     = e2e_dir ? e2e_dir : dflt_e2e;
   int rc                    = check_options(cmd, argc, e2e, e2e_dir, scenarios, profile, output, plot);

@@ -105,6 +105,32 @@ static gboolean is_valid_name(const char *ref)
   return TRUE;
 }
 
+static gboolean holds_data(const char *dir)
+{
+  g_autofree char *profiles = g_build_filename(dir, "hwprofiles", NULL);
+  return g_file_test(profiles, G_FILE_TEST_IS_DIR);
+}
+
+char *pn_io_data_dir(void)
+{
+  g_autofree char *exe = g_file_read_link("/proc/self/exe", NULL);
+  if (exe != NULL) {
+    g_autofree char *bin   = g_path_get_dirname(exe);
+    g_autofree char *share = g_build_filename(bin, "..", "share", "penumbra", NULL);
+    if (holds_data(share))
+      return g_canonicalize_filename(share, NULL);
+  }
+#ifdef PN_INSTALL_DATA_DIR
+  if (holds_data(PN_INSTALL_DATA_DIR))
+    return g_strdup(PN_INSTALL_DATA_DIR);
+#endif
+#ifdef PN_DATA_DIR
+  return g_strdup(PN_DATA_DIR);
+#else
+  return g_strdup(".");
+#endif
+}
+
 /* The directories searched for a name, in order; only those given (not necessarily existing). */
 static GPtrArray *search_dirs(const char *base_dir, const char *subdir)
 {
@@ -114,9 +140,8 @@ static GPtrArray *search_dirs(const char *base_dir, const char *subdir)
     g_ptr_array_add(dirs, g_build_filename(env, subdir, NULL));
   if (base_dir != NULL)
     g_ptr_array_add(dirs, g_build_filename(base_dir, "..", subdir, NULL));
-#ifdef PN_DATA_DIR
-  g_ptr_array_add(dirs, g_build_filename(PN_DATA_DIR, subdir, NULL));
-#endif
+  g_autofree char *data = pn_io_data_dir();
+  g_ptr_array_add(dirs, g_build_filename(data, subdir, NULL));
   return dirs;
 }
 

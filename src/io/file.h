@@ -35,4 +35,11 @@ char *pn_io_quote(const char *s);
  * naming where `ref` came from (a command-line option). */
 char *pn_io_find_profile(const char *option, const char *ref, GError **error);
 
+/* The directory of penumbra's own data (models/, hwprofiles/, scenarios/, the validation data),
+ * searched after $PENUMBRA_DATA_DIR: the first that holds a hwprofiles/ folder of
+ * <the executable's directory>/../share/penumbra (an installed tree, wherever it was moved), the
+ * install prefix's share/penumbra, and the source tree the binary was built from. g_free. One
+ * readlink and a few stats. */
+char *pn_io_data_dir(void);
+
 #endif

@@ -80,7 +80,7 @@ gboolean pn__io_scenario_apply_set(cJSON *root, const char *set, GError **error)
 
 /* Resolves a model or hardware-profile reference `ref` found at `ptr`: a path (contains '/' or
  * ends in ".json") relative to `base_dir` (then the current directory), or a name looked up in
- * $PENUMBRA_DATA_DIR/<subdir>, <base_dir>/../<subdir>, PN_DATA_DIR/<subdir>. Returns the path
+ * $PENUMBRA_DATA_DIR/<subdir>, <base_dir>/../<subdir>, pn_io_data_dir()/<subdir>. Returns the path
  * (g_free) or NULL with an error listing the available names. `what` ("model", "hardware
  * profile") names the kind in messages. */
 char *pn__io_resolve(const PnIoCtx *ctx, const char *ptr, const char *ref, const char *base_dir, const char *subdir,

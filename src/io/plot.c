@@ -25,12 +25,11 @@ static char *find_script(const char *script, GError **error)
       return p;
     g_free(p);
   }
-#ifdef PN_DATA_DIR
-  char *p = g_build_filename(PN_DATA_DIR, "plots", script, NULL);
+  g_autofree char *data = pn_io_data_dir();
+  char *p                = g_build_filename(data, "plots", script, NULL);
   if (g_file_test(p, G_FILE_TEST_IS_REGULAR))
     return p;
   g_free(p);
-#endif
   g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_FILE, "plots/%s: not found (set PENUMBRA_DATA_DIR to the source tree)",
               script);
   return NULL;

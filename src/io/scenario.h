@@ -15,9 +15,9 @@
  * "source" are free text (checked to be strings, not stored; reports name a scenario by its file).
  *
  * Names (not paths: no '/', no ".json" suffix) are looked up in order in
- * $PENUMBRA_DATA_DIR/{models,hwprofiles}, <scenario dir>/../{models,hwprofiles}, and the source
- * tree's models/ and hwprofiles/ (compiled in). Paths are relative to the scenario's directory,
- * then to the current directory.
+ * $PENUMBRA_DATA_DIR/{models,hwprofiles}, <scenario dir>/../{models,hwprofiles}, and penumbra's
+ * data directory (io/file.h, pn_io_data_dir: the installed share/penumbra, or the source tree). Paths are relative to
+ * the scenario's directory, then to the current directory.
  *
  * --set: each override is "dotted.key=value" (e.g. "parallel.tensor_model_parallel_size=4",
  * "model.num_layers=40"). The value is JSON if it parses as JSON (number, true/false/null,

@@ -2,13 +2,19 @@
 # penumbra's version and the commit it was built from: `penumbra --version` prints them and the
 # JSON reports (run and what-if) carry the same; in a git checkout the commit is `git describe
 # --always --dirty`'s, and cmake/version.cmake writes "unknown" for a tree without .git (a source
-# archive). A build with MPI (-DPN_MPI=ON) says so after the commit.
+# archive). A build with MPI (-DPN_MPI=ON) says so after the commit. The lines after the first list
+# the hardware profiles with their calibration dates.
 set -euo pipefail
 bin=$1 src=$2
 cd "$src"
-v=$("$bin" --version)
+v=$("$bin" --version | head -n 1)
 re='^penumbra ([0-9]+\.[0-9]+\.[0-9]+) \(([^)]+)\)( with MPI)?$'
 [[ "$v" =~ $re ]] || { echo "FAIL: --version prints \"$v\""; exit 1; }
+# then the shipped profiles and the day each was calibrated, as the profile files say
+for p in hwprofiles/*.json; do
+  name=$(basename "$p" .json) day=$(sed -n 's/.*"calibrated":[[:space:]]*"\([0-9-]*\)".*/\1/p' "$p")
+  "$bin" --version | grep -qE "^  $name +calibrated $day\$" || { echo "FAIL: --version should list $name calibrated $day"; exit 1; }
+done
 version=${BASH_REMATCH[1]} commit=${BASH_REMATCH[2]}
 grep -q "^project(penumbra VERSION $version " CMakeLists.txt || { echo "FAIL: $v is not CMakeLists.txt's version"; exit 1; }
 want="  \"penumbra\": {
