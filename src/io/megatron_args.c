@@ -580,8 +580,13 @@ static void model_value(const PnModelConfig *m, const char *field, PnScenarioVal
   case PN_FIELD_BOOL:
     g_strlcpy(out->text, *(const bool *)p ? "true" : "false", sizeof out->text);
     break;
-  case PN_FIELD_DOUBLE:
-    g_ascii_formatd(out->text, sizeof out->text, "%.17g", *(const double *)p);
+  case PN_FIELD_DOUBLE: /* the shortest text that reads back as the same double */
+    for (int digits = 1; digits <= 17; digits++) {
+      g_autofree char *fmt = g_strdup_printf("%%.%dg", digits);
+      g_ascii_formatd(out->text, sizeof out->text, fmt, *(const double *)p);
+      if (g_ascii_strtod(out->text, NULL) == *(const double *)p)
+        break;
+    }
     break;
   case PN_FIELD_ENUM:
     g_snprintf(out->text, sizeof out->text, "\"%s\"", pn__io_enum_name(f->names, *(const int *)p));
@@ -626,6 +631,23 @@ static void key_value(const PnScenario *sc, const PnPlan *plan, const char *key,
   pn_scenario_field_get(&f, sc, v);
 }
 
+/* Keys that do not act in `sc` and that import gives back when left out: the expert layout of a
+ * dense model, the CP ring type without CP, the full-recompute method without full recompute, the
+ * LayerNorm SM margins and NCCL CTA bounds at their defaults. */
+static bool inert(const PnScenario *sc, const char *key, const char *text)
+{
+  bool dense = sc->model.num_moe_experts == 0;
+  if (dense && (g_str_has_prefix(key, "parallel.expert_") || strcmp(key, "parallel.moe_token_dispatcher_type") == 0))
+    return true;
+  if (sc->parallel.context_parallel_size == 1 && strcmp(key, "comm_overlap.cp_comm_type") == 0)
+    return true;
+  if (sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL &&
+      (strcmp(key, "recompute.recompute_method") == 0 || strcmp(key, "recompute.recompute_num_layers") == 0))
+    return true;
+  return (g_str_has_prefix(key, "env.NVTE_") && strcmp(text, "0") == 0) ||
+         (g_str_has_prefix(key, "env.NCCL_M") && strcmp(text, "null") == 0);
+}
+
 /* The CUSTOM rows: arguments that are not one key each. */
 static void append_custom(GString *out, const PnScenario *sc)
 {
@@ -666,8 +688,9 @@ char *pn_megatron_export(const PnScenario *sc, GPtrArray *warnings, GError **err
       continue; /* a preset without the overlap it configures */
     PnScenarioValue v;
     key_value(sc, &plan, row->key, &v);
-    if (g_str_has_prefix(row->key, "model.") && strcmp(v.text, "0") == 0 && !strstr(row->key, "dropout"))
-      continue; /* a MoE or position size a dense model does not have: Megatron-LM's default */
+    if ((g_str_has_prefix(row->key, "model.") && strcmp(v.text, "0") == 0 && !strstr(row->key, "dropout")) ||
+        inert(sc, row->key, v.text))
+      continue; /* a MoE or position size a dense model does not have, or a key that does not act */
     pn_megatron_append(row->form == PN_MEGATRON_ENVIRONMENT ? env : args, row->key, &v);
   }
   append_custom(args, sc);
