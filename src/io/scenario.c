@@ -576,7 +576,8 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
 #define I64 "%" G_GINT64_FORMAT
 
 /* A fusion switched off runs more, unfused kernels than the op model prices (its memory-bound
- * classes are measured on the fused kernels): said, never silently simulated as fused.
+ * classes are measured on the fused kernels): said, never silently simulated as fused. The dense
+ * MLP's unfused bias and activation are priced (workload/ops.c, act_unfused_bytes).
  * masked_softmax_fusion and persist_layer_norm are not among them: they choose kernels of
  * Megatron's own attention softmax and Apex's LayerNorm, which the simulated Transformer Engine
  * layers (fused attention, TE norms) do not run. */
@@ -589,7 +590,8 @@ static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray
   } fusions[] = {
       {tr->gradient_accumulation_fusion, "/training/gradient_accumulation_fusion",
        "an extra pass adding each weight gradient into main_grad"},
-      {tr->bias_activation_fusion, "/training/bias_activation_fusion", "the unfused bias and activation kernels"},
+      {tr->bias_activation_fusion || sc->model.num_moe_experts == 0, "/training/bias_activation_fusion",
+       "the experts' unfused bias and activation kernels (the dense MLP's are priced)"},
       {tr->bias_dropout_fusion, "/training/bias_dropout_fusion", "the unfused bias, dropout and residual-add kernels"},
       {tr->apply_rope_fusion, "/training/apply_rope_fusion", "the unfused rotary-embedding kernels"},
   };

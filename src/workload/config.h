@@ -96,8 +96,9 @@ typedef struct {
   uint32_t cuda_graph_modules;       /* PnCudaGraphModule bits; 0 = no per-layer CUDA graphs */
   /* Megatron-LM's fusion switches (--no-masked-softmax-fusion, --no-bias-swiglu-fusion /
    * --no-bias-gelu-fusion, --no-bias-dropout-fusion, --no-rope-fusion, --no-persist-layer-norm),
-   * all on by default as in Megatron-LM. The op model prices the fused kernels; a switch turned
-   * off is carried so that the loader can say it is not priced. masked_softmax_fusion and
+   * all on by default as in Megatron-LM. The op model prices the fused kernels, and the dense
+   * MLP's unfused bias and activation as the extra memory-bound passes they make (ops.c); any
+   * other switch turned off is carried so that the loader can say it is not priced. masked_softmax_fusion and
    * persist_layer_norm act only on Megatron's own softmax and Apex's LayerNorm, which the simulated
    * Transformer Engine layers do not use. */
   bool masked_softmax_fusion;

@@ -15,6 +15,7 @@ typedef struct {
   int64_t fc1_tp; /* ffn*(2 if gated)/tp */
   int64_t vocab_tp;
   bool sp, fp8, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
+  bool act_unfused; /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
   PnCpCommType cp_type;
   double e;        /* bytes per element of a quantizable GEMM input: 1 (fp8) or 2 */
   PnDtype gemm_dt; /* dtype of the layer GEMMs */
@@ -43,26 +44,27 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->s      = sc->training.seq_length;
   g_assert(d->heads % d->tp == 0 && d->groups % d->tp == 0);
   g_assert(d->s % d->cp == 0);
-  d->T         = d->s / d->cp * d->b;
-  d->sp        = sc->parallel.sequence_parallel && d->tp > 1;
-  d->tp_comm   = d->tp > 1;
-  d->Tsp       = d->sp ? d->T / d->tp : d->T;
-  d->q_tp      = d->heads * d->kvc / d->tp;
-  d->kv_tp     = d->groups * d->kvc / d->tp;
-  d->gated     = m->gated_linear_unit;
-  d->f_tp      = d->ffn / d->tp;
-  d->fc1_tp    = d->f_tp * (d->gated ? 2 : 1);
-  d->vocab_tp  = pn_workload_padded_vocab(sc) / d->tp;
-  d->fp8       = sc->training.precision == PN_PREC_FP8;
-  d->rope      = strcmp(m->position_embedding_type, "rope") == 0;
-  d->dropout   = m->hidden_dropout > 0.0;
-  d->layernorm = m->normalization == PN_NORM_LAYERNORM;
-  d->swiglu    = d->gated;
-  d->bias      = m->add_bias_linear;
-  d->cp_type   = sc->comm_overlap.cp_comm_type;
-  d->e         = d->fp8 ? 1.0 : 2.0;
-  d->gemm_dt   = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
-  d->moe       = m->num_moe_experts > 0;
+  d->T           = d->s / d->cp * d->b;
+  d->sp          = sc->parallel.sequence_parallel && d->tp > 1;
+  d->tp_comm     = d->tp > 1;
+  d->Tsp         = d->sp ? d->T / d->tp : d->T;
+  d->q_tp        = d->heads * d->kvc / d->tp;
+  d->kv_tp       = d->groups * d->kvc / d->tp;
+  d->gated       = m->gated_linear_unit;
+  d->f_tp        = d->ffn / d->tp;
+  d->fc1_tp      = d->f_tp * (d->gated ? 2 : 1);
+  d->vocab_tp    = pn_workload_padded_vocab(sc) / d->tp;
+  d->fp8         = sc->training.precision == PN_PREC_FP8;
+  d->rope        = strcmp(m->position_embedding_type, "rope") == 0;
+  d->dropout     = m->hidden_dropout > 0.0;
+  d->layernorm   = m->normalization == PN_NORM_LAYERNORM;
+  d->swiglu      = d->gated;
+  d->bias        = m->add_bias_linear;
+  d->act_unfused = !sc->training.bias_activation_fusion;
+  d->cp_type     = sc->comm_overlap.cp_comm_type;
+  d->e           = d->fp8 ? 1.0 : 2.0;
+  d->gemm_dt     = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
+  d->moe         = m->num_moe_experts > 0;
   if (d->moe) {
     int64_t F     = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
     d->dispatcher = sc->parallel.moe_token_dispatcher_type;
@@ -100,6 +102,22 @@ static PnOp op_base(PnOpKind kind, const char *name, PnPhase phase)
   o.groups = 1;
   o.node   = PN_NODE_ATTN;
   return o;
+}
+
+/* What Megatron-LM's unfused bias and activation (bias_activation_fusion off) move beyond the fused
+ * kernel that "act" / "act_bwd" price, in bytes per element of the activation's output (bf16):
+ *   the bias add, over the fc1 output: 2 (gated) or 1 inputs read and written, 4 bytes each;
+ *   SwiGLU as F.silu(y1) * y2: silu (2 read + 2 written) and the product (4 + 2) are 10 bytes
+ *   against the fused 6, so 4 more; its autograd backward, g * silu(y1), g * y2, silu's backward
+ *   (6 bytes each) and the cat of the two halves (4 read + 4 written), 26 against the fused 10;
+ *   GELU's own kernels move as much unfused as fused.
+ * The bytes are priced by the profile's memory-bound class, like every elementwise op. The silu
+ * output the unfused product keeps for its backward is not added to the activation memory. */
+static double act_unfused_bytes(const Dims *d, bool backward)
+{
+  double bias = d->bias && !backward ? (d->gated ? 8.0 : 4.0) : 0.0;
+  double act  = d->swiglu ? (backward ? 16.0 : 4.0) : 0.0;
+  return bias + act;
 }
 
 static void push_mem(GArray *out, const char *name, PnPhase phase, double bytes, double saved_bytes)
@@ -554,6 +572,8 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", phase, d->fc1_tp, keep * hsp * d->e);
   double fc1_out = (double)d->T * (double)d->f_tp;
   push_mem(out, "act", phase, fc1_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->fc1_tp * 2.0);
+  if (d->act_unfused && act_unfused_bytes(d, false) > 0.0)
+    push_mem(out, "act_unfused", phase, fc1_out * act_unfused_bytes(d, false), 0.0);
   push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
                keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
   push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
@@ -612,6 +632,8 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
                  "fc2_wgrad", B, d->f_tp);
     double fc1_out = (double)d->T * (double)d->f_tp;
     push_mem(out, "act_bwd", B, fc1_out * (d->swiglu ? 10.0 : 6.0), 0.0);
+    if (d->act_unfused && act_unfused_bytes(d, true) > 0.0)
+      push_mem(out, "act_unfused_bwd", B, fc1_out * act_unfused_bytes(d, true), 0.0);
     push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose", "fc1_wgrad_rs",
                     "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
     push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);

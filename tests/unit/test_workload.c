@@ -65,6 +65,7 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->training.global_batch_size                    = 128;
   sc->training.precision                            = PN_PREC_BF16;
   sc->training.iterations                           = 1;
+  sc->training.bias_activation_fusion               = true; /* the loader's default, as Megatron-LM's */
   sc->parallel.tensor_model_parallel_size           = tp;
   sc->parallel.pipeline_model_parallel_size         = pp;
   sc->parallel.virtual_pipeline_model_parallel_size = vp;
@@ -136,6 +137,30 @@ static int count(const GArray *ops, int kind, int phase)
                 (double)(x), (double)(y), (double)(tol))
 
 /* ---- ops: shapes ---- */
+
+/* bias_activation_fusion off (Megatron-LM's --no-bias-swiglu-fusion), Llama 3 8B at TP1, so the
+ * activation's output is T * ffn = 8192 * 14336 elements: SwiGLU as silu then a product moves
+ * 4 bytes per element more than the fused kernel forward, 16 more backward (ops.c
+ * act_unfused_bytes); with linear biases the forward adds the bias pass over the 2 * ffn fc1
+ * outputs, 8 bytes per output element. Fused, neither op exists. */
+START_TEST(test_unfused_bias_swiglu)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  double out           = 8192.0 * 14336.0;
+  g_autoptr(GArray) f0 = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(f0, "act_unfused"));
+  sc.training.bias_activation_fusion = false;
+  g_autoptr(GArray) f                = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b                = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(f, "act_unfused")->bytes, 4.0 * out);
+  ck_assert_double_eq(find(b, "act_unfused_bwd")->bytes, 16.0 * out);
+  ck_assert_int_eq(index_of(f, "act_unfused"), index_of(f, "act") + 1);
+  sc.model.add_bias_linear = true;
+  g_autoptr(GArray) fb     = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(fb, "act_unfused")->bytes, 12.0 * out);
+}
+END_TEST
 
 /* TP=1, T = 8192: qkv n = (heads + 2*groups) * kv_channels = (32 + 16) * 128 = 6144. */
 START_TEST(test_qkv_dims_tp1)
@@ -1096,6 +1121,7 @@ static Suite *workload_suite(void)
     const TTest *test;
   } cases[] = {
       {"qkv_dims_tp1", test_qkv_dims_tp1},
+      {"unfused_bias_swiglu", test_unfused_bias_swiglu},
       {"tp4_sp_comm", test_tp4_sp_comm},
       {"tp4_sp_fp8", test_tp4_sp_fp8},
       {"tp4_no_sp", test_tp4_no_sp},
