@@ -19,8 +19,30 @@ static bool format_is(const char *cmd, const char *what)
   return false;
 }
 
+/* Without a "--", everything after "megatron-args" is the launch line (penumbra's own options then
+ * come before it): a "--" is put there so that option parsing stops. argv itself is kept. */
+static char **with_separator(int *argc, char **argv)
+{
+  GPtrArray *out = g_ptr_array_new();
+  bool has_dash  = false;
+  for (int i = 1; i < *argc; i++)
+    has_dash |= strcmp(argv[i], "--") == 0;
+  for (int i = 0; i < *argc; i++) {
+    g_ptr_array_add(out, argv[i]);
+    if (!has_dash && strcmp(argv[i], "megatron-args") == 0) {
+      g_ptr_array_add(out, "--");
+      has_dash = true;
+    }
+  }
+  *argc = (int)out->len;
+  g_ptr_array_add(out, NULL);
+  return (char **)g_ptr_array_free(out, FALSE);
+}
+
 int pn__cli_import(int argc, char **argv)
 {
+  g_autofree char **args  = with_separator(&argc, argv);
+  argv                    = args;
   g_auto(GStrv) sets      = NULL;
   g_autofree char *output = NULL;
   GOptionEntry entries[]  = {{"output", 'o', 0, G_OPTION_ARG_FILENAME, &output,

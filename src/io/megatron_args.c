@@ -6,6 +6,7 @@
  * arguments take Megatron-LM's defaults, written out, so that the scenario runs what Megatron-LM
  * would run rather than what Megatron-Bridge's gating would choose. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,7 +87,7 @@ static bool is_env_assignment(const char *t)
 static bool is_python(const char *t)
 {
   g_autofree char *base = g_path_get_basename(t);
-  return g_str_has_prefix(base, "python");
+  return g_str_has_prefix(base, "python") && !g_str_has_suffix(base, ".py");
 }
 
 /* torchrun's options that take no value (everything else of the form --x takes one). */
@@ -100,22 +101,19 @@ static bool launcher_flag(const char *opt)
   return false;
 }
 
-static gboolean launcher_count(const char *opt, const char *text, int64_t *out, GError **error)
+/* A count of the launcher's, or 0 (with a note) for what is not one ("gpu", an elastic "1:4"). */
+static int64_t launcher_count(PnLaunch *l, const char *opt, const char *text)
 {
   char *end = NULL;
   gint64 v  = g_ascii_strtoll(text, &end, 10);
-  if (end != text && *end == '\0' && v >= 1 && v <= 10000000) {
-    *out = v;
-    return TRUE;
-  }
-  g_autofree char *q = pn__io_quote(text);
-  g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA, "launcher %s: expected a number of %s, got %s", opt,
-              strstr(opt, "nnodes") ? "nodes (elastic ranges are not read)" : "GPUs per node", q);
-  return FALSE;
+  if (end != text && *end == '\0' && v >= 1 && v <= 10000000)
+    return v;
+  note(l->warnings, "launcher %s %s: not a count; the GPU count comes from --set hardware.num_gpus", opt, text);
+  return 0;
 }
 
-/* The launcher's options from argv[*i] up to the script; the GPU count from them. */
-static gboolean read_launcher(int argc, char **argv, int *i, PnLaunch *l, GError **error)
+/* The launcher's options from argv[*i] up to the script; the GPU count from them (0: unknown). */
+static void read_launcher(int argc, char **argv, int *i, PnLaunch *l)
 {
   int64_t nproc = 1, nnodes = 1;
   while (*i < argc && argv[*i][0] == '-') {
@@ -129,16 +127,12 @@ static gboolean read_launcher(int argc, char **argv, int *i, PnLaunch *l, GError
       value = argv[++*i];
     }
     (*i)++;
-    if (value != NULL && (strcmp(opt, "--nproc_per_node") == 0 || strcmp(opt, "--nproc-per-node") == 0)) {
-      if (!launcher_count(opt, value, &nproc, error))
-        return FALSE;
-    } else if (value != NULL && strcmp(opt, "--nnodes") == 0) {
-      if (!launcher_count(opt, value, &nnodes, error))
-        return FALSE;
-    }
+    if (value != NULL && (strcmp(opt, "--nproc_per_node") == 0 || strcmp(opt, "--nproc-per-node") == 0))
+      nproc = launcher_count(l, opt, value);
+    else if (value != NULL && strcmp(opt, "--nnodes") == 0)
+      nnodes = launcher_count(l, opt, value);
   }
   l->num_gpus = nproc * nnodes;
-  return TRUE;
 }
 
 /* Environment, launcher and script: argv[*i] is left on the script's first argument. */
@@ -156,8 +150,7 @@ static gboolean read_prefix(int argc, char **argv, int *i, PnLaunch *l, GError *
       (strcmp(argv[*i + 2], "torch.distributed.run") == 0 || strcmp(argv[*i + 2], "torch.distributed.launch") == 0);
   if (torchrun || module_run) {
     *i += torchrun ? 1 : 3;
-    if (!read_launcher(argc, argv, i, l, error))
-      return FALSE;
+    read_launcher(argc, argv, i, l);
   } else if (is_python(argv[*i])) {
     (*i)++;
     l->num_gpus = 1; /* one process, one GPU */

@@ -127,4 +127,10 @@ rc=0
 "$bin" import megatron-args -- --num-layers 2 --hidden-size 64 --num-attention-heads 2 --seq-length 64 \
   --global-batch-size 8 --vocab-size 100 --bf16 2>"$tmp/err" >/dev/null || rc=$?
 [ $rc = 2 ] && grep -q "not in the launch line" "$tmp/err" || fail "no GPU count should be an error: $(cat "$tmp/err")"
+# without "--" the line starts after megatron-args; a launcher count that is not one wants --set
+"$bin" import -s hardware.num_gpus=4 megatron-args torchrun --nproc_per_node gpu my_train.py --num-layers 2 \
+  --hidden-size 64 --num-attention-heads 2 --seq-length 64 --max-position-embeddings 64 --global-batch-size 8 \
+  --vocab-size 100 --bf16 >"$tmp/gpu.json" 2>"$tmp/err" || fail "import without --: $(cat "$tmp/err")"
+[ "$(key "$tmp/gpu.json" hardware num_gpus)" = 4 ] || fail "--set hardware.num_gpus"
+grep -q "launcher --nproc_per_node gpu: not a count" "$tmp/err" || fail "the launcher's \"gpu\" must be said"
 echo "megatron-args: round trips of $(ls scenarios/*.json | wc -l) scenarios, mapped, ignored and rejected arguments"
