@@ -99,6 +99,61 @@ done
 grep -q "gradient_accumulation_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
 [ "$(grep -c . "$tmp/err")" -le 8 ] || fail "too much on stderr: $(cat "$tmp/err")"
 
+# the other mapped arguments, on a second line
+"$bin" import megatron-args -o "$tmp/rest.json" -- NVTE_FWD_LAYERNORM_SM_MARGIN=16 NVTE_BWD_LAYERNORM_SM_MARGIN=8 \
+  NCCL_MIN_CTAS=4 NCCL_MAX_CTAS=16 CUDA_DEVICE_MAX_CONNECTIONS=32 torchrun --nproc_per_node 8 --nnodes 8 \
+  pretrain_gpt.py --num-layers 14 --hidden-size 2048 --num-attention-heads 16 --squared-relu --add-qkv-bias \
+  --use-rotary-position-embeddings --vocab-size 32000 --seq-length 4096 --max-position-embeddings 4096 \
+  --micro-batch-size 1 --global-batch-size 256 --bf16 --num-experts 16 --moe-router-topk 2 \
+  --moe-ffn-hidden-size 1024 --moe-shared-expert-intermediate-size 512 --mtp-num-layers 1 \
+  --expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall \
+  --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 4 \
+  --num-virtual-stages-per-pipeline-rank 2 --account-for-embedding-in-pipeline-split \
+  --account-for-loss-in-pipeline-split --microbatch-group-size-per-virtual-pipeline-stage 4 \
+  --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather --no-align-param-gather \
+  --overlap-param-gather-with-optimizer-step --num-distributed-optimizer-instances 2 --ddp-average-in-collective \
+  --no-overlap-p2p-communication --defer-embedding-wgrad-compute --overlap-moe-expert-parallel-comm \
+  --delay-wgrad-compute --moe-shared-expert-overlap --recompute-activations --recompute-modules core_attn moe_act \
+  2>"$tmp/err" || fail "import of the second line: $(cat "$tmp/err")"
+while read -r section k want; do
+  got=$(key "$tmp/rest.json" "$section" "$k")
+  [ "$got" = "$want" ] || fail "$section.$k: expected $want, got $got"
+done <<'KEYS'
+model activation "squared_relu"
+model gated_linear_unit false
+model add_qkv_bias true
+model position_embedding_type "rope"
+model num_moe_experts 16
+model moe_router_topk 2
+model moe_ffn_hidden_size 1024
+model moe_shared_expert_intermediate_size 512
+model mtp_num_layers 1
+hardware num_gpus 64
+parallel expert_model_parallel_size 8
+parallel expert_tensor_parallel_size 1
+parallel moe_token_dispatcher_type "alltoall"
+parallel virtual_pipeline_model_parallel_size 2
+parallel account_for_embedding_in_pipeline_split true
+parallel account_for_loss_in_pipeline_split true
+parallel microbatch_group_size_per_vp_stage 4
+ddp align_param_gather false
+ddp overlap_param_gather_with_optimizer_step true
+ddp num_distributed_optimizer_instances 2
+ddp average_in_collective true
+comm_overlap overlap_p2p_comm false
+comm_overlap defer_embedding_wgrad_compute true
+comm_overlap overlap_moe_expert_parallel_comm true
+comm_overlap delay_wgrad_compute true
+comm_overlap moe_shared_expert_overlap true
+recompute recompute_granularity "selective"
+recompute recompute_modules ["core_attn", "moe_act"]
+env NVTE_FWD_LAYERNORM_SM_MARGIN 16
+env NVTE_BWD_LAYERNORM_SM_MARGIN 8
+env NCCL_MIN_CTAS 4
+env NCCL_MAX_CTAS 16
+env CUDA_DEVICE_MAX_CONNECTIONS 32
+KEYS
+
 # MoE, the legacy VPP spelling, --spec, and the GPU count from --set
 "$bin" import megatron-args -s hardware.num_gpus=16 -- --num-layers 8 --hidden-size 1024 --num-attention-heads 8 \
   --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 64 --vocab-size 32000 \

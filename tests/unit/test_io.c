@@ -24,6 +24,7 @@
 #include "io/file.h"
 #include "io/hwprofile.h"
 #include "io/jsonw.h"
+#include "io/megatron.h"
 #include "io/model.h"
 #include "io/out.h"
 #include "io/report.h"
@@ -2383,6 +2384,84 @@ START_TEST(test_out_dir)
 }
 END_TEST
 
+/* The scenario-key <-> argument table against Megatron-LM's own list: every argument a row writes
+ * is one Megatron-LM accepts, with the arity its form needs (a flag, set or unset, takes no
+ * value; a value row takes one or more), and every key is one the scenario schema knows (model keys are the
+ * model file's). The flag list is sorted, so that lookups by bisection find every entry. */
+START_TEST(test_megatron_table)
+{
+  for (size_t i = 1; i < pn_megatron_n_flags; i++)
+    ck_assert_msg(strcmp(pn_megatron_flags[i - 1].name, pn_megatron_flags[i].name) < 0, "%s",
+                  pn_megatron_flags[i].name);
+  for (size_t i = 0; i < pn_megatron_n_flags; i++)
+    ck_assert_ptr_eq(pn_megatron_flag(pn_megatron_flags[i].name), &pn_megatron_flags[i]);
+  ck_assert_ptr_null(pn_megatron_flag("--num-layer"));
+  for (size_t i = 0; i < pn_megatron_n_args; i++) {
+    const PnMegatronArg *a = &pn_megatron_args[i];
+    if (!g_str_has_prefix(a->key, "model.")) {
+      const char *dot              = strchr(a->key, '.');
+      g_autofree char *sec         = g_strndup(a->key, (gsize)(dot - a->key));
+      g_autofree const char **keys = pn_scenario_section_keys(sec);
+      bool known                   = false;
+      for (gsize k = 0; keys != NULL && keys[k] != NULL; k++)
+        known |= strcmp(keys[k], dot + 1) == 0;
+      ck_assert_msg(known, "%s is no scenario key", a->key);
+    }
+    if (a->form != PN_MEGATRON_VALUE && a->form != PN_MEGATRON_FLAG && a->form != PN_MEGATRON_NEG_FLAG)
+      continue;
+    const PnMegatronFlag *f = pn_megatron_flag(a->arg);
+    ck_assert_msg(f != NULL, "%s (%s): Megatron-LM rejects it", a->arg, a->key);
+    bool takes_value = f->arity >= PN_MEGATRON_ONE_VALUE;
+    ck_assert_msg(takes_value == (a->form == PN_MEGATRON_VALUE), "%s: arity %d", a->arg, f->arity);
+  }
+}
+END_TEST
+
+/* A log in Megatron-LM's formats, parsed: two iteration lines (one without throughput), a memory
+ * report, a dump whose list, enum, boolean and None values become arguments. */
+START_TEST(test_megatron_log)
+{
+  g_autofree char *path = g_build_filename(g_get_tmp_dir(), "pn-test-megatron.log", NULL);
+  const char *text      = "------------------------ arguments ------------------------\n"
+                          "  attention_backend ............................... AttnBackend.flash\n"
+                          "  bf16 ............................................ True\n"
+                          "  cp_comm_type .................................... ['a2a', 'a2a']\n"
+                          "  fp8 ............................................. None\n"
+                          "  overlap_p2p_comm ................................ False\n"
+                          "  swiglu .......................................... False\n"
+                          "  world_size ...................................... 16\n"
+                          "-------------------- end of arguments ---------------------\n"
+                          " [2026-01-01 00:00:00.1] iteration        1/       2 | consumed samples:            8 | "
+                          "elapsed time per iteration (ms): 1234.5 | throughput per GPU (TFLOP/s/GPU): 300.1 |\n"
+                          "[Rank 3] (after 1 iterations) memory (MB) | allocated: 10.50 | max allocated: 20.25 | "
+                          "reserved: 30.00 | max reserved: 40.00\n"
+                          "0:  iteration        2/       2 | elapsed time per iteration (ms): 999.0 |\n";
+  ck_assert(g_file_set_contents(path, text, -1, NULL));
+  g_autoptr(GError) error      = NULL;
+  g_autoptr(PnMegatronLog) log = pn_megatron_log_read(path, &error);
+  g_unlink(path);
+  ck_assert_ptr_nonnull(log);
+  ck_assert_int_eq(log->iterations->len, 2);
+  const PnMegatronLogIteration *it = &g_array_index(log->iterations, PnMegatronLogIteration, 0);
+  ck_assert_int_eq(it->iteration, 1);
+  ck_assert_double_eq(it->elapsed_ms, 1234.5);
+  ck_assert_double_eq(it->tflops_per_gpu, 300.1);
+  it = &g_array_index(log->iterations, PnMegatronLogIteration, 1);
+  ck_assert_int_eq(it->iteration, 2);
+  ck_assert(isnan(it->tflops_per_gpu));
+  ck_assert_int_eq(log->memory->len, 1);
+  const PnMegatronLogMemory *m = &g_array_index(log->memory, PnMegatronLogMemory, 0);
+  ck_assert_int_eq(m->rank, 3);
+  ck_assert_int_eq(m->after_iteration, 1);
+  ck_assert_double_eq(m->max_allocated_mib, 20.25);
+  ck_assert_double_eq(m->max_reserved_mib, 40.0);
+  g_auto(GStrv) args    = pn_megatron_log_args(log);
+  g_autofree char *line = g_strjoinv(" ", args);
+  ck_assert_str_eq(line, "WORLD_SIZE=16 --attention-backend flash --bf16 --cp-comm-type a2a a2a "
+                         "--no-overlap-p2p-communication");
+}
+END_TEST
+
 static Suite *io_suite(void)
 {
   Suite *s = suite_create("io");
@@ -2391,6 +2470,8 @@ static Suite *io_suite(void)
     const TTest *test;
   } cases[] = {
       {"inline_defaults", test_inline_defaults},
+      {"megatron_table", test_megatron_table},
+      {"megatron_log", test_megatron_log},
       {"by_name", test_by_name},
       {"model_base", test_model_base},
       {"model_load", test_model_load},
