@@ -687,6 +687,9 @@ char *pn_megatron_export(const PnScenario *sc, GPtrArray *warnings, GError **err
     pn_megatron_append(row->form == PN_MEGATRON_ENVIRONMENT ? env : args, row->key, &v);
   }
   append_custom(args, sc);
+  if (!sc->training.fused_adam)
+    note(warnings, "training.fused_adam false: no argument says it (Megatron-LM takes torch.optim.AdamW when neither "
+                   "Transformer Engine nor Apex is installed)");
   if (sc->model.activation == PN_ACT_RELU)
     note(warnings, "model.activation \"relu\": Megatron-LM has no argument for it (--swiglu and --squared-relu only)");
   int64_t gpus = sc->hardware.num_gpus, per_node = MIN(gpus, (int64_t)sc->hw->gpus_per_node);

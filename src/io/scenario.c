@@ -93,6 +93,7 @@ static const PnField training_fields[] = {
     F_KIND(PnTrainingConfig, "bias_dropout_fusion", PN_FIELD_BOOL, bias_dropout_fusion),
     F_KIND(PnTrainingConfig, "apply_rope_fusion", PN_FIELD_BOOL, apply_rope_fusion),
     F_KIND(PnTrainingConfig, "persist_layer_norm", PN_FIELD_BOOL, persist_layer_norm),
+    F_KIND(PnTrainingConfig, "fused_adam", PN_FIELD_BOOL, fused_adam),
     {.key = NULL},
 };
 
@@ -405,6 +406,7 @@ static void scenario_defaults(PnScenario *sc)
   sc->training.bias_dropout_fusion                        = true;
   sc->training.apply_rope_fusion                          = true;
   sc->training.persist_layer_norm                         = true;
+  sc->training.fused_adam                                 = true;
   sc->parallel.tensor_model_parallel_size                 = 1;
   sc->parallel.pipeline_model_parallel_size               = 1;
   sc->parallel.virtual_pipeline_model_parallel_size       = 1;

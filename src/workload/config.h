@@ -106,6 +106,9 @@ typedef struct {
   bool bias_dropout_fusion;
   bool apply_rope_fusion;
   bool persist_layer_norm;
+  /* the optimizer step is Transformer Engine's or Apex's FusedAdam; false: torch.optim.AdamW, which
+   * Megatron-LM falls back to without either (megatron/core/optimizer/__init__.py) */
+  bool fused_adam;
 } PnTrainingConfig;
 
 typedef struct {

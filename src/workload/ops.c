@@ -774,7 +774,10 @@ void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArra
 {
   g_assert(sc && out && params_on_gpu >= 0.0);
   push_mem(out, "grad_norm", PN_PHASE_OPTIM, params_on_gpu * 4.0, 0.0);
-  push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * ((4.0 + 3.0) * 4.0 + 2.0), 0.0);
+  if (sc->training.fused_adam)
+    push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * ((4.0 + 3.0) * 4.0 + 2.0), 0.0);
+  else
+    push_mem(out, "adamw_torch_step", PN_PHASE_OPTIM, params_on_gpu * (80.0 + 6.0), 0.0);
 }
 
 /* ---- parameters ---- */

@@ -192,7 +192,12 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out);
 /* Optimizer step over `params_on_gpu` parameters (already sharded by the caller when the
  * distributed optimizer is on): grad-norm read (4 B/param of fp32 grads) and the fused Adam step
  * (fp32 param, grad, m, v read, param, m, v written, bf16 param copy written:
- * (4 + 3) * 4 + 2 = 30 B/param). Phase PN_PHASE_OPTIM. */
+ * (4 + 3) * 4 + 2 = 30 B/param). Without a fused Adam (training.fused_adam false) the step is
+ * torch.optim.AdamW's multi-tensor path, one fp32 pass per foreach op (torch/optim/adam.py,
+ * _multi_tensor_adam with decoupled weight decay): param *= 1 - lr*wd (8 B), m.lerp_(g) (12),
+ * v *= beta2 (8), v.addcmul_(g, g) (12), sqrt(v) into a new tensor (8), its div_ (8) and add_ of
+ * eps (8), param.addcdiv_(m, denom) (16): 80 B/param, then Megatron's copy of the fp32 main params
+ * into the bf16 model params (4 + 2): 86 B/param. Phase PN_PHASE_OPTIM. */
 void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out);
 
 /* Parameters per GPU. Layer: qkv, proj, fc1, fc2 weights split by TP, their biases (column

@@ -66,6 +66,7 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->training.precision                            = PN_PREC_BF16;
   sc->training.iterations                           = 1;
   sc->training.bias_activation_fusion               = true; /* the loader's default, as Megatron-LM's */
+  sc->training.fused_adam                           = true;
   sc->parallel.tensor_model_parallel_size           = tp;
   sc->parallel.pipeline_model_parallel_size         = pp;
   sc->parallel.virtual_pipeline_model_parallel_size = vp;
@@ -535,6 +536,14 @@ START_TEST(test_optimizer_ops)
   ck_assert_double_eq(find(o, "adam_step")->bytes, 30e9);
   ck_assert_double_eq(find(o, "grad_norm")->bytes, 4e9);
   ck_assert_int_eq(find(o, "adam_step")->phase, PN_PHASE_OPTIM);
+  /* torch.optim.AdamW (no fused Adam): eight fp32 foreach passes, 80 B/param, and the copy of the
+   * main params into the bf16 ones, 6 (ops.h) */
+  sc.training.fused_adam = false;
+  g_autoptr(GArray) t    = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, t);
+  ck_assert_ptr_null(find(t, "adam_step"));
+  ck_assert_double_eq(find(t, "adamw_torch_step")->bytes, 86e9);
+  ck_assert_double_eq(find(t, "grad_norm")->bytes, 4e9);
 }
 END_TEST
 
