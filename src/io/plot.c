@@ -26,7 +26,7 @@ static char *find_script(const char *script, GError **error)
     g_free(p);
   }
   g_autofree char *data = pn_io_data_dir();
-  char *p                = g_build_filename(data, "plots", script, NULL);
+  char *p               = g_build_filename(data, "plots", script, NULL);
   if (g_file_test(p, G_FILE_TEST_IS_REGULAR))
     return p;
   g_free(p);

@@ -499,10 +499,10 @@ static char *family_of(const char *name)
 
 void pn_validate_family_error(const char *model_name, double *pct, int *n, char **family_out)
 {
-  *pct = NAN;
-  *n   = 0;
-  g_autofree char *data    = pn_io_data_dir();
-  g_autofree char *records = g_build_filename(data, "tests", "data", "validation", "published-visible.json", NULL);
+  *pct                      = NAN;
+  *n                        = 0;
+  g_autofree char *data     = pn_io_data_dir();
+  g_autofree char *records  = g_build_filename(data, "tests", "data", "validation", "published-visible.json", NULL);
   g_autoptr(GPtrArray) rows = g_ptr_array_new_with_free_func((GDestroyNotify)pn_validation_row_free);
   if (!pn_validate_file(records, "h100-sxm", rows, NULL))
     return;
