@@ -47,7 +47,8 @@ typedef struct {
   "  1  internal error (a bug: please report it)\n"                                                                    \
   "  2  bad input: an option, an operand, a file, JSON, an infeasible configuration, an output that\n"                 \
   "     cannot be written (one line on stderr says which and what was expected)\n"                                     \
-  "  3  a check the command was asked to make did not hold (validate --max-mape, calibrate --check)\n"
+  "  3  a check or a target the command was asked for did not hold (validate --max-mape, calibrate\n"                  \
+  "     --check, regress beyond its tolerance, plan's deadline or budget unmet)\n"
 
 /* help.c: `penumbra --version`, `--help-man` (the man page from the commands' own --help), and
  * `--list-commands` / `--data-dir` (for the bash completion). Each returns the exit status. */
