@@ -52,5 +52,7 @@ const char *pn_ub_method_name(PnUbMethod m);
 bool pn_ub_preset(const char *name, PnUbCfg cfg[PN_UB_N]);
 /* Appends the known preset names, comma-separated. */
 void pn_ub_preset_names(GString *out);
+/* The known presets, by index: NULL past the last. */
+const char *pn_ub_preset_name(size_t i);
 
 #endif

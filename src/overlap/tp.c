@@ -118,6 +118,8 @@ void pn_ub_preset_names(GString *out)
     g_string_append_printf(out, "%s%s", i ? ", " : "", presets[i].name);
 }
 
+const char *pn_ub_preset_name(size_t i) { return i < G_N_ELEMENTS(presets) ? presets[i].name : NULL; }
+
 /* TP: _get_model_comm_overlap_cfgs, checked in this order. */
 gboolean pn__overlap_gate_tp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error)
 {

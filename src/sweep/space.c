@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "overlap/gating.h"
 #include "overlap/strategy.h"
 
 #define PN_DEFAULT_MAX_PP 16
@@ -120,6 +121,17 @@ static PnSweepAxis *axis_find(PnSweepSpec *spec, const char *name)
 }
 
 /* Every switch of the registry: its boolean, tri-state and enum keys. */
+/* The TP overlap preset key's values: none (TE's defaults) and every userbuffers preset. */
+static int preset_choices(const PnScenarioField *f, PnScenarioValue *out, int max)
+{
+  int n = pn_scenario_field_parse(f, "null", "choices", &out[0], NULL) ? 1 : 0;
+  for (size_t i = 0; pn_ub_preset_name(i) != NULL && n < max; i++) {
+    g_autofree char *q = g_strdup_printf("\"%s\"", pn_ub_preset_name(i));
+    n += pn_scenario_field_parse(f, q, "choices", &out[n], NULL) ? 1 : 0;
+  }
+  return n;
+}
+
 static void overlap_axes(PnSweepSpec *spec)
 {
   for (size_t i = 0; i < pn_overlap_n_strategies; i++) {
@@ -131,7 +143,9 @@ static void overlap_axes(PnSweepSpec *spec)
       PnScenarioValue choices[16];
       if (!pn_scenario_field_find(s->keys[k], "sweep", &f, NULL) || axis_find(spec, f.name) != NULL)
         continue;
-      int n = pn_scenario_field_choices(&f, choices, G_N_ELEMENTS(choices));
+      int n = strcmp(f.name, "comm_overlap.tp_comm_overlap_cfg") == 0
+                  ? preset_choices(&f, choices, G_N_ELEMENTS(choices))
+                  : pn_scenario_field_choices(&f, choices, G_N_ELEMENTS(choices));
       if (n < 2)
         continue;
       PnSweepAxis *a = g_new0(PnSweepAxis, 1);

@@ -10,7 +10,8 @@
  * sequence_parallel follows tp (on when tp > 1) and expert_tensor_parallel_size follows tp, the
  * distributed optimizer is on, and every overlap switch is left to the gating (as the recipes do)
  * unless an axis names it. `--all-overlap` opens every switch of the overlap registry (its
- * boolean, tri-state and enum keys: false/true, every name). An axis the user gives replaces the
+ * boolean, tri-state and enum keys: false/true, every name; the userbuffers preset key: none and
+ * every preset of overlap/tp.c). An axis the user gives replaces the
  * default one of the same key, in place; a new one is appended (it varies fastest).
  */
 #ifndef PN_SWEEP_SPACE_H
