@@ -114,7 +114,7 @@ static void node_templates_build(PnBuilder *b)
   }
 }
 
-static void templates_build(PnBuilder *b)
+void pn__templates_build(PnBuilder *b)
 {
   b->tpl.layer_fwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
   b->tpl.layer_bwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_BWD);
@@ -129,7 +129,7 @@ static void templates_build(PnBuilder *b)
     node_templates_build(b);
 }
 
-static void templates_free(PnTemplates *t)
+void pn__templates_free(PnTemplates *t)
 {
   GArray **all[] = {&t->layer_fwd, &t->layer_bwd, &t->layer_bwd_plain, &t->emb_fwd,
                     &t->emb_bwd,   &t->head_fwd,  &t->head_bwd};
@@ -215,7 +215,7 @@ static void emit_barrier(PnBuilder *b)
   }
 }
 
-static void emit_optimizer(PnBuilder *b, uint32_t rank)
+GArray *pn__optimizer_template(PnBuilder *b, uint32_t rank)
 {
   double params = 0.0, experts = 0.0;
   for (int64_t c = 0; c < b->vpp; c++) {
@@ -228,7 +228,12 @@ static void emit_optimizer(PnBuilder *b, uint32_t rank)
                               : params + experts;
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_optimizer_ops(b->sc, local, ops);
-  g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
+  return tpl_from_ops(b, ops);
+}
+
+static void emit_optimizer(PnBuilder *b, uint32_t rank)
+{
+  g_autoptr(GArray) tpl = pn__optimizer_template(b, rank);
   pn__emit_template(b, rank, tpl, -1, -1, -1);
   pn__emit_param_gather_after_step(b, rank);
 }
@@ -293,7 +298,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
 /* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
  * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
  * loss take a layer's place in the first and last virtual stage. */
-static gboolean split_layers(PnBuilder *b, GError **error)
+gboolean pn__split_layers(PnBuilder *b, GError **error)
 {
   const PnScenario *sc        = b->sc;
   const PnParallelConfig *par = &sc->parallel;
@@ -344,7 +349,7 @@ static gboolean reserve_graph(PnBuilder *b, GError **error)
 
 static void builder_free(PnBuilder *b)
 {
-  templates_free(&b->tpl);
+  pn__templates_free(&b->tpl);
   g_hash_table_unref(b->p2p_open);
   g_array_unref(b->actions);
   g_array_unref(b->action_task);
@@ -360,7 +365,21 @@ static void builder_free(PnBuilder *b)
   g_array_unref(b->vs_layers);
 }
 
-static GPtrArray *arrays_new(guint n, guint elem)
+void pn__builder_layout(PnBuilder *b, const PnScenario *sc, const PnPlan *plan, PnBuildInfo *info)
+{
+  const PnParallelConfig *par = &sc->parallel;
+  b->sc                       = sc;
+  b->plan                     = plan;
+  b->info                     = info;
+  b->pp                       = par->pipeline_model_parallel_size;
+  b->vpp = par->virtual_pipeline_model_parallel_size > 0 ? par->virtual_pipeline_model_parallel_size : 1;
+  b->tp  = par->tensor_model_parallel_size;
+  b->cp  = par->context_parallel_size;
+  b->dp  = par->data_parallel_size;
+  b->m   = par->num_microbatches;
+}
+
+GPtrArray *pn__arrays_new(guint n, guint elem)
 {
   GPtrArray *a = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   for (guint i = 0; i < n; i++)
@@ -371,13 +390,8 @@ static GPtrArray *arrays_new(guint n, guint elem)
 gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, PnBuildInfo *info, GError **error)
 {
   const PnParallelConfig *par = &sc->parallel;
-  PnBuilder b                 = {.sc = sc, .plan = plan, .g = g, .info = info};
-  b.pp                        = par->pipeline_model_parallel_size;
-  b.vpp = par->virtual_pipeline_model_parallel_size > 0 ? par->virtual_pipeline_model_parallel_size : 1;
-  b.tp  = par->tensor_model_parallel_size;
-  b.cp  = par->context_parallel_size;
-  b.dp  = par->data_parallel_size;
-  b.m   = par->num_microbatches;
+  PnBuilder b                 = {.g = g};
+  pn__builder_layout(&b, sc, plan, info);
   g_return_val_if_fail(g->n_gpus == (uint32_t)b.pp, FALSE);
   if (b.tp > PN_BUILD_MAX_RING_STEPS || b.cp > PN_BUILD_MAX_RING_STEPS) {
     g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
@@ -386,7 +400,7 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
                 b.tp, b.cp, PN_BUILD_MAX_RING_STEPS);
     return FALSE;
   }
-  if (!split_layers(&b, error))
+  if (!pn__split_layers(&b, error))
     return FALSE;
   double tokens = (double)(sc->training.seq_length / b.cp) * (double)sc->training.micro_batch_size;
   if (par->sequence_parallel && b.tp > 1)
@@ -407,14 +421,14 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   g_array_set_size(b.last_compute, (guint)b.pp);
   for (guint i = 0; i < (guint)b.pp; i++)
     g_array_index(b.last_compute, PnTaskId, i) = PN_TASK_NONE;
-  b.pending  = arrays_new((guint)b.pp, sizeof(PnTaskId));
-  b.dp_wait  = arrays_new((guint)b.pp, sizeof(PnTaskId));
-  b.units    = arrays_new((guint)(b.pp * b.vpp), sizeof(PnUnit));
-  b.chunk_ag = arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
+  b.pending  = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
+  b.dp_wait  = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
+  b.units    = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnUnit));
+  b.chunk_ag = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
   for (uint32_t r = 0; r < b.pp; r++)
     for (int64_t c = 0; c < b.vpp; c++)
       pn__units_build(&b, r, c);
-  templates_build(&b);
+  pn__templates_build(&b);
   gboolean ok = reserve_graph(&b, error);
   int iters   = sc->training.iterations > 0 ? sc->training.iterations : 1;
   for (b.iteration = 0; ok && b.iteration < iters; b.iteration++) {

@@ -49,6 +49,31 @@ typedef enum { PN_BUILD_ERROR_INVALID } PnBuildError;
 gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, PnBuildInfo *info, GError **error);
 void pn_build_info_clear(PnBuildInfo *info);
 
+/* A lower bound on the iteration time of the layout (ns), from the kernel prices of its op
+ * templates alone: no graph is built and nothing is simulated (bound.c; cost O(layers + pp x vpp)).
+ *
+ * The argument. The executor runs a GPU's compute stream in issue order, one kernel after
+ * another, and a kernel alone with every SM runs at rate 1 (work_ns + kernel_launch_ns); SMs held
+ * by communication, other kernels or an SM limit only lower the rate (hw/exec_kernels.c clamps
+ * it to (0, 1]). So the compute-stream kernels of pipeline rank s take at least W_s = m x their
+ * work over one micro-batch's forward and backward (recompute included) of s's chunks, end to
+ * end. Rank s's first kernel belongs to a forward of a virtual stage c x pp + s, which waits for
+ * the same micro-batch's forward through stages c x pp .. c x pp + s - 1 on ranks 0 .. s - 1 (a
+ * receive ends with its send, which a rank launches after its chunk's compute); symmetrically the
+ * backward of its last kernel's chunk still has ranks s - 1 .. 0 to go. So with F_r and B_r the
+ * least forward and backward work of one chunk of rank r,
+ *   T >= max_s (sum_{r<s} F_r + W_s + sum_{r<s} B_r) + max_r O_r,
+ * O_r the optimizer step's compute: every rank's step runs after the gradient-norm barrier,
+ * which waits for every stream of every rank.
+ *
+ * No bound (*bound_ns = 0, TRUE) where that argument does not hold: compute on a stream other
+ * than the compute stream (moe_shared_expert_overlap), the combined 1F1B of EP overlap (two
+ * micro-batches' nodes interleaved, part of the compute on the EP stream),
+ * delay_wgrad_compute (wgrads after the backward's send), and more than one iteration (an
+ * iteration's window starts at the previous one's last end, which a rank's next compute may
+ * precede). FALSE with `error` where the build would refuse the layers' split. */
+gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double *bound_ns, GError **error);
+
 /* Ranks of a group that share a node, with Megatron's rank order (tp fastest, then cp, dp, pp). */
 int64_t pn_sched_ranks_per_node(const PnScenario *sc, int64_t stride, int64_t size);
 

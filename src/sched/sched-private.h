@@ -90,6 +90,19 @@ static inline GArray *pn__units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
   return g_ptr_array_index(b->units, rank * b->vpp + chunk);
 }
 
+/* ---- build.c: the parts of a build that the compute bound (bound.c) shares ------------------ */
+
+/* The layout's sizes into `b` (sc, plan, info, pp .. m); nothing allocated. */
+void pn__builder_layout(PnBuilder *b, const PnScenario *sc, const PnPlan *plan, PnBuildInfo *info);
+/* n GArrays of `elem`-byte elements, freed with the array. */
+GPtrArray *pn__arrays_new(guint n, guint elem);
+/* b->vs_first_layer and b->vs_layers (owned by b); FALSE when the layers do not divide. */
+gboolean pn__split_layers(PnBuilder *b, GError **error);
+void pn__templates_build(PnBuilder *b);
+void pn__templates_free(PnTemplates *t);
+/* The optimizer step of `rank` (its local parameters from b->units), as a template. */
+GArray *pn__optimizer_template(PnBuilder *b, uint32_t rank);
+
 /* ---- emit.c: primitives ------------------------------------------------------------------ */
 
 void pn__task_init(PnTask *t, PnTaskKind kind, PnStream stream, const char *label, uint8_t phase);

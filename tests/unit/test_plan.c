@@ -5,8 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "overlap/gating.h"
 #include "plan/plan.h"
 #include "plan/report.h"
+#include "sched/build.h"
+#include "sim/sim.h"
+#include "workload/rules.h"
 
 /* 15e12 tokens at 1e6 tokens/s with goodput 0.9: 15e12 / 1e6 / 0.9 = 16,666,666.67 s = 192.9 days.
  * On 2,048 GPUs: 16,666,666.67 x 2,048 / 3,600 = 9,481,481.48 GPU-hours; at 2.5 per GPU-hour
@@ -88,6 +92,105 @@ START_TEST(test_breakdown)
 }
 END_TEST
 
+/* The bound of sched/build.h for scenario `c` (checked) and its simulated iteration (every
+ * micro-batch): the bound never exceeds it. Returns bound / time (0 with no bound). */
+static double bound_against_sim(const PnScenario *c, const char *what)
+{
+  PnPlan plan;
+  g_autoptr(GError) error = NULL;
+  ck_assert_msg(pn_overlap_resolve(c, &plan, NULL, &error), "%s: %s", what, error ? error->message : "?");
+  double bound_ns = -1.0;
+  ck_assert_msg(pn_sched_compute_bound(c, &plan, &bound_ns, &error), "%s: %s", what, error ? error->message : "?");
+  g_autoptr(PnResult) res = pn_sim_run(c, NULL, &error);
+  ck_assert_msg(res != NULL, "%s: %s", what, error ? error->message : "?");
+  double t_ns = res->iteration_time_s * 1e9;
+  ck_assert_msg(bound_ns >= 0.0 && bound_ns <= t_ns, "%s: bound %.0f ns > simulated %.0f ns", what, bound_ns, t_ns);
+  return bound_ns / t_ns;
+}
+
+static gint double_order(gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void print_tightness(const char *what, GArray *ratios, guint unbounded)
+{
+  g_array_sort(ratios, double_order);
+  guint n = ratios->len;
+  printf("%s: %u bounded (%u without a bound), bound / simulated time min %.3f median %.3f max %.3f\n", what, n,
+         unbounded, n ? g_array_index(ratios, double, 0) : 0.0, n ? g_array_index(ratios, double, n / 2) : 0.0,
+         n ? g_array_index(ratios, double, n - 1) : 0.0);
+}
+
+/* The compute bound of sched/build.h against the simulation: every layout of a small plan's space
+ * (Llama 3 8B, 8 and 16 GPUs of two kinds, two global batches: tensor, pipeline, virtual, context,
+ * recompute and the overlap knobs of the sweep's default space) and every shipped scenario. */
+START_TEST(test_bound_below_simulation)
+{
+  g_autoptr(GArray) kinds = g_array_new(FALSE, FALSE, sizeof(PnPlanKind));
+  const char *names[]     = {"h100-sxm", "h200-sxm"};
+  for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
+    g_array_append_val(kinds, ((PnPlanKind){.profile = (char *)names[i], .price = NAN}));
+  PnPlanSpec spec           = {.model            = "llama3-8b",
+                               .precision        = "bf16",
+                               .tokens           = 1e10,
+                               .kinds            = kinds,
+                               .gpus_min         = 8,
+                               .gpus_max         = 16,
+                               .seq_length       = 1024,
+                               .batch_tokens_min = 32768,
+                               .batch_tokens_max = 65536,
+                               .deadline_s       = NAN,
+                               .budget           = NAN,
+                               .goodput          = 1.0,
+                               .threads          = 1};
+  g_autoptr(GError) error   = NULL;
+  g_autoptr(PnPlanResult) r = pn_plan_prepare(&spec, &error);
+  ck_assert_msg(r != NULL, "%s", error ? error->message : "?");
+  g_autoptr(GArray) ratios = g_array_new(FALSE, FALSE, sizeof(double));
+  guint unbounded          = 0;
+  for (guint k = 0; k < r->sweeps->len; k++) {
+    PnPlanSweep *s = r->sweeps->pdata[k];
+    pn_sweep_check(&s->sweep, s->result, NULL);
+    ck_assert_uint_gt(s->result->accepted, 100);
+    for (guint i = 0; i < s->result->accepted_index->len; i++) {
+      uint64_t index = g_array_index(s->result->accepted_index, uint64_t, i);
+      PnScenario c;
+      pn_sweep_candidate(&s->sweep, index, &c);
+      pn_workload_check(&c, NULL, NULL);
+      g_autofree char *what = g_strdup_printf("%s layout %" G_GUINT64_FORMAT, names[k], index);
+      double ratio          = bound_against_sim(&c, what);
+      if (ratio > 0.0)
+        g_array_append_val(ratios, ratio);
+      else
+        unbounded++;
+    }
+  }
+  print_tightness("plan space", ratios, unbounded);
+  ck_assert_uint_gt(ratios->len, 100);
+  g_array_set_size(ratios, 0), unbounded = 0;
+  const char *src = g_getenv("PN_SOURCE_DIR");
+  ck_assert_msg(src != NULL, "PN_SOURCE_DIR is not set");
+  g_autofree char *dir_path = g_build_filename(src, "scenarios", NULL);
+  g_autoptr(GDir) dir       = g_dir_open(dir_path, 0, NULL);
+  ck_assert(dir != NULL);
+  for (const char *f; (f = g_dir_read_name(dir)) != NULL;) {
+    if (!g_str_has_suffix(f, ".json"))
+      continue;
+    g_autofree char *path    = g_build_filename(dir_path, f, NULL);
+    g_autoptr(PnScenario) sc = pn_scenario_load(path, NULL, 0, NULL, &error);
+    ck_assert_msg(sc != NULL, "%s", error ? error->message : "?");
+    double ratio = bound_against_sim(sc, f);
+    if (ratio > 0.0)
+      g_array_append_val(ratios, ratio);
+    else
+      unbounded++;
+  }
+  print_tightness("shipped scenarios", ratios, unbounded);
+}
+END_TEST
+
 static Suite *plan_suite(void)
 {
   Suite *s = suite_create("plan");
@@ -97,7 +200,8 @@ static Suite *plan_suite(void)
   } cases[] = {{"arithmetic", test_arithmetic},
                {"gpu_counts", test_gpu_counts},
                {"batches", test_batches},
-               {"breakdown", test_breakdown}};
+               {"breakdown", test_breakdown},
+               {"bound_below_simulation", test_bound_below_simulation}};
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
     tcase_add_test(tc, cases[i].test);
