@@ -25,7 +25,7 @@ static void on_sigint(int sig)
 typedef struct {
   char *model, *tokens_s, *gpus, *seq_s, *batch_s, *deadline_s, *budget_s, *goodput_s, *precision, *out, *threads_s;
   char **profiles, **prices;
-  gboolean force;
+  gboolean force, exhaustive;
 } PlanArgs;
 
 /* A positive number, with a binary suffix K, M, G or T when `binary` (4M = 4 x 2^20 tokens: the
@@ -286,6 +286,7 @@ static int plan_main(PlanArgs *a, int argc, char **argv)
   }
   if (!parse_spec(cmd, a, &spec))
     return 2;
+  spec.exhaustive = a->exhaustive;
   if (!pn_out_stage_check(a->out, a->force, &error))
     return pn__cli_fail_at(cmd, "--out", error);
   g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
@@ -345,6 +346,8 @@ int pn__cli_plan(int argc, char **argv)
       {"out", 'o', 0, G_OPTION_ARG_FILENAME, &a.out, "Report directory (created)", "DIR"},
       {"force", 0, 0, G_OPTION_ARG_NONE, &a.force, "Replace a non-empty report directory", NULL},
       {"jobs", 'j', 0, G_OPTION_ARG_STRING, &a.threads_s, "Threads (default: every core)", "N"},
+      {"exhaustive", 0, 0, G_OPTION_ARG_NONE, &a.exhaustive,
+       "Simulate every layout, also those a lower bound puts beyond the error (same plans, slower)", NULL},
       {NULL}};
   int status = 2;
   if (pn__cli_parse(entries, "- how many GPUs, of which kind, how long and at what cost", examples, &argc, &argv))

@@ -16,6 +16,16 @@ static int64_t value_of(const PnSweepSpec *spec, guint axis, uint64_t index)
   return g_ascii_strtoll(pn_sweep_value(spec, axis, index)->text, NULL, 10);
 }
 
+static guint count_at(const PnPlanSweep *s, const GArray *indices, int64_t gpus, int64_t batch)
+{
+  guint n = 0;
+  for (guint k = 0; k < indices->len; k++) {
+    uint64_t i = g_array_index(indices, uint64_t, k);
+    n += value_of(&s->sweep, s->axis_gpus, i) == gpus && value_of(&s->sweep, s->axis_batch, i) == batch;
+  }
+  return n;
+}
+
 /* The kind's rows at (gpus, batch), in the sweep's ranking, as a result of their own. */
 static PnSweepResult *layouts_at(const PnPlanSweep *s, int64_t gpus, int64_t batch)
 {
@@ -62,6 +72,9 @@ static void build_points(PnPlanResult *r)
         PnPlanPoint p = {.kind = k, .gpus = g_array_index(r->counts, int64_t, c)};
         p.batch       = g_array_index(r->batches, int64_t, b);
         p.layouts     = layouts_at(s, p.gpus, p.batch);
+        p.checked     = count_at(s, s->result->accepted_index, p.gpus, p.batch);
+        p.simulated   = s->sweep.prune_within > 0.0 ? p.checked - count_at(s, s->result->pruned_index, p.gpus, p.batch)
+                                                    : p.layouts->rows->len;
         point_figures(r, &p);
         g_array_append_val(r->points, p);
         const PnPlanPoint *best = chosen == G_MAXUINT ? NULL : &g_array_index(r->points, PnPlanPoint, chosen);
@@ -179,10 +192,21 @@ static gboolean what_if(PnPlanResult *r, PnPlanProgress *progress, GError **erro
   return pn_sweep_what_if(&layout, knob_run, knob_progress, &k, r->knobs, error);
 }
 
+/* The pruning margin: a runner-up within e of the best's TFLOP/s at one count and batch takes at
+ * most 1 / (1 - e) of its time. The slack covers what time and TFLOP/s rank differently: the
+ * vocabulary padded to the tensor size changes the model FLOPs between layouts by < 1e-4. With no
+ * measured error only the best is needed. */
+static double prune_margin(const PnPlanResult *r)
+{
+  double e = isnan(r->error_pct) ? 0.0 : r->error_pct / 100.0;
+  return 1.0 / (1.0 - e) - 1.0 + 1e-3;
+}
+
 gboolean pn_plan_evaluate(PnPlanResult *r, PnPlanProgress *progress, GError **error)
 {
   for (guint k = 0; k < r->sweeps->len && !r->interrupted; k++) {
-    PnPlanSweep *s = r->sweeps->pdata[k];
+    PnPlanSweep *s        = r->sweeps->pdata[k];
+    s->sweep.prune_within = r->spec->exhaustive ? 0.0 : prune_margin(r);
     if (progress)
       g_atomic_int_set(&progress->kind, (gint)k), g_atomic_int_set(&progress->phase, 0);
     pn_sweep_check(&s->sweep, s->result, progress ? &progress->sweep : NULL);

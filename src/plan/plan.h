@@ -55,6 +55,11 @@ typedef struct {
   double deadline_s, budget; /* NaN: not given */
   double goodput;            /* (0, 1] */
   int threads;
+  /* Simulate every layout. Otherwise only those a lower bound on their iteration time cannot rule
+   * out of coming within penumbra's error of their point's best (sweep.h, Pruning): the plans,
+   * the best layouts and those within the error are the same, the layouts beyond it are not
+   * simulated. */
+  bool exhaustive;
   volatile gint *cancel;
 } PnPlanSpec;
 
@@ -62,7 +67,9 @@ typedef struct {
 typedef struct {
   guint kind;
   int64_t gpus, batch;    /* batch in sequences */
-  PnSweepResult *layouts; /* this point's simulated layouts, ranked (owned) */
+  PnSweepResult *layouts; /* this point's simulated layouts, ranked (owned); when pruning, those within the margin */
+  guint checked;          /* its layouts accepted by the rules and the memory check */
+  guint simulated;        /* ... of which simulated: the others were ruled out by their bound */
   bool feasible;          /* a layout was simulated without failing */
   bool chosen;            /* the best batch of its (kind, gpus): the plan for that count */
   guint within;           /* layouts within penumbra's error of the best, the best included */

@@ -255,10 +255,15 @@ static void doc_runner_ups(PnDoc *d, const PnPlanResult *r, const PnPlanPoint *p
     pn_doc_para(d, "penumbra has no measured error for this model: no layout is marked as within it.");
     return;
   }
+  g_autofree char *pruned_note =
+      p->checked > p->simulated
+          ? g_strdup_printf(" (of %u checked; a lower bound on their iteration time put the other %u beyond it)",
+                            p->checked, p->checked - p->simulated)
+          : g_strdup("");
   pn_doc_para(d,
-              "%u of the %u layouts simulated at the recommended count and batch predict within %.1f%% (penumbra's "
-              "measured error on %s) of the best: the prediction cannot tell them apart. The first %u:",
-              p->within, p->layouts->rows->len, r->error_pct, r->error_family, MIN(p->within, (guint)RUNNER_UPS));
+              "%u of the %u layouts simulated at the recommended count and batch%s predict within %.1f%% "
+              "(penumbra's measured error on %s) of the best: the prediction cannot tell them apart. The first %u:",
+              p->within, p->simulated, pruned_note, r->error_pct, r->error_family, MIN(p->within, (guint)RUNNER_UPS));
   pn_doc_table(d, (const char *const[]){"rank", "layout", "TFLOP/s/GPU", "behind the best %", "memory GiB", NULL});
   double best = pn_plan_best(p)->tflops_per_gpu;
   for (guint k = 0; k < MIN(p->within, (guint)RUNNER_UPS); k++) {
@@ -328,9 +333,10 @@ PnDoc *pn_plan_doc(const PnPlanResult *r, const char *version, const char *commi
   PnDoc *d               = pn_doc_new(title);
   pn_doc_para(d,
               "penumbra %s (%s). Files beside this report: plans.csv and plans.json (every evaluated point: GPU "
-              "kind, count and batch), layouts-<kind>.csv (every simulated layout), plots/ (data and "
-              "figures).",
-              version, commit);
+              "kind, count and batch), layouts-<kind>.csv (%s), plots/ (data and figures).",
+              version, commit,
+              r->spec->exhaustive ? "every simulated layout"
+                                  : "the simulated layouts that come within penumbra's error of their point's best");
   doc_answer(d, r);
   doc_inputs(d, r);
   if (r->recommended >= 0) {
@@ -359,7 +365,7 @@ char *pn_plan_csv(const PnPlanResult *r)
     g_string_append_printf(s, "%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%d,%d,",
                            kind_name(r, p), p->gpus, p->batch, p->batch * r->spec->seq_length, p->feasible, p->chosen);
     if (!p->feasible) {
-      g_string_append_printf(s, ",%u,,,,,,,,,,,,", p->layouts->rows->len);
+      g_string_append_printf(s, ",%u,,,,,,,,,,,,", p->simulated);
       for (int k = 0; k < PN_PLAN_PARTS; k++)
         g_string_append_c(s, ',');
       g_string_append_c(s, '\n');
@@ -367,9 +373,8 @@ char *pn_plan_csv(const PnPlanResult *r)
     }
     const PnSweepRow *b  = pn_plan_best(p);
     g_autofree char *lay = layout_of(r, p, b);
-    g_string_append_printf(s, "%s,%u,%u,%.6f,%.3f,%.5f,%.1f,%.4f,%.1f,", lay, p->layouts->rows->len, p->within,
-                           b->iteration_s, b->tflops_per_gpu, b->mfu, p->tokens_per_s, p->train_s / DAY_S,
-                           p->gpu_hours);
+    g_string_append_printf(s, "%s,%u,%u,%.6f,%.3f,%.5f,%.1f,%.4f,%.1f,", lay, p->simulated, p->within, b->iteration_s,
+                           b->tflops_per_gpu, b->mfu, p->tokens_per_s, p->train_s / DAY_S, p->gpu_hours);
     if (!isnan(p->cost))
       g_string_append_printf(s, "%.1f", p->cost);
     g_string_append_printf(s, ",%.5f,%.3f,%.3f", p->efficiency, b->memory_gib, b->headroom_gib);
@@ -407,7 +412,7 @@ static void json_points(PnJsonWriter *w, const PnPlanResult *r)
     pn_jsonw_int(w, "global_batch_size", p->batch);
     pn_jsonw_bool(w, "feasible", p->feasible);
     pn_jsonw_bool(w, "chosen", p->chosen);
-    pn_jsonw_uint(w, "layouts_simulated", p->layouts->rows->len);
+    pn_jsonw_uint(w, "layouts_simulated", p->simulated);
     if (p->feasible) {
       const PnSweepRow *b  = pn_plan_best(p);
       g_autofree char *lay = layout_of(r, p, b);

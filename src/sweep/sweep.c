@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "overlap/gating.h"
+#include "sched/build.h"
 #include "sim/sim.h"
 #include "workload/memory.h"
 #include "workload/rules.h"
@@ -27,6 +28,8 @@ PnSweepResult *pn_sweep_result_new(void)
   PnSweepResult *r  = g_new0(PnSweepResult, 1);
   r->reasons        = g_array_new(FALSE, TRUE, sizeof(PnSweepReason));
   r->accepted_index = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+  r->accepted_bound = g_array_new(FALSE, FALSE, sizeof(double));
+  r->pruned_index   = g_array_new(FALSE, FALSE, sizeof(uint64_t));
   r->rows           = g_array_new(FALSE, TRUE, sizeof(PnSweepRow));
   g_array_set_clear_func(r->reasons, reason_clear);
   g_array_set_clear_func(r->rows, row_clear);
@@ -39,6 +42,8 @@ void pn_sweep_result_free(PnSweepResult *r)
     return;
   g_array_free(r->reasons, TRUE);
   g_array_free(r->accepted_index, TRUE);
+  g_array_free(r->accepted_bound, TRUE);
+  g_array_free(r->pruned_index, TRUE);
   g_array_free(r->rows, TRUE);
   g_free(r);
 }
@@ -82,6 +87,7 @@ void pn_sweep_candidate(const PnSweepSpec *spec, uint64_t index, PnScenario *out
 typedef struct {
   uint64_t first, end;
   GArray *accepted; /* of uint64_t */
+  GArray *bounds;   /* of double, beside `accepted` when pruning */
   uint64_t by_rule[PN_RULE_N];
   GHashTable *other; /* reason -> count (gating refusals, duplicates) */
   uint64_t over_memory;
@@ -112,8 +118,10 @@ static void count_other(CheckChunk *ch, const char *reason)
   g_hash_table_replace(ch->other, g_strdup(reason), GSIZE_TO_POINTER(GPOINTER_TO_SIZE(old) + 1));
 }
 
-PnSweepVerdict pn_sweep_classify(const PnSweepSpec *spec, uint64_t index, PnRule *rule, char *why, gsize why_size,
-                                 double *over_gib)
+/* pn_sweep_classify, and when `bound_ns` is not NULL an accepted layout's bound on its iteration
+ * (0: none). */
+static PnSweepVerdict classify(const PnSweepSpec *spec, uint64_t index, PnRule *rule, char *why, gsize why_size,
+                               double *over_gib, double *bound_ns)
 {
   PnScenario c;
   pn_sweep_candidate(spec, index, &c);
@@ -142,17 +150,28 @@ PnSweepVerdict pn_sweep_classify(const PnSweepSpec *spec, uint64_t index, PnRule
                c.hw->hbm_bytes / GIB);
     return PN_SWEEP_OVER_MEMORY;
   }
+  /* a split the build refuses fails its simulation: no bound, it is simulated */
+  if (bound_ns != NULL && !pn_sched_compute_bound(&c, &plan, bound_ns, NULL))
+    *bound_ns = 0.0;
   return PN_SWEEP_ACCEPTED;
+}
+
+PnSweepVerdict pn_sweep_classify(const PnSweepSpec *spec, uint64_t index, PnRule *rule, char *why, gsize why_size,
+                                 double *over_gib)
+{
+  return classify(spec, index, rule, why, why_size, over_gib, NULL);
 }
 
 static void check_one(const PnSweepSpec *spec, CheckChunk *ch, uint64_t index)
 {
   PnRule rule;
   char why[512];
-  double over = 0.0;
-  switch (pn_sweep_classify(spec, index, &rule, why, sizeof why, &over)) {
+  double over = 0.0, bound = 0.0;
+  switch (classify(spec, index, &rule, why, sizeof why, &over, spec->prune_within > 0.0 ? &bound : NULL)) {
   case PN_SWEEP_ACCEPTED:
     g_array_append_val(ch->accepted, index);
+    if (spec->prune_within > 0.0)
+      g_array_append_val(ch->bounds, bound);
     break;
   case PN_SWEEP_REJECTED:
     if (rule != PN_RULE_OK)
@@ -220,6 +239,7 @@ static void merge_chunks(const CheckJob *job, PnSweepResult *r)
   for (guint k = 0; k < job->n_chunks; k++) {
     CheckChunk *ch = &job->chunks[k];
     g_array_append_vals(r->accepted_index, ch->accepted->data, ch->accepted->len);
+    g_array_append_vals(r->accepted_bound, ch->bounds->data, ch->bounds->len);
     for (int i = 0; i < PN_RULE_N; i++)
       by_rule[i] += ch->by_rule[i];
     if (ch->over_memory > 0 && (r->over_memory == 0 || ch->least_over_gib < r->over_memory_least_gib))
@@ -236,6 +256,7 @@ static void merge_chunks(const CheckJob *job, PnSweepResult *r)
       g_hash_table_destroy(ch->other);
     }
     g_array_free(ch->accepted, TRUE);
+    g_array_free(ch->bounds, TRUE);
   }
   for (int i = 1; i < PN_RULE_N; i++)
     if (by_rule[i] > 0) {
@@ -267,6 +288,7 @@ void pn_sweep_check(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *
     job.chunks[k].first    = k * chunk;
     job.chunks[k].end      = MIN(r->candidates, (k + 1) * chunk);
     job.chunks[k].accepted = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+    job.chunks[k].bounds   = g_array_new(FALSE, FALSE, sizeof(double));
   }
   if (progress != NULL) {
     progress->total = (gint64)r->candidates;
@@ -414,6 +436,17 @@ static void simulate_one(const PnSweepSpec *spec, Memo *memo, uint64_t index, Pn
   row->index = index;
 }
 
+/* Pass 2's pruning (sweep.h, Pruning): per layout to simulate, its bound and group; per group, the
+ * best time so far. */
+typedef struct {
+  double margin;   /* (1 + prune_within) x (1 + PN_SWEEP_PRUNE_SLACK) */
+  double *bound_s; /* per todo entry */
+  guint *group;    /* per todo entry */
+  double *best_s;  /* per group: the best iteration so far (INFINITY) */
+  guint n_groups;
+  GMutex lock;
+} Prune;
+
 typedef struct {
   const PnSweepSpec *spec;
   const GArray *todo; /* of uint64_t: candidate indices */
@@ -422,7 +455,27 @@ typedef struct {
   gint next;
   PnSweepProgress *progress;
   Memo memo;
+  Prune *prune; /* NULL: simulate every layout */
 } SimJob;
+
+/* Whether todo entry k's bound rules it out against its group's best so far. */
+static bool prune_skips(Prune *p, gint k)
+{
+  g_mutex_lock(&p->lock);
+  double best = p->best_s[p->group[k]];
+  g_mutex_unlock(&p->lock);
+  return p->bound_s[k] > best * p->margin;
+}
+
+static void prune_record(Prune *p, gint k, const PnSweepRow *row)
+{
+  if (row->failed)
+    return;
+  g_mutex_lock(&p->lock);
+  double *best = &p->best_s[p->group[k]];
+  *best        = MIN(*best, row->iteration_s);
+  g_mutex_unlock(&p->lock);
+}
 
 static void simulate_worker(gpointer data, gpointer user)
 {
@@ -432,22 +485,115 @@ static void simulate_worker(gpointer data, gpointer user)
     gint k = g_atomic_int_add(&job->next, 1);
     if (k >= (gint)job->todo->len || (job->spec->cancel != NULL && g_atomic_int_get(job->spec->cancel)))
       return;
-    simulate_one(job->spec, &job->memo, g_array_index(job->todo, uint64_t, k), &job->rows[k]);
-    job->done[k] = TRUE;
+    if (job->prune == NULL || !prune_skips(job->prune, k)) {
+      simulate_one(job->spec, &job->memo, g_array_index(job->todo, uint64_t, k), &job->rows[k]);
+      job->done[k] = TRUE;
+      if (job->prune != NULL)
+        prune_record(job->prune, k, &job->rows[k]);
+    }
     if (job->progress != NULL)
       g_atomic_int_inc(&job->progress->done);
   }
 }
 
+typedef struct {
+  uint64_t index;
+  double bound_ns;
+} Bounded;
+
+static gint index_order(gconstpointer a, gconstpointer b)
+{
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static gint bounded_order(gconstpointer a, gconstpointer b)
+{
+  const Bounded *x = a, *y = b;
+  if (x->bound_ns != y->bound_ns)
+    return x->bound_ns < y->bound_ns ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The accepted layouts in ascending bound order into `todo`, and `p` set up for them. */
+static void prune_setup(const PnSweepSpec *spec, const PnSweepResult *r, GArray *todo, Prune *p)
+{
+  g_autoptr(GArray) all = g_array_sized_new(FALSE, FALSE, sizeof(Bounded), r->accepted_index->len);
+  for (guint k = 0; k < r->accepted_index->len; k++) {
+    Bounded e = {g_array_index(r->accepted_index, uint64_t, k), g_array_index(r->accepted_bound, double, k)};
+    g_array_append_val(all, e);
+  }
+  g_array_sort(all, bounded_order);
+  p->margin                    = (1.0 + spec->prune_within) * (1.0 + PN_SWEEP_PRUNE_SLACK);
+  p->bound_s                   = g_new(double, MAX(all->len, 1));
+  p->group                     = g_new(guint, MAX(all->len, 1));
+  g_autoptr(GHashTable) groups = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint k = 0; k < all->len; k++) {
+    const Bounded *e = &g_array_index(all, Bounded, k);
+    g_array_append_val(todo, e->index);
+    PnScenario c;
+    pn_sweep_candidate(spec, e->index, &c);
+    g_autofree char *key =
+        g_strdup_printf("%" G_GINT64_FORMAT " %" G_GINT64_FORMAT, c.hardware.num_gpus, c.training.global_batch_size);
+    gpointer id;
+    if (!g_hash_table_lookup_extended(groups, key, NULL, &id)) {
+      id = GUINT_TO_POINTER(g_hash_table_size(groups));
+      g_hash_table_insert(groups, g_steal_pointer(&key), id);
+    }
+    p->group[k]   = GPOINTER_TO_UINT(id);
+    p->bound_s[k] = e->bound_ns * 1e-9;
+  }
+  p->n_groups = g_hash_table_size(groups);
+  p->best_s   = g_new(double, MAX(p->n_groups, 1));
+  for (guint g = 0; g < p->n_groups; g++)
+    p->best_s[g] = INFINITY;
+  g_mutex_init(&p->lock);
+}
+
+/* The rows every schedule of the threads simulates (sweep.h, Pruning), against each group's final
+ * best; the others are dropped, and the counts are of the layouts the bound rules out or not. */
+static void prune_finish(const PnSweepSpec *spec, Prune *p, SimJob *job, PnSweepResult *r)
+{
+  g_autofree bool *ran = g_new0(bool, MAX(p->n_groups, 1));
+  for (guint k = 0; k < job->todo->len; k++)
+    ran[p->group[k]] = ran[p->group[k]] || (job->done[k] && !job->rows[k].failed);
+  for (guint k = 0; k < job->todo->len; k++) {
+    double best = p->best_s[p->group[k]];
+    if (p->bound_s[k] > best * p->margin) {
+      r->pruned++;
+      g_array_append_val(r->pruned_index, g_array_index(job->todo, uint64_t, k));
+      if (job->done[k])
+        row_clear(&job->rows[k]);
+      continue;
+    }
+    if (!job->done[k])
+      continue; /* interrupted */
+    r->simulated++;
+    const PnSweepRow *row = &job->rows[k];
+    if (row->failed ? !ran[p->group[k]] : row->iteration_s <= best * (1.0 + spec->prune_within))
+      g_array_append_val(r->rows, *row);
+    else
+      row_clear(&job->rows[k]);
+  }
+  g_array_sort(r->pruned_index, index_order);
+  g_free(p->bound_s), g_free(p->group), g_free(p->best_s);
+  g_mutex_clear(&p->lock);
+}
+
 void pn_sweep_simulate(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *progress)
 {
+  g_return_if_fail(spec->prune_within == 0.0 || spec->parts == 1);
   g_autoptr(GArray) todo = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-  for (guint k = 0; k < r->accepted_index->len; k++)
-    if ((int)(k % (guint)spec->parts) == spec->part)
-      g_array_append_val(todo, g_array_index(r->accepted_index, uint64_t, k));
-  SimJob job = {.spec = spec, .todo = todo, .progress = progress};
-  job.rows   = g_new0(PnSweepRow, MAX(todo->len, 1));
-  job.done   = g_new0(gboolean, MAX(todo->len, 1));
+  Prune prune;
+  SimJob job = {.spec = spec, .todo = todo, .progress = progress, .prune = spec->prune_within > 0.0 ? &prune : NULL};
+  if (job.prune != NULL)
+    prune_setup(spec, r, todo, &prune);
+  else
+    for (guint k = 0; k < r->accepted_index->len; k++)
+      if ((int)(k % (guint)spec->parts) == spec->part)
+        g_array_append_val(todo, g_array_index(r->accepted_index, uint64_t, k));
+  job.rows = g_new0(PnSweepRow, MAX(todo->len, 1));
+  job.done = g_new0(gboolean, MAX(todo->len, 1));
   g_mutex_init(&job.memo.lock);
   job.memo.rows = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, memo_row_free);
   if (progress != NULL) {
@@ -455,12 +601,15 @@ void pn_sweep_simulate(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgres
     g_atomic_int_set(&progress->done, 0);
   }
   run_workers(spec->threads, simulate_worker, &job);
-  for (guint k = 0; k < todo->len; k++)
-    if (job.done[k]) {
-      g_array_append_val(r->rows, job.rows[k]);
-      r->simulated++;
-    }
-  if (r->simulated < todo->len)
+  if (job.prune != NULL)
+    prune_finish(spec, &prune, &job, r);
+  else
+    for (guint k = 0; k < todo->len; k++)
+      if (job.done[k]) {
+        g_array_append_val(r->rows, job.rows[k]);
+        r->simulated++;
+      }
+  if (r->simulated + r->pruned < todo->len)
     r->interrupted = true;
   g_free(job.rows);
   g_free(job.done);

@@ -12,6 +12,17 @@
  *   simulate  every kept layout (pn_sim_run); a layout that fails to simulate keeps its error.
  *             The pipeline's steady state is fast-forwarded (sweep.c, fast_forward) unless
  *             `exact`: a layout costs two short simulations whatever its micro-batch count.
+ * Pruning (prune_within = p > 0; for a caller that reports only each group's best layouts, not
+ * `penumbra sweep`): a group is the layouts of one hardware.num_gpus and one
+ * training.global_batch_size (their iterations carry the same FLOPs over the same GPUs, so time
+ * ranks them as TFLOP/s does). Pass 1 also prices each accepted layout's lower bound on its
+ * iteration time (sched/build.h, pn_sched_compute_bound: kernel prices, no simulation). Pass 2
+ * simulates in ascending bound order (ties by index) and skips a layout whose bound exceeds its
+ * group's best time so far x (1 + p) x (1 + PN_SWEEP_PRUNE_SLACK). The rows are then those within
+ * p of their group's final best, which every schedule of the threads simulates (bound <= time <=
+ * best x (1 + p); the slack covers the fast-forward's error against the full simulation the bound
+ * holds for), so they are the same for any number of threads; failed rows are kept only in a group
+ * with no row that ran. Needs parts == 1.
  * Ranking: TFLOP/s per GPU, descending; ties by candidate index. Interruption (`cancel` set)
  * stops both passes at the next layout; what is done stays valid.
  *
@@ -47,6 +58,7 @@ typedef struct {
   bool exact;            /* simulate every micro-batch (no fast-forward of the steady state) */
   int threads;           /* >= 1 */
   int part, parts;       /* this process simulates the layouts k with k % parts == part (MPI ranks) */
+  double prune_within;   /* 0: simulate every accepted layout; > 0: only what comes within it of its group's best */
   volatile gint *cancel; /* non-zero: stop at the next layout; may be NULL */
 } PnSweepSpec;
 
@@ -71,16 +83,22 @@ typedef struct {
   uint64_t over_memory;         /* accepted, but the estimate exceeds the GPU */
   double over_memory_least_gib; /* the smallest excess among those */
   uint64_t accepted;            /* accepted and fit: the layouts to simulate */
-  uint64_t simulated;           /* done (failed included) */
+  uint64_t simulated;           /* done (failed included); when pruning, the accepted ones the bound cannot rule out */
+  uint64_t pruned;              /* ruled out by their bound against their group's final best (pruning only) */
   bool interrupted;
   GArray *reasons;        /* of PnSweepReason, most frequent first (ties by reason) */
   GArray *accepted_index; /* of uint64_t, ascending */
+  GArray *accepted_bound; /* of double: each one's bound on its iteration, ns (pruning only, else empty) */
+  GArray *pruned_index;   /* of uint64_t, ascending: the layouts counted in `pruned` */
   GArray *rows;           /* of PnSweepRow, ranked (failed ones last, by index) */
 } PnSweepResult;
 
 /* Progress the caller may read from another thread while a pass runs. */
+/* How far past (1 + prune_within) a bound must lie before its layout is skipped. */
+#define PN_SWEEP_PRUNE_SLACK 0.005
+
 typedef struct {
-  gint done; /* candidates checked, or layouts simulated */
+  gint done; /* candidates checked, or layouts simulated (or skipped by pruning) */
   gint64 total;
 } PnSweepProgress;
 
@@ -105,7 +123,8 @@ PnSweepVerdict pn_sweep_classify(const PnSweepSpec *spec, uint64_t index, PnRule
 
 /* Pass 1. Fills the counts, reasons and accepted_index of `r`. */
 void pn_sweep_check(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *progress);
-/* Pass 2: this process's part of the accepted layouts into r->rows, ranked. */
+/* Pass 2: this process's part of the accepted layouts into r->rows, ranked (pruned as the spec
+ * says). */
 void pn_sweep_simulate(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *progress);
 /* Ranks r->rows (after rows from several processes were gathered). */
 void pn_sweep_rank(PnSweepResult *r);

@@ -2,7 +2,8 @@
 # penumbra plan: bad input is one line naming the option and exit 2, with nothing written; a
 # deadline no plan meets writes the report, says which plan comes closest and exits 3; the
 # report.md of a small plan equals tests/golden/plan-llama3-8b.md but for the version line;
-# a non-empty report directory is kept unless --force, which replaces it whole.
+# a non-empty report directory is kept unless --force, which replaces it whole; pruning by the
+# compute bound changes no plan against --exhaustive and gives the same report at -j 1 and -j 2.
 # Regenerate the golden: penumbra plan <the args below> --out DIR, then copy DIR/report.md with
 # its second paragraph's "penumbra X (COMMIT)" written as "penumbra VERSION (COMMIT)".
 set -euo pipefail
@@ -70,6 +71,22 @@ diff <(norm "$tmp/r/report.md") tests/golden/plan-llama3-8b.md || { echo "FAIL: 
 readme=$(sed -n '/^\*\*Not simulated yet\*\*/,/^## Accuracy/p' README.md | grep -c '^- ')
 report=$(sed -n '/^Not simulated/,$p' "$tmp/r/report.md" | grep -c '^- ')
 [ "$report" -eq $((readme + 1)) ] || { echo "FAIL: README lists $readme not simulated, the report $report (+1: goodput)"; exit 1; }
+
+# Pruning by the compute bound (sweep.h, Pruning) changes no plan: plans.csv equals --exhaustive's
+# but for the layouts_simulated column; and the pruned report is the same at -j 1 and -j 2.
+two=(--model llama3-8b --tokens 1e10 --gpus 8:16 --seq-length 1024 --global-batch-tokens 64K:128K)
+"$bin" plan "${two[@]}" -j 2 --exhaustive --out "$tmp/all" >/dev/null
+"$bin" plan "${two[@]}" -j 2 --out "$tmp/p2" >/dev/null
+"$bin" plan "${two[@]}" -j 1 --out "$tmp/p1" >/dev/null
+diff <(cut -d, -f8 --complement "$tmp/all/plans.csv") <(cut -d, -f8 --complement "$tmp/p2/plans.csv") ||
+  { echo "FAIL: pruning changed plans.csv"; exit 1; }
+for f in report.md plans.csv plans.json layouts-h100-sxm.csv; do
+  cmp "$tmp/p1/$f" "$tmp/p2/$f" || { echo "FAIL: $f differs between -j 1 and -j 2"; exit 1; }
+done
+# the layouts kept are the exhaustive run's within the margin: its best of each point among them
+[ "$(wc -l <"$tmp/p2/layouts-h100-sxm.csv")" -lt "$(wc -l <"$tmp/all/layouts-h100-sxm.csv")" ] ||
+  { echo "FAIL: pruning kept every layout"; exit 1; }
+grep -q "a lower bound on their iteration time put the other [0-9]* beyond it" "$tmp/p2/report.md"
 
 # A non-empty directory is kept without --force, replaced whole with it.
 bad "--out: $tmp/r: exists and is not empty (--force replaces it)" "${small[@]}" --out "$tmp/r"
