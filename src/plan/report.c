@@ -104,7 +104,10 @@ static void doc_answer(PnDoc *d, const PnPlanResult *r)
                                                    : g_strdup_printf("deadline %.1f days", s->deadline_s / DAY_S);
   if (r->cheapest >= 0) {
     g_autofree char *t = summary(r, point(r, r->cheapest));
-    pn_doc_item(d, "Cheapest plan (by %s) that meets the %s: %s.", by, deadline, t);
+    if (isnan(s->deadline_s))
+      pn_doc_item(d, "Cheapest plan (by %s; no deadline given): %s.", by, t);
+    else
+      pn_doc_item(d, "Cheapest plan (by %s) that meets the %s: %s.", by, deadline, t);
   } else {
     const PnPlanPoint *c = point(r, r->closest_deadline);
     g_autofree char *t   = summary(r, c);
