@@ -305,7 +305,9 @@ static int plan_main(PlanArgs *a, int argc, char **argv)
   }
   if (!write_report(r, a->out, a->force, &error))
     return pn__cli_fail_at(cmd, "--out", error);
-  printf("report: %s/index.html and %s/report.md\n", a->out, a->out);
+  g_autofree char *html = g_build_filename(a->out, "index.html", NULL),
+                  *md   = g_build_filename(a->out, "report.md", NULL);
+  printf("report: %s and %s\n", html, md);
   if (!pn_plan_met(r)) {
     fprintf(stderr, "%s: the %s is not met by any plan: the report says which comes closest\n", cmd,
             r->cheapest < 0 && !isnan(spec.deadline_s) ? "deadline" : "budget");
