@@ -26,6 +26,9 @@ static const char *const not_simulated[] = {
     "failures, restarts and checkpoints: --goodput stands for them",
 };
 
+/* CSV column names, as the sweep's CSV spells them */
+static const char *const part_keys[PN_PLAN_PARTS]  = {"compute_s",    "bubble_s",     "exposed_dp_s", "exposed_tp_s",
+                                                      "exposed_pp_s", "exposed_cp_s", "exposed_ep_s", "other_s"};
 static const char *const part_names[PN_PLAN_PARTS] = {"compute",    "bubble",     "exposed DP", "exposed TP",
                                                       "exposed PP", "exposed CP", "exposed EP", "other"};
 
@@ -361,7 +364,7 @@ char *pn_plan_csv(const PnPlanResult *r)
                             "simulated,within_error,iteration_s,tflops_per_gpu,mfu,tokens_per_s,train_days,gpu_hours,"
                             "cost,efficiency,memory_gib,headroom_gib");
   for (int k = 0; k < PN_PLAN_PARTS; k++)
-    g_string_append_printf(s, ",%s_s", part_names[k]);
+    g_string_append_printf(s, ",%s", part_keys[k]);
   g_string_append_c(s, '\n');
   for (guint i = 0; i < r->points->len; i++) {
     const PnPlanPoint *p = &g_array_index(r->points, PnPlanPoint, i);
