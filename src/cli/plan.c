@@ -331,7 +331,8 @@ static const char examples[] =
 
 int pn__cli_plan(int argc, char **argv)
 {
-  PlanArgs a                   = {.precision = g_strdup("bf16"), .batch_s = g_strdup("4M:16M")};
+  /* the defaults are set after parsing: GOption replaces a value without freeing the one before */
+  PlanArgs a                   = {0};
   const GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &a.model, "Model name (models/) or file", "NAME"},
       {"tokens", 0, 0, G_OPTION_ARG_STRING, &a.tokens_s, "Tokens to train on (15e12)", "T"},
@@ -352,8 +353,11 @@ int pn__cli_plan(int argc, char **argv)
        "Simulate every layout, also those a lower bound puts beyond the error (same plans, slower)", NULL},
       {NULL}};
   int status = 2;
-  if (pn__cli_parse(entries, "- how many GPUs, of which kind, how long and at what cost", examples, &argc, &argv))
-    status = plan_main(&a, argc, argv);
+  if (pn__cli_parse(entries, "- how many GPUs, of which kind, how long and at what cost", examples, &argc, &argv)) {
+    a.precision = a.precision ? a.precision : g_strdup("bf16");
+    a.batch_s   = a.batch_s ? a.batch_s : g_strdup("4M:16M");
+    status      = plan_main(&a, argc, argv);
+  }
   g_free(a.model), g_free(a.tokens_s), g_free(a.gpus), g_free(a.seq_s), g_free(a.batch_s), g_free(a.deadline_s);
   g_free(a.budget_s), g_free(a.goodput_s), g_free(a.precision), g_free(a.out), g_free(a.threads_s);
   g_strfreev(a.profiles), g_strfreev(a.prices);

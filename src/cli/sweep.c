@@ -323,7 +323,8 @@ static const char examples[] =
 
 int pn__cli_sweep(int argc, char **argv)
 {
-  SweepArgs a                  = {.profile = g_strdup("h100-sxm"), .precision = g_strdup("bf16"), .top = 20};
+  /* the string defaults are set after parsing: GOption replaces a value without freeing the one before */
+  SweepArgs a                  = {.top = 20};
   const GOptionEntry entries[] = {
       {"model", 0, 0, G_OPTION_ARG_STRING, &a.model, "Model name (models/) or file, without a scenario", "NAME"},
       {"profile", 0, 0, G_OPTION_ARG_STRING, &a.profile, "Hardware profile (default h100-sxm)", "NAME"},
@@ -346,6 +347,8 @@ int pn__cli_sweep(int argc, char **argv)
       {NULL}};
   int status = 2;
   if (pn__cli_parse(entries, "[SCENARIO.json] - rank the layouts of one training job", examples, &argc, &argv)) {
+    a.profile   = a.profile ? a.profile : g_strdup("h100-sxm");
+    a.precision = a.precision ? a.precision : g_strdup("bf16");
     int rank, size;
     pn__cli_mpi_init(&argc, &argv, &rank, &size);
     status = sweep_main(&a, argc, argv, rank, size);
