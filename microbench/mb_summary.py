@@ -101,12 +101,54 @@ def overlap(doc):
               f"margin={int(r['sm_margin'])} {r['mode']:7s} coll x{r['coll_slowdown']:.3f} {extra}")
 
 
+def launch(doc):
+    print(f"launch: host {doc['env'].get('host_cpu')}")
+    for r in doc["results"]:
+        t = r["test"]
+        if t in ("launch_host", "launch_stream"):
+            gpu = f"  gpu {r['gpu_ns']:6.0f} ns" if "gpu_ns" in r else ""
+            print(f"  {t:13s} {r['api']:26s} x{r.get('batch', r.get('calls'))}: host {r['host_ns']:7.0f} ns{gpu}")
+        elif t == "queue_depth":
+            print(f"  queue depth {r['queue_depth_kernels']} kernels")
+        elif t == "gpu_floor":
+            print(f"  gpu_floor {r['class']:10s} {r['issue']:6s} size {r['size']:>9d}: {r['gpu_ns'] / 1e3:8.2f} us")
+        elif t == "graph_launch":
+            print(f"  graph {r['nodes']:4d} nodes: launch host {r['host_ns']:7.0f} ns (back to back "
+                  f"{r['host_ns_back_to_back']:7.0f}), gpu {r['gpu_ns']:6.0f} ns/node")
+        elif t == "sync":
+            print(f"  sync {r['what']:48s} {r['bytes']:5d} B: {r['host_ns'] / 1e3:6.1f} us "
+                  f"(p90 {r['p90_ns'] / 1e3:.1f})")
+
+
+def host_torch(doc):
+    print(f"host_torch: torch {doc['env'].get('torch_version')} host {doc['env'].get('host_cpu')} "
+          f"truncated={doc['truncated']} {doc['note']}")
+    ops = {}
+    for r in doc["results"]:
+        if r["test"] == "op":
+            ops.setdefault(r["op"], {})[r["mode"]] = r
+    for name, m in ops.items():
+        cols = "  ".join(f"{k} {m[k]['host_ns'] / 1e3:6.1f}" if m[k].get("host_ns") is not None else f"{k} -"
+                         for k in ("no_grad", "grad") if k in m)
+        gg = m.get("graph", {}).get("gpu_ns")
+        graph = f"  gpu in graph {gg / 1e3:5.2f}" if gg is not None else ""
+        kern = m.get("no_grad", {}).get("kernels_per_call")
+        print(f"  {name:22s} host us/call: {cols}{graph}  kernels {kern}")
+    for r in doc["results"]:
+        if r["test"] == "sync":
+            print(f"  sync {r['what']:44s} host {r['host_ns'] / 1e3:6.1f} us")
+        if r["test"] == "layer" and r.get("host_ns") is not None:
+            print(f"  layer {r['size']:6s} {r['variant']:18s} host {r['host_ns'] / 1e3:8.1f} us/layer "
+                  f"gpu {r['gpu_ns'] / 1e3:8.1f} us/layer kernels {r['kernels_per_layer']}")
+
+
 def main():
     d = sys.argv[1] if len(sys.argv) > 1 else "."
     docs = load(d)
     for kind, fn in (("gemm", gemm), ("gemm_contention", contention), ("attention", attention),
                      ("memory", memory), ("collective", collective), ("copy_engine", copy_engine),
-                     ("gemm_nccl_overlap", overlap)):
+                     ("gemm_nccl_overlap", overlap), ("launch", launch),
+                     ("host_torch", host_torch)):
         if kind in docs:
             try:
                 fn(docs[kind])

@@ -4,16 +4,21 @@
 #   microbench/run_all.sh [OUT_DIR]          (default: $OUT if set, else ./mb-results)
 #
 # Writes one JSON per kind (gemm, gemm_contention, attention, memory; with 2+ GPUs also
-# collective, copy_engine, gemm_nccl_overlap) and run_log.txt into OUT_DIR: 8 files at most.
+# collective, copy_engine, gemm_nccl_overlap) and run_log.txt into OUT_DIR: 8 files at most
+# (the optional launch and host steps add two more: ask for them in a run of their own).
 # With 2+ GPUs the single-GPU suite runs split over GPU 0 (gemm) and GPU 1 (contention,
 # memory, attention) at the same time, then the multi-GPU steps run: collectives and
 # gemm_nccl_overlap on groups of 2, 4, 8, ... GPUs (every power of two up to the GPU count,
 # largest first, one group at a time; each row records its group size as nranks), the copy
 # engine on GPUs 0 and 1.
+# Two optional steps, not in the default list, time the host on GPU 0 alone after the single-GPU
+# suite: launch (mb_launch: launch, graph and synchronization costs, the GPU floor per kernel)
+# and host (mb_host.py: PyTorch eager host time per op and per layer); they write launch.json
+# and host_torch.json.
 # Knobs (environment): MB_TOTAL_S total wall budget in s (default 530); MB_STEPS comma list
-# of steps to run (build,gemm,contention,attention,memory,collectives,copy,overlap; build
-# compiles only the programs of the steps listed); MB_GROUPS group sizes of the collective
-# sweep (e.g. 8,4,2; default all powers of two, largest first); MB_OVL_GROUPS the same for
+# of steps to run (build,gemm,contention,attention,memory,collectives,copy,overlap, and the
+# optional launch,host; build compiles only the programs of the steps listed); MB_GROUPS group
+# sizes of the collective sweep (e.g. 8,4,2; default all powers of two, largest first); MB_OVL_GROUPS the same for
 # gemm_nccl_overlap (default MB_GROUPS); MB_COLL_CTAS / MB_OVL_CTAS CTA lists (default
 # 0,1,2,4,8,16,32); MB_COLL_LIMIT_S / MB_OVL_LIMIT_S the hard time limits of those two steps
 # (default 120 + 60 s and 50 + 50 s per group size; each program's soft budget is 80% of it);
@@ -97,6 +102,7 @@ if want build; then
   want gemm && targets+=(mb_gemm)
   want contention && targets+=(mb_gemm_contention)
   want memory && targets+=(mb_memory)
+  want launch && targets+=(mb_launch)
   want copy && targets+=(mb_copy_engine)
   nccl_targets=()
   want collectives && nccl_targets+=(mb_collectives)
@@ -197,6 +203,12 @@ other_single_gpu_steps() {
     "${ATT_ARGS[@]}" --out "$OUT_DIR/attention.json"
 }
 
+# The host-timing steps run with nothing else on the machine (a busy CPU would slow the host).
+host_steps() {
+  want launch && run_step launch 90 env CUDA_VISIBLE_DEVICES=0 "$BUILD/mb_launch" --out "$OUT_DIR/launch.json"
+  want host && run_step host 150 env CUDA_VISIBLE_DEVICES=0 python3 "$HERE/mb_host.py" --out "$OUT_DIR/host_torch.json"
+}
+
 if ((NGPU >= 2)); then
   # GPU 0: the GEMM table; GPU 1 meanwhile: contention, memory, attention.
   gemm_step 0 &
@@ -204,6 +216,7 @@ if ((NGPU >= 2)); then
   other_single_gpu_steps 1 &
   p1=$!
   wait "$p0" "$p1"
+  host_steps
   want collectives && run_step collectives "$LIM_COLL" env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV \
     "$BUILD/mb_collectives" --group-sizes "$GROUPS_COLL" "${COLL_ARGS[@]}" --out "$OUT_DIR/collective.json"
   want copy && run_step copy 45 "$BUILD/mb_copy_engine" --out "$OUT_DIR/copy_engine.json"
@@ -212,6 +225,7 @@ if ((NGPU >= 2)); then
 else
   gemm_step 0
   other_single_gpu_steps 0
+  host_steps
   log "one GPU: collectives, copy engine and gemm_nccl_overlap not run"
 fi
 
