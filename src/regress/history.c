@@ -32,6 +32,24 @@ static gboolean fail(GError **error, const PnHistory *h, const char *what)
   return FALSE;
 }
 
+/* WAL (readers never block the writer, and a crashed writer leaves the database as it was) and
+ * the schema. Two processes setting up a new database at once can get SQLITE_BUSY at once: a lock
+ * upgrade that could deadlock does not wait on the busy handler. So the set-up is retried, 10 ms
+ * apart, for up to the busy timeout. */
+static int setup(sqlite3 *db)
+{
+  int rc = SQLITE_BUSY;
+  for (int waited_ms = 0; (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && waited_ms <= PN_HISTORY_BUSY_MS;
+       waited_ms += 10) {
+    if (waited_ms > 0)
+      g_usleep(10 * 1000);
+    rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL;", NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+      rc = sqlite3_exec(db, schema, NULL, NULL, NULL);
+  }
+  return rc;
+}
+
 PnHistory *pn_history_open(const char *path, GError **error)
 {
   g_autofree char *dir = g_path_get_dirname(path);
@@ -44,11 +62,8 @@ PnHistory *pn_history_open(const char *path, GError **error)
   int rc = sqlite3_open_v2(path, &h->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_busy_timeout(h->db, PN_HISTORY_BUSY_MS);
-  /* WAL: readers never block the writer, and a crashed writer leaves the database as it was */
   if (rc == SQLITE_OK)
-    rc = sqlite3_exec(h->db, "PRAGMA journal_mode=WAL;", NULL, NULL, NULL);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_exec(h->db, schema, NULL, NULL, NULL);
+    rc = setup(h->db);
   if (rc != SQLITE_OK) {
     fail(error, h, "cannot be opened as penumbra's history (SQLite)");
     pn_history_close(h);
