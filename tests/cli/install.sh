@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # cmake --install into a temporary prefix: the binary, the data (models, profiles, scenarios, the
-# validation records), the man page and the bash completion land there, and the installed binary
+# validation records, the gnuplot scripts), the man page and the bash completion land there, and the installed binary
 # reads its data from the prefix's share/penumbra, run from anywhere (also after the prefix is
 # moved). The man page is the commands' own --help; the completion asks the binary.
 set -euo pipefail
@@ -27,6 +27,12 @@ a=$("$pn" run elsewhere/s.json -f json | grep '"iteration_time_s"')
 b=$("$bin" run "$src/scenarios/llama3-8b-h100-8gpu.json" -f json | grep '"iteration_time_s"')
 [ "$a" = "$b" ] || fail "the installed binary predicts $a, the build $b"
 "$pn" validate >/dev/null 2>&1 || fail "validate should find the installed records"
+# the gnuplot scripts (run --gantt, regress --plot, plan's figures) are found in the installed data
+[ -f "$tmp/moved/share/penumbra/plots/plan.gp" ] || fail "not installed: share/penumbra/plots/plan.gp"
+if command -v gnuplot >/dev/null; then
+  "$pn" run elsewhere/s.json --gantt g.svg >/dev/null 2>"$tmp/gantt.err" || fail "run --gantt: $(cat "$tmp/gantt.err")"
+  [ -s g.svg ] || fail "run --gantt drew nothing"
+fi
 # the man page: every command, the exit statuses
 man=$tmp/moved/share/man/man1/penumbra.1
 for c in $("$pn" --list-commands); do grep -q "^\.SS $c\$" "$man" || fail "man page lacks $c"; done
