@@ -451,15 +451,35 @@ static void fail_syntax(GError **error, const char *display, const char *buf, gs
 
 /* ---- what cJSON accepts and penumbra does not ---- */
 
-/* Decodes the string literal at t[*i] (its opening quote) of text cJSON has parsed into `out`,
- * NULs included, and moves *i past its closing quote. Returns whether it holds a NUL. */
-static gboolean decode_string(const char *t, gsize *i, GString *out)
+/* Four hex digits as cJSON reads them (parse_hex4): a value, or 0 when any is not a hex digit. */
+static long hex4_as_cjson(const char *p)
 {
+  long v = 0;
+  for (int i = 0; i < 4; i++) {
+    int d = g_ascii_xdigit_value(p[i]);
+    if (d < 0)
+      return 0;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+/* Decodes the string literal at t[*i] (its opening quote) of `len` bytes of text cJSON has parsed
+ * into `out`, NULs included, and moves *i past its closing quote. Returns whether it holds a NUL.
+ * It reads as cJSON does: the literal ends at the first quote no backslash escapes, and a \u
+ * whose four characters are not all hex digits is a NUL (cJSON's parse_hex4 gives 0); nothing is
+ * read past the closing quote. */
+static gboolean decode_string(const char *t, gsize len, gsize *i, GString *out)
+{
+  gsize end = *i + 1;
+  while (end < len && t[end] != '"')
+    end += t[end] == '\\' ? 2 : 1;
+  end          = MIN(end, len);
   gboolean nul = FALSE;
   gsize p      = *i + 1;
   g_string_truncate(out, 0);
-  while (t[p] != '"') {
-    if (t[p] != '\\') {
+  while (p < end) {
+    if (t[p] != '\\' || p + 1 >= end) {
       g_string_append_c(out, t[p++]);
       continue;
     }
@@ -482,16 +502,21 @@ static gboolean decode_string(const char *t, gsize *i, GString *out)
       g_string_append_c(out, '\t');
       break;
     case 'u': {
-      long c = escape_at(t + p - 2, 6);
+      if (p + 4 > end) { /* cJSON refuses a short escape: not reached in text it parsed */
+        p = end;
+        break;
+      }
+      long c = hex4_as_cjson(t + p);
       p += 4;
-      if (c >= 0xD800 && c <= 0xDBFF) { /* cJSON accepted it: a low surrogate follows */
-        c = 0x10000 + ((c - 0xD800) << 10) + (escape_at(t + p, 6) - 0xDC00);
+      if (c >= 0xD800 && c <= 0xDBFF && p + 6 <= end && t[p] == '\\' && t[p + 1] == 'u') {
+        /* cJSON accepted it: a low surrogate follows */
+        c = 0x10000 + ((c - 0xD800) << 10) + (hex4_as_cjson(t + p + 2) - 0xDC00);
         p += 6;
       }
       if (c == 0) {
         nul = TRUE;
         g_string_append_c(out, '\0');
-      } else {
+      } else if (g_unichar_validate((gunichar)c)) {
         g_string_append_unichar(out, (gunichar)c);
       }
       break;
@@ -501,7 +526,7 @@ static gboolean decode_string(const char *t, gsize *i, GString *out)
       break;
     }
   }
-  *i = p + 1;
+  *i = end + 1;
   return nul;
 }
 
@@ -539,7 +564,7 @@ static gboolean check_nul(const char *file, const char *base, const char *t, gsi
     } else if (c == '"') {
       bool is_key = want_key;
       want_key    = false;
-      if (!decode_string(t, &i, str)) {
+      if (!decode_string(t, len, &i, str)) {
         if (is_key) {
           g_string_truncate(top->key, 0);
           g_string_append_len(top->key, str->str, (gssize)str->len);
