@@ -131,8 +131,7 @@ char *pn_io_data_dir(void)
 #endif
 }
 
-/* The directories searched for a name, in order; only those given (not necessarily existing). */
-static GPtrArray *search_dirs(const char *base_dir, const char *subdir)
+GPtrArray *pn__io_search_dirs(const char *base_dir, const char *subdir)
 {
   GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
   const char *env = g_getenv("PENUMBRA_DATA_DIR");
@@ -203,7 +202,7 @@ char *pn__io_resolve(const PnIoCtx *ctx, const char *ptr, const char *ref, const
                 "expected a %s name (letters, digits, '-', '_', '.') or a path ending in .json, got %s", what, q);
     return NULL;
   }
-  g_autoptr(GPtrArray) dirs = search_dirs(base_dir, subdir);
+  g_autoptr(GPtrArray) dirs = pn__io_search_dirs(base_dir, subdir);
   g_autofree char *file     = g_strconcat(ref, ".json", NULL);
   for (guint i = 0; i < dirs->len; i++) {
     char *p = g_build_filename(dirs->pdata[i], file, NULL);

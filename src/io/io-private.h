@@ -78,6 +78,11 @@ gboolean pn__io_parse_set_value(const char *ptr, const char *text, cJSON **out, 
  * object `root`, as the loader does (scenario.c). */
 gboolean pn__io_scenario_apply_set(cJSON *root, const char *set, GError **error);
 
+/* The directories searched for a name of penumbra's data under `subdir`, in order:
+ * $PENUMBRA_DATA_DIR/<subdir>, <base_dir>/../<subdir> (when base_dir is given),
+ * pn_io_data_dir()/<subdir>. Only those given; not necessarily existing. g_ptr_array_unref. */
+GPtrArray *pn__io_search_dirs(const char *base_dir, const char *subdir);
+
 /* Resolves a model or hardware-profile reference `ref` found at `ptr`: a path (contains '/' or
  * ends in ".json") relative to `base_dir` (then the current directory), or a name looked up in
  * $PENUMBRA_DATA_DIR/<subdir>, <base_dir>/../<subdir>, pn_io_data_dir()/<subdir>. Returns the path

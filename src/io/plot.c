@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "io/file.h"
+#include "io/io-private.h"
 #include "io/out.h"
 
 gboolean pn_plot_check_path(const char *path, GError **error)
@@ -18,18 +19,13 @@ gboolean pn_plot_check_path(const char *path, GError **error)
 
 static char *find_script(const char *script, GError **error)
 {
-  const char *env = g_getenv("PENUMBRA_DATA_DIR");
-  if (env != NULL && *env != '\0') {
-    char *p = g_build_filename(env, "plots", script, NULL);
+  g_autoptr(GPtrArray) dirs = pn__io_search_dirs(NULL, "plots");
+  for (guint i = 0; i < dirs->len; i++) {
+    char *p = g_build_filename(dirs->pdata[i], script, NULL);
     if (g_file_test(p, G_FILE_TEST_IS_REGULAR))
       return p;
     g_free(p);
   }
-  g_autofree char *data = pn_io_data_dir();
-  char *p               = g_build_filename(data, "plots", script, NULL);
-  if (g_file_test(p, G_FILE_TEST_IS_REGULAR))
-    return p;
-  g_free(p);
   g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_FILE, "plots/%s: not found (set PENUMBRA_DATA_DIR to the source tree)",
               script);
   return NULL;
