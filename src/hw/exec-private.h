@@ -5,6 +5,7 @@
  *                   and what its end sets free;
  *   exec_kernels.c  compute kernels sharing a GPU's SMs, kernel chains, and their completions;
  *   exec_links.c    transfers: COMM flows and P2P legs in the max-min solver;
+ *   exec_host.c     the host threads: launch times and synchronizations;
  *   exec_setup.c    checking the options, the profile and the graph, and building the run state.
  *
  * State, all in flat arrays built once before the run (no allocation per event once grown), by
@@ -139,6 +140,20 @@ typedef struct {
   PnResourceId res[RES_PER_GPU];
 } GpuRt;
 
+/* The host thread of one GPU (exec_host.c). */
+typedef struct {
+  double clock_ns;          /* when it finished launching the last task it launched */
+  PnTaskId next;            /* the next task it will launch, PN_TASK_NONE when all are */
+  PnTaskId blocked;         /* the task it synchronizes on (and waits), PN_TASK_NONE while it runs */
+  uint8_t mode;             /* PnHostSync of `blocked` */
+  uint32_t launched, ended; /* of its GPU's tasks (a device synchronization waits until equal) */
+  uint32_t waiters;         /* first queue whose head it has not reached yet (list through qlink) */
+  double wait_ns;           /* compute-stream time waiting for launches */
+} HostRt;
+
+/* launch_ns of a task its host has not reached yet */
+#define PN_EXEC_UNLAUNCHED INT64_MAX
+
 #define PN_EXEC_RATE_MEMO_BITS 6
 typedef struct {
   uint64_t sms; /* the SM share's bits */
@@ -194,6 +209,12 @@ typedef struct {
   PnTaskId horizon_task;     /* first task scheduled at the horizon, PN_TASK_NONE if none */
   bool settle_pending;
   bool mm_dirty;
+  /* the host threads; host_on false (no task costs the host anything): none of this is allocated */
+  bool host_on;
+  HostRt *hosts;        /* per GPU */
+  PnTimeNs *launch_ns;  /* per task: when its host launched it, PN_EXEC_UNLAUNCHED before it got there */
+  uint32_t *gpu_next;   /* per task: the next task of its GPU in issue order, PN_TASK_NONE for the last */
+  PnTimeNs *host_since; /* per hardware queue: since when its head waits for its launch, -1 when it does not */
 } Exec;
 
 static inline int st(const Exec *ex, PnTaskId t) { return ex->state[t] & ST_MASK; }
@@ -275,6 +296,11 @@ void pn__on_task_done(PnEngine *eng, void *ctx, uint64_t arg); /* a compute kern
 void pn__start_leg(Exec *ex, uint32_t xi);
 void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg); /* a COMM task's latency has elapsed */
 void pn__solve_links(Exec *ex);
+/* exec_host.c */
+void pn__host_start(Exec *ex);
+/* Whether queue q's head t has been launched; if not, arranges for q to be checked again when it is. */
+bool pn__host_launched(Exec *ex, PnTaskId t, uint32_t q);
+void pn__host_task_ended(Exec *ex, PnTaskId t);
 /* exec_setup.c */
 gboolean pn__exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const PnExecOptions *opt, GError **error);
 void pn__exec_free(Exec *ex);

@@ -125,6 +125,9 @@ static void describe_stuck(const Exec *ex, GString *why, PnTaskId t)
         if (st(ex, o) == ST_WAITING) {
           g_string_append_printf(why, "started at %" PRId64 " ns, waiting for its peer " TASK_FMT " to start",
                                  ex->times[t].start_ns, TASK_ARGS(o, &ex->tasks[o]));
+          if (ex->host_on && ex->launch_ns[o] == PN_EXEC_UNLAUNCHED)
+            g_string_append_printf(why, ", which its host never launched (blocked synchronizing on task %u)",
+                                   ex->hosts[ex->tasks[o].gpu].blocked);
           return;
         }
       }
@@ -146,6 +149,11 @@ static void describe_stuck(const Exec *ex, GString *why, PnTaskId t)
       g_string_append_printf(why, "waits for dependency " TASK_FMT, TASK_ARGS(d, &ex->tasks[d]));
       return;
     }
+  }
+  if (ex->host_on && ex->launch_ns[t] == PN_EXEC_UNLAUNCHED) {
+    g_string_append_printf(why, "its host never launched it (blocked synchronizing on task %u)",
+                           ex->hosts[tk->gpu].blocked);
+    return;
   }
   PnTaskId h = ex->qhead[r->gq];
   if (h != t && h != PN_TASK_NONE) {
@@ -205,6 +213,8 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
   g_array_set_size(times, n);
   ex->times = (PnTaskTime *)(void *)times->data;
 
+  if (ex->host_on)
+    pn__host_start(ex);
   for (uint32_t q = 0; q < ex->n_gpus * ex->n_queues; q++)
     if (ex->qhead[q] != PN_TASK_NONE && pn__ready(ex, ex->qhead[q], q))
       pn__work_push(ex, ex->qhead[q]);
@@ -229,6 +239,11 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
     out->times       = times;
     out->makespan_ns = ex->makespan_ns;
     out->events      = pn_engine_events_fired(ex->eng);
+    if (ex->host_on) {
+      out->host_wait_ns = g_new(double, ex->n_gpus);
+      for (uint32_t i = 0; i < ex->n_gpus; i++)
+        out->host_wait_ns[i] = ex->hosts[i].wait_ns;
+    }
   } else {
     g_array_free(times, TRUE);
   }
@@ -242,5 +257,6 @@ void pn_exec_result_clear(PnExecResult *r)
     return;
   if (r->times)
     g_array_free(r->times, TRUE);
+  g_free(r->host_wait_ns);
   *r = (PnExecResult){0};
 }

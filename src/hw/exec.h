@@ -16,6 +16,10 @@
  *    dispatches its tasks strictly in issue order; with c > 1, stream s uses queue s % c and each
  *    queue dispatches in issue order.
  *
+ *  - The host: one thread per GPU launches its tasks in issue order, host_ns each, and waits at
+ *    the synchronizations the tasks name (graph.h, "The host"; exec_host.c); a task starts no
+ *    earlier than its launch. With no task costing its host anything this is skipped entirely.
+ *
  * Result: start/end time of every task. Fails (GError) if the event budget is exhausted or time
  * stops advancing (more events at one instant than the graph can produce: a zero-duration loop), if
  * tasks remain that can never start (a dependency cycle or unpaired P2P: "deadlock"), or if
@@ -81,6 +85,8 @@ typedef struct {
   GArray *times;        /* of PnTaskTime, indexed by task id */
   PnTimeNs makespan_ns; /* max end time */
   uint64_t events;      /* events fired */
+  double *host_wait_ns; /* per GPU: time its compute stream's next kernel had all it needed but its launch
+                           (host-bound time); NULL when no task costs its host anything */
 } PnExecResult;
 
 #define PN_EXEC_ERROR (pn_exec_error_quark())

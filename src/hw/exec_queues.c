@@ -52,10 +52,11 @@ PnTaskId pn__work_pop(Exec *ex)
 }
 
 /* Whether task t, the head of hardware queue q, may start: its stream predecessor and all its
- * dependencies have ended. If not, the queue joins the waiter list of the first task found
- * unfinished, and is checked again when that task ends; the cursor remembers how many
- * dependencies were seen ended (they stay ended). A queue is in at most one list: it is
- * checked only when its head changes or its list is woken. */
+ * dependencies have ended, and its host has launched it (exec_host.c). If not, the queue joins the
+ * waiter list of the first task found unfinished, and is checked again when that task ends (or
+ * waits for its launch: exec_host.c); the cursor remembers how many dependencies were seen ended
+ * (they stay ended). A queue is in at most one list: it is checked only when its head changes or
+ * its list is woken. */
 bool pn__ready(Exec *ex, PnTaskId t, uint32_t q)
 {
   const TaskRt *r = &ex->rt[t];
@@ -68,7 +69,7 @@ bool pn__ready(Exec *ex, PnTaskId t, uint32_t q)
       k++;
     ex->qcur[q] = k;
     if (k == r->dep_count)
-      return true;
+      return !ex->host_on || pn__host_launched(ex, t, q);
     w = ex->deps[r->dep_first + k];
   }
   ex->qlink[q]  = ex->waiter[w];
@@ -110,5 +111,7 @@ void pn__end_task(Exec *ex, PnTaskId t)
     hold_sms(ex, r, -1);
   }
   wake_waiters(ex, t);
+  if (ex->host_on)
+    pn__host_task_ended(ex, t);
   need_settle(ex);
 }

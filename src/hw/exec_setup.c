@@ -82,6 +82,8 @@ static gboolean validate_task(const Exec *ex, const PnTask *tasks, const PnTaskI
       !finite_nonneg(tk->nic_bytes) || !finite_nonneg(tk->max_bytes_per_ns))
     INVALID(TASK_FMT ": work_ns, latency_ns, nvlink_bytes, nic_bytes and max_bytes_per_ns must be finite and >= 0",
             TASK_ARGS(t, tk));
+  if (!finite_nonneg(tk->host_ns) || tk->host_sync > PN_HOST_SYNC_DEVICE)
+    INVALID(TASK_FMT ": host_ns must be finite and >= 0 and host_sync a PnHostSync", TASK_ARGS(t, tk));
   if (tk->kind == PN_TASK_COMPUTE && tk->scaling > PN_SCALE_MEMORY)
     INVALID(TASK_FMT ": unknown SM scaling %u", TASK_ARGS(t, tk), (unsigned)tk->scaling);
   if (tk->kind == PN_TASK_COMM) {
@@ -162,6 +164,10 @@ void pn__exec_free(Exec *ex)
   g_free(ex->work);
   g_free(ex->dirty_gpus);
   g_free(ex->flow_xfer);
+  g_free(ex->hosts);
+  g_free(ex->launch_ns);
+  g_free(ex->gpu_next);
+  g_free(ex->host_since);
   g_free(ex->shares);
   if (ex->p2p_ids)
     g_array_free(ex->p2p_ids, TRUE);
@@ -308,6 +314,7 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
     r->cont = ex->fuse && tk->kind == PN_TASK_COMPUTE && own_deps && qp != PN_TASK_NONE && qp == r->stream_prev &&
               ex->rt[qp].kind == PN_TASK_COMPUTE && !(ex->state[qp] & ST_NEEDED);
     ex->waiter[t] = PN_TASK_NONE;
+    ex->host_on |= tk->host_ns > 0.0f || tk->host_sync != PN_HOST_SYNC_NONE;
     if (tk->kind == PN_TASK_COMM) {
       ex->xf[ex->n_xfers++] = (Xfer){.flow      = -1,
                                      .task      = t,
@@ -322,6 +329,29 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
     }
   }
   return TRUE;
+}
+
+/* The host threads, when some task costs its host something (exec_host.c): each GPU's tasks linked
+ * in issue order, none launched yet. Kernel chains are off then: a chain's kernels start as the one
+ * before ends, which a launch that comes later would contradict. */
+static void setup_hosts(Exec *ex, const PnTask *tasks, uint32_t n)
+{
+  uint32_t n_gq  = ex->n_gpus * ex->n_queues;
+  ex->hosts      = g_new0(HostRt, ex->n_gpus);
+  ex->launch_ns  = g_new(PnTimeNs, n ? n : 1);
+  ex->gpu_next   = g_new(uint32_t, n ? n : 1);
+  ex->host_since = g_new(PnTimeNs, n_gq ? n_gq : 1);
+  for (uint32_t q = 0; q < n_gq; q++)
+    ex->host_since[q] = -1;
+  for (uint32_t g = 0; g < ex->n_gpus; g++)
+    ex->hosts[g] = (HostRt){.next = PN_TASK_NONE, .blocked = PN_TASK_NONE, .waiters = PN_TASK_NONE};
+  for (PnTaskId t = n; t-- > 0;) { /* backwards: each GPU's `next` ends at its first task */
+    HostRt *h        = &ex->hosts[tasks[t].gpu];
+    ex->gpu_next[t]  = h->next;
+    h->next          = t;
+    ex->launch_ns[t] = PN_EXEC_UNLAUNCHED;
+    ex->rt[t].cont   = 0;
+  }
 }
 
 /* The legs of the complete graph: checked, then one transfer each, numbered when its lower-id end
@@ -375,6 +405,8 @@ gboolean pn__exec_setup(Exec *ex, const PnGraph *g, const PnHwProfile *hw, const
   }
   exec_init(ex, g->n_gpus, hw, opt);
   gboolean ok = setup_tasks(ex, pn_graph_tasks(g), pn_graph_deps(g), pn_graph_n_deps(g), n, error);
+  if (ok && ex->host_on)
+    setup_hosts(ex, pn_graph_tasks(g), n);
   if (ok)
     for (guint i = 0; i < opt->n_keep_whole; i++)
       if (opt->keep_whole[i] < n)

@@ -7,7 +7,15 @@
  * (CUDA stream order), (2) every task in its dependency list has ended (cudaStreamWaitEvent, or
  * a host wait), and (3) its hardware queue lets it through: with CUDA_DEVICE_MAX_CONNECTIONS=1
  * every task of a GPU is dispatched in issue order (the order tasks were added for that GPU),
- * so a task waiting on a dependency holds back later-issued tasks of other streams.
+ * so a task waiting on a dependency holds back later-issued tasks of other streams, and (4) the
+ * host thread of its GPU has launched it.
+ *
+ * The host: one thread per simulated GPU launches its tasks in issue order, spending `host_ns`
+ * on each (the framework's Python and the driver's launch call) before the task may start, and
+ * after a task with `host_sync` waits for that task's end (or every launched task's end) before
+ * it goes on. It runs ahead of the GPU as far as it can; the GPU waits for it when kernels are
+ * shorter than their launches, or after a synchronization has drained the GPU. A graph whose
+ * tasks all have host_ns 0 and no host_sync runs as if the host were infinitely fast.
  *
  * Task kinds:
  *  - COMPUTE: `work_ns` is its duration alone with all SMs; while running it shares the SMs not
@@ -85,12 +93,14 @@ typedef struct {
   uint8_t n_legs;     /* P2P: 1..PN_TASK_MAX_LEGS */
   uint8_t sm_shape;   /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
   uint8_t phase;      /* PnPhase, for reports and traces */
+  uint8_t host_sync;  /* PnHostSync: what the host waits for after launching this task */
   int16_t chunk;      /* virtual pipeline chunk, -1 when n/a */
   int16_t layer;      /* layer index within the model, -1 when n/a */
   int32_t microbatch; /* -1 when not applicable */
   uint32_t leg_first; /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
   uint32_t dep_first; /* into PnGraph.deps */
   uint32_t dep_count;
+  float host_ns;           /* host time to launch this task (framework + driver), spent before it */
   double work_ns;          /* COMPUTE, DELAY */
   double latency_ns;       /* COMM, P2P */
   double nvlink_bytes;     /* COMM */
@@ -100,6 +110,14 @@ typedef struct {
 } PnTask;
 
 typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, PN_PHASE_OTHER } PnPhase;
+
+/* What the host thread waits for once it has launched a task, before it launches the next one:
+ * nothing, this task's end (a stream or event synchronization, a device-to-host copy read by
+ * Python: `.item()`, `.tolist()`), or the end of every task launched on its GPU so far
+ * (torch.cuda.synchronize). */
+typedef enum { PN_HOST_SYNC_NONE = 0, PN_HOST_SYNC_TASK, PN_HOST_SYNC_DEVICE } PnHostSync;
+
+G_STATIC_ASSERT(sizeof(PnTask) == 88); /* host_sync and host_ns fill what was padding */
 
 /* Tasks and dependencies are plain arrays with their own capacity, not GArrays: a graph is
  * built one task at a time (400k for Llama 3.1 405B), and appending is then a store rather than

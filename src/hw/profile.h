@@ -81,6 +81,21 @@ typedef struct {
   PnCurve curve[2];
 } PnShapeContention;
 
+/* Kernel classes with a measured floor (PnHwProfile.kernel_floor_ns). */
+typedef enum { PN_FLOOR_GEMM, PN_FLOOR_ATTN, PN_FLOOR_MEM, PN_FLOOR_N } PnFloorClass;
+
+/* The host thread that launches a GPU's kernels (graph.h, "The host"): what launching and
+ * synchronizing cost it. All 0 (a profile without a "host" section): the host launches
+ * everything at once, as before the host was modelled. */
+typedef struct {
+  double kernel_ns;       /* one kernel launched by an eager PyTorch op in the forward (dispatch + cudaLaunchKernel) */
+  double kernel_bwd_ns;   /* the same under autograd's backward */
+  double module_ns;       /* Python of one framework module call (a TE module), beyond its kernels' launches */
+  double collective_ns;   /* one torch.distributed NCCL call */
+  double sync_ns;         /* from the end of the GPU work a synchronization waits for to the host going on */
+  double graph_launch_ns; /* one cudaGraphLaunch */
+} PnHostProfile;
+
 typedef struct PnHwProfile {
   char name[64];
   char gpu[64];
@@ -94,7 +109,10 @@ typedef struct PnHwProfile {
   double gemm_efficiency;       /* fallback: fraction of peak a large GEMM reaches */
   double attn_efficiency;       /* fallback: fraction of bf16 peak flash attention reaches */
   int gemm_tile_m, gemm_tile_n; /* fallback wave-quantization tile */
-  double kernel_launch_ns;      /* fixed cost added to every kernel */
+  double kernel_launch_ns;      /* fixed cost added to every kernel launched from a stream (a CUDA graph saves it) */
+  double kernel_floor_ns[PN_FLOOR_N]; /* shortest time a kernel of each class occupies its stream in a CUDA graph,
+                                         kernel_launch_ns aside (ramp and tail); 0 = none */
+  PnHostProfile host;
   /* node and links (per GPU, per direction) */
   int gpus_per_node;
   double nvlink_bytes_per_ns;    /* NCCL ring bus bandwidth ceiling inside a node */

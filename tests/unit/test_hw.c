@@ -1632,6 +1632,94 @@ START_TEST(test_exec_nic_share)
 }
 END_TEST
 
+/* ======================================================================== the host */
+
+static PnTask hosted(PnTask t, float host_ns, PnHostSync sync)
+{
+  t.host_ns   = host_ns;
+  t.host_sync = (uint8_t)sync;
+  return t;
+}
+
+/* The host launches in issue order, launch_i = sum_{j <= i} host_ns_j, and a kernel starts at
+ * max(launch_i, end of the one before). Host-bound (100 ns kernels, 300 ns launches): launches
+ * 300, 600, 900 -> [300,400] [600,700] [900,1000]; the compute stream waited 300 + 200 + 200 ns for
+ * launches. GPU-bound (1000 ns kernels): [300,1300] [1300,2300] [2300,3300], waited 300 ns. */
+START_TEST(test_exec_host_launch)
+{
+  PnHwProfile hw         = test_hw();
+  double works[2]        = {100, 1000};
+  PnTimeNs want[2][3][2] = {{{300, 400}, {600, 700}, {900, 1000}}, {{300, 1300}, {1300, 2300}, {2300, 3300}}};
+  double waited[2]       = {700, 300};
+  for (int v = 0; v < 2; v++) {
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    for (int i = 0; i < 3; i++)
+      add(g, hosted(compute(0, PN_STREAM_COMPUTE, works[v]), 300, PN_HOST_SYNC_NONE), 0, NULL);
+    PnExecResult r = run_ok(g, &hw, 1);
+    for (PnTaskId i = 0; i < 3; i++)
+      ck_span(r, i, want[v][i][0], want[v][i][1]);
+    ck_assert_ptr_nonnull(r.host_wait_ns);
+    ck_assert_double_eq(r.host_wait_ns[0], waited[v]);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
+/* Synchronizations (sync_ns = 5). GPU 0: a 1000 ns delay on the DP stream (launched at 0), then A
+ * (100 ns, launched at 10), then B (100 ns, host 10).
+ *  - none: B is launched at 20 and runs after A: [110,210];
+ *  - A syncs its own end (110): B is launched at 110 + 5 + 10 = 125: [125,225];
+ *  - A syncs the device: the host waits for the delay too (1000): B at 1000 + 5 + 10: [1015,1115].
+ * GPU 1's host is another thread: its kernel C (host 10) runs [10,110] whatever GPU 0's host does. */
+START_TEST(test_exec_host_sync)
+{
+  PnHwProfile hw      = test_hw();
+  hw.host.sync_ns     = 5;
+  PnHostSync mode[3]  = {PN_HOST_SYNC_NONE, PN_HOST_SYNC_TASK, PN_HOST_SYNC_DEVICE};
+  PnTimeNs b_start[3] = {110, 125, 1015};
+  for (int v = 0; v < 3; v++) {
+    g_autoptr(PnGraph) g = pn_graph_new(2);
+    add(g, delay(0, PN_STREAM_DP_COMM, 1000), 0, NULL);
+    PnTaskId a     = add(g, hosted(compute(0, PN_STREAM_COMPUTE, 100), 10, mode[v]), 0, NULL);
+    PnTaskId c     = add(g, hosted(compute(1, PN_STREAM_COMPUTE, 100), 10, PN_HOST_SYNC_NONE), 0, NULL);
+    PnTaskId b     = add(g, hosted(compute(0, PN_STREAM_COMPUTE, 100), 10, PN_HOST_SYNC_NONE), 0, NULL);
+    PnExecResult r = run_ok(g, &hw, 8);
+    ck_span(r, a, 10, 110);
+    ck_span(r, b, b_start[v], b_start[v] + 100);
+    ck_span(r, c, 10, 110);
+    pn_exec_result_clear(&r);
+  }
+}
+END_TEST
+
+/* Blocking sends on both sides: each host waits for its send's end before it launches its recv,
+ * so neither send meets its peer recv (NCCL would hang as well): a deadlock naming the host. A
+ * negative host_ns or an unknown host_sync is rejected. */
+START_TEST(test_exec_host_errors)
+{
+  PnHwProfile hw       = test_hw();
+  g_autoptr(PnGraph) g = pn_graph_new(2);
+  PnTaskId s0          = add(g, hosted(p2p(0, PN_STREAM_PP_SEND, 1, 10, "send"), 1, PN_HOST_SYNC_TASK), 0, NULL);
+  PnTaskId s1          = add(g, hosted(p2p(1, PN_STREAM_PP_SEND, 1, 10, "send"), 1, PN_HOST_SYNC_TASK), 0, NULL);
+  PnTaskId r0          = add(g, p2p(0, PN_STREAM_PP_RECV, 1, 10, "recv"), 0, NULL);
+  PnTaskId r1          = add(g, p2p(1, PN_STREAM_PP_RECV, 1, 10, "recv"), 0, NULL);
+  pn_graph_pair_p2p(g, s0, r1, 1000, false);
+  pn_graph_pair_p2p(g, s1, r0, 1000, false);
+  g_autoptr(GError) e = run_err(g, &hw, (PnExecOptions){.max_connections = 8});
+  ck_assert_msg(strstr(e->message, "deadlock") && strstr(e->message, "host never launched"), "%s", e->message);
+
+  g_autoptr(PnGraph) g2         = pn_graph_new(1);
+  PnTaskId a                    = add(g2, compute(0, PN_STREAM_COMPUTE, 100), 0, NULL);
+  pn_graph_task(g2, a)->host_ns = -1.0f;
+  g_autoptr(GError) e2          = run_err(g2, &hw, (PnExecOptions){.max_connections = 8});
+  ck_assert_msg(strstr(e2->message, "host_ns"), "%s", e2->message);
+  pn_graph_task(g2, a)->host_ns   = 0.0f;
+  pn_graph_task(g2, a)->host_sync = 9;
+  g_autoptr(GError) e3            = run_err(g2, &hw, (PnExecOptions){.max_connections = 8});
+  ck_assert_msg(strstr(e3->message, "host_sync"), "%s", e3->message);
+}
+END_TEST
+
 static Suite *hw_suite(void)
 {
   Suite *s = suite_create("hw");
@@ -1652,6 +1740,9 @@ static Suite *hw_suite(void)
   TC("maxmin_property", test_mm_property_random);
   TC("maxmin_property_placed", test_mm_property_placed);
   TC("graph_build", test_graph_build);
+  TC("exec_host_launch", test_exec_host_launch);
+  TC("exec_host_sync", test_exec_host_sync);
+  TC("exec_host_errors", test_exec_host_errors);
   TCase *tc = tcase_create("graph_add_dep_not_last");
   tcase_add_test_raise_signal(tc, test_graph_add_dep_not_last_asserts, SIGABRT);
   suite_add_tcase(s, tc);
