@@ -23,9 +23,16 @@ Rows carry `test`:
          launched everything, not when the GPU is done); gpu_ns: CUDA events around both.
          Sizes: "tiny" (seq 128, h 256, 4 heads, ffn 1024: host-bound) and "h2048" (seq 2048,
          h 2048, 16 heads, ffn 5632: about where a 1B model's layer is).
+  collective  one torch.distributed NCCL call on a 1-rank process group (the host side of a
+         collective: Python, ProcessGroupNCCL's bookkeeping, the NCCL enqueue; no transfer),
+         `iters` calls back to back, async_op False and True; send_recv is a batch_isend_irecv
+         of a send and a receive to the rank itself.
+  cpu    a pure-Python loop (ns per iteration) and a C-level one (sum over a list): how fast this
+         host's core runs Python, to set beside other hosts' figures.
   sync   host round trip of a read the host waits for, GPU idle: torch.cuda.synchronize, a
          scalar's .item() (found-inf, grad norm), an int64[128]'s .tolist() / .cpu() (MoE token
          counts), a non-blocking copy + synchronize.
+kernels_fwd_per_layer: the forward's share of kernels_per_layer (eager and per-layer graphs).
 kernels_per_call / kernels_per_layer: GPU activities (kernels, memsets, copies) per call counted with
 torch.profiler after all timings (the profiler stays out of the timed runs); null with
 --no-kernel-count or when the profiler fails.
@@ -248,6 +255,62 @@ def sync_rows(dev, a):
     return rows
 
 
+def collective_rows(dev, a):
+    """Host cost of torch.distributed NCCL calls, one rank (no transfer: the host side alone)."""
+    import torch.distributed as dist
+    rows = []
+    try:
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29533")
+        dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    except Exception as e:  # noqa: BLE001 (any failure is recorded, not fatal)
+        return [{"test": "collective", "status": f"failed: {str(e).splitlines()[0][:200]}"}]
+    x = torch.ones(1 << 12, device=dev, dtype=torch.bfloat16)
+    out = torch.empty_like(x)
+    calls = {
+        "all_reduce": lambda op: dist.all_reduce(x, async_op=op),
+        "all_gather_into_tensor": lambda op: dist.all_gather_into_tensor(out, x, async_op=op),
+        "reduce_scatter_tensor": lambda op: dist.reduce_scatter_tensor(out, x, async_op=op),
+        "send_recv": lambda op: [w.wait() for w in dist.batch_isend_irecv(
+            [dist.P2POp(dist.isend, x, 0), dist.P2POp(dist.irecv, out, 0)])],
+    }
+    for name, fn in calls.items():
+        for op in ((False, True) if name != "send_recv" else (True,)):
+            row = {"test": "collective", "call": name, "async_op": op, "bytes": x.numel() * 2, "iters": a.iters,
+                   "reps": a.reps, "status": "ok"}
+            try:
+                h, mn, gp = timed(lambda: fn(op), a.iters, a.reps)
+                row.update(host_ns=h, min_ns=mn, gpu_ns=gp)
+            except Exception as e:  # noqa: BLE001
+                row.update(host_ns=None, min_ns=None, gpu_ns=None, status=f"failed: {str(e).splitlines()[0][:200]}")
+            rows.append(row)
+            print(f"collective {name:24s} async {op!s:5s} host {row['host_ns'] or 0:8.0f} ns", file=sys.stderr)
+    dist.destroy_process_group()
+    return rows
+
+
+def cpu_rows():
+    """How fast this core runs Python: a bytecode loop and a C-level reduction."""
+    def loop(n):
+        s = 0
+        for i in range(n):
+            s += i & 7
+        return s
+
+    data = list(range(1 << 20))
+    rows = []
+    for what, fn, n in (("python_loop", lambda: loop(1 << 20), 1 << 20), ("builtin_sum", lambda: sum(data), 1 << 20)):
+        fn()
+        ts = []
+        for _ in range(7):
+            t0 = time.perf_counter_ns()
+            fn()
+            ts.append((time.perf_counter_ns() - t0) / n)
+        rows.append({"test": "cpu", "what": what, "ns_per_iter": median(ts), "min_ns": min(ts), "reps": 7})
+        print(f"cpu {what:12s} {median(ts):6.2f} ns/iter", file=sys.stderr)
+    return rows
+
+
 def layer_eager(m, x, gout, reps):
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     fwd, bwd, gpu = [], [], []
@@ -325,6 +388,7 @@ def layer_rows(dev, a, over):
                         m = torch.nn.Sequential(*torch.cuda.make_graphed_callables(tuple(m), sample))
                     f, b, tot, gpu = layer_eager(m, x, gout, a.reps)
                     counts.append((row, (lambda mm, xx, gg: lambda: mm(xx).backward(gg))(m, x, gout)))
+                    counts.append((row, (lambda mm, xx: lambda: mm(xx))(m, x), "kernels_fwd_per_layer"))
                 n = a.layers
                 row.update(host_fwd_ns=None if f is None else f / n, host_bwd_ns=None if b is None else b / n,
                            host_ns=tot / n, gpu_ns=gpu / n)
@@ -362,6 +426,8 @@ def main():
 
     rows, counts, truncated = op_rows(dev, a, over)
     rows += sync_rows(dev, a)
+    rows += cpu_rows()
+    rows += collective_rows(dev, a)
     if not truncated:
         lrows, lcounts, truncated = layer_rows(dev, a, over)
         rows += lrows
@@ -370,7 +436,7 @@ def main():
     if not a.no_kernel_count:
         key = {"op": "kernels_per_call", "layer": "kernels_per_layer"}
         try:
-            for row, fn in counts:
+            for row, fn, *field in counts:
                 if over():
                     note = (note + "; " if note else "") + "kernel counts cut by the time budget"
                     break
@@ -378,7 +444,7 @@ def main():
                     with torch.no_grad():
                         row[key["op"]] = kernels_per_call(fn)
                 else:
-                    row[key["layer"]] = kernels_per_call(fn) / a.layers
+                    row[field[0] if field else key["layer"]] = kernels_per_call(fn) / a.layers
         except RuntimeError as e:
             note = (note + "; " if note else "") + f"kernel count failed: {str(e).splitlines()[0][:200]}"
     after, _, _ = smi(a.device)
