@@ -148,7 +148,6 @@ typedef struct {
   uint8_t mode;             /* PnHostSync of `blocked` */
   uint32_t launched, ended; /* of its GPU's tasks (a device synchronization waits until equal) */
   uint32_t waiters;         /* first queue whose head it has not reached yet (list through qlink) */
-  double wait_ns;           /* compute-stream time waiting for launches */
 } HostRt;
 
 /* launch_ns of a task its host has not reached yet */
@@ -215,6 +214,7 @@ typedef struct {
   PnTimeNs *launch_ns;  /* per task: when its host launched it, PN_EXEC_UNLAUNCHED before it got there */
   uint32_t *gpu_next;   /* per task: the next task of its GPU in issue order, PN_TASK_NONE for the last */
   PnTimeNs *host_since; /* per hardware queue: since when its head waits for its launch, -1 when it does not */
+  GArray *host_waits;   /* of PnHostWait: the compute stream's waits (the run's result) */
 } Exec;
 
 static inline int st(const Exec *ex, PnTaskId t) { return ex->state[t] & ST_MASK; }

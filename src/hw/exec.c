@@ -239,11 +239,7 @@ gboolean pn_exec_run(const PnGraph *g, const PnHwProfile *hw, const PnExecOption
     out->times       = times;
     out->makespan_ns = ex->makespan_ns;
     out->events      = pn_engine_events_fired(ex->eng);
-    if (ex->host_on) {
-      out->host_wait_ns = g_new(double, ex->n_gpus);
-      for (uint32_t i = 0; i < ex->n_gpus; i++)
-        out->host_wait_ns[i] = ex->hosts[i].wait_ns;
-    }
+    out->host_waits  = g_steal_pointer(&ex->host_waits);
   } else {
     g_array_free(times, TRUE);
   }
@@ -257,6 +253,7 @@ void pn_exec_result_clear(PnExecResult *r)
     return;
   if (r->times)
     g_array_free(r->times, TRUE);
-  g_free(r->host_wait_ns);
+  if (r->host_waits)
+    g_array_free(r->host_waits, TRUE);
   *r = (PnExecResult){0};
 }

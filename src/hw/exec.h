@@ -81,11 +81,17 @@ typedef struct {
   PnTimeNs end_ns;
 } PnTaskTime;
 
+/* [t0_ns, t1_ns): GPU `gpu`'s compute stream waited for its host to launch the next kernel. */
+typedef struct {
+  uint32_t gpu;
+  PnTimeNs t0_ns, t1_ns;
+} PnHostWait;
+
 typedef struct {
   GArray *times;        /* of PnTaskTime, indexed by task id */
   PnTimeNs makespan_ns; /* max end time */
   uint64_t events;      /* events fired */
-  double *host_wait_ns; /* per GPU: time its compute stream's next kernel had all it needed but its launch
+  GArray *host_waits;   /* of PnHostWait: when a GPU's compute stream had a kernel ready but for its launch
                            (host-bound time); NULL when no task costs its host anything */
 } PnExecResult;
 

@@ -11,8 +11,8 @@
  * max(its clock, the end + sync_ns), computing the next stretch, and its waiters are checked again.
  *
  * Host-bound time: a compute-stream head that waits for its launch after everything else it needs
- * has ended leaves the GPU's compute stream idle for want of a launch; that wait is summed per GPU
- * (PnExecResult.host_wait_ns). */
+ * has ended leaves the GPU's compute stream idle for want of a launch; those waits are the run's
+ * PnExecResult.host_waits. */
 #include "hw/exec-private.h"
 
 /* Launches GPU `gpu`'s tasks from its host's clock on, up to and including the next task it must
@@ -70,8 +70,10 @@ bool pn__host_launched(Exec *ex, PnTaskId t, uint32_t q)
   PnTimeNs at  = ex->launch_ns[t];
   if (at <= now) {
     if (ex->host_since[q] >= 0) {
-      if (ex->rt[t].stream == PN_STREAM_COMPUTE)
-        ex->hosts[ex->rt[t].gpu].wait_ns += (double)(now - ex->host_since[q]);
+      if (ex->rt[t].stream == PN_STREAM_COMPUTE && now > ex->host_since[q]) {
+        PnHostWait w = {.gpu = ex->rt[t].gpu, .t0_ns = ex->host_since[q], .t1_ns = now};
+        g_array_append_val(ex->host_waits, w);
+      }
       ex->host_since[q] = -1;
     }
     return true;

@@ -168,6 +168,8 @@ void pn__exec_free(Exec *ex)
   g_free(ex->launch_ns);
   g_free(ex->gpu_next);
   g_free(ex->host_since);
+  if (ex->host_waits)
+    g_array_free(ex->host_waits, TRUE);
   g_free(ex->shares);
   if (ex->p2p_ids)
     g_array_free(ex->p2p_ids, TRUE);
@@ -341,6 +343,7 @@ static void setup_hosts(Exec *ex, const PnTask *tasks, uint32_t n)
   ex->launch_ns  = g_new(PnTimeNs, n ? n : 1);
   ex->gpu_next   = g_new(uint32_t, n ? n : 1);
   ex->host_since = g_new(PnTimeNs, n_gq ? n_gq : 1);
+  ex->host_waits = g_array_new(FALSE, FALSE, sizeof(PnHostWait));
   for (uint32_t q = 0; q < n_gq; q++)
     ex->host_since[q] = -1;
   for (uint32_t g = 0; g < ex->n_gpus; g++)

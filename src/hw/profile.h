@@ -93,7 +93,9 @@ typedef struct {
   double module_ns;       /* Python of one framework module call (a TE module), beyond its kernels' launches */
   double collective_ns;   /* one torch.distributed NCCL call */
   double sync_ns;         /* from the end of the GPU work a synchronization waits for to the host going on */
-  double graph_launch_ns; /* one cudaGraphLaunch */
+  double p2p_ns;          /* one pipeline P2P call (batch_isend_irecv and its wait) */
+  double graph_launch_ns; /* one replay of a graph captured over a whole forward + backward */
+  double graph_layer_fwd_ns, graph_layer_bwd_ns; /* one layer's forward / backward replayed from its own graph */
 } PnHostProfile;
 
 typedef struct PnHwProfile {

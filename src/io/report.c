@@ -146,6 +146,7 @@ static void summary_json(PnJsonWriter *w, const PnScenario *sc, const PnResult *
   classes_json(w, "total_comm_s", r->total_comm_s);
   contention_json(w, r->contention_s);
   pn_jsonw_double(w, "bubble_s", r->bubble_s);
+  pn_jsonw_double(w, "host_bound_s", r->host_bound_s);
   pn_jsonw_double(w, "compute_s", r->compute_s);
   pn_jsonw_double(w, "memory_gib_per_gpu", r->memory.total_gib);
   pn_jsonw_double(w, "hbm_gib_per_gpu", r->memory.hbm_gib);
@@ -184,6 +185,7 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOpti
     pn_jsonw_int(w, "stage", i);
     pn_jsonw_double(w, "compute_s", st->compute_s);
     pn_jsonw_double(w, "bubble_s", st->bubble_s);
+    pn_jsonw_double(w, "host_bound_s", st->host_bound_s);
     classes_json(w, "exposed_comm_s", st->exposed_comm_s);
     classes_json(w, "total_comm_s", st->total_comm_s);
     contention_json(w, st->contention_s);
@@ -313,6 +315,9 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
                          hidden_pct(tot_all, exp_all).s);
   contention_text(o, r->contention_s);
   g_string_append_printf(o, "%-14s %12s s\n", "bubble", fmt("%.4f", r->bubble_s).s);
+  if (r->host_bound_s > 0.0)
+    g_string_append_printf(o, "  %-12s %12s s  (of the bubble: kernels ready, waiting for the host to launch them)\n",
+                           "host-bound", fmt("%.4f", r->host_bound_s).s);
   g_string_append_printf(o, "%-14s %12s s\n\n", "compute", fmt("%.4f", r->compute_s).s);
 
   g_string_append_printf(o, "%-14s %12s\n", "memory/GPU", "GiB");
@@ -341,15 +346,19 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
   }
 
   if (r->stages != NULL && r->stages->len > 0) {
-    g_string_append_printf(o, "%-6s %12s %12s %12s %12s\n", "stage", "compute (s)", "bubble (s)", "exposed (s)",
-                           "end (s)");
+    bool host = r->host_bound_s > 0.0;
+    g_string_append_printf(o, "%-6s %12s %12s %12s %12s%s\n", "stage", "compute (s)", "bubble (s)", "exposed (s)",
+                           "end (s)", host ? "     host (s)" : "");
     for (guint i = 0; i < r->stages->len; i++) {
       const PnStageStats *st = &g_array_index(r->stages, PnStageStats, i);
       double exposed         = 0.0;
       for (int c = 0; c < PN_CLASS_N; c++)
         exposed += st->exposed_comm_s[c];
-      g_string_append_printf(o, "%6u %12s %12s %12s %12s\n", i, fmt("%.4f", st->compute_s).s,
-                             fmt("%.4f", st->bubble_s).s, fmt("%.4f", exposed).s, fmt("%.4f", st->end_s).s);
+      g_string_append_printf(o, "%6u %12s %12s %12s %12s", i, fmt("%.4f", st->compute_s).s, fmt("%.4f", st->bubble_s).s,
+                             fmt("%.4f", exposed).s, fmt("%.4f", st->end_s).s);
+      if (host)
+        g_string_append_printf(o, " %12s", fmt("%.4f", st->host_bound_s).s);
+      g_string_append_c(o, '\n');
     }
     g_string_append_c(o, '\n');
   }

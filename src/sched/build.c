@@ -256,6 +256,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
     g_array_set_size(b->action_task, b->actions->len * PN_SCHED_MAX_XFERS);
     for (guint i = 0; i < b->action_task->len; i++)
       g_array_index(b->action_task, PnTaskId, i) = PN_TASK_NONE;
+    pn__emit_param_gather_start(b, r);
     for (guint i = 0; i < b->actions->len; i++) {
       const PnSchedAction *a = &g_array_index(b->actions, PnSchedAction, i);
       if (b->plan->overlap_moe_expert_parallel_comm && (a->kind == PN_ACT_FWD || a->kind == PN_ACT_BWD)) {
@@ -288,8 +289,13 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
   emit_barrier(b);
   for (uint32_t r = 0; r < b->pp; r++)
     emit_optimizer(b, r);
-  for (uint32_t r = 0; r < b->pp; r++)
-    g_array_append_val(b->info->iteration_end, g_array_index(b->last_on_gpu, PnTaskId, r));
+  /* train_step reads the step's results on the host (update_successful, grad norm, zeros: .item()),
+   * so each host waits for everything its GPU was given before it launches the next iteration */
+  for (uint32_t r = 0; r < b->pp; r++) {
+    PnTaskId last = g_array_index(b->last_on_gpu, PnTaskId, r);
+    g_array_append_val(b->info->iteration_end, last);
+    pn_graph_task(b->g, last)->host_sync = PN_HOST_SYNC_DEVICE;
+  }
   return TRUE;
 }
 

@@ -190,6 +190,29 @@ void pn__emit_param_gather_chunk(PnBuilder *b, uint32_t rank, int64_t chunk)
     pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
 }
 
+/* The first all-gather of an iteration, launched by optimizer.zero_grad() before the schedule
+ * runs (distrib_optimizer.py step_with_ready_grads: "the first all-gather is launched
+ * asynchronously in the next optimizer.zero_grad() call and subsequent all-gathers are launched in
+ * the forward pre-hook"): chunk 0's first bucket, or with align_param_gather its whole first
+ * chunk(s). Launched before the first pipeline receive, it runs while the stage waits for its
+ * input, and no host synchronization of a P2P call holds it back. */
+void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank)
+{
+  if (!pn__param_overlap_now(b))
+    return;
+  if (b->plan->align_param_gather) {
+    dispatch_chunk_ag(b, rank, 0);
+    dispatch_chunk_ag(b, rank, 1);
+    return;
+  }
+  GArray *units = pn__units_of(b, rank, 0);
+  GArray *ags   = chunk_ag_of(b, rank, 0);
+  if (units->len > 0 && ags->len == 0) {
+    PnTaskId id = emit_param_ag(b, rank, 0, g_array_index(units, PnUnit, 0).bucket);
+    g_array_append_val(ags, id);
+  }
+}
+
 /* The forward pre-hook of a bucket: the first bucket is dispatched and waited at once, each wait
  * then dispatches the next bucket (one ahead). Buckets run backwards in forward order. */
 void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)

@@ -109,6 +109,7 @@ void pn__span_task(const PnBuilder *b, PnCollKind kind, double bytes, int64_t ra
   t->nvlink_bytes     = c.nvlink_bytes;
   t->nic_bytes        = c.nic_bytes;
   t->max_bytes_per_ns = c.max_bytes_per_ns;
+  t->host_ns          = (float)b->sc->hw->host.collective_ns;
 }
 
 /* An NCCL collective of group `grp`. */
@@ -155,6 +156,26 @@ static PnMemClass mem_class(const char *name)
   return PN_MEM_COPY;
 }
 
+/* A kernel occupies its stream at least its class's floor (PnHwProfile.kernel_floor_ns: ramp and
+ * tail, measured in a CUDA graph); the executor adds kernel_launch_ns on top. */
+static double floored(const PnHwProfile *hw, double work_ns, PnFloorClass cls, int64_t kernels)
+{
+  return fmax(work_ns, hw->kernel_floor_ns[cls] * (double)kernels);
+}
+
+/* What launching a compute op costs the host (graph.h, "The host"): each kernel one eager launch
+ * from Python at the forward's or the backward's measured rate (a recomputed forward runs forward
+ * code), and a module call's own Python (module_ns) on the op that opens one: a GEMM's fprop or
+ * dgrad (a TE linear's forward or backward) and the core attention. Collectives are priced by
+ * pn__span_task. */
+static float host_launch_ns(const PnHwProfile *hw, const PnOp *op, int64_t kernels)
+{
+  double per = op->phase == PN_PHASE_BWD ? hw->host.kernel_bwd_ns : hw->host.kernel_ns;
+  bool module =
+      op->kind == PN_OP_ATTN || (op->kind == PN_OP_GEMM && (op->role == PN_GEMM_FPROP || op->role == PN_GEMM_DGRAD));
+  return (float)(per * (double)kernels + (module ? hw->host.module_ns : 0.0));
+}
+
 void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
 {
   const PnHwProfile *hw = b->sc->hw;
@@ -165,18 +186,26 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
   case PN_OP_GEMM: {
     /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
      * Hopper overlaps only their launch and tail) */
-    t->work_ns  = pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src) * (double)MAX(op->groups, 1);
+    int64_t groups = MAX(op->groups, 1);
+    t->work_ns =
+        floored(hw, pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src), PN_FLOOR_GEMM, 1) * (double)groups;
+    t->host_ns  = host_launch_ns(hw, op, groups);
     int shape   = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
     t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
   }
   case PN_OP_ATTN:
-    t->work_ns = pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads, op->head_dim,
-                                      op->causal, op->backward, &src);
+    t->work_ns = floored(hw,
+                         pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads,
+                                              op->head_dim, op->causal, op->backward, &src),
+                         PN_FLOOR_ATTN, 1);
+    t->host_ns = host_launch_ns(hw, op, 1);
     break;
   case PN_OP_MEM:
-    t->work_ns = pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name));
-    t->scaling = PN_SCALE_MEMORY;
+    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name)), PN_FLOOR_MEM, 1);
+    t->host_ns   = host_launch_ns(hw, op, 1);
+    t->host_sync = op->host_reads ? PN_HOST_SYNC_TASK : PN_HOST_SYNC_NONE;
+    t->scaling   = PN_SCALE_MEMORY;
     /* TE's persistent norm kernels run on sm_count - margin SMs (NVTE_*_LAYERNORM_SM_MARGIN). */
     if (g_str_has_prefix(op->name, "ln") || g_str_has_prefix(op->name, "final_norm")) {
       int margin = op->phase == PN_PHASE_BWD ? b->plan->bwd_ln_sm_margin : b->plan->fwd_ln_sm_margin;
@@ -268,11 +297,9 @@ static void now_deps(PnBuilder *b, uint32_t gpu, PnTaskId *deps, uint32_t *n)
 }
 
 /* Adds a side-stream task launched now: it waits for the latest compute-stream task only, not
- * for the pending joins as now_deps() does for a template's side tasks. Not yet the general rule:
- * the first DP param all-gather is emitted at the stage's first forward, after its pipeline
- * receive is pending (Megatron-Core r0.8 dispatched it earlier, from zero_grad), and waiting
- * for that receive lengthened the r0.8 weak-scaling validation runs by up to 16% (README, "Not
- * simulated yet"). Moving that emission point first is what would let both share now_deps. */
+ * for the pending joins as now_deps() does for a template's side tasks (a parameter all-gather
+ * launched from a forward pre-hook must not wait for the pipeline receive made pending before
+ * that forward). */
 PnTaskId pn__add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t)
 {
   PnTaskId lc = g_array_index(b->last_compute, PnTaskId, gpu);

@@ -55,7 +55,9 @@ static PnStream xfer_stream(const PnBuilder *b, uint32_t rank, const PnXfer *x)
 }
 
 /* One p2p call. Batched (batch_isend_irecv) calls are one kernel with every transfer; otherwise
- * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait.
+ * each peer's transfers go on that peer's stream. Blocking calls make the compute stream wait; after a
+ * batched one the host waits for the whole GPU (p2p_communication.py: torch.cuda.synchronize() after
+ * batch_isend_irecv, "to protect against race condition"), so it can never run ahead of a P2P.
  * A call that sends is launched after `after` (PN_TASK_NONE: the compute stream's tail; the
  * combined 1F1B launches post_forward from the forward chain). */
 void pn__emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint action_index, PnTaskId after)
@@ -82,6 +84,9 @@ void pn__emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint act
     double per_cta =
         hw->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0 ? hw->nccl_cta_busbw[PN_COLL_SEND_RECV] : hw->nccl_cta_bytes_per_ns;
     t.max_bytes_per_ns = t.sms * per_cta;
+    /* a batched call ends in torch.cuda.synchronize() (batch_p2p_sync, always on: no flag sets it) */
+    t.host_ns   = (float)hw->host.p2p_ns;
+    t.host_sync = batched ? PN_HOST_SYNC_DEVICE : PN_HOST_SYNC_NONE;
     /* a send waits for the compute that produced its tensor; a receive can be posted early */
     bool has_send = false;
     for (int j = i; j < a->n_xfers; j++)

@@ -143,6 +143,7 @@ int pn__n_buckets(GArray *units);
 double pn__bucket_params(GArray *units, int bucket, double *expert);
 bool pn__grad_overlap_now(const PnBuilder *b);
 bool pn__param_overlap_now(const PnBuilder *b);
+void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank);
 void pn__emit_param_gather_chunk(PnBuilder *b, uint32_t rank, int64_t chunk);
 void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket);
 void pn__emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket);

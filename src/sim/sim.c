@@ -341,6 +341,14 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
     prev = end;
   }
   r->iteration_time_s = (double)(w1 - w0) * 1e-9;
+  double host_ns[n_gpus ? n_gpus : 1];
+  memset(host_ns, 0, sizeof host_ns);
+  for (guint i = 0; ex->host_waits && i < ex->host_waits->len; i++) {
+    const PnHostWait *hw = &g_array_index(ex->host_waits, PnHostWait, i);
+    PnTimeNs a = MAX(hw->t0_ns, w0), z = MIN(hw->t1_ns, w1);
+    if (z > a && hw->gpu < n_gpus)
+      host_ns[hw->gpu] += (double)(z - a);
+  }
   g_assert(iters == 0 || (ac->w0 == w0 && ac->w1 == w1));
 
   double op_exposed[PN_MAX_OPS] = {0};
@@ -353,6 +361,8 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
     st->compute_s    = ag->compute_ns * 1e-9;
     st->bubble_s     = ag->idle_ns * 1e-9;
     st->end_s        = ag->end_ns >= 0 ? (double)(ag->end_ns - w0) * 1e-9 : 0.0;
+    st->host_bound_s = host_ns[gpu] * 1e-9;
+    r->host_bound_s += st->host_bound_s / n_gpus;
     for (int c = 0; c < PN_CLASS_N; c++) {
       st->exposed_comm_s[c] = ag->exposed_ns[c] * 1e-9;
       st->total_comm_s[c]   = ag->total_comm_ns[c] * 1e-9;

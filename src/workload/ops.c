@@ -397,6 +397,7 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
     moe_shared_forward(out, d, phase, keep);
   push_gemm(out, "router", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d->Tm, d->E, d->h, keep * hm * 2.0);
   push_mem(out, "router_topk", phase, (double)d->Tm * (double)d->E * 12.0, keep * (double)d->Tm * (double)d->E * 4.0);
+  g_array_index(out, PnOp, out->len - 1).host_reads = true; /* the dispatcher's token counts */
   if (a2a && moe_permute_separate(d))
     push_mem(out, "permute", phase, hm * 2.0 + hm * (double)d->topk * 2.0, 0.0);
   if (d->shared_overlap) {

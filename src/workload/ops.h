@@ -110,9 +110,13 @@
  *     and the unpermutation waits for them (moe/shared_experts.py: pre_forward_comm and fc1 beside
  *     the dispatch, fc2 and post_forward_comm before / after the combine); their backward runs
  *     beside the backward all-to-alls, and the permutation's backward waits for it.
+ *   The host waits for the routing's token counts (`host_reads` on router_topk, forward and
+ *   recompute): every dispatcher copies them to the host to size its buffers (alltoall:
+ *   d2h_event.synchronize() before the token all-to-all; allgather: .cpu(); flex: DeepEP's host
+ *   spins on the received counts).
  * A2A bytes are bf16 (no fp8 dispatch). Not modelled: token dropping / capacity factor,
- * router load imbalance, aux-loss kernels, the host sync of the alltoall dispatcher's token
- * counts, MoE layer frequency (all layers are MoE), latent MoE, MTP.
+ * router load imbalance, aux-loss kernels, MoE layer frequency (all layers are MoE), latent MoE,
+ * MTP.
  *
  * Not modelled: bias-add kernels (fused in GEMM epilogues), QK layernorm, fp8 attention.
  *
@@ -158,6 +162,7 @@ typedef struct {
   bool te_wgrad;       /* GEMM: a wgrad TE can defer to backward_dw() (delay_wgrad_compute) */
   bool side;           /* runs on the shared-expert stream (moe_shared_expert_overlap) */
   bool join_side;      /* the first op that needs the side ops before it */
+  bool host_reads;     /* the host reads its result (a device-to-host copy it waits for) before it goes on */
   int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU */
   bool causal;
   bool backward;      /* ATTN: backward kernel */

@@ -2118,6 +2118,50 @@ START_TEST(test_monotone)
 }
 END_TEST
 
+/* The host's prices (sched/emit.c, graph.h "The host"), on the TP model without overlap, profile
+ * host figures set by hand: every compute task of the forward costs its host kernel_ns, of the
+ * backward kernel_bwd_ns, plus module_ns on a GEMM's fprop or dgrad and on the core attention;
+ * every collective collective_ns; a memory-bound kernel lasts at least its class's floor
+ * (kernel_floor_ns[MEM]); each GPU's last task of the iteration makes its host wait for the device. */
+START_TEST(test_host_prices)
+{
+  g_autofree char *hw              = round_profile("round-host", 400, 50, true);
+  g_autoptr(PnScenario) sc         = load_json(TP_JSON(""), hw, NULL);
+  sc->comm_overlap.tp_comm_overlap = false;
+  sc->hw->host = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .module_ns = 300, .collective_ns = 500};
+  sc->hw->kernel_floor_ns[PN_FLOOR_MEM] = 7777;
+  g_autoptr(GError) err                 = NULL;
+  PnPlan plan;
+  ck_assert_msg(pn_overlap_resolve(sc, &plan, NULL, &err), "%s", err ? err->message : "?");
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnBuildInfo info     = {0};
+  ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
+  int checked = 0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
+    const PnTask *t = &pn_graph_tasks(g)[id];
+    if (t->kind == PN_TASK_COMM) {
+      ck_assert_double_eq((double)t->host_ns, 500.0);
+    } else if (t->kind == PN_TASK_COMPUTE && t->layer == 0) {
+      bool module = strcmp(t->label, "qkv") == 0 || strcmp(t->label, "attn") == 0 ||
+                    strcmp(t->label, "qkv_dgrad") == 0 || strcmp(t->label, "fc2_dgrad") == 0;
+      bool plain = strcmp(t->label, "ln1") == 0 || strcmp(t->label, "fc2_wgrad") == 0 || strcmp(t->label, "act") == 0;
+      double per = t->phase == PN_PHASE_BWD ? 2000.0 : 1000.0;
+      if (module)
+        ck_assert_msg(t->host_ns == (float)(per + 300.0), "%s: %g", t->label, (double)t->host_ns);
+      if (plain)
+        ck_assert_msg(t->host_ns == (float)per, "%s: %g", t->label, (double)t->host_ns);
+      checked += module || plain;
+      if (t->scaling == PN_SCALE_MEMORY)
+        ck_assert_msg(t->work_ns >= 7777.0, "%s: %g", t->label, t->work_ns);
+    }
+  }
+  ck_assert_int_ge(checked, 6);
+  PnTaskId last = g_array_index(info.iteration_end, PnTaskId, 0);
+  ck_assert_int_eq(pn_graph_tasks(g)[last].host_sync, PN_HOST_SYNC_DEVICE);
+  pn_build_info_clear(&info);
+}
+END_TEST
+
 static Suite *overlap_suite(void)
 {
   Suite *s = suite_create("overlap");
@@ -2175,6 +2219,7 @@ static Suite *overlap_suite(void)
       {"pp_overlap_exposure", test_pp_overlap_exposure},
       {"properties", test_properties},
       {"monotone_no_link_contention", test_monotone_no_link_contention},
+      {"host_prices", test_host_prices},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
