@@ -1,6 +1,6 @@
-/* calib-private.h — what the fits (calib.c), the replay check (check.c) and its leave-one-out
- * predictions (loo.c) share: the fits' own readings of the measurements, so that the check
- * replays what the tables hold, and the check's primitives. */
+/* calib-private.h — what the fits (calib.c, host.c), the replay check (check.c) and its
+ * leave-one-out predictions (loo.c) share: the fits' own readings of the measurements, so that
+ * the check replays what the tables hold, and the check's primitives. */
 #ifndef PN_CALIB_PRIVATE_H
 #define PN_CALIB_PRIVATE_H
 
@@ -25,6 +25,13 @@ void pn__calib_push_err(GArray *errors, double predicted, double measured);
 
 /* A measured collective's time alone through profile `p` (`cost` gets its latency and rate). */
 double pn__calib_coll_predict(const PnHwProfile *p, const PnCalColl *c, PnCollCost *cost);
+
+/* The host figures, kernel_launch_ns and the kernel floors from the launch and host_torch rows
+ * (host.c); what the rows do not cover is left as it was. */
+void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f);
+
+/* The replay of the host rows through `p` (host.c): out->host_layer_*, out->floor_*. */
+void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
 
 /* The leave-one-out replay of every table of `p` (loo.c): out->loo and out->points. */
 void pn__calib_check_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

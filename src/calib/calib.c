@@ -10,8 +10,9 @@ GQuark pn_calib_error_quark(void) { return g_quark_from_static_string("pn-calib-
 
 const char *pn_cal_kind_name(PnCalKind k)
 {
-  static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",        "memory",
-                                                  "collective", "copy_engine",     "gemm_nccl_overlap"};
+  static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",         "memory",
+                                                  "collective", "copy_engine",     "gemm_nccl_overlap", "launch",
+                                                  "host_torch"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
@@ -26,11 +27,15 @@ void pn_cal_data_init(PnCalData *d)
   d->coll         = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
   d->copy         = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
   d->nccl_overlap = g_array_new(FALSE, FALSE, sizeof(PnCalNcclOverlap));
+  d->floor        = g_array_new(FALSE, FALSE, sizeof(PnCalFloor));
+  d->host         = g_array_new(FALSE, FALSE, sizeof(PnCalHostRow));
+  d->layers       = g_array_new(FALSE, FALSE, sizeof(PnCalLayer));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm, &d->contention, &d->attn, &d->memory, &d->coll, &d->copy, &d->nccl_overlap};
+  GArray **all[] = {&d->gemm, &d->contention,   &d->attn,  &d->memory, &d->coll,
+                    &d->copy, &d->nccl_overlap, &d->floor, &d->host,   &d->layers};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }
@@ -437,5 +442,6 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
     p->nvlink_ce_bytes_per_ns = ce;
     f->copy                   = true;
   }
+  pn__calib_fit_host(d, p, &f->host);
   return TRUE;
 }

@@ -17,13 +17,25 @@
  *     latency (smallest message minus one NVLink hop), the efficiency curve
  *     y(size) = wire bytes / (t - latency) / large-size busbw, and the bandwidth of one channel
  *     (1-CTA runs);
- *   - nvlink_ce_bytes_per_ns: one-way peer copy bandwidth at >= 256 MiB.
+ *   - nvlink_ce_bytes_per_ns: one-way peer copy bandwidth at >= 256 MiB;
+ *   - the host (host.c, PnHostProfile), from mb_host.py's rows: per eager kernel, the h2048
+ *     eager layer's forward host time / its forward kernels (kernel_ns) and backward host time
+ *     / its backward kernels (kernel_bwd_ns); the median async collective call (collective_ns)
+ *     and the batched send/recv (p2p_ns); torch.cuda.synchronize on an idle GPU (sync_ns); a
+ *     per-layer graph's forward and backward (graph_layer_*_ns); the whole captured stack's
+ *     replay (graph_launch_ns); the CPU and its Python loop speed (information);
+ *   - from mb_launch's gpu_floor rows: kernel_launch_ns = an empty kernel's time per kernel on
+ *     a stream minus in a CUDA graph (the gap a graph removes), and the floors kernel_floor_ns
+ *     = the smallest GEMM and copy in a graph; the attention floor is mb_host.py's causal SDPA
+ *     call in a graph.
  * Anything without measurements is left as it was (the profile keeps its published source).
  *
  * The check (pn_calib_check) replays every measured case through a profile's cost model, and
  * prices each point of each table by the table without it (leave-one-out, PnCalLoo): the replay
  * of a table's own points is exact by construction, the leave-one-out error is what a shape,
- * size or SM count between measured ones gets.
+ * size or SM count between measured ones gets. The host rows are replayed as the simulator
+ * prices them: a layer's launches at kernel_ns / kernel_bwd_ns, a small kernel on a stream at
+ * max(its floor, its price) + kernel_launch_ns.
  *
  * Cost: the fit O(rows log rows); the check O(n^2) in the points of the largest table (the
  * leave-one-out). Pure computation: no I/O, no JSON.
@@ -79,6 +91,37 @@ typedef struct {
   int mem_class; /* memory rows: PnMemClass, or -1 for kernels no op behaves like (cudaMemcpy) */
 } PnCalBytes;
 
+/* A kernel's GPU time with the host far ahead (mb_launch "gpu_floor" rows): `n` kernels of one
+ * class back to back, issued one by one on a stream or as one CUDA graph, time / n. */
+typedef enum { PN_CAL_FLOOR_EMPTY, PN_CAL_FLOOR_COPY, PN_CAL_FLOOR_GEMM, PN_CAL_FLOOR_OTHER } PnCalFloorClass;
+typedef struct {
+  PnCalFloorClass cls;
+  bool graph;  /* issued as one CUDA graph (else back to back on a stream) */
+  double size; /* copy: bytes moved (read + write); gemm: m = n = k; empty: 0 */
+  double gpu_ns;
+} PnCalFloor;
+
+/* One host-side row of mb_host.py (kind "host_torch"). `test` is the row's: "op" (name = the op,
+ * mode no_grad / grad / graph), "sync" (name = what), "cpu" (name = what, host_ns = ns per loop
+ * iteration), "collective" (name = the call, mode "async" or "blocking"). */
+typedef struct {
+  char test[16];
+  char name[48];
+  char mode[16];
+  double host_ns, gpu_ns; /* gpu_ns NAN where the row has none */
+} PnCalHostRow;
+
+/* A "layer" row of mb_host.py: a transformer layer's forward + backward from an idle GPU, per
+ * layer of a stack. host_fwd_ns / host_bwd_ns are NAN for graphed_whole (one replay), the kernel
+ * counts NAN where the profiler did not count them. */
+typedef struct {
+  char size[16];    /* "tiny", "h2048" */
+  char variant[24]; /* "eager", "graphed_per_layer", "graphed_whole" */
+  int layers;
+  double host_fwd_ns, host_bwd_ns, host_ns, gpu_ns;
+  double kernels_per_layer, kernels_fwd_per_layer;
+} PnCalLayer;
+
 /* The kinds of result file microbench/ writes (their "kind"). */
 typedef enum {
   PN_CAL_KIND_GEMM,
@@ -88,6 +131,8 @@ typedef enum {
   PN_CAL_KIND_COLLECTIVE,
   PN_CAL_KIND_COPY_ENGINE,
   PN_CAL_KIND_NCCL_OVERLAP,
+  PN_CAL_KIND_LAUNCH,
+  PN_CAL_KIND_HOST_TORCH,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -97,9 +142,12 @@ const char *pn_cal_kind_name(PnCalKind k);
 /* Where the rows of one kind were measured, from the result files' env: what the plots and the
  * profile's calibration date say. */
 typedef struct {
-  char gpu[128]; /* nvidia-smi's name ("" = no file of the kind); several names joined by " + " */
-  int gpus;      /* GPUs the benchmark ran on (the most over the files; 0 = not recorded) */
-  char date[11]; /* the day of the newest file, YYYY-MM-DD ("" = not recorded) */
+  char gpu[128];      /* nvidia-smi's name ("" = no file of the kind); several names joined by " + " */
+  int gpus;           /* GPUs the benchmark ran on (the most over the files; 0 = not recorded) */
+  char date[11];      /* the day of the newest file, YYYY-MM-DD ("" = not recorded) */
+  char files[512];    /* the files' paths, joined by " + " */
+  char host_cpu[128]; /* the host CPU (env.host_cpu, "" = not recorded) and how many it had online */
+  int host_cpus;
 } PnCalOrigin;
 
 typedef struct {
@@ -110,6 +158,9 @@ typedef struct {
   GArray *coll;         /* of PnCalColl */
   GArray *copy;         /* of PnCalBytes: one-way peer copies */
   GArray *nccl_overlap; /* of PnCalNcclOverlap: read for the check, not fitted */
+  GArray *floor;        /* of PnCalFloor */
+  GArray *host;         /* of PnCalHostRow */
+  GArray *layers;       /* of PnCalLayer */
   int sm_count;         /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -120,10 +171,30 @@ double pn_calib_median(GArray *v);
 void pn_cal_data_init(PnCalData *d);
 void pn_cal_data_clear(PnCalData *d);
 
+/* What the host fit (host_torch and launch rows) replaced, and the measured figures each value
+ * was derived from (for the sources the writer gives them). */
+typedef struct {
+  bool kernel;                              /* kernel_ns, kernel_bwd_ns */
+  double eager_fwd_ns, eager_bwd_ns;        /* the h2048 eager layer, per layer */
+  double kernels_fwd, kernels_bwd;          /* its kernels in the forward, in the backward */
+  bool collective;                          /* collective_ns */
+  int collective_rows;                      /* async collective calls it is the median of */
+  bool p2p, sync, graph_layer, graph_whole; /* p2p_ns, sync_ns, graph_layer_*_ns, graph_launch_ns */
+  int whole_layers;                         /* layers in the graph replayed whole */
+  bool cpu, python_loop;                    /* cpu, python_loop_ns */
+  bool module;                              /* module_ns (0: not measurable, said so) */
+  bool launch;                              /* kernel_launch_ns */
+  double empty_stream_ns, empty_graph_ns;   /* the empty kernel's gpu_floor rows */
+  bool floor[PN_FLOOR_N];                   /* kernel_floor_ns, per class */
+  double floor_size[PN_FLOOR_N];            /* the row each floor is: GEMM m = n = k, copy bytes */
+  PnCalOrigin host_from, launch_from;       /* where the host_torch and launch rows were measured */
+} PnCalHostFitted;
+
 /* Which parts of a profile a fit replaced (so the writer can update their sources). */
 typedef struct {
   bool gemm_bf16, gemm_fp8, gemm_sm_scaling, gemm_sm_limit_scaling, attn, hbm, coll, copy, mem_classes;
   int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
+  PnCalHostFitted host;
 } PnCalFitted;
 
 /* Replaces the tables and figures of `p` the data covers, and sets p->calibrated to the day of
@@ -171,6 +242,12 @@ typedef struct {
   GArray *loo;                 /* of PnCalLoo, one per table of the profile that has points */
   GArray *points;              /* of PnCalPoint: measured vs leave-one-out, for plots */
   GArray *memory_other;        /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
+  GArray *host_layer_fit;      /* the h2048 eager layer's host time: forward kernels x kernel_ns + backward kernels
+                                  x kernel_bwd_ns against host_ns (the size the host figures are derived from) */
+  GArray *host_layer_tiny;     /* the same for the tiny layer, not used by the fit (a cross-check) */
+  GArray *floor_copy;          /* a copy issued on a stream: max(memory floor, bytes / copy bandwidth) +
+                                  kernel_launch_ns against the gpu_floor stream rows */
+  GArray *floor_gemm;          /* same for a GEMM: max(GEMM floor, its table price) + kernel_launch_ns */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

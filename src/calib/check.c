@@ -88,6 +88,10 @@ static void check_init(PnCalCheck *out)
   out->coll_groups         = g_array_new(FALSE, FALSE, sizeof(int));
   out->nccl_overlap        = g_array_new(FALSE, FALSE, sizeof(double));
   out->nccl_overlap_margin = g_array_new(FALSE, FALSE, sizeof(double));
+  out->host_layer_fit      = g_array_new(FALSE, FALSE, sizeof(double));
+  out->host_layer_tiny     = g_array_new(FALSE, FALSE, sizeof(double));
+  out->floor_copy          = g_array_new(FALSE, FALSE, sizeof(double));
+  out->floor_gemm          = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_by_group       = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
 }
@@ -225,6 +229,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   check_nccl_overlap(d, p, out);
   check_contention(d, p, out);
   check_memory(d, p, out);
+  pn__calib_check_host(d, p, out);
   pn__calib_check_loo(d, p, out);
 }
 
@@ -233,9 +238,22 @@ void pn_cal_check_clear(PnCalCheck *c)
   for (guint i = 0; c->loo && i < c->loo->len; i++)
     g_array_unref(g_array_index(c->loo, PnCalLoo, i).errors);
   g_clear_pointer(&c->loo, g_array_unref);
-  GArray **all[] = {&c->gemm,       &c->attn,         &c->coll_default,      &c->coll_ctas,
-                    &c->contention, &c->memory,       &c->contention_median, &c->coll_outliers,
-                    &c->points,     &c->memory_other, &c->nccl_overlap,      &c->nccl_overlap_margin};
+  GArray **all[] = {&c->gemm,
+                    &c->attn,
+                    &c->coll_default,
+                    &c->coll_ctas,
+                    &c->contention,
+                    &c->memory,
+                    &c->contention_median,
+                    &c->coll_outliers,
+                    &c->points,
+                    &c->memory_other,
+                    &c->nccl_overlap,
+                    &c->nccl_overlap_margin,
+                    &c->host_layer_fit,
+                    &c->host_layer_tiny,
+                    &c->floor_copy,
+                    &c->floor_gemm};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
   g_clear_pointer(&c->coll_groups, g_array_unref);

@@ -47,7 +47,11 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   ok = check_line(out, "SM contention, median per SMs held", c->contention_median, tol) && ok;
   ok = check_line(out, "memory-bound kernels >= 256 MiB", c->memory, tol) && ok;
   ok = check_line(out, "SM contention, every shape", c->contention, tol) && ok;
+  ok = check_line(out, "host per layer, h2048 (fitted)", c->host_layer_fit, tol) && ok;
   g_string_append(out, "  (reported, not required: one figure or curve stands for several measured cases)\n");
+  check_line(out, "host per layer, tiny (cross-check)", c->host_layer_tiny, tol);
+  check_line(out, "copy on a stream, floor + launch", c->floor_copy, tol);
+  check_line(out, "GEMM on a stream, floor + launch", c->floor_gemm, tol);
   check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c->memory_other, tol);
   check_line(out, "collectives, non-monotone outliers", c->coll_outliers, tol);
   GArray *beside[]    = {c->nccl_overlap, c->nccl_overlap_margin};
@@ -164,11 +168,12 @@ static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, 
   if (!pn_calib_write_profile(base, output, p, &fitted, prov, &error))
     return pn__cli_fail(error);
   FILE *say = strcmp(output, "-") == 0 ? stderr : stdout; /* the profile itself is on stdout */
-  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s\n", output,
+  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s%s%s\n", output,
           p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
           fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
           fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
-          fitted.coll ? "NCCL collectives, " : "", fitted.copy ? "copy engine" : "");
+          fitted.coll ? "NCCL collectives, " : "", fitted.host.kernel ? "host launch costs, " : "",
+          fitted.host.launch ? "kernel launch gap and floors, " : "", fitted.copy ? "copy engine" : "");
   return 0;
 }
 

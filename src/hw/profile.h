@@ -86,16 +86,21 @@ typedef enum { PN_FLOOR_GEMM, PN_FLOOR_ATTN, PN_FLOOR_MEM, PN_FLOOR_N } PnFloorC
 
 /* The host thread that launches a GPU's kernels (graph.h, "The host"): what launching and
  * synchronizing cost it. All 0 (a profile without a "host" section): the host launches
- * everything at once, as before the host was modelled. */
+ * everything at once, as before the host was modelled. Measured by microbench/mb_host.py on one
+ * machine, whose CPU and Python speed the profile records (`cpu`, `python_loop_ns`) so that a
+ * user can set them beside another host's; the simulator does not read those two. */
 typedef struct {
   double kernel_ns;       /* one kernel launched by an eager PyTorch op in the forward (dispatch + cudaLaunchKernel) */
   double kernel_bwd_ns;   /* the same under autograd's backward */
   double module_ns;       /* Python of one framework module call (a TE module), beyond its kernels' launches */
   double collective_ns;   /* one torch.distributed NCCL call */
+  double p2p_ns;          /* one batched send/recv (batch_isend_irecv + wait) */
   double sync_ns;         /* from the end of the GPU work a synchronization waits for to the host going on */
-  double p2p_ns;          /* one pipeline P2P call (batch_isend_irecv and its wait) */
-  double graph_launch_ns; /* one replay of a graph captured over a whole forward + backward */
-  double graph_layer_fwd_ns, graph_layer_bwd_ns; /* one layer's forward / backward replayed from its own graph */
+  double graph_launch_ns; /* one replay of a graph captured whole (CUDAGraph.replay: a forward + backward) */
+  double graph_layer_fwd_ns; /* a layer's forward as a per-layer CUDA graph: the replay and its autograd wrapper */
+  double graph_layer_bwd_ns; /* the same layer's backward graph */
+  double python_loop_ns;     /* information: one iteration of a pure-Python loop on this host (its speed) */
+  char cpu[128];             /* information: the host CPU measured ("" = not recorded) */
 } PnHostProfile;
 
 typedef struct PnHwProfile {

@@ -210,6 +210,97 @@ static gboolean read_copy_engine_row(const PnIoCtx *ctx, const cJSON *row, gsize
   return TRUE;
 }
 
+/* An optional non-negative number of row `i`: NAN when absent or null (a figure the benchmark
+ * could not take, e.g. a kernel count without the profiler). */
+static gboolean row_opt(const PnIoCtx *ctx, const cJSON *row, gsize i, const char *key, double *out, GError **error)
+{
+  const cJSON *v = get(row, key);
+  if (v == NULL || cJSON_IsNull(v)) {
+    *out = (double)NAN;
+    return TRUE;
+  }
+  return row_num(ctx, row, i, key, out, error);
+}
+
+#define OPT(key, dst)                                                                                                  \
+  do {                                                                                                                 \
+    if (!row_opt(ctx, row, i, key, &(dst), error))                                                                     \
+      return FALSE;                                                                                                    \
+  } while (0)
+
+/* mb_launch rows: the gpu_floor ones (GPU time per kernel with the host ahead); the others are
+ * what the host pays per CUDA call, which mb_host.py's PyTorch-level rows stand for in the fit. */
+static gboolean read_launch_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  if (strcmp(row_str(row, "test"), "gpu_floor") != 0)
+    return TRUE;
+  double size, ns;
+  NUM("size", size);
+  DUR("gpu_ns", ns);
+  const char *c   = row_str(row, "class");
+  const char *how = row_str(row, "issue");
+  PnCalFloor f    = {strcmp(c, "empty") == 0  ? PN_CAL_FLOOR_EMPTY
+                     : strcmp(c, "copy") == 0 ? PN_CAL_FLOOR_COPY
+                     : strcmp(c, "gemm") == 0 ? PN_CAL_FLOOR_GEMM
+                                              : PN_CAL_FLOOR_OTHER,
+                  strcmp(how, "graph") == 0, size, ns};
+  if (ns > 0 && (f.graph || strcmp(how, "stream") == 0))
+    g_array_append_val(d->floor, f);
+  return TRUE;
+}
+
+static gboolean read_layer_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  PnCalLayer l = {0};
+  double layers;
+  INT("layers", layers, 1);
+  OPT("host_fwd_ns", l.host_fwd_ns);
+  OPT("host_bwd_ns", l.host_bwd_ns);
+  DUR("host_ns", l.host_ns);
+  OPT("gpu_ns", l.gpu_ns);
+  OPT("kernels_per_layer", l.kernels_per_layer);
+  OPT("kernels_fwd_per_layer", l.kernels_fwd_per_layer);
+  l.layers = (int)layers;
+  g_strlcpy(l.size, row_str(row, "size"), sizeof l.size);
+  g_strlcpy(l.variant, row_str(row, "variant"), sizeof l.variant);
+  g_array_append_val(d->layers, l);
+  return TRUE;
+}
+
+/* mb_host.py rows: layers apart, each a host time named by its test, name and mode. */
+static gboolean read_host_torch_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  const char *test = row_str(row, "test");
+  if (strcmp(test, "layer") == 0)
+    return read_layer_row(ctx, row, i, d, error);
+  PnCalHostRow h = {.gpu_ns = (double)NAN};
+  const char *name, *mode = "";
+  if (strcmp(test, "op") == 0) {
+    name = row_str(row, "op");
+    mode = row_str(row, "mode");
+    DUR("host_ns", h.host_ns);
+    OPT("gpu_ns", h.gpu_ns);
+  } else if (strcmp(test, "collective") == 0) {
+    name = row_str(row, "call");
+    mode = cJSON_IsTrue(get(row, "async_op")) ? "async" : "blocking";
+    DUR("host_ns", h.host_ns);
+    OPT("gpu_ns", h.gpu_ns);
+  } else if (strcmp(test, "sync") == 0) {
+    name = row_str(row, "what");
+    DUR("host_ns", h.host_ns);
+  } else if (strcmp(test, "cpu") == 0) {
+    name = row_str(row, "what");
+    DUR("ns_per_iter", h.host_ns);
+  } else {
+    return TRUE;
+  }
+  g_strlcpy(h.test, test, sizeof h.test);
+  g_strlcpy(h.name, name, sizeof h.name);
+  g_strlcpy(h.mode, mode, sizeof h.mode);
+  g_array_append_val(d->host, h);
+  return TRUE;
+}
+
 /* The kind of a result file, or -1 for a kind the fits do not read (its rows are skipped). */
 static int kind_of(const char *name)
 {
@@ -221,8 +312,16 @@ static int kind_of(const char *name)
 
 /* Adds one result file's env to where its kind was measured: the GPU's name, how many GPUs the
  * benchmark ran on, the day. */
-static void note_origin(PnCalOrigin *o, const cJSON *env)
+static void note_origin(PnCalOrigin *o, const cJSON *env, const char *path)
 {
+  if (o->files[0])
+    g_strlcat(o->files, " + ", sizeof o->files);
+  g_strlcat(o->files, path, sizeof o->files);
+  if (row_str(env, "host_cpu")[0])
+    g_strlcpy(o->host_cpu, row_str(env, "host_cpu"), sizeof o->host_cpu);
+  const cJSON *cpus = get(env, "host_cpus_online");
+  if (cJSON_IsNumber(cpus) && cpus->valuedouble >= 1 && cpus->valuedouble <= 1e6)
+    o->host_cpus = (int)cpus->valuedouble;
   const char *gpu =
       row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi") : row_str(env, "gpu_name");
   if (gpu[0] && !strstr(o->gpu, gpu)) {
@@ -268,9 +367,9 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *sms = get(env, "sm_count");
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
-  static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,        read_contention_row, read_attention_row,
-                                                  read_memory_row,      read_collective_row, read_copy_engine_row,
-                                                  read_nccl_overlap_row};
+  static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,         read_contention_row, read_attention_row,
+                                                  read_memory_row,       read_collective_row, read_copy_engine_row,
+                                                  read_nccl_overlap_row, read_launch_row,     read_host_torch_row};
   const char *k                                = kind->valuestring;
   int kind_id                                  = kind_of(k);
   RowReader read                               = kind_id >= 0 ? readers[kind_id] : NULL;
@@ -285,8 +384,11 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     i++;
   }
   if (kind_id >= 0)
-    note_origin(&d->origin[kind_id], env);
-  if (provenance)
+    note_origin(&d->origin[kind_id], env, path);
+  /* the launch and host_torch figures each name their own file (PnCalHostFitted's origins): the
+   * provenance of the tables and scalars the other kinds fit leaves them out */
+  bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH;
+  if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
                                                                   : row_str(env, "gpu_name"),
@@ -522,6 +624,181 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
   return cal;
 }
 
+/* The GPU model in a GPU's name ("H100" in "NVIDIA H100 80GB HBM3"): its first word of a letter
+ * and three digits; "" when none. */
+static void gpu_model(const char *name, char model[5])
+{
+  model[0] = '\0';
+  for (const char *w = name; *w; w++)
+    if ((w == name || w[-1] == ' ') && g_ascii_isupper(w[0]) && g_ascii_isdigit(w[1]) && g_ascii_isdigit(w[2]) &&
+        g_ascii_isdigit(w[3]) && (w[4] == '\0' || w[4] == ' ')) {
+      memcpy(model, w, 4);
+      model[4] = '\0';
+      return;
+    }
+}
+
+static void put_item(cJSON *obj, const char *key, cJSON *item)
+{
+  if (get(obj, key))
+    cJSON_ReplaceItemInObjectCaseSensitive(obj, key, item);
+  else
+    cJSON_AddItemToObject(obj, key, item);
+}
+
+/* A sourced value of the host fit: `what` it is and how it was derived, then where it was
+ * measured; and, when the measuring GPU is another model than the profile's, that this profile
+ * takes that machine's figures. */
+static void put_host_scalar(cJSON *obj, const char *key, double value, const char *what, const PnCalOrigin *o,
+                            const PnHwProfile *p)
+{
+  char model[5];
+  gpu_model(o->gpu, model);
+  g_autofree char *cpus   = o->host_cpus > 0 ? g_strdup_printf(", %d CPUs online", o->host_cpus) : g_strdup("");
+  g_autofree char *borrow = model[0] && !strstr(p->gpu, model)
+                                ? g_strdup_printf("; no such measurement exists for the %s: this profile takes the %s "
+                                                  "machine's figures",
+                                                  p->gpu, model)
+                                : g_strdup("");
+  g_autofree char *source = g_strdup_printf("%s; from %s (%s, %s, host CPU %s%s)%s", what, o->files, o->gpu,
+                                            o->date[0] ? o->date : "date not recorded",
+                                            o->host_cpu[0] ? o->host_cpu : "not recorded", cpus, borrow);
+  cJSON *item             = cJSON_CreateObject();
+  cJSON_AddNumberToObject(item, "value", value);
+  cJSON_AddStringToObject(item, "source", source);
+  put_item(obj, key, item);
+}
+
+/* The object at `key` of `parent`, added (empty) when missing. */
+static cJSON *object_at(cJSON *parent, const char *key)
+{
+  cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key);
+  return cJSON_IsObject(o) ? o : cJSON_AddObjectToObject(parent, key);
+}
+
+/* compute.kernel_launch_ns and compute.kernel_floor_ns from the launch rows (and the attention
+ * floor from the host_torch op rows). */
+static void set_launch_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFitted *h)
+{
+  cJSON *compute = cJSON_GetObjectItemCaseSensitive(root, "compute");
+  if (h->launch) {
+    g_autofree char *w = g_strdup_printf(
+        "an empty kernel's GPU time per kernel issued back to back on a stream, %.0f ns, minus the same in one CUDA "
+        "graph, %.0f ns (microbench/mb_launch gpu_floor rows, class empty): the gap per kernel that a graph removes",
+        h->empty_stream_ns, h->empty_graph_ns);
+    put_host_scalar(compute, "kernel_launch_ns", p->kernel_launch_ns, w, &h->launch_from, p);
+  }
+  if (!h->floor[PN_FLOOR_GEMM] && !h->floor[PN_FLOOR_MEM] && !h->floor[PN_FLOOR_ATTN])
+    return;
+  cJSON *floors = object_at(compute, "kernel_floor_ns");
+  if (h->floor[PN_FLOOR_GEMM]) {
+    g_autofree char *w = g_strdup_printf("GPU time per kernel of the smallest cuBLASLt BF16 GEMM measured, m = n = k "
+                                         "= %.0f, in one CUDA graph (microbench/mb_launch gpu_floor row, class gemm, "
+                                         "issue graph)",
+                                         h->floor_size[PN_FLOOR_GEMM]);
+    put_host_scalar(floors, "gemm", p->kernel_floor_ns[PN_FLOOR_GEMM], w, &h->launch_from, p);
+  }
+  if (h->floor[PN_FLOOR_ATTN])
+    put_host_scalar(floors, "attention", p->kernel_floor_ns[PN_FLOOR_ATTN],
+                    "GPU time of one causal SDPA call (flash attention on mb_host.py's tiny shapes, BF16) in a CUDA "
+                    "graph (microbench/mb_host.py op row sdpa_causal, mode graph, gpu_ns)",
+                    &h->host_from, p);
+  if (h->floor[PN_FLOOR_MEM]) {
+    g_autofree char *w = g_strdup_printf("GPU time per kernel of the smallest copy measured, %.0f bytes moved, in one "
+                                         "CUDA graph (microbench/mb_launch gpu_floor row, class copy, issue graph)",
+                                         h->floor_size[PN_FLOOR_MEM]);
+    put_host_scalar(floors, "memory", p->kernel_floor_ns[PN_FLOOR_MEM], w, &h->launch_from, p);
+  }
+}
+
+/* The host's calls and graphs: collectives, send/recv, synchronize, CUDA graph replays. */
+static void set_host_calls(cJSON *sec, const PnHwProfile *p, const PnCalHostFitted *h)
+{
+  const PnHostProfile *x = &p->host;
+  const PnCalOrigin *o   = &h->host_from;
+  if (h->collective) {
+    g_autofree char *w = g_strdup_printf("one torch.distributed NCCL call with async_op=True on a 1-rank group, the "
+                                         "host side alone: the median of the %d collective rows all_reduce, "
+                                         "all_gather_into_tensor, reduce_scatter_tensor (host_ns)",
+                                         h->collective_rows);
+    put_host_scalar(sec, "collective_ns", x->collective_ns, w, o, p);
+  }
+  if (h->p2p)
+    put_host_scalar(sec, "p2p_ns", x->p2p_ns,
+                    "one batch_isend_irecv of a send and a receive and the wait on both, 1-rank group (collective row "
+                    "send_recv, host_ns)",
+                    o, p);
+  if (h->sync)
+    put_host_scalar(sec, "sync_ns", x->sync_ns,
+                    "torch.cuda.synchronize on an idle GPU: the host's round trip (sync row torch.cuda.synchronize, "
+                    "host_ns)",
+                    o, p);
+  if (h->graph_layer) {
+    put_host_scalar(sec, "graph_layer_fwd_ns", x->graph_layer_fwd_ns,
+                    "a layer's forward as a per-layer CUDA graph (torch.cuda.make_graphed_callables): the replay and "
+                    "its autograd wrapper (layer row size h2048, variant graphed_per_layer, host_fwd_ns)",
+                    o, p);
+    put_host_scalar(sec, "graph_layer_bwd_ns", x->graph_layer_bwd_ns,
+                    "the same layer's backward graph (layer row size h2048, variant graphed_per_layer, host_bwd_ns)", o,
+                    p);
+  }
+  if (h->graph_whole) {
+    g_autofree char *w = g_strdup_printf("one replay of a forward + backward captured whole as one CUDA graph: host_ns "
+                                         "per layer x the %d layers of the stack (layer row size h2048, variant "
+                                         "graphed_whole)",
+                                         h->whole_layers);
+    put_host_scalar(sec, "graph_launch_ns", x->graph_launch_ns, w, o, p);
+  }
+}
+
+/* The "host" section from the host_torch rows (microbench/mb_host.py), before "calibration". */
+static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFitted *h)
+{
+  const PnHostProfile *x = &p->host;
+  const PnCalOrigin *o   = &h->host_from;
+  if (!(h->cpu || h->python_loop || h->kernel || h->module || h->collective || h->p2p || h->sync || h->graph_layer ||
+        h->graph_whole))
+    return;
+  bool fresh = get(root, "host") == NULL;
+  cJSON *sec = object_at(root, "host");
+  if (fresh && get(root, "calibration")) /* the large tables stay last */
+    cJSON_AddItemToObject(root, "calibration", cJSON_DetachItemFromObjectCaseSensitive(root, "calibration"));
+  if (h->cpu) {
+    cJSON *cpu = cJSON_CreateObject();
+    cJSON_AddStringToObject(cpu, "value", x->cpu);
+    g_autofree char *cpus = o->host_cpus > 0 ? g_strdup_printf(", %d CPUs online", o->host_cpus) : g_strdup("");
+    g_autofree char *src  = g_strdup_printf("env.host_cpu of %s (/proc/cpuinfo's model name%s): information, the host "
+                                             "the figures below were measured on",
+                                            o->files, cpus);
+    cJSON_AddStringToObject(cpu, "source", src);
+    put_item(sec, "cpu", cpu);
+  }
+  if (h->python_loop)
+    put_host_scalar(sec, "python_loop_ns", x->python_loop_ns,
+                    "one iteration of a pure-Python loop (cpu row python_loop, median of its repeats): this host's "
+                    "Python speed, to set beside another host's (information, not read by the simulator)",
+                    o, p);
+  if (h->kernel) {
+    g_autofree char *wf = g_strdup_printf(
+        "host time per forward kernel of an eager GPT layer: its forward's host time, %.0f ns per layer, / its %.4g "
+        "forward kernels (layer row size h2048, variant eager: host_fwd_ns / kernels_fwd_per_layer; the layer's "
+        "Python and nn.Module calls included)",
+        h->eager_fwd_ns, h->kernels_fwd);
+    put_host_scalar(sec, "kernel_ns", x->kernel_ns, wf, o, p);
+    g_autofree char *wb = g_strdup_printf(
+        "host time per backward kernel of the same layer: backward() until it returns, %.0f ns per layer, / its %.4g "
+        "backward kernels (host_bwd_ns / (kernels_per_layer - kernels_fwd_per_layer))",
+        h->eager_bwd_ns, h->kernels_bwd);
+    put_host_scalar(sec, "kernel_bwd_ns", x->kernel_bwd_ns, wb, o, p);
+  }
+  if (h->module)
+    put_host_scalar(sec, "module_ns", x->module_ns,
+                    "not measured: Transformer Engine was not installed on the machine, so its per-module Python "
+                    "could not be timed; the eager kernel figures include torch.nn.Module's own call overhead",
+                    o, p);
+  set_host_calls(sec, p, h);
+}
+
 /* What calibrate writes must load: the profile is written to out_path's temporary file
  * (io/out.h), read back by the profile reader and only then published. A fit of absurd
  * measurements (a 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable
@@ -578,6 +855,8 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
   g_autofree char *src =
       g_strdup_printf("measured by microbench/ and fitted by penumbra calibrate from %s", provenance);
   set_fitted_scalars(root, p, f, src);
+  set_launch_fitted(root, p, &f->host);
+  set_host_fitted(root, p, &f->host);
   cJSON *cal = calibration_json(p, f, src, cJSON_GetObjectItemCaseSensitive(root, "calibration"));
   if (get(root, "calibration"))
     cJSON_ReplaceItemInObjectCaseSensitive(root, "calibration", cal);

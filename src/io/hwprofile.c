@@ -52,6 +52,25 @@ static const HwScalar compute_scalars[] = {
     HW_INT("gemm_tile_n", gemm_tile_n, 1, 65536),
     HW_NONNEG("kernel_launch_ns", kernel_launch_ns, 1e9),
 };
+/* compute.kernel_floor_ns (PnFloorClass order), each optional: 0 = no floor */
+static const HwScalar floor_scalars[] = {
+    HW_NONNEG("gemm", kernel_floor_ns[PN_FLOOR_GEMM], 1e9),
+    HW_NONNEG("attention", kernel_floor_ns[PN_FLOOR_ATTN], 1e9),
+    HW_NONNEG("memory", kernel_floor_ns[PN_FLOOR_MEM], 1e9),
+};
+/* the "host" section, each optional: 0 = free (the model off for that cost) */
+static const HwScalar host_scalars[] = {
+    HW_NONNEG("kernel_ns", host.kernel_ns, 1e9),
+    HW_NONNEG("kernel_bwd_ns", host.kernel_bwd_ns, 1e9),
+    HW_NONNEG("module_ns", host.module_ns, 1e9),
+    HW_NONNEG("collective_ns", host.collective_ns, 1e9),
+    HW_NONNEG("p2p_ns", host.p2p_ns, 1e9),
+    HW_NONNEG("sync_ns", host.sync_ns, 1e9),
+    HW_NONNEG("graph_launch_ns", host.graph_launch_ns, 1e9),
+    HW_NONNEG("graph_layer_fwd_ns", host.graph_layer_fwd_ns, 1e9),
+    HW_NONNEG("graph_layer_bwd_ns", host.graph_layer_bwd_ns, 1e9),
+    HW_NONNEG("python_loop_ns", host.python_loop_ns, 1e6),
+};
 static const HwScalar network_scalars[] = {
     HW_INT("gpus_per_node", gpus_per_node, 1, 100000),
     HW_RATE("nvlink_bytes_per_ns", nvlink_bytes_per_ns, 1e-3, 1e6),
@@ -84,13 +103,36 @@ static const HwScalar nccl_scalars[] = {
     HW_RATE("cta_bytes_per_ns", nccl_cta_bytes_per_ns, 1e-3, 1e6),
 };
 
+/* An object of sourced scalars. `optional`: each key may be absent (its field stays 0); else every
+ * key is required. `nested`: one more key allowed in it, which the caller reads (NULL: none). */
+typedef struct {
+  const char *name;
+  const HwScalar *scalars;
+  gsize n;
+  bool optional;
+  const char *nested;
+} HwSection;
+
+#define HW_SECTION(name, arr, optional, nested)                                                                        \
+  {                                                                                                                    \
+    name, arr, G_N_ELEMENTS(arr), optional, nested                                                                     \
+  }
+static const HwSection compute_section      = HW_SECTION("compute", compute_scalars, false, "kernel_floor_ns");
+static const HwSection floor_section        = HW_SECTION("kernel_floor_ns", floor_scalars, true, NULL);
+static const HwSection host_section         = HW_SECTION("host", host_scalars, true, "cpu");
+static const HwSection network_section      = HW_SECTION("network", network_scalars, false, NULL);
+static const HwSection nccl_section         = HW_SECTION("nccl", nccl_scalars, false, NULL);
+static const HwSection pair_busbw_section   = HW_SECTION("nccl_pair_busbw", pair_busbw_scalars, false, NULL);
+static const HwSection pair_latency_section = HW_SECTION("nccl_pair_latency_ns", pair_latency_scalars, false, NULL);
+static const HwSection cta_busbw_section    = HW_SECTION("nccl_cta_busbw", cta_busbw_scalars, false, NULL);
+
 #define KEY(k)                                                                                                         \
   {                                                                                                                    \
     .key = k, .kind = PN_FIELD_CUSTOM                                                                                  \
   }
-static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),    KEY("gpu"),     KEY("calibrated"),
-                                           KEY("description"),    KEY("compute"), KEY("network"), KEY("nccl"),
-                                           KEY("calibration"),    {.key = NULL}};
+static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),        KEY("gpu"),     KEY("calibrated"),
+                                           KEY("description"),    KEY("compute"),     KEY("network"), KEY("nccl"),
+                                           KEY("host"),           KEY("calibration"), {.key = NULL}};
 static const PnField scalar_keys[]      = {KEY("value"), KEY("source"), KEY("unit"), KEY("note"), {.key = NULL}};
 static const PnField curve_keys[]       = {KEY("x"), KEY("y"), KEY("log_x"), KEY("source"), KEY("note"), {.key = NULL}};
 static const PnField table_keys[]       = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
@@ -133,13 +175,15 @@ static char *join(const char *const *names, int n)
 }
 
 /* The table of keys of a scalar section, for pn__io_check_keys. */
-static PnField *scalar_section_keys(const HwScalar *sc, gsize n)
+static PnField *scalar_section_keys(const HwSection *sec)
 {
-  PnField *f = g_new0(PnField, n + 1);
-  for (gsize i = 0; i < n; i++) {
-    f[i].key  = sc[i].key;
+  PnField *f = g_new0(PnField, sec->n + 2);
+  for (gsize i = 0; i < sec->n; i++) {
+    f[i].key  = sec->scalars[i].key;
     f[i].kind = PN_FIELD_CUSTOM;
   }
+  if (sec->nested)
+    f[sec->n] = (PnField){.key = sec->nested, .kind = PN_FIELD_CUSTOM};
   return f;
 }
 
@@ -197,21 +241,24 @@ static gboolean check_double(const PnIoCtx *ctx, const cJSON *v, const char *ptr
   return TRUE;
 }
 
-static gboolean read_scalars(const PnIoCtx *ctx, const cJSON *root, const char *parent_ptr, const char *section,
-                             const HwScalar *sc, gsize n, PnHwProfile *p, GError **error)
+static gboolean read_scalars(const PnIoCtx *ctx, const cJSON *root, const char *parent_ptr, const HwSection *sec,
+                             PnHwProfile *p, GError **error)
 {
-  g_autofree char *sptr = pn__io_ptr_child(parent_ptr, section);
-  const cJSON *obj      = cJSON_GetObjectItemCaseSensitive(root, section);
+  const HwScalar *sc    = sec->scalars;
+  g_autofree char *sptr = pn__io_ptr_child(parent_ptr, sec->name);
+  const cJSON *obj      = cJSON_GetObjectItemCaseSensitive(root, sec->name);
   if (obj == NULL) {
     pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, sptr, "required section missing");
     return FALSE;
   }
-  g_autofree PnField *keys = scalar_section_keys(sc, n);
+  g_autofree PnField *keys = scalar_section_keys(sec);
   if (!pn__io_check_keys(ctx, obj, sptr, keys, error))
     return FALSE;
-  for (gsize i = 0; i < n; i++) {
+  for (gsize i = 0; i < sec->n; i++) {
     g_autofree char *ptr = pn__io_ptr_child(sptr, sc[i].key);
     const cJSON *item    = cJSON_GetObjectItemCaseSensitive(obj, sc[i].key);
+    if (item == NULL && sec->optional)
+      continue;
     if (item == NULL) {
       pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr, "required key missing");
       return FALSE;
@@ -610,15 +657,14 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
   if (!pn__io_check_keys(ctx, cal, ptr, calibration_keys, error) || !read_curves(ctx, cal, ptr, p, error))
     return FALSE;
   if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_busbw") != NULL) {
-    if (!read_scalars(ctx, cal, ptr, "nccl_pair_busbw", pair_busbw_scalars, G_N_ELEMENTS(pair_busbw_scalars), p, error))
+    if (!read_scalars(ctx, cal, ptr, &pair_busbw_section, p, error))
       return FALSE;
   }
   if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_pair_latency_ns") != NULL &&
-      !read_scalars(ctx, cal, ptr, "nccl_pair_latency_ns", pair_latency_scalars, G_N_ELEMENTS(pair_latency_scalars), p,
-                    error))
+      !read_scalars(ctx, cal, ptr, &pair_latency_section, p, error))
     return FALSE;
   if (cJSON_GetObjectItemCaseSensitive(cal, "nccl_cta_busbw") != NULL &&
-      !read_scalars(ctx, cal, ptr, "nccl_cta_busbw", cta_busbw_scalars, G_N_ELEMENTS(cta_busbw_scalars), p, error))
+      !read_scalars(ctx, cal, ptr, &cta_busbw_section, p, error))
     return FALSE;
   if (!read_gemm_tables(ctx, cal, ptr, p, error))
     return FALSE;
@@ -678,6 +724,28 @@ static gboolean read_calibrated(const PnIoCtx *ctx, const cJSON *root, PnHwProfi
   return TRUE;
 }
 
+/* The optional "host" section: its scalars, and the CPU measured as a sourced string. */
+static gboolean read_host(const PnIoCtx *ctx, const cJSON *root, PnHwProfile *p, GError **error)
+{
+  if (!read_scalars(ctx, root, "", &host_section, p, error))
+    return FALSE;
+  const cJSON *cpu = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "host"), "cpu");
+  if (cpu == NULL)
+    return TRUE;
+  if (!pn__io_check_keys(ctx, cpu, "/host/cpu", scalar_keys, error) || !check_source(ctx, cpu, "/host/cpu", error))
+    return FALSE;
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cpu, "value");
+  const char *s;
+  if (v == NULL) {
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, "/host/cpu/value", "required key missing");
+    return FALSE;
+  }
+  if (!pn__io_get_string(ctx, v, "/host/cpu/value", sizeof p->host.cpu - 1, &s, error))
+    return FALSE;
+  g_strlcpy(p->host.cpu, s, sizeof p->host.cpu);
+  return TRUE;
+}
+
 static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfile *p, GError **error)
 {
   if (!cJSON_IsObject(root)) {
@@ -708,9 +776,14 @@ static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfi
     return FALSE;
   if (!read_name(ctx, root, "name", p->name, sizeof p->name, error) ||
       !read_name(ctx, root, "gpu", p->gpu, sizeof p->gpu, error) || !read_calibrated(ctx, root, p, error) ||
-      !read_scalars(ctx, root, "", "compute", compute_scalars, G_N_ELEMENTS(compute_scalars), p, error) ||
-      !read_scalars(ctx, root, "", "network", network_scalars, G_N_ELEMENTS(network_scalars), p, error) ||
-      !read_scalars(ctx, root, "", "nccl", nccl_scalars, G_N_ELEMENTS(nccl_scalars), p, error))
+      !read_scalars(ctx, root, "", &compute_section, p, error) ||
+      !read_scalars(ctx, root, "", &network_section, p, error) || !read_scalars(ctx, root, "", &nccl_section, p, error))
+    return FALSE;
+  const cJSON *compute = cJSON_GetObjectItemCaseSensitive(root, "compute");
+  if (cJSON_GetObjectItemCaseSensitive(compute, "kernel_floor_ns") != NULL &&
+      !read_scalars(ctx, compute, "/compute", &floor_section, p, error))
+    return FALSE;
+  if (cJSON_GetObjectItemCaseSensitive(root, "host") != NULL && !read_host(ctx, root, p, error))
     return FALSE;
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   return cal == NULL || read_calibration(ctx, cal, p, error);

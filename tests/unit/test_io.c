@@ -1179,6 +1179,9 @@ START_TEST(test_hw_profile_valid)
   ck_assert(hw->gemm_efficiency == 0.8);
   ck_assert_int_eq(hw->gemm_tile_n, 256);
   ck_assert(hw->kernel_launch_ns == 1000.0);
+  /* no "host" section, no compute.kernel_floor_ns: the host model and the floors are off */
+  ck_assert(hw->host.kernel_ns == 0.0 && hw->host.sync_ns == 0.0 && hw->host.cpu[0] == '\0');
+  ck_assert(hw->kernel_floor_ns[PN_FLOOR_GEMM] == 0.0 && hw->kernel_floor_ns[PN_FLOOR_MEM] == 0.0);
   ck_assert_int_eq(hw->gpus_per_node, 8);
   ck_assert(hw->nic_bytes_per_ns == 46.0);
   ck_assert(hw->nccl_base_latency_ns == 8000.0);
@@ -1310,6 +1313,25 @@ START_TEST(test_hw_profile_errors)
       {"calibrated=20261122", BAD_DAY "20261122"},
       {"-name", "/name: required key missing"},
       {"schema_version=3", "/schema_version: unsupported version 3*"},
+      /* the host section and the kernel floors: optional keys, each a sourced value */
+      {"host={\"kernel_ns\": {\"value\": -1, \"source\": \"x\"}}",
+       "/host/kernel_ns/value: expected a number in [0, 1e+09], got -1"},
+      {"host={\"kernel_nss\": {\"value\": 1, \"source\": \"x\"}}",
+       "/host/kernel_nss: unknown key (did you mean \"kernel_ns\"?)"},
+      {"host={\"sync_ns\": 5}",
+       "/host/sync_ns: expected {\"value\": <number>, \"source\": \"...\"}, got a bare number*"},
+      {"host={\"p2p_ns\": {\"value\": 5}}", "/host/p2p_ns/source: required key missing*"},
+      {"host={\"python_loop_ns\": {\"value\": 2e6, \"source\": \"x\"}}",
+       "/host/python_loop_ns/value: expected a number in [0, 1e+06], got 2000000"},
+      {"host={\"cpu\": {\"value\": 5, \"source\": \"x\"}}", "/host/cpu/value: expected a string*"},
+      {"host={\"cpu\": {\"source\": \"x\"}}", "/host/cpu/value: required key missing"},
+      {"host={\"cpu\": \"Xeon\"}", "/host/cpu: expected an object, got \"Xeon\""},
+      {"host=[]", "/host: expected an object*"},
+      {"compute.kernel_floor_ns={\"gemm\": {\"value\": 2e9, \"source\": \"x\"}}",
+       "/compute/kernel_floor_ns/gemm/value: expected a number in [0, 1e+09], got 2000000000"},
+      {"compute.kernel_floor_ns={\"attn\": {\"value\": 1, \"source\": \"x\"}}",
+       "/compute/kernel_floor_ns/attn: unknown key*"},
+      {"compute.kernel_floor_ns=5", "/compute/kernel_floor_ns: expected an object, got 5"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     cJSON *root = cJSON_Parse(text);
@@ -1376,6 +1398,158 @@ START_TEST(test_hw_profile_errors)
 }
 END_TEST
 #undef BAD_DAY
+
+/* ---- calibration of the host (kinds launch and host_torch) ---- */
+
+#define HOST_ENV                                                                                                       \
+  "\"env\": {\"gpu_name_nvidia_smi\": \"NVIDIA H100 80GB HBM3\", \"sm_count\": 132, \"date_utc\": "                    \
+  "\"2026-11-25T04:05:19Z\", \"host_cpu\": \"Test CPU\", \"host_cpus_online\": 8}"
+
+/* Small launch and host_torch results through calibrate into the fixture profile, stating each
+ * derivation (calib.h):
+ *   kernel_ns     = h2048 eager host_fwd_ns / kernels_fwd_per_layer = 800 / 10 = 80
+ *   kernel_bwd_ns = host_bwd_ns / (kernels_per_layer - kernels_fwd) = 3000 / (26 - 10) = 187.5
+ *   collective_ns = median of the async calls but send_recv = median(30, 10, 20) = 20 (the
+ *                   blocking all_reduce, 1000, is not one); p2p_ns = send_recv = 70
+ *   sync_ns       = torch.cuda.synchronize = 9 (scalar.item, 50, is not it)
+ *   graph_layer_fwd_ns / _bwd_ns = graphed_per_layer h2048 host_fwd_ns / host_bwd_ns = 40 / 60
+ *   graph_launch_ns = graphed_whole h2048 host_ns x layers = 25 x 4 = 100
+ *   module_ns = 0; python_loop_ns = 40.5; cpu = env.host_cpu
+ *   kernel_launch_ns = empty stream - empty graph = 1900 - 800 = 1100
+ *   floors: GEMM = the smallest GEMM in a graph (64: 2000, not 128: 3000); memory = the smallest
+ *   copy in a graph (4096 B: 900); attention = sdpa_causal graph gpu_ns = 6000.
+ * The tiny layer and the failed row change nothing. The profile written loads back with the
+ * same figures, and its sources name the file and that an H100 measured them (the fixture is
+ * another GPU). The replay: the h2048 layer, 10 x 80 + 16 x 187.5 = 3800 = its host_ns (error 0);
+ * the tiny one, 5 x 80 + 15 x 187.5 = 3212.5 against 1000 (+221.25%); a 4 KiB copy on a stream,
+ * max(900, 4096 / 3000) + 1100 = 2000 against 2000 (0). */
+START_TEST(test_calib_host)
+{
+  g_autofree char *dir    = tmp_dir();
+  g_autofree char *launch = write_text(
+      dir, "launch.json",
+      "{\"schema_version\": 1, \"kind\": \"launch\", " HOST_ENV ", \"results\": ["
+      "{\"test\": \"launch_host\", \"api\": \"kernel_empty_1x32\", \"host_ns\": 4000},"
+      "{\"test\": \"gpu_floor\", \"class\": \"empty\", \"issue\": \"stream\", \"size\": 0, \"gpu_ns\": 1900},"
+      "{\"test\": \"gpu_floor\", \"class\": \"empty\", \"issue\": \"graph\", \"size\": 0, \"gpu_ns\": 800},"
+      "{\"test\": \"gpu_floor\", \"class\": \"gemm\", \"issue\": \"graph\", \"size\": 128, \"gpu_ns\": 3000},"
+      "{\"test\": \"gpu_floor\", \"class\": \"gemm\", \"issue\": \"graph\", \"size\": 64, \"gpu_ns\": 2000},"
+      "{\"test\": \"gpu_floor\", \"class\": \"copy\", \"issue\": \"graph\", \"size\": 4096, \"gpu_ns\": 900},"
+      "{\"test\": \"gpu_floor\", \"class\": \"copy\", \"issue\": \"graph\", \"size\": 16384, \"gpu_ns\": 950},"
+      "{\"test\": \"gpu_floor\", \"class\": \"copy\", \"issue\": \"stream\", \"size\": 4096, \"gpu_ns\": 2000}]}");
+  g_autofree char *host = write_text(
+      dir, "host_torch.json",
+      "{\"schema_version\": 1, \"kind\": \"host_torch\", " HOST_ENV ", \"results\": ["
+      "{\"test\": \"op\", \"op\": \"sdpa_causal\", \"mode\": \"no_grad\", \"host_ns\": 21000, \"gpu_ns\": 21100},"
+      "{\"test\": \"op\", \"op\": \"sdpa_causal\", \"mode\": \"graph\", \"host_ns\": 1700, \"gpu_ns\": 6000},"
+      "{\"test\": \"op\", \"op\": \"linear\", \"mode\": \"graph\", \"status\": \"failed: x\", \"host_ns\": null},"
+      "{\"test\": \"sync\", \"what\": \"torch.cuda.synchronize\", \"host_ns\": 9},"
+      "{\"test\": \"sync\", \"what\": \"scalar.item\", \"host_ns\": 50},"
+      "{\"test\": \"cpu\", \"what\": \"python_loop\", \"ns_per_iter\": 40.5},"
+      "{\"test\": \"collective\", \"call\": \"all_reduce\", \"async_op\": false, \"host_ns\": 1000},"
+      "{\"test\": \"collective\", \"call\": \"all_reduce\", \"async_op\": true, \"host_ns\": 30},"
+      "{\"test\": \"collective\", \"call\": \"all_gather_into_tensor\", \"async_op\": true, \"host_ns\": 10},"
+      "{\"test\": \"collective\", \"call\": \"reduce_scatter_tensor\", \"async_op\": true, \"host_ns\": 20},"
+      "{\"test\": \"collective\", \"call\": \"send_recv\", \"async_op\": true, \"host_ns\": 70},"
+      "{\"test\": \"layer\", \"size\": \"tiny\", \"variant\": \"eager\", \"layers\": 4, \"host_fwd_ns\": 99999, "
+      "\"host_bwd_ns\": 1, \"host_ns\": 1000, \"kernels_per_layer\": 20, \"kernels_fwd_per_layer\": 5},"
+      "{\"test\": \"layer\", \"size\": \"h2048\", \"variant\": \"eager\", \"layers\": 4, \"host_fwd_ns\": 800, "
+      "\"host_bwd_ns\": 3000, \"host_ns\": 3800, \"gpu_ns\": 5000, \"kernels_per_layer\": 26, "
+      "\"kernels_fwd_per_layer\": 10},"
+      "{\"test\": \"layer\", \"size\": \"h2048\", \"variant\": \"graphed_per_layer\", \"layers\": 4, "
+      "\"host_fwd_ns\": 40, \"host_bwd_ns\": 60, \"host_ns\": 100, \"kernels_per_layer\": null},"
+      "{\"test\": \"layer\", \"size\": \"h2048\", \"variant\": \"graphed_whole\", \"layers\": 4, "
+      "\"host_fwd_ns\": null, \"host_bwd_ns\": null, \"host_ns\": 25, \"gpu_ns\": 4000}]}");
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GString) prov = g_string_new(NULL);
+  g_autoptr(GError) e     = NULL;
+  ck_assert_msg(pn_calib_read_results(launch, &d, prov, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_calib_read_results(host, &d, prov, &e), "%s", e ? e->message : "");
+  ck_assert_str_eq(prov->str, ""); /* their figures name their files themselves */
+  g_autofree char *base    = data("hwprofiles/test-gpu.json");
+  g_autoptr(PnHwProfile) p = pn_hw_profile_load(base, &e);
+  ck_assert(p->host.kernel_ns == 0.0 && p->kernel_floor_ns[PN_FLOOR_GEMM] == 0.0 && p->host.cpu[0] == '\0');
+  PnCalFitted f;
+  ck_assert(pn_calib_fit(&d, p, &f, &e));
+  ck_assert(f.host.kernel && f.host.launch && f.host.module && f.host.graph_whole);
+  g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+  ck_assert_msg(pn_calib_write_profile(base, out, p, &f, prov->str, &e), "%s", e ? e->message : "");
+  g_autoptr(PnHwProfile) back = pn_hw_profile_load(out, &e);
+  ck_assert_msg(back != NULL, "%s", e ? e->message : "");
+  const PnHwProfile *both[] = {p, back};
+  for (int i = 0; i < 2; i++) {
+    const PnHwProfile *q = both[i];
+    ck_assert(q->host.kernel_ns == 80.0 && q->host.kernel_bwd_ns == 187.5);
+    ck_assert(q->host.collective_ns == 20.0 && q->host.p2p_ns == 70.0 && q->host.sync_ns == 9.0);
+    ck_assert(q->host.graph_layer_fwd_ns == 40.0 && q->host.graph_layer_bwd_ns == 60.0);
+    ck_assert(q->host.graph_launch_ns == 100.0 && q->host.module_ns == 0.0 && q->host.python_loop_ns == 40.5);
+    ck_assert_str_eq(q->host.cpu, "Test CPU");
+    ck_assert(q->kernel_launch_ns == 1100.0);
+    ck_assert(q->kernel_floor_ns[PN_FLOOR_GEMM] == 2000.0 && q->kernel_floor_ns[PN_FLOOR_MEM] == 900.0 &&
+              q->kernel_floor_ns[PN_FLOOR_ATTN] == 6000.0);
+  }
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(out, &text, NULL, NULL));
+  cJSON *root            = cJSON_Parse(text);
+  const cJSON *kernel    = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "host"), "kernel_ns");
+  const char *src        = cJSON_GetObjectItem(kernel, "source")->valuestring;
+  g_autofree char *where = g_strdup_printf("from %s (NVIDIA H100 80GB HBM3, 2026-11-25, host CPU Test CPU", host);
+  ck_assert_msg(strstr(src, where) && strstr(src, "this profile takes the H100 machine's figures"), "%s", src);
+  /* "host" comes before the calibration tables */
+  ck_assert_str_eq(cJSON_GetObjectItem(root, "calibration")->prev->string, "host");
+  ck_assert_ptr_null(cJSON_GetObjectItem(root, "calibration")->next);
+  cJSON_Delete(root);
+  PnCalCheck c;
+  pn_calib_check(&d, back, &c);
+  ck_assert_uint_eq(c.host_layer_fit->len, 1);
+  ck_assert_double_eq_tol(g_array_index(c.host_layer_fit, double, 0), 0.0, 1e-12);
+  ck_assert_uint_eq(c.host_layer_tiny->len, 1);
+  ck_assert_double_eq_tol(g_array_index(c.host_layer_tiny, double, 0), 2.2125, 1e-12);
+  ck_assert_uint_eq(c.floor_copy->len, 1);
+  ck_assert_double_eq_tol(g_array_index(c.floor_copy, double, 0), 0.0, 1e-12);
+  ck_assert_uint_eq(c.floor_gemm->len, 0);
+  pn_cal_check_clear(&c);
+  pn_cal_data_clear(&d);
+  rm_rf(dir);
+}
+END_TEST
+
+/* Bad host rows: one line naming the file and the row's JSON path. */
+START_TEST(test_calib_host_errors)
+{
+  struct {
+    const char *kind, *row, *rest;
+  } cases[] = {
+      {"host_torch",
+       "{\"test\": \"layer\", \"size\": \"h2048\", \"variant\": \"eager\", \"layers\": 0, \"host_ns\": 1}",
+       "/results/0/layers: expected an integer from 1 to 1000000000"},
+      {"host_torch", "{\"test\": \"layer\", \"layers\": 4, \"host_ns\": 1, \"kernels_per_layer\": \"many\"}",
+       "/results/0/kernels_per_layer: expected a non-negative number"},
+      {"host_torch", "{\"test\": \"sync\", \"what\": \"torch.cuda.synchronize\", \"host_ns\": -9}",
+       "/results/0/host_ns: expected a non-negative number"},
+      {"host_torch", "{\"test\": \"cpu\", \"what\": \"python_loop\"}",
+       "/results/0/ns_per_iter: expected a non-negative number"},
+      {"launch", "{\"test\": \"gpu_floor\", \"class\": \"empty\", \"issue\": \"graph\", \"size\": 0, \"gpu_ns\": 1e16}",
+       "/results/0/gpu_ns: 1e+16 ns is absurdly long (at most 1e15)"},
+  };
+  g_autofree char *dir = tmp_dir();
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *json =
+        g_strdup_printf("{\"schema_version\": 1, \"kind\": \"%s\", \"results\": [%s]}", cases[i].kind, cases[i].row);
+    g_autofree char *path = write_text(dir, "r.json", json);
+    PnCalData d;
+    pn_cal_data_init(&d);
+    g_autoptr(GError) e = NULL;
+    ck_assert(!pn_calib_read_results(path, &d, NULL, &e));
+    pn_cal_data_clear(&d);
+    assert_one_line(e);
+    g_autofree char *want = g_strdup_printf("%s: %s", path, cases[i].rest);
+    ck_assert_msg(strcmp(e->message, want) == 0, "got  %s\nwant %s", e->message, want);
+  }
+  rm_rf(dir);
+}
+END_TEST
 
 /* A profile read twice in one process comes from the cache the second time: the same values,
  * in memory of its own (freeing or changing one copy leaves the other and later loads alone);
@@ -2498,6 +2672,8 @@ static Suite *io_suite(void)
       {"hw_profile_errors", test_hw_profile_errors},
       {"hw_profile_calibrated", test_hw_profile_calibrated},
       {"hw_profile_cache", test_hw_profile_cache},
+      {"calib_host", test_calib_host},
+      {"calib_host_errors", test_calib_host_errors},
       {"report_json", test_report_json},
       {"report_text", test_report_text},
       {"report_what_if", test_report_what_if},

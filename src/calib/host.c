@@ -1,0 +1,240 @@
+/* host.c — the host's launch costs, kernel_launch_ns and the kernel floors from the rows of
+ * microbench/mb_host.py ("host_torch") and microbench/mb_launch.cu ("launch"), and their replay
+ * (see calib.h). A quantity measured by several files is the median of their rows. */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "calib/calib-private.h"
+#include "hw/cost.h"
+
+/* The layer size the host figures are derived from: seq 2048, hidden 2048 (about a 1B model's
+ * layer). The "tiny" layer is host-bound and only cross-checks them. */
+#define FIT_SIZE "h2048"
+
+/* The median of the double at `offset` of the layer rows of `size` and `variant` (NAN: none). */
+static double layer_median(const PnCalData *d, const char *size, const char *variant, size_t offset)
+{
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->layers->len; i++) {
+    const PnCalLayer *l = &g_array_index(d->layers, PnCalLayer, i);
+    double x;
+    memcpy(&x, (const char *)l + offset, sizeof x);
+    if (strcmp(l->size, size) == 0 && strcmp(l->variant, variant) == 0 && isfinite(x))
+      g_array_append_val(v, x);
+  }
+  return pn_calib_median(v);
+}
+
+static bool host_row_is(const PnCalHostRow *r, const char *test, const char *name, const char *mode)
+{
+  return strcmp(r->test, test) == 0 && (!name || strcmp(r->name, name) == 0) && (!mode || strcmp(r->mode, mode) == 0);
+}
+
+/* The median host_ns (or gpu_ns) of the host rows of `test`, `name` and `mode` (NULL: any). */
+static double host_median(const PnCalData *d, const char *test, const char *name, const char *mode, bool gpu)
+{
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->host->len; i++) {
+    const PnCalHostRow *r = &g_array_index(d->host, PnCalHostRow, i);
+    double x              = gpu ? r->gpu_ns : r->host_ns;
+    if (host_row_is(r, test, name, mode) && isfinite(x))
+      g_array_append_val(v, x);
+  }
+  return pn_calib_median(v);
+}
+
+/* The smallest size measured of a gpu_floor class in a graph (NAN: none). */
+static double smallest_floor(const PnCalData *d, PnCalFloorClass cls)
+{
+  double size = (double)NAN;
+  for (guint i = 0; i < d->floor->len; i++) {
+    const PnCalFloor *r = &g_array_index(d->floor, PnCalFloor, i);
+    if (r->cls == cls && r->graph && !(r->size >= size))
+      size = r->size;
+  }
+  return size;
+}
+
+/* The median gpu_ns of the gpu_floor rows of a class, issue and size (NAN: none). */
+static double floor_median(const PnCalData *d, PnCalFloorClass cls, bool graph, double size)
+{
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->floor->len; i++) {
+    const PnCalFloor *r = &g_array_index(d->floor, PnCalFloor, i);
+    if (r->cls == cls && r->graph == graph && r->size == size)
+      g_array_append_val(v, r->gpu_ns);
+  }
+  return pn_calib_median(v);
+}
+
+/* kernel_ns / kernel_bwd_ns: the eager layer's host time per kernel launched, its Python and
+ * nn.Module calls included (what Megatron's local layers cost the host per kernel). */
+static void fit_kernel(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  double fwd = layer_median(d, FIT_SIZE, "eager", offsetof(PnCalLayer, host_fwd_ns));
+  double bwd = layer_median(d, FIT_SIZE, "eager", offsetof(PnCalLayer, host_bwd_ns));
+  double kf  = layer_median(d, FIT_SIZE, "eager", offsetof(PnCalLayer, kernels_fwd_per_layer));
+  double kt  = layer_median(d, FIT_SIZE, "eager", offsetof(PnCalLayer, kernels_per_layer));
+  if (!(isfinite(fwd) && isfinite(bwd) && kf > 0.0 && kt > kf))
+    return;
+  p->host.kernel_ns     = fwd / kf;
+  p->host.kernel_bwd_ns = bwd / (kt - kf);
+  f->kernel             = true;
+  f->eager_fwd_ns       = fwd;
+  f->eager_bwd_ns       = bwd;
+  f->kernels_fwd        = kf;
+  f->kernels_bwd        = kt - kf;
+}
+
+/* collective_ns: the median async call (all-reduce, all-gather, reduce-scatter: what Megatron
+ * issues with async_op=True); p2p_ns: the batched send/recv and its wait. */
+static void fit_collectives(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->host->len; i++) {
+    const PnCalHostRow *r = &g_array_index(d->host, PnCalHostRow, i);
+    if (host_row_is(r, "collective", NULL, "async") && strcmp(r->name, "send_recv") != 0)
+      g_array_append_val(v, r->host_ns);
+  }
+  if (v->len > 0) {
+    f->collective_rows    = (int)v->len;
+    p->host.collective_ns = pn_calib_median(v);
+    f->collective         = true;
+  }
+  double p2p = host_median(d, "collective", "send_recv", "async", false);
+  if (isfinite(p2p)) {
+    p->host.p2p_ns = p2p;
+    f->p2p         = true;
+  }
+}
+
+/* graph_layer_*: a per-layer graph's forward and backward (replay + autograd wrapper);
+ * graph_launch_ns: one replay of the whole captured stack (host_ns is per layer of it). */
+static void fit_graphs(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  double gf = layer_median(d, FIT_SIZE, "graphed_per_layer", offsetof(PnCalLayer, host_fwd_ns));
+  double gb = layer_median(d, FIT_SIZE, "graphed_per_layer", offsetof(PnCalLayer, host_bwd_ns));
+  if (isfinite(gf) && isfinite(gb)) {
+    p->host.graph_layer_fwd_ns = gf;
+    p->host.graph_layer_bwd_ns = gb;
+    f->graph_layer             = true;
+  }
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->layers->len; i++) {
+    const PnCalLayer *l = &g_array_index(d->layers, PnCalLayer, i);
+    if (strcmp(l->size, FIT_SIZE) == 0 && strcmp(l->variant, "graphed_whole") == 0 && isfinite(l->host_ns)) {
+      double replay = l->host_ns * l->layers;
+      g_array_append_val(v, replay);
+      f->whole_layers = l->layers;
+    }
+  }
+  if (v->len > 0) {
+    p->host.graph_launch_ns = pn_calib_median(v);
+    f->graph_whole          = true;
+  }
+}
+
+/* kernel_launch_ns and the floors, from the gpu_floor rows (GPU time per kernel, host ahead). */
+static void fit_floors(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  double stream = floor_median(d, PN_CAL_FLOOR_EMPTY, false, 0.0);
+  double graph  = floor_median(d, PN_CAL_FLOOR_EMPTY, true, 0.0);
+  if (isfinite(stream) && isfinite(graph) && stream >= graph) {
+    p->kernel_launch_ns = stream - graph;
+    f->launch           = true;
+    f->empty_stream_ns  = stream;
+    f->empty_graph_ns   = graph;
+  }
+  static const struct {
+    PnFloorClass floor;
+    PnCalFloorClass cls;
+  } classes[] = {{PN_FLOOR_GEMM, PN_CAL_FLOOR_GEMM}, {PN_FLOOR_MEM, PN_CAL_FLOOR_COPY}};
+  for (size_t c = 0; c < G_N_ELEMENTS(classes); c++) {
+    double size = smallest_floor(d, classes[c].cls);
+    double ns   = floor_median(d, classes[c].cls, true, size);
+    if (isfinite(ns)) {
+      p->kernel_floor_ns[classes[c].floor] = ns;
+      f->floor[classes[c].floor]           = true;
+      f->floor_size[classes[c].floor]      = size;
+    }
+  }
+  /* one attention call (a forward: the flash kernel and its softmax-stats kernel) in a graph */
+  double attn = host_median(d, "op", "sdpa_causal", "graph", true);
+  if (isfinite(attn)) {
+    p->kernel_floor_ns[PN_FLOOR_ATTN] = attn;
+    f->floor[PN_FLOOR_ATTN]           = true;
+  }
+}
+
+void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  *f = (PnCalHostFitted){0};
+  fit_kernel(d, p, f);
+  fit_collectives(d, p, f);
+  fit_graphs(d, p, f);
+  fit_floors(d, p, f);
+  double sync = host_median(d, "sync", "torch.cuda.synchronize", NULL, false);
+  if (isfinite(sync)) {
+    p->host.sync_ns = sync;
+    f->sync         = true;
+  }
+  double loop = host_median(d, "cpu", "python_loop", NULL, false);
+  if (isfinite(loop)) {
+    p->host.python_loop_ns = loop;
+    f->python_loop         = true;
+  }
+  const PnCalOrigin *o = &d->origin[PN_CAL_KIND_HOST_TORCH];
+  if (o->host_cpu[0]) {
+    g_strlcpy(p->host.cpu, o->host_cpu, sizeof p->host.cpu);
+    f->cpu = true;
+  }
+  /* Transformer Engine's per-module Python was not measured (no TE on the machine): 0, and the
+   * eager figures carry nn.Module's own overhead */
+  if (d->layers->len > 0) {
+    p->host.module_ns = 0.0;
+    f->module         = true;
+  }
+  f->host_from   = *o;
+  f->launch_from = d->origin[PN_CAL_KIND_LAUNCH];
+}
+
+/* Each eager layer row of `size`: forward kernels x kernel_ns + backward kernels x
+ * kernel_bwd_ns against its host time per layer. */
+static void check_layers(const PnCalData *d, const PnHwProfile *p, const char *size, GArray *errors)
+{
+  for (guint i = 0; i < d->layers->len; i++) {
+    const PnCalLayer *l = &g_array_index(d->layers, PnCalLayer, i);
+    if (strcmp(l->size, size) != 0 || strcmp(l->variant, "eager") != 0 || !isfinite(l->kernels_fwd_per_layer) ||
+        !isfinite(l->kernels_per_layer))
+      continue;
+    double pred = l->kernels_fwd_per_layer * p->host.kernel_ns +
+                  (l->kernels_per_layer - l->kernels_fwd_per_layer) * p->host.kernel_bwd_ns;
+    pn__calib_push_err(errors, pred, l->host_ns);
+  }
+}
+
+void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  check_layers(d, p, FIT_SIZE, out->host_layer_fit);
+  check_layers(d, p, "tiny", out->host_layer_tiny);
+  /* a kernel on a stream with the host ahead: its floor or its price, whichever is longer, and
+   * the launch gap a graph would remove */
+  for (guint i = 0; i < d->floor->len; i++) {
+    const PnCalFloor *r = &g_array_index(d->floor, PnCalFloor, i);
+    if (r->graph)
+      continue;
+    bool copy = r->cls == PN_CAL_FLOOR_COPY;
+    if (!copy && r->cls != PN_CAL_FLOOR_GEMM)
+      continue;
+    int64_t s = (int64_t)r->size;
+    double work =
+        copy ? pn_cost_memory_class_ns(p, r->size, PN_MEM_COPY) : pn_cost_gemm_ns(p, s, s, s, PN_DT_BF16, NULL);
+    double floor = p->kernel_floor_ns[copy ? PN_FLOOR_MEM : PN_FLOOR_GEMM];
+    double pred  = fmax(floor, work) + p->kernel_launch_ns;
+    pn__calib_push_err(copy ? out->floor_copy : out->floor_gemm, pred, r->gpu_ns);
+    if (g_getenv("PENUMBRA_CHECK_VERBOSE") && fabs(pred / r->gpu_ns - 1.0) > 0.05)
+      g_printerr("%s %.0f on a stream: measured %.0f ns, predicted %.0f ns (floor %.0f, price %.0f, launch %.0f)\n",
+                 copy ? "copy of bytes" : "gemm m=n=k", r->size, r->gpu_ns, pred, floor, work, p->kernel_launch_ns);
+  }
+}
