@@ -316,8 +316,8 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
   contention_text(o, r->contention_s);
   g_string_append_printf(o, "%-14s %12s s\n", "bubble", fmt("%.4f", r->bubble_s).s);
   if (r->host_bound_s > 0.0)
-    g_string_append_printf(o, "  %-12s %12s s  (of the bubble: kernels ready, waiting for the host to launch them)\n",
-                           "host-bound", fmt("%.4f", r->host_bound_s).s);
+    g_string_append_printf(o, "  %-12s %12s s  (kernels ready, waiting for the host to launch them)\n", "host-bound",
+                           fmt("%.4f", r->host_bound_s).s);
   g_string_append_printf(o, "%-14s %12s s\n\n", "compute", fmt("%.4f", r->compute_s).s);
 
   g_string_append_printf(o, "%-14s %12s\n", "memory/GPU", "GiB");

@@ -19,9 +19,10 @@
  * compute_busy. It lies inside compute_busy, so it is no term of the identity above: an overlap
  * that hides communication can still lengthen the step through it.
  *
- * Host-bound time (host_bound_s), a part of the bubble: the compute stream idle with its next kernel
- * ready (its stream predecessor and dependencies ended) but not yet launched by the host thread
- * (hw/exec_host.c), clipped to the window and averaged over stages.
+ * Host-bound time (host_bound_s): the compute stream idle with its next kernel ready (its stream
+ * predecessor and dependencies ended) but not yet launched by the host thread (hw/exec_host.c),
+ * clipped to the window and averaged over stages. It is bubble, or exposed communication where a
+ * collective runs meanwhile: no term of the identity either.
  */
 #ifndef PN_SIM_RESULT_H
 #define PN_SIM_RESULT_H
@@ -39,7 +40,7 @@ typedef struct {
   double total_comm_s[PN_CLASS_N];
   double contention_s[PN_CLASS_N]; /* compute lost to SM contention, by the class holding the SMs */
   double end_s;                    /* when this stage finished the iteration */
-  double host_bound_s;             /* the compute stream had a kernel ready but for its launch (part of bubble_s) */
+  double host_bound_s;             /* the compute stream had a kernel ready but for its launch */
 } PnStageStats;
 
 /* One kind of communication operation (a task label: "dp_grad_reduce_scatter", "fc1_dgrad_ag",
@@ -73,7 +74,7 @@ typedef struct {
   double total_comm_s[PN_CLASS_N];
   double contention_s[PN_CLASS_N]; /* compute lost to SM contention (see above), part of compute_s */
   double bubble_s;
-  double host_bound_s; /* per stage: compute stream waiting for the host's launches (part of bubble_s) */
+  double host_bound_s; /* per stage: compute stream waiting for the host's launches (see above) */
   double compute_s;
   PnMemoryEstimate memory;
   /* context */
