@@ -17,6 +17,11 @@
  * shorter than their launches, or after a synchronization has drained the GPU. A graph whose
  * tasks all have host_ns 0 and no host_sync runs as if the host were infinitely fast.
  *
+ * CUDA graphs: a `graphed` task is a kernel of a captured graph. Its launch is the graph's
+ * replay, which sched/graphs.c charges to the first task of the captured region (host_ns); the
+ * others cost the host nothing, and a graphed COMPUTE task skips the per-kernel launch gap
+ * (PnHwProfile.kernel_launch_ns) while keeping its kernel floor.
+ *
  * Task kinds:
  *  - COMPUTE: `work_ns` is its duration alone with all SMs; while running it shares the SMs not
  *    held by communication kernels with the other running compute tasks of its GPU, and runs at
@@ -94,6 +99,7 @@ typedef struct {
   uint8_t sm_shape;   /* COMPUTE GEMM: 1 + index of the measured shape whose contention curves apply, 0 = none */
   uint8_t phase;      /* PnPhase, for reports and traces */
   uint8_t host_sync;  /* PnHostSync: what the host waits for after launching this task */
+  uint8_t graphed;    /* replayed from a CUDA graph: a COMPUTE task starts without kernel_launch_ns */
   int16_t chunk;      /* virtual pipeline chunk, -1 when n/a */
   int16_t layer;      /* layer index within the model, -1 when n/a */
   int32_t microbatch; /* -1 when not applicable */
@@ -117,7 +123,7 @@ typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, P
  * (torch.cuda.synchronize). */
 typedef enum { PN_HOST_SYNC_NONE = 0, PN_HOST_SYNC_TASK, PN_HOST_SYNC_DEVICE } PnHostSync;
 
-G_STATIC_ASSERT(sizeof(PnTask) == 88); /* host_sync and host_ns fill what was padding */
+G_STATIC_ASSERT(sizeof(PnTask) == 88); /* host_sync, graphed and host_ns fill what was padding */
 
 /* Tasks and dependencies are plain arrays with their own capacity, not GArrays: a graph is
  * built one task at a time (400k for Llama 3.1 405B), and appending is then a store rather than

@@ -45,6 +45,7 @@
 G_STATIC_ASSERT(sizeof(PnPrecision) == sizeof(int) && sizeof(PnCpCommType) == sizeof(int) &&
                 sizeof(PnRecomputeGranularity) == sizeof(int) && sizeof(PnRecomputeMethod) == sizeof(int) &&
                 sizeof(PnMoeDispatcher) == sizeof(int));
+G_STATIC_ASSERT(sizeof(PnCudaGraphImpl) == sizeof(int));
 
 const PnEnumName pn__io_precision_names[] = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
 const PnEnumName pn__io_cp_comm_names[]   = {
@@ -53,10 +54,15 @@ static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
 static const PnEnumName method_names[] = {
     {"uniform", PN_RECOMPUTE_METHOD_UNIFORM}, {"block", PN_RECOMPUTE_METHOD_BLOCK}, {NULL, 0}};
-static const PnEnumName dispatcher_names[] = {{"allgather", PN_MOE_DISPATCHER_ALLGATHER},
-                                              {"alltoall", PN_MOE_DISPATCHER_ALLTOALL},
-                                              {"flex", PN_MOE_DISPATCHER_FLEX},
-                                              {NULL, 0}};
+static const PnEnumName dispatcher_names[]      = {{"allgather", PN_MOE_DISPATCHER_ALLGATHER},
+                                                   {"alltoall", PN_MOE_DISPATCHER_ALLTOALL},
+                                                   {"flex", PN_MOE_DISPATCHER_FLEX},
+                                                   {NULL, 0}};
+static const PnEnumName cuda_graph_impl_names[] = {{"none", PN_CUDA_GRAPH_IMPL_NONE},
+                                                   {"local", PN_CUDA_GRAPH_IMPL_LOCAL},
+                                                   {"transformer_engine", PN_CUDA_GRAPH_IMPL_TE},
+                                                   {"full_iteration", PN_CUDA_GRAPH_IMPL_FULL_ITERATION},
+                                                   {NULL, 0}};
 /* Megatron-Core's recompute_modules choices and CudaGraphModule members (bit sets, see config.h). */
 static const PnEnumName recompute_module_names[]  = {{"core_attn", PN_RECOMPUTE_MODULE_CORE_ATTN},
                                                      {"moe_act", PN_RECOMPUTE_MODULE_MOE_ACT},
@@ -88,6 +94,7 @@ static const PnField training_fields[] = {
     F_RANGE(PnTrainingConfig, "iterations", iterations, 1, 100),
     F_KIND(PnTrainingConfig, "gradient_accumulation_fusion", PN_FIELD_BOOL, gradient_accumulation_fusion),
     {.key = "cuda_graph_modules", .kind = PN_FIELD_CUSTOM},
+    F_ENUM(PnTrainingConfig, "cuda_graph_impl", PN_FIELD_ENUM, cuda_graph_impl, cuda_graph_impl_names, 0),
     F_KIND(PnTrainingConfig, "masked_softmax_fusion", PN_FIELD_BOOL, masked_softmax_fusion),
     F_KIND(PnTrainingConfig, "bias_activation_fusion", PN_FIELD_BOOL, bias_activation_fusion),
     F_KIND(PnTrainingConfig, "bias_dropout_fusion", PN_FIELD_BOOL, bias_dropout_fusion),
@@ -631,9 +638,9 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
          "only \"core_attn\" recomputation is simulated in this version: selective recompute runs as "
          "[\"core_attn\"]");
   unfused_warnings(ctx, sc, warnings);
-  if (sc->training.cuda_graph_modules != 0)
+  if (sc->training.cuda_graph_modules != 0 && sc->training.cuda_graph_impl == PN_CUDA_GRAPH_IMPL_NONE)
     warn(warnings, ctx, "/training/cuda_graph_modules",
-         "CUDA graphs are not simulated in this version (kernels keep their launch cost)");
+         "captures nothing with /training/cuda_graph_impl \"none\" (kernels keep their launch cost)");
   const PnHwProfile *hw = sc->hw;
   int64_t tp = sc->parallel.tensor_model_parallel_size, gpus = sc->hardware.num_gpus;
   if (tp > hw->gpus_per_node)

@@ -56,5 +56,6 @@ gboolean pn__overlap_gate_pr4268(const PnScenario *sc, PnPlan *plan, GPtrArray *
 gboolean pn__overlap_gate_nccl(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_cp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_connections(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
+gboolean pn__overlap_gate_cuda_graphs(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 
 #endif

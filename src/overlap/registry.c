@@ -37,6 +37,12 @@ static bool applies_conn(const PnScenario *sc)
 {
   return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc) || applies_delay(sc);
 }
+/* CUDA graphs where Megatron-Core would capture something (overlap/graphs.c): the knob turns on
+ * Transformer Engine's per-layer graphs, which need TE and exclude full recompute */
+static bool applies_graphs(const PnScenario *sc)
+{
+  return sc->comm_overlap.transformer_engine && sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL;
+}
 static bool on_grad(const PnPlan *p) { return p->overlap_grad_reduce; }
 static bool on_param(const PnPlan *p) { return p->overlap_param_gather; }
 static bool on_tp(const PnPlan *p) { return p->tp_comm_overlap; }
@@ -45,14 +51,31 @@ static bool on_cp(const PnPlan *p) { return p->cp_comm_type == PN_CP_P2P; }
 static bool on_conn(const PnPlan *p) { return p->max_connections == 1; }
 static bool on_ep(const PnPlan *p) { return p->overlap_moe_expert_parallel_comm; }
 static bool on_delay(const PnPlan *p) { return p->delay_wgrad_compute; }
+static bool on_graphs(const PnPlan *p) { return p->cuda_graph_impl != PN_CUDA_GRAPH_IMPL_NONE; }
 
 /* ---- the registry ---- */
 
 /* Gating order: Megatron-Core's model-configuration checks (shared experts), Megatron-Bridge's
  * _get_model_comm_overlap_cfgs (TP, PP, EP, delayed wgrad), then its _get_optimizer_overlap_cfgs
  * (DP); then what penumbra adds or takes as given (PR #4268, NCCL, CP), and
- * CUDA_DEVICE_MAX_CONNECTIONS last because its check reads the EP result. */
-enum { SHARED_EXPERT, TP, P2P, MOE_EP, DELAY_WGRAD, DP_GRAD, DP_PARAM, PR4268, NCCL, CP, CONNECTIONS, N_STRATEGIES };
+ * CUDA_DEVICE_MAX_CONNECTIONS after them because its check reads the EP result. CUDA graphs are
+ * Megatron-Core's TransformerConfig checks, run after the others because no gate reads them (the
+ * delayed-wgrad check reads the raw scope, as Bridge does). */
+enum {
+  SHARED_EXPERT,
+  TP,
+  P2P,
+  MOE_EP,
+  DELAY_WGRAD,
+  DP_GRAD,
+  DP_PARAM,
+  PR4268,
+  NCCL,
+  CP,
+  CONNECTIONS,
+  CUDA_GRAPHS,
+  N_STRATEGIES
+};
 
 const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
     [SHARED_EXPERT] =
@@ -165,13 +188,24 @@ const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
             .set_on  = {"env.CUDA_DEVICE_MAX_CONNECTIONS=1"},
             .set_off = {"env.CUDA_DEVICE_MAX_CONNECTIONS=8"},
         },
+    /* the knob turns on Transformer Engine's per-layer graphs of the scenario's scope */
+    [CUDA_GRAPHS] =
+        {
+            .name    = "training.cuda_graph_impl (CUDA graphs)",
+            .keys    = {"training.cuda_graph_impl", "training.cuda_graph_modules"},
+            .gate    = pn__overlap_gate_cuda_graphs,
+            .applies = applies_graphs,
+            .is_on   = on_graphs,
+            .set_on  = {"training.cuda_graph_impl=\"transformer_engine\""},
+            .set_off = {"training.cuda_graph_impl=\"none\""},
+        },
 };
 const size_t pn_overlap_n_strategies = N_STRATEGIES;
 
 const PnOverlapStrategy *const pn_overlap_what_if[] = {
     &pn_overlap_strategies[DP_GRAD],     &pn_overlap_strategies[DP_PARAM],    &pn_overlap_strategies[TP],
     &pn_overlap_strategies[P2P],         &pn_overlap_strategies[CP],          &pn_overlap_strategies[MOE_EP],
-    &pn_overlap_strategies[DELAY_WGRAD], &pn_overlap_strategies[CONNECTIONS],
+    &pn_overlap_strategies[DELAY_WGRAD], &pn_overlap_strategies[CONNECTIONS], &pn_overlap_strategies[CUDA_GRAPHS],
 };
 const size_t pn_overlap_n_what_if = G_N_ELEMENTS(pn_overlap_what_if);
 

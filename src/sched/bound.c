@@ -37,7 +37,7 @@ static double template_work(const PnHwProfile *hw, const GArray *tpl, bool *side
     if (t->kind == PN_TASK_COMPUTE && t->stream != PN_STREAM_COMPUTE)
       *side = true;
     else if (t->kind == PN_TASK_COMPUTE)
-      w += fmax(0.0, t->work_ns + hw->kernel_launch_ns - 1e-6);
+      w += fmax(0.0, t->work_ns + (t->graphed ? 0.0 : hw->kernel_launch_ns) - 1e-6);
     else if (t->kind == PN_TASK_COMM && t->stream == PN_STREAM_COMPUTE)
       w += fmax(0.0, comm_least_ns(hw, t) - 2e-6);
   }

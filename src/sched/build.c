@@ -127,6 +127,7 @@ void pn__templates_build(PnBuilder *b)
   b->tpl.head_bwd        = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
   if (b->plan->overlap_moe_expert_parallel_comm)
     node_templates_build(b);
+  pn__graphs_capture_templates(b);
 }
 
 void pn__templates_free(PnTemplates *t)
@@ -250,6 +251,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
                       .deallocate_pipeline_outputs   = true};
   for (guint i = 0; i < b->chunk_ag->len; i++)
     g_array_set_size(g_ptr_array_index(b->chunk_ag, i), 0);
+  PnTaskId first = pn_graph_n_tasks(b->g); /* forward_backward_func starts */
   for (uint32_t r = 0; r < b->pp; r++) {
     if (!pn_sched_actions(&sp, r, b->actions, error))
       return FALSE;
@@ -286,6 +288,7 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
                 g_hash_table_size(b->p2p_open));
     return FALSE;
   }
+  pn__graphs_capture_iteration(b, first);
   emit_barrier(b);
   for (uint32_t r = 0; r < b->pp; r++)
     emit_optimizer(b, r);

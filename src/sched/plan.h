@@ -70,6 +70,9 @@ typedef struct {
   bool p2p_backward_on_comm_stream; /* post_backward launched from the B chain, not the compute stream */
   int64_t p2p_wgrad_delayed_layers; /* last backward layers whose pre-dispatch wgrad runs after post_backward */
   bool p2p_delay_mlp_wgrad;         /* ... and their MLP (expert) wgrad too */
+  /* CUDA graphs (Megatron-Core cuda_graph_impl; overlap/graphs.c, sched/graphs.c) */
+  PnCudaGraphImpl cuda_graph_impl;
+  uint32_t cuda_graph_modules; /* PnCudaGraphModule bits the per-layer graphs capture, as gated; 0 = whole layer */
   /* environment */
   int max_connections;
   int nccl_min_ctas, nccl_max_ctas;

@@ -14,7 +14,8 @@
  * the two registers. Each overlap mechanism has a file of its own: pp_p2p.c (pipeline P2P calls),
  * tp_slots.c (TE userbuffers and async TP collectives beside their GEMMs), cp_ring.c
  * (context-parallel ring attention), dp_buckets.c (DP gradient buckets and parameter all-gather),
- * combined.c (the combined 1F1B of MoE expert-parallel overlap).
+ * combined.c (the combined 1F1B of MoE expert-parallel overlap), graphs.c (CUDA graphs: what a
+ * captured scope costs the host).
  *
  * Units: task times in ns, sizes in bytes (PnTask). Cost: adding a task is O(its dependencies).
  */
@@ -153,5 +154,14 @@ void pn__emit_param_gather_after_step(PnBuilder *b, uint32_t rank);
 /* ---- combined.c: combined 1F1B (MoE EP overlap) ------------------------------------------ */
 
 guint pn__emit_combined_step(PnBuilder *b, uint32_t rank, guint i);
+
+/* ---- graphs.c: CUDA graphs ---------------------------------------------------------------- */
+
+/* The captured entries of the templates (b->tpl, built) lose their host cost and launch gap; the
+ * first of each captured region carries the replay. Nothing without CUDA graphs. */
+void pn__graphs_capture_templates(PnBuilder *b);
+/* full_iteration: the tasks from `first` on (the iteration's forward_backward_func) are replayed
+ * from one graph: its replay on each GPU's first, no host cost nor host sync on the others. */
+void pn__graphs_capture_iteration(PnBuilder *b, PnTaskId first);
 
 #endif

@@ -44,8 +44,9 @@ typedef enum {
 } PnRecomputeModule;
 
 /* Megatron-Core CudaGraphModule (per-layer CUDA graph capture regions, cuda_graph_modules), as
- * a bit set. CUDA graphs are not simulated; the set only feeds the gating of
- * delay_wgrad_compute. */
+ * a bit set; 0 (Megatron's "full", normalized to []) captures the whole layer. It acts with a
+ * per-layer cuda_graph_impl (overlap/graphs.c gates it, sched/graphs.c captures it) and feeds the
+ * gating of delay_wgrad_compute. */
 typedef enum {
   PN_CUDA_GRAPH_ATTN           = 1u << 0,
   PN_CUDA_GRAPH_MLP            = 1u << 1,
@@ -54,6 +55,17 @@ typedef enum {
   PN_CUDA_GRAPH_MOE_PREPROCESS = 1u << 4,
   PN_CUDA_GRAPH_MAMBA          = 1u << 5,
 } PnCudaGraphModule;
+
+/* Megatron-Core cuda_graph_impl (transformer_config.py): none; per-layer graphs recorded by
+ * Megatron's CudaGraphManager (local; the deprecated enable_cuda_graph) or made by TE's
+ * make_graphed_callables (transformer_engine; the deprecated external_cuda_graph); or the whole
+ * forward_backward_func captured once (full_iteration, full_cuda_graph.py). */
+typedef enum {
+  PN_CUDA_GRAPH_IMPL_NONE,
+  PN_CUDA_GRAPH_IMPL_LOCAL,
+  PN_CUDA_GRAPH_IMPL_TE,
+  PN_CUDA_GRAPH_IMPL_FULL_ITERATION,
+} PnCudaGraphImpl;
 
 /* A transformer decoder, Megatron TransformerConfig names. MoE fields are carried (num_moe_experts
  * > 0) so the format is stable; dense models leave them 0. */
@@ -93,7 +105,8 @@ typedef struct {
   int iterations;                    /* simulated iterations (>= 1) */
   bool gradient_accumulation_fusion; /* wgrad GEMMs accumulate into main_grad (Bridge GPTModelProvider
                                         default: on when the fused kernels exist) */
-  uint32_t cuda_graph_modules;       /* PnCudaGraphModule bits; 0 = no per-layer CUDA graphs */
+  uint32_t cuda_graph_modules;       /* PnCudaGraphModule bits; 0 = the whole layer (with a per-layer impl) */
+  PnCudaGraphImpl cuda_graph_impl;   /* none (default): every kernel launched eagerly */
   /* Megatron-LM's fusion switches (--no-masked-softmax-fusion, --no-bias-swiglu-fusion /
    * --no-bias-gelu-fusion, --no-bias-dropout-fusion, --no-rope-fusion, --no-persist-layer-norm),
    * all on by default as in Megatron-LM. The op model prices the fused kernels, and the dense

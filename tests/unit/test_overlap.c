@@ -166,7 +166,8 @@ static bool plan_equal(const PnPlan *a, const PnPlan *b)
          a->overlap_moe_expert_parallel_comm == b->overlap_moe_expert_parallel_comm &&
          a->delay_wgrad_compute == b->delay_wgrad_compute && a->max_connections == b->max_connections &&
          a->nccl_min_ctas == b->nccl_min_ctas && a->nccl_max_ctas == b->nccl_max_ctas &&
-         a->fwd_ln_sm_margin == b->fwd_ln_sm_margin && a->bwd_ln_sm_margin == b->bwd_ln_sm_margin;
+         a->fwd_ln_sm_margin == b->fwd_ln_sm_margin && a->bwd_ln_sm_margin == b->bwd_ln_sm_margin &&
+         a->cuda_graph_impl == b->cuda_graph_impl && a->cuda_graph_modules == b->cuda_graph_modules;
 }
 
 static GPtrArray *warnings_new(void) { return g_ptr_array_new_with_free_func(g_free); }
@@ -1163,7 +1164,7 @@ START_TEST(test_new_keys_load)
   ck_assert(s->comm_overlap.transformer_engine && !s->comm_overlap.moe_shared_expert_overlap);
   ck_assert(has_warning(w, "/model/mtp_num_layers: multi-token prediction is not simulated"));
   ck_assert(has_warning(w, "/recompute/recompute_modules: only \"core_attn\" recomputation is simulated"));
-  ck_assert(has_warning(w, "/training/cuda_graph_modules: CUDA graphs are not simulated"));
+  ck_assert(has_warning(w, "/training/cuda_graph_modules: captures nothing with /training/cuda_graph_impl \"none\""));
   /* attn graph + delay_wgrad + no fusion: the gating refuses, naming the file and the key */
   PnPlan p;
   g_autoptr(GError) err = NULL;
