@@ -37,6 +37,8 @@ const PnMegatronArg pn_megatron_args[] = {
     {"training.bias_dropout_fusion", "--no-bias-dropout-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.apply_rope_fusion", "--no-rope-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.persist_layer_norm", "--no-persist-layer-norm", PN_MEGATRON_NEG_FLAG},
+    {"training.cuda_graph_impl", "--cuda-graph-impl", PN_MEGATRON_VALUE},
+    {"training.cuda_graph_modules", "--cuda-graph-modules", PN_MEGATRON_CUSTOM},
     {"training.seq_length", "--seq-length", PN_MEGATRON_VALUE},
     {"training.micro_batch_size", "--micro-batch-size", PN_MEGATRON_VALUE},
     {"training.global_batch_size", "--global-batch-size", PN_MEGATRON_VALUE},

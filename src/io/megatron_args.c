@@ -399,6 +399,40 @@ static gboolean map_layout(PnLaunch *l, cJSON *root, GError **error)
   return TRUE;
 }
 
+/* CUDA graphs (arguments.py ~611-641): --cuda-graph-modules, or the deprecated --cuda-graph-scope
+ * whose "full_iteration" meant the impl (and "full", like Megatron's default, the whole layer);
+ * the deprecated --enable-cuda-graph is the local impl, --external-cuda-graph transformer_engine,
+ * which Megatron-LM refuses together. --cuda-graph-impl itself is a plain row. */
+static gboolean map_cuda_graphs(PnLaunch *l, cJSON *root, GError **error)
+{
+  bool local = arg_present(l, "--enable-cuda-graph"), external = arg_present(l, "--external-cuda-graph");
+  if (local && external) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA,
+                "--enable-cuda-graph and --external-cuda-graph cannot be used together (Megatron-LM)");
+    return FALSE;
+  }
+  bool impl_given = arg_present(l, "--cuda-graph-impl");
+  PnSeenArg *mods = arg_get(l, "--cuda-graph-modules"), *dep = arg_get(l, "--cuda-graph-scope");
+  if (dep != NULL)
+    dep->used = true; /* read when --cuda-graph-modules is absent, as Megatron-LM does */
+  PnSeenArg *scope = mods != NULL ? mods : dep;
+  if (scope != NULL) {
+    scope->used = true;
+    cJSON *arr  = cJSON_CreateArray();
+    for (guint i = 0; i < scope->values->len; i++) {
+      const char *v = g_ptr_array_index(scope->values, i);
+      if (strcmp(v, "full_iteration") == 0 && scope == dep && !impl_given)
+        put(root, "training.cuda_graph_impl", cJSON_CreateString("full_iteration"));
+      else if (strcmp(v, "full") != 0 && !g_str_has_prefix(v, "full_iteration"))
+        cJSON_AddItemToArray(arr, cJSON_CreateString(v));
+    }
+    put(root, "training.cuda_graph_modules", arr);
+  }
+  if (!impl_given && (local || external))
+    put(root, "training.cuda_graph_impl", cJSON_CreateString(local ? "local" : "transformer_engine"));
+  return TRUE;
+}
+
 /* What penumbra reads but does not simulate as Megatron-LM would run it: said, and recorded. */
 static void map_implementation(PnLaunch *l, GString *description)
 {
@@ -481,7 +515,7 @@ static cJSON *build(PnLaunch *l, int argc, char **argv, GError **error)
   if (ok) {
     map_activation(l, root);
     map_model_defaults(l, root);
-    ok = map_precision(l, root, error) && map_layout(l, root, error);
+    ok = map_precision(l, root, error) && map_layout(l, root, error) && map_cuda_graphs(l, root, error);
   }
   if (!ok) {
     cJSON_Delete(root);
@@ -626,7 +660,7 @@ static void key_value(const PnScenario *sc, const PnPlan *plan, const char *key,
 
 /* Keys that do not act in `sc` and that import gives back when left out: the expert layout of a
  * dense model, the CP ring type without CP, the full-recompute method without full recompute, the
- * LayerNorm SM margins and NCCL CTA bounds at their defaults. */
+ * LayerNorm SM margins and NCCL CTA bounds at their defaults, CUDA graphs off. */
 static bool inert(const PnScenario *sc, const char *key, const char *text)
 {
   bool dense = sc->model.num_moe_experts == 0;
@@ -636,6 +670,8 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
     return true;
   if (sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL &&
       (strcmp(key, "recompute.recompute_method") == 0 || strcmp(key, "recompute.recompute_num_layers") == 0))
+    return true;
+  if (strcmp(key, "training.cuda_graph_impl") == 0 && strcmp(text, "\"none\"") == 0)
     return true;
   return (g_str_has_prefix(key, "env.NVTE_") && strcmp(text, "0") == 0) ||
          (g_str_has_prefix(key, "env.NCCL_M") && strcmp(text, "null") == 0);
@@ -663,6 +699,14 @@ static void append_custom(GString *out, const PnScenario *sc)
     g_string_append(out, " --recompute-modules");
     for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
       if (mods & (1u << i))
+        g_string_append_printf(out, " %s", names[i]);
+  }
+  uint32_t graphs = sc->training.cuda_graph_modules;
+  if (graphs != 0 && sc->training.cuda_graph_impl != PN_CUDA_GRAPH_IMPL_NONE) {
+    static const char *const names[] = {"attn", "mlp", "moe", "moe_router", "moe_preprocess", "mamba"};
+    g_string_append(out, " --cuda-graph-modules");
+    for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
+      if (graphs & (1u << i))
         g_string_append_printf(out, " %s", names[i]);
   }
 }

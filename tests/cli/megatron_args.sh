@@ -171,6 +171,27 @@ grep -q "warning: --spec my.module layer_spec: a custom layer spec" "$tmp/err" |
 grep -q "custom layer spec --spec my.module layer_spec" "$tmp/moe.json" || fail "--spec must be recorded"
 grep -q "virtual-pipeline-model-parallel-size: not an argument" "$tmp/err" || fail "the legacy spelling must be said"
 
+# CUDA graphs: the deprecated spellings (arguments.py ~611-641) land on cuda_graph_impl / _modules
+small=(--num-layers 2 --hidden-size 64 --num-attention-heads 2 --seq-length 64 --max-position-embeddings 64
+  --global-batch-size 8 --vocab-size 100 --bf16)
+while IFS='|' read -r args impl mods; do
+  eval "set -- $args"
+  "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/cg.json" -- "${small[@]}" "$@" 2>"$tmp/err" ||
+    fail "import $args: $(cat "$tmp/err")"
+  [ "$(key "$tmp/cg.json" training cuda_graph_impl)" = "$impl" ] || fail "$args: cuda_graph_impl, expected $impl"
+  [ "$(key "$tmp/cg.json" training cuda_graph_modules 2>/dev/null || echo absent)" = "$mods" ] ||
+    fail "$args: cuda_graph_modules, expected $mods"
+done <<'GRAPHS'
+--enable-cuda-graph|"local"|absent
+--external-cuda-graph --cuda-graph-scope attn mlp|"transformer_engine"|["attn", "mlp"]
+--cuda-graph-scope full_iteration|"full_iteration"|[]
+--cuda-graph-impl local --cuda-graph-modules moe_router moe_preprocess|"local"|["moe_router", "moe_preprocess"]
+GRAPHS
+rc=0
+"$bin" import megatron-args -s hardware.num_gpus=8 -- "${small[@]}" --enable-cuda-graph --external-cuda-graph \
+  2>"$tmp/err" >/dev/null || rc=$?
+[ $rc = 2 ] && grep -q "cannot be used together" "$tmp/err" || fail "--enable- and --external-cuda-graph together"
+
 # rejected by Megatron-LM: exit 2, did-you-mean, nothing written
 rc=0
 "$bin" import megatron-args -o "$tmp/bad.json" -- --num-layer 32 --bf16 2>"$tmp/err" || rc=$?
