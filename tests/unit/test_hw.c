@@ -1696,6 +1696,27 @@ START_TEST(test_exec_host_sync)
 }
 END_TEST
 
+/* A kernel replayed from a CUDA graph (graph.h: `graphed`) skips the per-kernel launch gap:
+ * kernel_launch_ns = 50, three 100 ns kernels, the second graphed: [0,150] [150,250] [250,400]. */
+START_TEST(test_exec_graphed_no_launch_gap)
+{
+  PnHwProfile hw       = test_hw();
+  hw.kernel_launch_ns  = 50;
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnTask k             = compute(0, PN_STREAM_COMPUTE, 100);
+  add(g, k, 0, NULL);
+  k.graphed = 1;
+  add(g, k, 0, NULL);
+  k.graphed = 0;
+  add(g, k, 0, NULL);
+  PnExecResult r = run_ok(g, &hw, 1);
+  ck_span(r, 0, 0, 150);
+  ck_span(r, 1, 150, 250);
+  ck_span(r, 2, 250, 400);
+  pn_exec_result_clear(&r);
+}
+END_TEST
+
 /* Blocking sends on both sides: each host waits for its send's end before it launches its recv,
  * so neither send meets its peer recv (NCCL would hang as well): a deadlock naming the host. A
  * negative host_ns or an unknown host_sync is rejected. */
@@ -1746,6 +1767,7 @@ static Suite *hw_suite(void)
   TC("graph_build", test_graph_build);
   TC("exec_host_launch", test_exec_host_launch);
   TC("exec_host_sync", test_exec_host_sync);
+  TC("exec_graphed_no_launch_gap", test_exec_graphed_no_launch_gap);
   TC("exec_host_errors", test_exec_host_errors);
   TCase *tc = tcase_create("graph_add_dep_not_last");
   tcase_add_test_raise_signal(tc, test_graph_add_dep_not_last_asserts, SIGABRT);

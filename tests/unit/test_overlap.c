@@ -2163,6 +2163,260 @@ START_TEST(test_host_prices)
 }
 END_TEST
 
+/* ==== CUDA graphs (overlap/graphs.c, sched/graphs.c) ========================================== */
+
+#define GRAPH_JSON(model, par)                                                                                         \
+  "{\"schema_version\": 1,\n"                                                                                          \
+  " \"model\": {\"num_layers\": 2, \"hidden_size\": 1024, \"ffn_hidden_size\": 4096, \"num_attention_heads\": 8,\n"    \
+  "           \"vocab_size\": 1024, \"position_embedding_type\": \"rope\"" model "},\n"                                \
+  " \"hardware\": {\"profile\": \"@HW@\", \"num_gpus\": 4},\n"                                                         \
+  " \"training\": {\"seq_length\": 1024, \"global_batch_size\": 4},\n"                                                 \
+  " \"parallel\": {" par "},\n"                                                                                        \
+  " \"env\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": 1}}"
+#define GRAPH_DENSE GRAPH_JSON("", "\"tensor_model_parallel_size\": 2, \"sequence_parallel\": true")
+#define GRAPH_PP GRAPH_JSON("", "\"pipeline_model_parallel_size\": 2")
+#define GRAPH_MOE                                                                                                      \
+  GRAPH_JSON(", \"num_moe_experts\": 4, \"moe_router_topk\": 2, \"moe_ffn_hidden_size\": 1024",                        \
+             "\"expert_model_parallel_size\": 4, \"moe_token_dispatcher_type\": \"alltoall\"")
+
+/* The scenario `json` with round host figures: eager kernels 1000 ns (backward 2000), modules
+ * 300, collectives 500, P2P calls 700; replays: a whole iteration 50000, a layer's forward 9000,
+ * its backward 18000. */
+static PnScenario *graphs_scenario(const char *json, const char *hw)
+{
+  PnScenario *sc = load_json(json, hw, NULL);
+  sc->hw->host   = (PnHostProfile){.kernel_ns          = 1000,
+                                   .kernel_bwd_ns      = 2000,
+                                   .module_ns          = 300,
+                                   .collective_ns      = 500,
+                                   .p2p_ns             = 700,
+                                   .graph_launch_ns    = 50000,
+                                   .graph_layer_fwd_ns = 9000,
+                                   .graph_layer_bwd_ns = 18000};
+  return sc;
+}
+
+static PnGraph *graphs_build(PnScenario *sc, PnCudaGraphImpl impl, uint32_t modules)
+{
+  sc->training.cuda_graph_impl    = impl;
+  sc->training.cuda_graph_modules = modules;
+  PnPlan plan                     = resolve_ok(sc, NULL);
+  ck_assert_int_eq(plan.cuda_graph_impl, impl);
+  PnGraph *g            = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
+  PnBuildInfo info      = {0};
+  g_autoptr(GError) err = NULL;
+  ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
+  pn_build_info_clear(&info);
+  return g;
+}
+
+/* A layer's tasks of one micro-batch and pass: (layer, micro-batch, backward or recompute). */
+static int layer_group(const PnTask *t)
+{
+  return (t->layer * 1000 + t->microbatch) * 2 + (t->phase != PN_PHASE_FWD ? 1 : 0);
+}
+
+/* Per-layer graphs, scope `modules` of a dense layer, against the eager build of the same
+ * scenario (the same tasks in the same order). Outside the layers nothing changes. Inside, a task
+ * of a captured module is graphed and costs its host nothing but the replay on the first task of
+ * each captured region (region() of a label: 0 eager, else the region) of the group: forward 9000 x (eager host cost of
+ * the captured tasks / of the whole layer's forward), backward 18000 x the same shares; a task of a module left out
+ * keeps its eager price; host syncs are kept. Returns the graphed tasks seen. */
+static int check_layer_graphs(const char *json, PnCudaGraphImpl impl, uint32_t modules, int (*region)(const char *))
+{
+  g_autofree char *hw      = round_profile("round-graphs", 400, 50, true);
+  g_autoptr(PnScenario) sc = graphs_scenario(json, hw);
+  g_autoptr(PnGraph) e     = graphs_build(sc, PN_CUDA_GRAPH_IMPL_NONE, 0);
+  g_autoptr(PnGraph) c     = graphs_build(sc, impl, modules);
+  ck_assert_uint_eq(pn_graph_n_tasks(e), pn_graph_n_tasks(c));
+  g_autoptr(GHashTable) all = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+  int graphed               = 0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(e); id++) {
+    const PnTask *te = &pn_graph_tasks(e)[id], *tc = &pn_graph_tasks(c)[id];
+    ck_assert_int_eq(te->host_sync, tc->host_sync);
+    int r   = te->layer >= 0 ? region(te->label) : 0;
+    bool in = r != 0;
+    ck_assert_msg(tc->graphed == in, "%s: graphed %d", te->label, tc->graphed);
+    graphed += in;
+    if (te->layer < 0 || !in) {
+      ck_assert_msg(tc->host_ns == te->host_ns, "%s: %g, eager %g", te->label, (double)tc->host_ns,
+                    (double)te->host_ns);
+      if (te->layer < 0)
+        continue;
+    }
+    /* per group: eager host of the layer, eager of the captured tasks, graphed host, region of its last task */
+    double *sum = g_hash_table_lookup(all, GINT_TO_POINTER(layer_group(te)));
+    if (sum == NULL) {
+      sum = g_new0(double, 4);
+      g_hash_table_insert(all, GINT_TO_POINTER(layer_group(te)), sum);
+    }
+    sum[0] += (double)te->host_ns;
+    if (in) {
+      sum[1] += (double)te->host_ns;
+      sum[2] += (double)tc->host_ns;
+      ck_assert_msg(tc->host_ns == 0.0f || sum[3] != r, "%s: host %g inside its region", te->label,
+                    (double)tc->host_ns);
+    }
+    sum[3] = r;
+  }
+  GHashTableIter it;
+  gpointer key, val;
+  g_hash_table_iter_init(&it, all);
+  while (g_hash_table_iter_next(&it, &key, &val)) {
+    const double *sum = val;
+    double replay     = (GPOINTER_TO_INT(key) & 1) ? 18000.0 : 9000.0;
+    ck_assert_double_eq_tol(sum[2], replay * sum[1] / sum[0], 0.01);
+  }
+  return graphed;
+}
+
+static int any_label(const char *label)
+{
+  (void)label;
+  return 1;
+}
+/* Megatron-Core's _forward_mlp: the pre-MLP norm, fc1, the activation, fc2 and the residual (and
+ * their backward) */
+static bool mlp_label(const char *l)
+{
+  static const char *const mlp[] = {"ln2", "fc1", "act", "fc2", "dropout_add2", "residual_grad_add2"};
+  for (gsize i = 0; i < G_N_ELEMENTS(mlp); i++)
+    if (g_str_has_prefix(l, mlp[i]))
+      return true;
+  return false;
+}
+static int attn_label(const char *l) { return !mlp_label(l); }
+
+/* Whole layers (TE), and the attention alone (local) of a TP 2 dense model, as stated in
+ * check_layer_graphs: a whole layer's groups cost exactly 9000 / 18000. */
+START_TEST(test_graphs_per_layer)
+{
+  ck_assert_int_gt(check_layer_graphs(GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_TE, 0, any_label), 40);
+  ck_assert_int_gt(check_layer_graphs(GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_LOCAL, PN_CUDA_GRAPH_ATTN, attn_label), 20);
+}
+END_TEST
+
+/* A dropless MoE with moe_router + moe_preprocess graphs (Megatron-Bridge's Qwen3 recipes): the
+ * pre-MLP norm, router and top-k, and the permutation are graphed, the host still waits for the
+ * top-k's token counts after the router graph; the attention, the dispatch all-to-all (its
+ * collective_ns), experts and combine stay eager. */
+static int router_label(const char *l)
+{
+  if (g_str_has_prefix(l, "permute"))
+    return 2;
+  return g_str_has_prefix(l, "ln2") || g_str_has_prefix(l, "residual_grad_add2") || g_str_has_prefix(l, "router");
+}
+START_TEST(test_graphs_moe_router)
+{
+  uint32_t mods = PN_CUDA_GRAPH_MOE_ROUTER | PN_CUDA_GRAPH_MOE_PREPROCESS;
+  ck_assert_int_ge(check_layer_graphs(GRAPH_MOE, PN_CUDA_GRAPH_IMPL_TE, mods, router_label), 8);
+  g_autofree char *hw      = round_profile("round-graphs", 400, 50, true);
+  g_autoptr(PnScenario) sc = graphs_scenario(GRAPH_MOE, hw);
+  g_autoptr(PnGraph) c     = graphs_build(sc, PN_CUDA_GRAPH_IMPL_TE, mods);
+  int a2a = 0, topk = 0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(c); id++) {
+    const PnTask *t = &pn_graph_tasks(c)[id];
+    if (strcmp(t->label, "moe_dispatch_a2a") == 0 && ++a2a)
+      ck_assert(!t->graphed && t->host_ns == 500.0f);
+    if (strcmp(t->label, "router_topk") == 0 && ++topk)
+      ck_assert(t->graphed && t->host_sync == PN_HOST_SYNC_TASK);
+  }
+  ck_assert(a2a > 0 && topk > 0);
+}
+END_TEST
+
+/* full_iteration on PP 2 with batched blocking P2P: everything before the gradient-norm barrier
+ * (forward_backward_func: layers, P2P, DP reduction) is graphed, without host syncs, and costs
+ * the host nothing but one replay (50000 ns) on each GPU's first task; the barrier and the
+ * optimizer keep their eager prices and the final device sync. */
+START_TEST(test_graphs_full_iteration)
+{
+  g_autofree char *hw      = round_profile("round-graphs", 400, 50, true);
+  g_autoptr(PnScenario) sc = graphs_scenario(GRAPH_PP, hw);
+  g_autoptr(PnGraph) e     = graphs_build(sc, PN_CUDA_GRAPH_IMPL_NONE, 0);
+  g_autoptr(PnGraph) c     = graphs_build(sc, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0);
+  ck_assert_uint_eq(pn_graph_n_tasks(e), pn_graph_n_tasks(c));
+  bool step = false, first[2] = {true, true}, p2p_sync = false;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(e); id++) {
+    const PnTask *te = &pn_graph_tasks(e)[id], *tc = &pn_graph_tasks(c)[id];
+    step |= strcmp(te->label, "grad_norm_all_reduce") == 0;
+    if (step) {
+      ck_assert_msg(!tc->graphed && tc->host_ns == te->host_ns && tc->host_sync == te->host_sync, "%s", te->label);
+      continue;
+    }
+    p2p_sync |= te->kind == PN_TASK_P2P && te->host_sync == PN_HOST_SYNC_DEVICE;
+    ck_assert_msg(tc->graphed && tc->host_sync == PN_HOST_SYNC_NONE, "%s", te->label);
+    ck_assert_msg(tc->host_ns == (first[te->gpu] ? 50000.0f : 0.0f), "%s: %g", te->label, (double)tc->host_ns);
+    first[te->gpu] = false;
+  }
+  ck_assert(step && p2p_sync && !first[0] && !first[1]);
+  ck_assert_int_eq(pn_graph_tasks(c)[pn_graph_n_tasks(c) - 1].host_sync, PN_HOST_SYNC_DEVICE);
+}
+END_TEST
+
+static void no_te(PnScenario *sc) { sc->comm_overlap.transformer_engine = false; }
+static void full_recompute(PnScenario *sc) { sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL; }
+
+/* The gate (overlap/graphs.c): each exclusion is one warning naming the key, and the plan runs
+ * what Megatron-Core accepts. */
+START_TEST(test_graphs_gating)
+{
+  g_autofree char *hw = round_profile("round-graphs", 400, 50, true);
+  struct {
+    const char *json;
+    PnCudaGraphImpl impl;
+    uint32_t modules;
+    void (*edit)(PnScenario *sc);
+    PnCudaGraphImpl want_impl;
+    uint32_t want_modules;
+    const char *warning;
+  } cases[] = {
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_TE, 0, NULL, PN_CUDA_GRAPH_IMPL_TE, 0, NULL},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_TE, PN_CUDA_GRAPH_ATTN | PN_CUDA_GRAPH_MLP, NULL, PN_CUDA_GRAPH_IMPL_TE,
+       PN_CUDA_GRAPH_ATTN | PN_CUDA_GRAPH_MLP, NULL},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_TE, 0, no_te, PN_CUDA_GRAPH_IMPL_NONE, 0,
+       "/training/cuda_graph_impl: \"transformer_engine\" needs Transformer Engine"},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_LOCAL, 0, no_te, PN_CUDA_GRAPH_IMPL_LOCAL, 0, NULL},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_LOCAL, 0, full_recompute, PN_CUDA_GRAPH_IMPL_NONE, 0,
+       "full recompute is only supported with full iteration CUDA graph"},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, full_recompute, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, NULL},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, PN_CUDA_GRAPH_ATTN, NULL, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0,
+       "cuda_graph_modules must be empty when cuda_graph_impl=\"full_iteration\""},
+      {GRAPH_MOE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, NULL, PN_CUDA_GRAPH_IMPL_NONE, 0,
+       "\"full_iteration\" with a dropless MoE"},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_TE, PN_CUDA_GRAPH_ATTN | PN_CUDA_GRAPH_MOE_ROUTER, NULL, PN_CUDA_GRAPH_IMPL_TE,
+       PN_CUDA_GRAPH_ATTN, "moe cuda graph is only supported for MoE"},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_TE, PN_CUDA_GRAPH_MAMBA, NULL, PN_CUDA_GRAPH_IMPL_NONE, 0,
+       "nothing in /training/cuda_graph_modules that this model can capture"},
+      {GRAPH_MOE, PN_CUDA_GRAPH_IMPL_TE, PN_CUDA_GRAPH_ATTN | PN_CUDA_GRAPH_MLP, NULL, PN_CUDA_GRAPH_IMPL_TE,
+       PN_CUDA_GRAPH_ATTN, "mlp cuda graph is only supported for dense layers"},
+      {GRAPH_MOE, PN_CUDA_GRAPH_IMPL_TE, 0, NULL, PN_CUDA_GRAPH_IMPL_TE,
+       PN_CUDA_GRAPH_ATTN | PN_CUDA_GRAPH_MOE_ROUTER | PN_CUDA_GRAPH_MOE_PREPROCESS,
+       "the whole layer: the dispatch and experts of a dropless MoE stay eager"},
+      {GRAPH_MOE, PN_CUDA_GRAPH_IMPL_LOCAL, PN_CUDA_GRAPH_MOE, NULL, PN_CUDA_GRAPH_IMPL_LOCAL,
+       PN_CUDA_GRAPH_MOE_ROUTER | PN_CUDA_GRAPH_MOE_PREPROCESS, "moe cuda graph is only supported with drop-padding"},
+      {GRAPH_MOE, PN_CUDA_GRAPH_IMPL_TE, PN_CUDA_GRAPH_MOE_PREPROCESS, NULL, PN_CUDA_GRAPH_IMPL_TE,
+       PN_CUDA_GRAPH_MOE_ROUTER | PN_CUDA_GRAPH_MOE_PREPROCESS, "\"moe_router\" added"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autoptr(PnScenario) sc        = load_json(cases[i].json, hw, NULL);
+    sc->training.cuda_graph_impl    = cases[i].impl;
+    sc->training.cuda_graph_modules = cases[i].modules;
+    if (cases[i].edit)
+      cases[i].edit(sc);
+    g_autoptr(GPtrArray) w = warnings_new();
+    PnPlan p               = resolve_ok(sc, w);
+    ck_assert_msg(p.cuda_graph_impl == cases[i].want_impl && p.cuda_graph_modules == cases[i].want_modules,
+                  "case %zu: impl %d modules %#x", i, p.cuda_graph_impl, p.cuda_graph_modules);
+    if (cases[i].warning == NULL) {
+      ck_assert_msg(w->len == 0, "case %zu: %s", i, last_warning(w));
+    } else {
+      ck_assert_msg(has_warning(w, cases[i].warning), "case %zu: %u warnings, last: %s", i, w->len, last_warning(w));
+    }
+  }
+}
+END_TEST
+
 static Suite *overlap_suite(void)
 {
   Suite *s = suite_create("overlap");
@@ -2221,6 +2475,10 @@ static Suite *overlap_suite(void)
       {"properties", test_properties},
       {"monotone_no_link_contention", test_monotone_no_link_contention},
       {"host_prices", test_host_prices},
+      {"graphs_per_layer", test_graphs_per_layer},
+      {"graphs_moe_router", test_graphs_moe_router},
+      {"graphs_full_iteration", test_graphs_full_iteration},
+      {"graphs_gating", test_graphs_gating},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
