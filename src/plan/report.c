@@ -14,7 +14,7 @@
 
 /* What penumbra does not simulate: the README's list ("What is simulated"), one line each. */
 static const char *const not_simulated[] = {
-    "MLA, Megatron-FSDP, CUDA graphs, NVLink SHARP",
+    "MLA, Megatron-FSDP, NVLink SHARP",
     "host-side launch overhead and host syncs (a fixed 1 us GPU-side gap per kernel only): the main cause of the "
     "errors on small models",
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
