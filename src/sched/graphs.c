@@ -17,14 +17,12 @@
  *    optimizer), and so do the MoE dispatch, experts and combine of a dropless MoE, with the
  *    host's wait for the token counts after the router graph.
  *  - full_iteration (full_cuda_graph.py FullCudaGraphWrapper ~138-260): forward_backward_func is
- *    captured whole, every micro-batch, its P2P and the DP gradient reduction of
- *    finalize_model_grads: one CUDAGraph.replay() per iteration (graph_launch_ns, charged to the
- *    iteration's first task on each GPU), no other host cost and no host synchronization inside
- *    (the batched P2P's device sync and the token-count copies are not captured: the gate keeps
- *    MoE out). The gradient-norm all-reduce, the optimizer step and train_step's final
- *    synchronization stay eager.
- * Megatron captures after cuda_graph_warmup_steps eager iterations: every simulated iteration
- * is a replayed one.
+ *    captured whole, every micro-batch, its P2P, the parameter all-gathers of the forward
+ *    pre-hooks and the DP gradient reduction of finalize_model_grads: one CUDAGraph.replay() per
+ *    iteration (graph_launch_ns, charged to its first task on each GPU), no other host cost and no host synchronization
+ * inside (the batched P2P's device sync and the token-count copies are not captured: the gate keeps MoE out). The
+ * gradient-norm all-reduce, the optimizer step and train_step's final synchronization stay eager. Megatron captures
+ * after cuda_graph_warmup_steps eager iterations: every simulated iteration is a replayed one.
  *
  * Cost: one pass over each template (per-layer) or over the iteration's tasks (full_iteration).
  */
@@ -163,7 +161,10 @@ void pn__graphs_capture_iteration(PnBuilder *b, PnTaskId first)
     return;
   g_autofree bool *replayed = g_new0(bool, b->pp);
   for (PnTaskId id = first; id < pn_graph_n_tasks(b->g); id++) {
-    PnTask *t        = pn_graph_task(b->g, id);
+    PnTask *t = pn_graph_task(b->g, id);
+    /* the first parameter all-gathers, launched by optimizer.zero_grad() before the replay */
+    if (!replayed[t->gpu] && t->phase == PN_PHASE_OPTIM)
+      continue;
     t->graphed       = 1;
     t->host_sync     = PN_HOST_SYNC_NONE;
     t->host_ns       = replayed[t->gpu] ? 0.0f : (float)b->sc->hw->host.graph_launch_ns;
