@@ -52,6 +52,19 @@ static uint32_t op_module(const PnOp *op, bool moe)
   return PN_CUDA_GRAPH_ATTN;
 }
 
+bool pn__graphs_capture_op(const PnBuilder *b, const PnOp *op)
+{
+  uint32_t scope = b->plan->cuda_graph_modules;
+  switch (b->plan->cuda_graph_impl) {
+  case PN_CUDA_GRAPH_IMPL_NONE:
+    return false;
+  case PN_CUDA_GRAPH_IMPL_FULL_ITERATION:
+    return true;
+  default:
+    return scope == 0 || (scope & op_module(op, pn_workload_is_moe(b->sc))) != 0;
+  }
+}
+
 /* Label -> region key (0: eager) of every op of a layer, forward, backward and recompute. A
  * template entry carries its op's name as label; the few entries the builder adds itself (a
  * userbuffers reduction) have other labels and belong to the op before them. */

@@ -160,6 +160,8 @@ guint pn__emit_combined_step(PnBuilder *b, uint32_t rank, guint i);
 /* The captured entries of the templates (b->tpl, built) lose their host cost and launch gap; the
  * first of each captured region carries the replay. Nothing without CUDA graphs. */
 void pn__graphs_capture_templates(PnBuilder *b);
+/* Whether a layer's op runs inside a captured graph. */
+bool pn__graphs_capture_op(const PnBuilder *b, const PnOp *op);
 /* full_iteration: the tasks from `first` on (the iteration's forward_backward_func, after each
  * GPU's leading parameter all-gathers) are replayed from one graph: its replay on each GPU's
  * first, no host cost nor host sync on the others. */

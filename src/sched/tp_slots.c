@@ -43,15 +43,17 @@ static void tpl_comm_beside_gemm(GArray *tpl, const PnTask *t, const PnTask *gt,
 }
 
 /* `count` consecutive chunks of a GEMM split into `parts` equal chunks along M, as one task:
- * each chunk is priced at its own shape and pays its own launch (the executor adds the last). */
+ * each chunk is priced at its own shape and pays its own launch (the executor adds the last),
+ * unless a CUDA graph replays them (graphs.c). */
 static void gemm_chunks(PnBuilder *b, const PnOp *gemm, int parts, int count, int sm_limit, PnTask *t)
 {
   PnOp part  = *gemm;
   part.m     = (gemm->m + parts - 1) / parts;
   part.flops = gemm->flops / parts;
   pn__price_op(b, &part, t);
-  t->sms     = (int16_t)sm_limit;
-  t->work_ns = t->work_ns * count + (count - 1) * b->sc->hw->kernel_launch_ns;
+  t->sms           = (int16_t)sm_limit;
+  double launch_ns = pn__graphs_capture_op(b, gemm) ? 0.0 : b->sc->hw->kernel_launch_ns;
+  t->work_ns       = t->work_ns * count + (count - 1) * launch_ns;
 }
 
 static int ub_gemm_sm_limit(const PnBuilder *b, const PnUbCfg *cfg)

@@ -2296,6 +2296,29 @@ START_TEST(test_graphs_per_layer)
 }
 END_TEST
 
+/* TP overlap with userbuffers: a GEMM split into chunks pays each chunk's launch gap
+ * (kernel_launch_ns = 1000) inside its task, except the last (the executor's); replayed from a
+ * graph it pays none, so its work is (count - 1) x 1000 ns shorter; no other work changes. */
+START_TEST(test_graphs_ub_chunks)
+{
+  g_autofree char *hw      = round_profile("round-graphs", 400, 50, true);
+  g_autoptr(PnScenario) sc = graphs_scenario(TP_JSON(""), hw);
+  sc->hw->kernel_launch_ns = 1000;
+  g_autoptr(PnGraph) e     = graphs_build(sc, PN_CUDA_GRAPH_IMPL_NONE, 0);
+  g_autoptr(PnGraph) c     = graphs_build(sc, PN_CUDA_GRAPH_IMPL_TE, 0);
+  int shorter              = 0;
+  ck_assert_uint_eq(pn_graph_n_tasks(e), pn_graph_n_tasks(c));
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(e); id++) {
+    const PnTask *te = &pn_graph_tasks(e)[id], *tc = &pn_graph_tasks(c)[id];
+    double gaps = (te->work_ns - tc->work_ns) / 1000.0;
+    ck_assert_msg(gaps >= 0.0 && fabs(gaps - round(gaps)) < 1e-6, "%s: %g gaps", te->label, gaps);
+    ck_assert_msg(gaps == 0.0 || (te->layer >= 0 && te->kind == PN_TASK_COMPUTE), "%s", te->label);
+    shorter += gaps > 0.0;
+  }
+  ck_assert_int_gt(shorter, 0);
+}
+END_TEST
+
 /* A dropless MoE with moe_router + moe_preprocess graphs (Megatron-Bridge's Qwen3 recipes): the
  * pre-MLP norm, router and top-k, and the permutation are graphed, the host still waits for the
  * top-k's token counts after the router graph; the attention, the dispatch all-to-all (its
@@ -2483,6 +2506,7 @@ static Suite *overlap_suite(void)
       {"monotone_no_link_contention", test_monotone_no_link_contention},
       {"host_prices", test_host_prices},
       {"graphs_per_layer", test_graphs_per_layer},
+      {"graphs_ub_chunks", test_graphs_ub_chunks},
       {"graphs_moe_router", test_graphs_moe_router},
       {"graphs_full_iteration", test_graphs_full_iteration},
       {"graphs_gating", test_graphs_gating},
