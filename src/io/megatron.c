@@ -31,6 +31,7 @@ const PnMegatronArg pn_megatron_args[] = {
     {"model.mtp_num_layers", "--mtp-num-layers", PN_MEGATRON_VALUE},
     {"hardware.num_gpus", "the launcher's world size (nodes x GPUs per node)", PN_MEGATRON_DERIVED},
     {"training.precision", "--bf16, --fp8-format", PN_MEGATRON_CUSTOM},
+    {"training.fp8_recipe", "--fp8-recipe", PN_MEGATRON_VALUE},
     {"training.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.masked_softmax_fusion", "--no-masked-softmax-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.bias_activation_fusion", "--no-bias-swiglu-fusion or --no-bias-gelu-fusion", PN_MEGATRON_CUSTOM},

@@ -668,6 +668,8 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
     return true;
   if (sc->parallel.context_parallel_size == 1 && strcmp(key, "comm_overlap.cp_comm_type") == 0)
     return true;
+  if (sc->training.precision != PN_PREC_FP8 && strcmp(key, "training.fp8_recipe") == 0)
+    return true;
   if (sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL &&
       (strcmp(key, "recompute.recompute_method") == 0 || strcmp(key, "recompute.recompute_num_layers") == 0))
     return true;

@@ -44,12 +44,17 @@
 
 G_STATIC_ASSERT(sizeof(PnPrecision) == sizeof(int) && sizeof(PnCpCommType) == sizeof(int) &&
                 sizeof(PnRecomputeGranularity) == sizeof(int) && sizeof(PnRecomputeMethod) == sizeof(int) &&
-                sizeof(PnMoeDispatcher) == sizeof(int));
+                sizeof(PnMoeDispatcher) == sizeof(int) && sizeof(PnFp8Recipe) == sizeof(int));
 G_STATIC_ASSERT(sizeof(PnCudaGraphImpl) == sizeof(int));
 
-const PnEnumName pn__io_precision_names[] = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
-const PnEnumName pn__io_cp_comm_names[]   = {
-      {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
+const PnEnumName pn__io_precision_names[]  = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
+static const PnEnumName fp8_recipe_names[] = {{"delayed", PN_FP8_DELAYED},
+                                              {"tensorwise", PN_FP8_TENSORWISE},
+                                              {"blockwise", PN_FP8_BLOCKWISE},
+                                              {"mxfp8", PN_FP8_MXFP8},
+                                              {NULL, 0}};
+const PnEnumName pn__io_cp_comm_names[]    = {
+       {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
 static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
 static const PnEnumName method_names[] = {
@@ -91,6 +96,7 @@ static const PnField training_fields[] = {
     F_INT(PnTrainingConfig, "micro_batch_size", micro_batch_size, 1, 1000000000),
     F_INT_REQ(PnTrainingConfig, "global_batch_size", global_batch_size, 1, 1000000000),
     F_ENUM(PnTrainingConfig, "precision", PN_FIELD_ENUM, precision, pn__io_precision_names, 0),
+    F_ENUM(PnTrainingConfig, "fp8_recipe", PN_FIELD_ENUM, fp8_recipe, fp8_recipe_names, 0),
     F_RANGE(PnTrainingConfig, "iterations", iterations, 1, 100),
     F_KIND(PnTrainingConfig, "gradient_accumulation_fusion", PN_FIELD_BOOL, gradient_accumulation_fusion),
     {.key = "cuda_graph_modules", .kind = PN_FIELD_CUSTOM},
@@ -624,6 +630,21 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
          "disabled because tensor_model_parallel_size is 1 (as Megatron does)");
   if (broken != PN_RULE_OK) {
     pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, v.path, "%s", v.message);
+    return FALSE;
+  }
+  /* Transformer Engine refuses MXFP8 below compute capability 10.0 (quantization.py
+   * _compute_mxfp8_support); blockwise runs on Hopper with CUDA >= 12.9, but its 1x128 / 128x128
+   * scales are not simulated. The recipe does not act without fp8 (Megatron reads it only with
+   * --fp8-format). */
+  if (sc->training.precision == PN_PREC_FP8 && sc->training.fp8_recipe == PN_FP8_MXFP8) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/fp8_recipe",
+                "\"mxfp8\" needs a Blackwell GPU (Transformer Engine: compute capability 10.0 or higher); penumbra's "
+                "profiles are Hopper: use \"delayed\" or \"tensorwise\"");
+    return FALSE;
+  }
+  if (sc->training.precision == PN_PREC_FP8 && sc->training.fp8_recipe == PN_FP8_BLOCKWISE) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/fp8_recipe",
+                "\"blockwise\" scaling is not simulated in this version: use \"delayed\" or \"tensorwise\"");
     return FALSE;
   }
   if (sc->model.mtp_num_layers > 0)

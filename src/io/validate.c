@@ -163,6 +163,17 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   cJSON_AddNumberToObject(tr, "micro_batch_size", (double)mbs);
   cJSON_AddNumberToObject(tr, "global_batch_size", (double)gbs);
   cJSON_AddStringToObject(tr, "precision", fp8 ? "fp8" : "bf16");
+  /* The scaling recipe, from the record's precision: Megatron-Bridge 25.11 writes "FP8-CS" (current
+   * scaling, Megatron-Core's "tensorwise"); its 25.09 page has no precision column and "says
+   * numbers in parentheses use a different FP8 quantization granularity (... blockwise)", so the
+   * main value is current scaling too (its perf harness offers fp8_cs, fp8_mx and fp8_sc only:
+   * scripts/performance/utils/precision.py). NeMo 24.07's "FP8" is Transformer Engine's delayed
+   * scaling, the only recipe NeMo configured then and Megatron-Core's default. */
+  if (fp8)
+    cJSON_AddStringToObject(tr, "fp8_recipe",
+                            strstr(row->precision, "CS") || g_str_has_prefix(row->source_family, "megatron-bridge")
+                                ? "tensorwise"
+                                : "delayed");
   cJSON *p = cJSON_AddObjectToObject(sc, "parallel");
   cJSON_AddNumberToObject(p, "tensor_model_parallel_size", (double)tp);
   cJSON_AddNumberToObject(p, "pipeline_model_parallel_size", (double)pp);

@@ -25,6 +25,9 @@ typedef enum { PN_TRI_UNSET = -1, PN_TRI_FALSE = 0, PN_TRI_TRUE = 1 } PnTri;
 typedef enum { PN_ACT_GELU, PN_ACT_SWIGLU, PN_ACT_SQUARED_RELU, PN_ACT_RELU } PnActivation;
 typedef enum { PN_NORM_LAYERNORM, PN_NORM_RMSNORM } PnNorm;
 typedef enum { PN_PREC_BF16, PN_PREC_FP8 } PnPrecision;
+/* Megatron-Core fp8_recipe (transformer_config.py; default "delayed"). Only delayed and tensorwise
+ * (per-tensor current scaling) are simulated; io/ refuses the others for fp8 runs. */
+typedef enum { PN_FP8_DELAYED, PN_FP8_TENSORWISE, PN_FP8_BLOCKWISE, PN_FP8_MXFP8 } PnFp8Recipe;
 typedef enum { PN_RECOMPUTE_NONE, PN_RECOMPUTE_SELECTIVE, PN_RECOMPUTE_FULL } PnRecomputeGranularity;
 typedef enum { PN_RECOMPUTE_METHOD_UNIFORM, PN_RECOMPUTE_METHOD_BLOCK } PnRecomputeMethod;
 typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommType;
@@ -102,6 +105,7 @@ typedef struct {
   int64_t micro_batch_size;
   int64_t global_batch_size;
   PnPrecision precision;
+  PnFp8Recipe fp8_recipe;            /* how TE scales the fp8 tensors (precision fp8 only) */
   int iterations;                    /* simulated iterations (>= 1) */
   bool gradient_accumulation_fusion; /* wgrad GEMMs accumulate into main_grad (Bridge GPTModelProvider
                                         default: on when the fused kernels exist) */
