@@ -166,6 +166,34 @@ static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, in
   }
 }
 
+/* fp8 ops outside the layer templates (workload/ops.h), emitted for one chunk of `rank`: the
+ * weight casts of a chunk's first micro-batch, per layer (`layer` >= 0), or delayed scaling's amax
+ * reduction (`layer` < 0). Built per call: they depend on the rank's layer count, and a chunk
+ * emits them at most twice per micro-batch. */
+static void emit_fp8(PnBuilder *b, uint32_t rank, bool fwd, int32_t mb, int16_t chunk, int64_t layer)
+{
+  if (b->sc->training.precision != PN_PREC_FP8)
+    return;
+  g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  if (layer >= 0) {
+    pn_workload_fp8_weight_ops(b->sc, ops);
+  } else {
+    int64_t layers = 0;
+    for (int64_t c = 0; c < b->vpp; c++)
+      layers += g_array_index(b->vs_layers, int64_t, pn__vstage_of(b, rank, c));
+    pn_workload_fp8_amax_ops(b->sc, fwd ? PN_PHASE_FWD : PN_PHASE_BWD, layers, ops);
+  }
+  if (ops->len == 0)
+    return;
+  g_autoptr(GArray) tpl = tpl_from_ops(b, ops);
+  pn__emit_template(b, rank, tpl, mb, chunk, (int16_t)layer);
+}
+
+static bool unit_is_layer(GArray *units, gint i)
+{
+  return i >= 0 && i < (gint)units->len && g_array_index(units, PnUnit, i).kind == PN_UNIT_LAYER;
+}
+
 static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   GArray *units = pn__units_of(b, rank, a->chunk);
@@ -179,7 +207,11 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
       pn__emit_param_gather_bucket(b, rank, a->chunk, u->bucket);
       cur_bucket = u->bucket;
     }
+    if (u->kind == PN_UNIT_LAYER && a->first_forward_of_chunk)
+      emit_fp8(b, rank, true, a->microbatch, a->chunk, u->layer);
     emit_unit(b, rank, u, true, a->microbatch, a->chunk);
+    if (u->kind == PN_UNIT_LAYER && !unit_is_layer(units, (gint)i + 1))
+      emit_fp8(b, rank, true, a->microbatch, a->chunk, -1); /* the block's fp8_autocast exits */
   }
 }
 
@@ -190,6 +222,8 @@ static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
   for (gint i = (gint)units->len - 1; i >= 0; i--) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
     emit_unit(b, rank, u, false, a->microbatch, a->chunk);
+    if (u->kind == PN_UNIT_LAYER && !unit_is_layer(units, i - 1))
+      emit_fp8(b, rank, false, a->microbatch, a->chunk, -1); /* the block's first fp8 module's backward ends */
     bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
     if (reduce && bucket_done)
       pn__emit_grad_bucket(b, rank, a->chunk, u->bucket);

@@ -26,6 +26,7 @@ static PnCommClass group_class(PnGroup grp)
   case PN_GROUP_CP:
     return PN_CLASS_CP;
   case PN_GROUP_DP:
+  case PN_GROUP_AMAX: /* delayed scaling's amax reduction: reported with the data-parallel traffic */
     return PN_CLASS_DP;
   case PN_GROUP_EP:
     return PN_CLASS_EP;
@@ -52,6 +53,10 @@ static void group_span(const PnBuilder *b, PnGroup grp, int64_t *ranks, int64_t 
   case PN_GROUP_DP: /* gradients reduce over the dp x cp group */
     *ranks    = b->dp * b->cp;
     *per_node = pn_sched_ranks_per_node(b->sc, b->tp, b->dp * b->cp);
+    break;
+  case PN_GROUP_AMAX: /* tp x dp x cp: consecutive ranks */
+    *ranks    = b->tp * b->dp * b->cp;
+    *per_node = pn_sched_ranks_per_node(b->sc, 1, *ranks);
     break;
   case PN_GROUP_EP: { /* expert ranks: etp x ep x edp; the allgather dispatcher spans etp x ep */
     int64_t etp = b->sc->parallel.expert_tensor_parallel_size;

@@ -14,10 +14,11 @@ typedef struct {
   int64_t f_tp;   /* ffn/tp */
   int64_t fc1_tp; /* ffn*(2 if gated)/tp */
   int64_t vocab_tp;
-  bool sp, fp8, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
+  bool sp, fp8, cs, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
   bool act_unfused; /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
   PnCpCommType cp_type;
   double e;        /* bytes per element of a quantizable GEMM input: 1 (fp8) or 2 */
+  double norm_e;   /* bytes per element a fused norm writes: 1 (fp8 delayed scaling) or 2 */
   PnDtype gemm_dt; /* dtype of the layer GEMMs */
   /* mixture of experts (ops.h) */
   bool moe;
@@ -62,7 +63,9 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->bias        = m->add_bias_linear;
   d->act_unfused = !sc->training.bias_activation_fusion;
   d->cp_type     = sc->comm_overlap.cp_comm_type;
+  d->cs          = d->fp8 && sc->training.fp8_recipe == PN_FP8_TENSORWISE;
   d->e           = d->fp8 ? 1.0 : 2.0;
+  d->norm_e      = d->fp8 && !d->cs ? 1.0 : 2.0;
   d->gemm_dt     = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
   d->moe         = m->num_moe_experts > 0;
   if (d->moe) {
@@ -209,11 +212,40 @@ static void push_norm_bwd(GArray *out, const Dims *d, const char *name, const ch
     push_mem(out, add_name, phase, elems * 6.0, 0.0); /* residual branch + norm branch gradients */
 }
 
+/* Tensorwise (current) scaling: what TE's Float8CurrentScalingQuantizer::quantize_impl
+ * (transformer_engine/pytorch/csrc/quantizer.cpp) runs before the cast of `elems` elements: the
+ * amax (a bf16 read; fused into the norm kernel when `amax_fused`), its 1-float all-reduce over TP
+ * when `tp_amax`, and the scale from the amax. Delayed scaling casts with the previous scale. */
+static void push_cs_prologue(GArray *out, const Dims *d, PnPhase phase, double elems, bool amax_fused, bool tp_amax)
+{
+  if (!d->cs)
+    return;
+  if (!amax_fused)
+    push_mem(out, "fp8_amax", phase, elems * 2.0, 0.0);
+  if (tp_amax)
+    push_comm(out, "fp8_amax_tp_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, 4.0, PN_DT_FP32);
+  push_mem(out, "fp8_scale", phase, 12.0, 0.0); /* amax read, scale and scale_inv written (fp32) */
+}
+
+/* An fp8 quantization of `elems` elements moving `bytes_per_elem` in the cast kernel. */
+static void push_cast(GArray *out, const Dims *d, const char *name, PnPhase phase, double elems, double bytes_per_elem,
+                      bool tp_amax)
+{
+  push_cs_prologue(out, d, phase, elems, false, tp_amax);
+  push_mem(out, name, phase, elems * bytes_per_elem, 0.0);
+}
+
 /* Column-parallel TE LayerNormLinear forward: [AG of ln out] + GEMM. `saved` is the GEMM's input
  * as TE keeps it (the local shard with SP). */
 static void push_column_fwd(GArray *out, const Dims *d, const char *name, const char *ag_name, const char *slot,
-                            PnPhase phase, int64_t n, double saved)
+                            const char *norm_cast, PnPhase phase, int64_t n, double saved)
 {
+  /* current scaling: the norm writes bf16 and its amax (FUSED_NORM_AMAX_FP8), all-reduced over
+   * TP with SP (layernorm_linear.py), then the rowwise cast; the transpose is made for the wgrad */
+  if (norm_cast && d->cs) {
+    push_cs_prologue(out, d, phase, (double)d->Tsp * (double)d->h, true, d->sp);
+    push_mem(out, norm_cast, phase, (double)d->Tsp * (double)d->h * 3.0, 0.0);
+  }
   if (d->sp)
     push_comm(out, ag_name, slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, (double)d->T * (double)d->h * d->e,
               d->gemm_dt);
@@ -225,7 +257,7 @@ static void push_row_fwd(GArray *out, const Dims *d, const char *name, const cha
                          const char *slot, PnPhase phase, int64_t k, double saved)
 {
   if (d->fp8)
-    push_mem(out, cast_name, phase, (double)d->T * (double)k * 4.0, 0.0);
+    push_cast(out, d, cast_name, phase, (double)d->T * (double)k, 4.0, false);
   push_gemm(out, name, slot, phase, PN_GEMM_FPROP, d->gemm_dt, d->T, d->h, k, saved);
   double S = (double)d->T * (double)d->h * 2.0;
   if (d->sp)
@@ -242,13 +274,13 @@ static void push_row_bwd(GArray *out, const Dims *d, const char *dgrad_name, con
 {
   double full = (double)d->T * (double)d->h;
   if (d->sp) {
-    if (d->fp8)
-      push_mem(out, cast_name, phase, (double)d->Tsp * (double)d->h * 3.0, 0.0);
+    if (d->fp8) /* current scaling: the grad_output amax is all-reduced over TP (linear.py) */
+      push_cast(out, d, cast_name, phase, (double)d->Tsp * (double)d->h, 3.0, true);
     push_comm(out, ag_name, dgrad_slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, full * d->e, d->gemm_dt);
     if (d->fp8)
       push_mem(out, tr_name, phase, full * 2.0, 0.0);
   } else if (d->fp8) {
-    push_mem(out, cast_name, phase, full * 4.0, 0.0);
+    push_cast(out, d, cast_name, phase, full, 4.0, false);
   }
   push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, d->h, k);
   push_wgrad(out, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, d->h, k);
@@ -262,7 +294,7 @@ static void push_column_bwd(GArray *out, const Dims *d, const char *dgrad_name, 
 {
   double full = (double)d->T * (double)d->h;
   if (d->fp8)
-    push_mem(out, cast_name, phase, (double)d->T * (double)n * 4.0, 0.0);
+    push_cast(out, d, cast_name, phase, (double)d->T * (double)n, 4.0, false);
   if (d->sp)
     push_comm(out, ag_name, dgrad_slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, full * d->e, d->gemm_dt);
   push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, n, d->h);
@@ -369,7 +401,7 @@ static void moe_shared_forward(GArray *out, const Dims *d, PnPhase phase, double
   if (d->sf_tp <= 0)
     return;
   const double hsp = (double)d->Tsp * (double)d->h;
-  push_column_fwd(out, d, "shared_fc1", "shared_fc1_ag", NULL, phase, d->sfc1_tp, keep * hsp * d->e);
+  push_column_fwd(out, d, "shared_fc1", "shared_fc1_ag", NULL, NULL, phase, d->sfc1_tp, keep * hsp * d->e);
   double f_out = (double)d->T * (double)d->sf_tp;
   push_mem(out, "shared_act", phase, f_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->sfc1_tp * 2.0);
   push_row_fwd(out, d, "shared_fc2", "shared_fc2_in_cast", "shared_fc2_rs", NULL, phase, d->sf_tp,
@@ -422,13 +454,13 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   else if (d->ep > 1 && d->L > 1)
     push_mem(out, "sort_chunks", phase, rh * 4.0, 0.0);
   if (d->fp8)
-    push_mem(out, "moe_fc1_in_cast", phase, rh * 4.0, 0.0);
+    push_cast(out, d, "moe_fc1_in_cast", phase, rh, 4.0, false);
   push_gemm(out, "moe_fc1", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->mfc1, d->h, keep * rh * d->e);
   make_grouped(out, d->L);
   double act_in = (double)d->R * (double)d->mf;
   push_mem(out, "moe_act", phase, act_in * (d->swiglu ? 6.0 : 4.0), keep * (double)d->R * (double)d->mfc1 * 2.0);
   if (d->fp8)
-    push_mem(out, "moe_fc2_in_cast", phase, act_in * 4.0, 0.0);
+    push_cast(out, d, "moe_fc2_in_cast", phase, act_in, 4.0, false);
   push_gemm(out, "moe_fc2", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->h, d->mf,
             keep * act_in * (d->fp8 ? 1.0 : 2.0));
   make_grouped(out, d->L);
@@ -493,14 +525,14 @@ static void moe_backward(GArray *out, const Dims *d)
     push_mem(out, "unsort_chunks_bwd", B, rh * 4.0, 0.0);
   double act_in = (double)d->R * (double)d->mf;
   if (d->fp8)
-    push_mem(out, "moe_fc2_dy_cast", B, rh * 4.0, 0.0);
+    push_cast(out, d, "moe_fc2_dy_cast", B, rh, 4.0, false);
   push_dgrad(out, "moe_fc2_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
   make_grouped(out, d->L);
   push_wgrad(out, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
   make_grouped(out, d->L);
   push_mem(out, "moe_act_bwd", B, act_in * (d->swiglu ? 10.0 : 6.0), 0.0);
   if (d->fp8)
-    push_mem(out, "moe_fc1_dy_cast", B, (double)d->R * (double)d->mfc1 * 4.0, 0.0);
+    push_cast(out, d, "moe_fc1_dy_cast", B, (double)d->R * (double)d->mfc1, 4.0, false);
   push_dgrad(out, "moe_fc1_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);
   make_grouped(out, d->L);
   push_wgrad(out, "moe_fc1_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);
@@ -548,8 +580,9 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   double keep = full ? 0.0 : 1.0;
 
   double ln1_saved = full ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d);
-  push_norm_fwd(out, d, "ln1", phase, d->e, ln1_saved);
-  push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", phase, d->q_tp + 2 * d->kv_tp, keep * hsp * d->e);
+  push_norm_fwd(out, d, "ln1", phase, d->norm_e, ln1_saved);
+  push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", "qkv_in_cast", phase, d->q_tp + 2 * d->kv_tp,
+                  keep * hsp * d->e);
   if (d->rope)
     push_mem(out, "rope", phase, (double)d->T * (double)(d->q_tp + d->kv_tp) * 4.0, 0.0);
   push_cp_fwd(out, d, phase);
@@ -569,8 +602,8 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
     return;
   }
   guint mlp = out->len;
-  push_norm_fwd(out, d, "ln2", phase, d->e, keep * (hsp * 2.0 + norm_stats_bytes(d)));
-  push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", phase, d->fc1_tp, keep * hsp * d->e);
+  push_norm_fwd(out, d, "ln2", phase, d->norm_e, keep * (hsp * 2.0 + norm_stats_bytes(d)));
+  push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", "fc1_in_cast", phase, d->fc1_tp, keep * hsp * d->e);
   double fc1_out = (double)d->T * (double)d->f_tp;
   push_mem(out, "act", phase, fc1_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->fc1_tp * 2.0);
   if (d->act_unfused && act_unfused_bytes(d, false) > 0.0)
@@ -779,6 +812,70 @@ void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArra
     push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * ((4.0 + 3.0) * 4.0 + 2.0), 0.0);
   else
     push_mem(out, "adamw_torch_step", PN_PHASE_OPTIM, params_on_gpu * (80.0 + 6.0), 0.0);
+}
+
+/* ---- fp8 bookkeeping outside the layer lists (ops.h) ---- */
+
+/* GEMMs of one layer in TE fp8 modules: each has 3 forward and 2 backward amax entries
+ * (module/base.py: num_gemms x 3 fwd, x 2 bwd). GroupedLinear counts one per local expert. */
+static int64_t fp8_gemms_per_layer(const Dims *d)
+{
+  if (!d->moe)
+    return 4;
+  return 2 + (d->sf_tp > 0 ? 2 : 0) + 2 * d->L;
+}
+
+void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, GArray *out)
+{
+  g_assert(sc && out && layers_on_rank >= 0);
+  g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
+  Dims d;
+  dims_init(sc, &d);
+  if (!d.fp8 || d.cs || layers_on_rank == 0)
+    return;
+  double floats = (double)(fp8_gemms_per_layer(&d) * layers_on_rank) * (phase == PN_PHASE_FWD ? 3.0 : 2.0);
+  push_mem(out, "fp8_amax_cat", phase, floats * 8.0, 0.0);
+  const PnParallelConfig *p = &sc->parallel;
+  if (d.tp * d.cp * MAX(p->data_parallel_size, 1) > 1)
+    push_comm(out, "fp8_amax_all_reduce", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_AMAX, floats * 4.0, PN_DT_FP32);
+  push_mem(out, "fp8_scale_update", phase, floats * 20.0, 0.0);
+}
+
+/* One weight's quantization: fp8_param_gather: the transpose of the gathered fp8 weight (read 1,
+ * write 1 B/elem); else [current scaling: amax, scale] and the cast_transpose (read 2, write 2). */
+static void push_weight_cast(GArray *out, const Dims *d, bool fp8_params, const char *name, double elems)
+{
+  if (fp8_params) {
+    push_mem(out, name, PN_PHASE_FWD, elems * 2.0, 0.0);
+    return;
+  }
+  push_cast(out, d, name, PN_PHASE_FWD, elems, 4.0, false);
+}
+
+void pn_workload_fp8_weight_ops(const PnScenario *sc, GArray *out)
+{
+  g_assert(sc && out);
+  Dims d;
+  dims_init(sc, &d);
+  if (!d.fp8)
+    return;
+  const bool fp8p = sc->ddp.fp8_param_gather;
+  const double h  = (double)d.h;
+  push_weight_cast(out, &d, fp8p, "qkv_weight_cast", h * (double)(d.q_tp + 2 * d.kv_tp));
+  push_weight_cast(out, &d, fp8p, "proj_weight_cast", (double)d.q_tp * h);
+  if (!d.moe) {
+    push_weight_cast(out, &d, fp8p, "fc1_weight_cast", h * (double)d.fc1_tp);
+    push_weight_cast(out, &d, fp8p, "fc2_weight_cast", (double)d.f_tp * h);
+    return;
+  }
+  if (d.sf_tp > 0) {
+    push_weight_cast(out, &d, fp8p, "shared_fc1_weight_cast", h * (double)d.sfc1_tp);
+    push_weight_cast(out, &d, fp8p, "shared_fc2_weight_cast", (double)d.sf_tp * h);
+  }
+  for (int64_t e = 0; e < d.L; e++) {
+    push_weight_cast(out, &d, fp8p, "moe_fc1_weight_cast", h * (double)d.mfc1);
+    push_weight_cast(out, &d, fp8p, "moe_fc2_weight_cast", (double)d.mf * h);
+  }
 }
 
 /* ---- parameters ---- */

@@ -64,8 +64,15 @@
  *     GEMM inputs (attention out, activation out): read bf16, write fp8 + fp8^T = 4 B/elem;
  *     backward cast_transpose of each GEMM's dY (4 B/elem; with SP the row-parallel dY is cast
  *     on the local shard, 3 B/elem, gathered in fp8, and the gathered copy transposed, 2 B/elem);
- *     transpose of the re-gathered ln output for the wgrad (2 B/elem). Weight casts happen once
- *     per iteration (TE caches them on the first micro-batch) and are not in these lists.
+ *     transpose of the re-gathered ln output for the wgrad (2 B/elem). Weight casts happen on a
+ *     chunk's first micro-batch only (TE caches them) and delayed scaling's amax reduction once
+ *     per chunk: pn_workload_fp8_weight_ops / pn_workload_fp8_amax_ops, outside these lists.
+ *   fp8 with tensorwise (current) scaling (training.fp8_recipe): every cast above is preceded by
+ *     an amax pass (`fp8_amax`, a read of the bf16 tensor, 2 B/elem) and a scale kernel
+ *     (`fp8_scale`, 12 B); the norms write bf16 with a fused amax (Tsp*h*(2+2)), then scale and a
+ *     rowwise cast (`qkv_in_cast`, `fc1_in_cast`: 3 B/elem). With sequence parallelism the amax of
+ *     the column-parallel inputs (forward) and of the row-parallel dY (backward) is all-reduced over
+ *     TP: a 4-byte fp32 all-reduce (`fp8_amax_tp_ar`), 2 forward and 2 backward per dense layer.
  *
  * Saved activations (`saved_bytes`, FWD ops only; for memory.h): what each op keeps for its
  * backward. norms: input x (Tsp*h*2) + statistics (fp32 per token: 2 for LayerNorm, 1 for
@@ -139,7 +146,9 @@ typedef enum { PN_OP_GEMM, PN_OP_ATTN, PN_OP_MEM, PN_OP_COMM } PnOpKind;
 typedef enum { PN_GEMM_FPROP, PN_GEMM_DGRAD, PN_GEMM_WGRAD, PN_GEMM_NONE } PnGemmRole;
 /* Groups: EP = the expert-parallel group (etp x ep ranks for the allgather dispatcher, ep for
  * the others); ETP = expert tensor parallel (etp consecutive ranks). */
-typedef enum { PN_GROUP_TP, PN_GROUP_CP, PN_GROUP_DP, PN_GROUP_EP, PN_GROUP_PP, PN_GROUP_ETP } PnGroup;
+/* AMAX = Megatron's amax reduction group for delayed scaling, tp x dp x cp ranks
+ * (parallel_state.get_amax_reduction_group(with_context_parallel=True)). */
+typedef enum { PN_GROUP_TP, PN_GROUP_CP, PN_GROUP_DP, PN_GROUP_EP, PN_GROUP_PP, PN_GROUP_ETP, PN_GROUP_AMAX } PnGroup;
 
 /* Which node of Megatron-Core's fine-grained layer schedule (model_chunk_schedule_plan.py
  * TransformerLayerSchedulePlan) an op belongs to: pre_dispatch_computation (attention, pre-MLP
@@ -204,6 +213,25 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out);
  * eps (8), param.addcdiv_(m, denom) (16): 80 B/param, then Megatron's copy of the fp32 main params
  * into the bf16 model params (4 + 2): 86 B/param. Phase PN_PHASE_OPTIM. */
 void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out);
+
+/* Delayed scaling's amax reduction, where Megatron's one fp8_autocast around a model chunk's
+ * transformer block exits (forward, phase FWD) and where the block's first fp8 module ends its
+ * backward (phase BWD): once per micro-batch per chunk (TE quantization.py
+ * reduce_and_update_fp8_tensors). TE's global buffer holds the amaxes of every fp8 module on the
+ * rank, all chunks: n = 3 (FWD) or 2 (BWD) fp32 per fp8 GEMM x GEMMs per layer (4 dense; 2 + 2
+ * shared + 2 per local expert in MoE layers) x `layers_on_rank`. Ops: the torch.cat of the
+ * buffer (8n B), the all-reduce (MAX) of 4n B over PN_GROUP_AMAX (none when that group is one
+ * rank), and tex.fused_amax_and_scale_update_after_reduction (20n B: amax history and scale read,
+ * history, scale and scale_inv written, history length 1 as Megatron's default). Empty unless
+ * fp8 with the delayed recipe. */
+void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, GArray *out);
+/* One layer's weight quantization, which TE runs on a chunk's first micro-batch only and caches
+ * (is_first_microbatch; layernorm_linear.py quantize_weight): per weight matrix (experts one by
+ * one) a cast_transpose, 4 B/elem, preceded with current scaling by its amax and scale kernels;
+ * with ddp.fp8_param_gather the weights are already fp8 and Hopper needs only their transpose
+ * after the all-gather (tensor/utils.py post_all_gather_processing), 2 B/elem. Phase FWD; empty
+ * without fp8. */
+void pn_workload_fp8_weight_ops(const PnScenario *sc, GArray *out);
 
 /* Parameters per GPU. Layer: qkv, proj, fc1, fc2 weights split by TP, their biases (column
  * biases split, row biases replicated), both norms replicated. MoE layers: attention, norms,

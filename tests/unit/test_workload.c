@@ -253,6 +253,132 @@ START_TEST(test_tp4_sp_fp8)
 }
 END_TEST
 
+static int count_named(const GArray *ops, const char *name, int phase)
+{
+  int n = 0;
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *o = &g_array_index(ops, PnOp, i);
+    if (strcmp(o->name, name) == 0 && (phase < 0 || o->phase == phase))
+      n++;
+  }
+  return n;
+}
+
+/* Tensorwise (current) scaling, TP4 with SP, Llama 3 8B (T = 8192, Tsp = 2048, h = 4096): the
+ * norm writes bf16 with its amax (Tsp*h*4), the amax is all-reduced over TP (4 B), the scale is
+ * computed (12 B) and the rowwise cast moves 3 B/elem before the fp8 gather; proj's input gets an
+ * amax pass (T*q/tp*2 B) before its cast_transpose. Per dense layer: 2 TP amax all-reduces forward
+ * (qkv, fc1 inputs) and 2 backward (proj, fc2 dY). Delayed scaling has none of these ops. */
+START_TEST(test_fp8_tensorwise)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  sc.training.precision  = PN_PREC_FP8;
+  sc.training.fp8_recipe = PN_FP8_TENSORWISE;
+  g_autoptr(GArray) f    = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(f, "ln1")->bytes, 2048.0 * 4096 * 4);
+  ck_assert_double_eq(find(f, "qkv_in_cast")->bytes, 2048.0 * 4096 * 3);
+  const PnOp *ar = find(f, "fp8_amax_tp_ar");
+  ck_assert(ar->kind == PN_OP_COMM && ar->coll == PN_COLL_ALL_REDUCE && ar->group == PN_GROUP_TP);
+  ck_assert_double_eq(ar->bytes, 4.0);
+  ck_assert_double_eq(find(f, "fp8_scale")->bytes, 12.0);
+  ck_assert_int_lt(index_of(f, "fp8_amax_tp_ar"), index_of(f, "fp8_scale"));
+  ck_assert_int_lt(index_of(f, "fp8_scale"), index_of(f, "qkv_in_cast"));
+  ck_assert_int_lt(index_of(f, "qkv_in_cast"), index_of(f, "qkv_ag"));
+  ck_assert_double_eq(find(f, "fp8_amax")->bytes, 8192.0 * 1024 * 2); /* proj's input */
+  ck_assert_int_eq(count_named(f, "fp8_amax_tp_ar", -1), 2);
+  ck_assert_int_eq(count_named(f, "fp8_scale", -1), 4); /* ln1, proj in, ln2, fc2 in */
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  ck_assert_int_eq(count_named(b, "fp8_amax_tp_ar", -1), 2);
+  ck_assert_int_eq(count_named(b, "fp8_scale", -1), 4); /* dY of fc2, fc1, proj, qkv */
+  sc.training.fp8_recipe = PN_FP8_DELAYED;
+  g_autoptr(GArray) fd   = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(fd, "ln1")->bytes, 2048.0 * 4096 * 3);
+  ck_assert_ptr_null(find(fd, "fp8_scale"));
+  ck_assert_ptr_null(find(fd, "qkv_in_cast"));
+  /* without SP (TP1) the amax stays local */
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  sc.training.precision  = PN_PREC_FP8;
+  sc.training.fp8_recipe = PN_FP8_TENSORWISE;
+  g_autoptr(GArray) f1   = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b1   = layer(&sc, PN_PHASE_BWD);
+  ck_assert_ptr_null(find(f1, "fp8_amax_tp_ar"));
+  ck_assert_ptr_null(find(b1, "fp8_amax_tp_ar"));
+}
+END_TEST
+
+/* Delayed scaling's amax reduction at the autocast exit, TP4 x DP2, 32 layers on the rank: forward
+ * n = 3 x 4 GEMMs x 32 = 384 floats: cat 8n = 3072 B, all-reduce 4n = 1536 B over the amax group,
+ * update 20n = 7680 B; backward n = 256 (all-reduce 1024 B). One GPU: no all-reduce. Tensorwise
+ * and bf16: nothing. */
+START_TEST(test_fp8_amax_ops)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  sc.training.precision = PN_PREC_FP8;
+  g_autoptr(GArray) f   = ops_new();
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, f);
+  ck_assert_int_eq(f->len, 3);
+  ck_assert_double_eq(find(f, "fp8_amax_cat")->bytes, 3072.0);
+  const PnOp *ar = find(f, "fp8_amax_all_reduce");
+  ck_assert(ar->coll == PN_COLL_ALL_REDUCE && ar->group == PN_GROUP_AMAX && ar->dtype == PN_DT_FP32);
+  ck_assert_double_eq(ar->bytes, 1536.0);
+  ck_assert_double_eq(find(f, "fp8_scale_update")->bytes, 7680.0);
+  g_autoptr(GArray) b = ops_new();
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_BWD, 32, b);
+  ck_assert_double_eq(find(b, "fp8_amax_all_reduce")->bytes, 1024.0);
+  ck_assert_int_eq(find(b, "fp8_amax_all_reduce")->phase, PN_PHASE_BWD);
+  scenario(&sc, 1, 1, false, 1, 1, 1);
+  sc.training.precision = PN_PREC_FP8;
+  g_autoptr(GArray) one = ops_new();
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, one);
+  ck_assert_int_eq(one->len, 2);
+  ck_assert_ptr_null(find(one, "fp8_amax_all_reduce"));
+  sc.training.fp8_recipe = PN_FP8_TENSORWISE;
+  g_autoptr(GArray) cs   = ops_new();
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, cs);
+  ck_assert_int_eq(cs->len, 0);
+  sc.training.precision  = PN_PREC_BF16;
+  sc.training.fp8_recipe = PN_FP8_DELAYED;
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, cs);
+  ck_assert_int_eq(cs->len, 0);
+}
+END_TEST
+
+/* First micro-batch weight casts, Llama 3 8B at TP4: qkv = h*(q+2kv)/tp = 4096*1536 elements,
+ * cast_transpose 4 B/elem; one op per weight (4 dense), and all four together are the layer's
+ * linear parameters. Tensorwise adds amax and scale per weight (12 ops); fp8_param_gather leaves
+ * the transposes, 2 B/elem. */
+START_TEST(test_fp8_weight_ops)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  sc.training.precision = PN_PREC_FP8;
+  g_autoptr(GArray) w   = ops_new();
+  pn_workload_fp8_weight_ops(&sc, w);
+  ck_assert_int_eq(w->len, 4);
+  ck_assert_double_eq(find(w, "qkv_weight_cast")->bytes, 4096.0 * 1536 * 4);
+  double elems = 0.0;
+  for (guint i = 0; i < w->len; i++)
+    elems += g_array_index(w, PnOp, i).bytes / 4.0;
+  ck_assert_double_eq(elems, pn_workload_layer_linear_params(&sc));
+  sc.training.fp8_recipe = PN_FP8_TENSORWISE;
+  g_autoptr(GArray) cs   = ops_new();
+  pn_workload_fp8_weight_ops(&sc, cs);
+  ck_assert_int_eq(cs->len, 12);
+  ck_assert_double_eq(find(cs, "fp8_amax")->bytes, 4096.0 * 1536 * 2);
+  sc.ddp.fp8_param_gather = true;
+  g_autoptr(GArray) pg    = ops_new();
+  pn_workload_fp8_weight_ops(&sc, pg);
+  ck_assert_int_eq(pg->len, 4);
+  ck_assert_double_eq(find(pg, "qkv_weight_cast")->bytes, 4096.0 * 1536 * 2);
+  sc.training.precision = PN_PREC_BF16;
+  g_autoptr(GArray) bf  = ops_new();
+  pn_workload_fp8_weight_ops(&sc, bf);
+  ck_assert_int_eq(bf->len, 0);
+}
+END_TEST
+
 /* TP=4 without SP: all-reduces after proj and fc2 (S = T*h*2), norms on all T tokens, no AG. */
 START_TEST(test_tp4_no_sp)
 {
@@ -1133,6 +1259,9 @@ static Suite *workload_suite(void)
       {"unfused_bias_swiglu", test_unfused_bias_swiglu},
       {"tp4_sp_comm", test_tp4_sp_comm},
       {"tp4_sp_fp8", test_tp4_sp_fp8},
+      {"fp8_tensorwise", test_fp8_tensorwise},
+      {"fp8_amax_ops", test_fp8_amax_ops},
+      {"fp8_weight_ops", test_fp8_weight_ops},
       {"tp4_no_sp", test_tp4_no_sp},
       {"bwd_order_and_slots", test_bwd_order_and_slots},
       {"layer_gemm_flops", test_layer_gemm_flops},
