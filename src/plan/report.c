@@ -15,14 +15,12 @@
 /* What penumbra does not simulate: the README's list ("What is simulated"), one line each. */
 static const char *const not_simulated[] = {
     "MLA, Megatron-FSDP, NVLink SHARP",
-    "host-side launch overhead and host syncs (a fixed 1 us GPU-side gap per kernel only): the main cause of the "
-    "errors on small models",
+    "the host only in part: launch costs are eager PyTorch's on the device machine, without Transformer Engine's "
+    "per-module Python, check_for_nan_in_loss_and_grad's syncs or a DGX host's speed",
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
     "the slowdown of an NCCL collective by the GEMMs beside it (overlapped communication is predicted slightly too "
     "fast), and the GEMM's side of that contention only as the SMs-held model says",
-    "Megatron-Core r0.8's timing of the first parameter all-gather with overlap_param_gather and no "
-    "align_param_gather (current Megatron-Core waits for the pipeline receive)",
     "failures, restarts and checkpoints: --goodput stands for them",
 };
 
