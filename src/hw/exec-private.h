@@ -288,6 +288,8 @@ static inline PnTaskId xfer_other(const Xfer *x, PnTaskId t) { return x->task ==
 bool pn__ready(Exec *ex, PnTaskId t, uint32_t q);
 void pn__work_push(Exec *ex, PnTaskId t);
 PnTaskId pn__work_pop(Exec *ex);
+/* Checks again every queue of the waiter list that starts at queue q (linked through qlink). */
+void pn__wake_queues(Exec *ex, uint32_t q);
 void pn__end_task(Exec *ex, PnTaskId t);
 /* exec_kernels.c */
 void pn__refresh_gpu(Exec *ex, uint32_t gpu);

@@ -38,13 +38,7 @@ static void host_run(Exec *ex, uint32_t gpu)
   }
   uint32_t q = h->waiters;
   h->waiters = PN_TASK_NONE;
-  while (q != PN_TASK_NONE) {
-    uint32_t next = ex->qlink[q];
-    PnTaskId hd   = ex->qhead[q];
-    if (pn__ready(ex, hd, q))
-      pn__work_push(ex, hd);
-    q = next;
-  }
+  pn__wake_queues(ex, q);
 }
 
 void pn__host_start(Exec *ex)

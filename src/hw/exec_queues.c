@@ -77,11 +77,8 @@ bool pn__ready(Exec *ex, PnTaskId t, uint32_t q)
   return false;
 }
 
-/* Task t has ended: the queues whose heads waited for it are checked again. */
-static void wake_waiters(Exec *ex, PnTaskId t)
+void pn__wake_queues(Exec *ex, uint32_t q)
 {
-  uint32_t q    = ex->waiter[t];
-  ex->waiter[t] = PN_TASK_NONE;
   while (q != PN_TASK_NONE) {
     uint32_t next = ex->qlink[q];
     PnTaskId h    = ex->qhead[q];
@@ -89,6 +86,14 @@ static void wake_waiters(Exec *ex, PnTaskId t)
       pn__work_push(ex, h);
     q = next;
   }
+}
+
+/* Task t has ended: the queues whose heads waited for it are checked again. */
+static void wake_waiters(Exec *ex, PnTaskId t)
+{
+  uint32_t q    = ex->waiter[t];
+  ex->waiter[t] = PN_TASK_NONE;
+  pn__wake_queues(ex, q);
 }
 
 void pn__end_task(Exec *ex, PnTaskId t)

@@ -190,6 +190,18 @@ void pn__emit_param_gather_chunk(PnBuilder *b, uint32_t rank, int64_t chunk)
     pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
 }
 
+/* A chunk's first all-gather, `bucket`, unless one was dispatched already; returns the chunk's
+ * dispatched all-gathers. */
+static GArray *dispatch_first_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
+{
+  GArray *ags = chunk_ag_of(b, rank, chunk);
+  if (ags->len == 0) {
+    PnTaskId id = emit_param_ag(b, rank, chunk, bucket);
+    g_array_append_val(ags, id);
+  }
+  return ags;
+}
+
 /* The first all-gather of an iteration, launched by optimizer.zero_grad() before the schedule
  * runs (distrib_optimizer.py step_with_ready_grads: "the first all-gather is launched
  * asynchronously in the next optimizer.zero_grad() call and subsequent all-gathers are launched in
@@ -206,22 +218,15 @@ void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank)
     return;
   }
   GArray *units = pn__units_of(b, rank, 0);
-  GArray *ags   = chunk_ag_of(b, rank, 0);
-  if (units->len > 0 && ags->len == 0) {
-    PnTaskId id = emit_param_ag(b, rank, 0, g_array_index(units, PnUnit, 0).bucket);
-    g_array_append_val(ags, id);
-  }
+  if (units->len > 0)
+    dispatch_first_bucket(b, rank, 0, g_array_index(units, PnUnit, 0).bucket);
 }
 
 /* The forward pre-hook of a bucket: the first bucket is dispatched and waited at once, each wait
  * then dispatches the next bucket (one ahead). Buckets run backwards in forward order. */
 void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
 {
-  GArray *ags = chunk_ag_of(b, rank, chunk);
-  if (ags->len == 0) {
-    PnTaskId id = emit_param_ag(b, rank, chunk, bucket);
-    g_array_append_val(ags, id);
-  }
+  GArray *ags = dispatch_first_bucket(b, rank, chunk, bucket);
   pn__push_pending(b, rank, g_array_index(ags, PnTaskId, ags->len - 1));
   if (bucket > 0) {
     PnTaskId id = emit_param_ag(b, rank, chunk, bucket - 1);

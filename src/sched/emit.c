@@ -163,9 +163,9 @@ static PnMemClass mem_class(const char *name)
 
 /* A kernel occupies its stream at least its class's floor (PnHwProfile.kernel_floor_ns: ramp and
  * tail, measured in a CUDA graph); the executor adds kernel_launch_ns on top. */
-static double floored(const PnHwProfile *hw, double work_ns, PnFloorClass cls, int64_t kernels)
+static double floored(const PnHwProfile *hw, double work_ns, PnFloorClass cls)
 {
-  return fmax(work_ns, hw->kernel_floor_ns[cls] * (double)kernels);
+  return fmax(work_ns, hw->kernel_floor_ns[cls]);
 }
 
 /* What launching a compute op costs the host (graph.h, "The host"): each kernel one eager launch
@@ -192,10 +192,9 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
      * Hopper overlaps only their launch and tail) */
     int64_t groups = MAX(op->groups, 1);
-    t->work_ns =
-        floored(hw, pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src), PN_FLOOR_GEMM, 1) * (double)groups;
-    t->host_ns  = host_launch_ns(hw, op, groups);
-    int shape   = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
+    t->work_ns = floored(hw, pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src), PN_FLOOR_GEMM) * (double)groups;
+    t->host_ns = host_launch_ns(hw, op, groups);
+    int shape  = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
     t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
   }
@@ -203,11 +202,11 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     t->work_ns = floored(hw,
                          pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads,
                                               op->head_dim, op->causal, op->backward, &src),
-                         PN_FLOOR_ATTN, 1);
+                         PN_FLOOR_ATTN);
     t->host_ns = host_launch_ns(hw, op, 1);
     break;
   case PN_OP_MEM:
-    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name)), PN_FLOOR_MEM, 1);
+    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name)), PN_FLOOR_MEM);
     t->host_ns   = host_launch_ns(hw, op, 1);
     t->host_sync = op->host_reads ? PN_HOST_SYNC_TASK : PN_HOST_SYNC_NONE;
     t->scaling   = PN_SCALE_MEMORY;
