@@ -33,10 +33,14 @@ struct GemmShape {
   bool fp8        = false;
   bool fast_accum = false; // fp8 only
   int sm_target   = 0;     // 0: all SMs
+  // Accumulation into the output, as a wgrad GEMM with gradient-accumulation fusion does
+  // (D = C + op(A) op(B), beta = 1, C aliasing D): none (beta = 0, bf16 D), into a bf16 or an
+  // fp32 D (Megatron's main_grad in the dtype of grad_reduce_in_fp32).
+  enum Accum { kNone = 0, kIntoBf16, kIntoFp32 } accum = kNone;
   size_t elt() const { return fp8 ? 1 : 2; }
   size_t a_bytes() const { return elt() * static_cast<size_t>(n) * k; } // A_c holds cuBLAS m x k = N x K
   size_t b_bytes() const { return elt() * static_cast<size_t>(k) * m; } // B_c holds K x M
-  size_t d_bytes() const { return 2 * static_cast<size_t>(m) * n; }
+  size_t d_bytes() const { return (accum == kIntoFp32 ? 4 : 2) * static_cast<size_t>(m) * n; }
   double flops() const { return 2.0 * m * n * k; }
   std::string layout() const { return std::string(1, ta) + tb; }
 };
@@ -91,7 +95,7 @@ public:
                                        ta == CUBLAS_OP_T ? ck : cm));
     MB_CKLT(cublasLtMatrixLayoutCreate(&b_, in, tb == CUBLAS_OP_T ? cn : ck, tb == CUBLAS_OP_T ? ck : cn,
                                        tb == CUBLAS_OP_T ? cn : ck));
-    MB_CKLT(cublasLtMatrixLayoutCreate(&d_, CUDA_R_16BF, cm, cn, cm));
+    MB_CKLT(cublasLtMatrixLayoutCreate(&d_, s.accum == GemmShape::kIntoFp32 ? CUDA_R_32F : CUDA_R_16BF, cm, cn, cm));
     cublasLtMatmulPreference_t pref = nullptr;
     MB_CKLT(cublasLtMatmulPreferenceCreate(&pref));
     size_t wsb = kWorkspaceBytes;
@@ -109,10 +113,11 @@ public:
     return true;
   }
 
-  // D = op(A) op(B) (beta = 0; C aliases D as TE's non-accumulating GEMMs do).
+  // D = op(A) op(B) + beta D: beta = 0 (C aliases D as TE's non-accumulating GEMMs do), or 1
+  // when the shape accumulates.
   cublasStatus_t try_run(const void *A, const void *B, void *D, cudaStream_t st) const
   {
-    const float alpha = 1.0f, beta = 0.0f;
+    const float alpha = 1.0f, beta = s_.accum == GemmShape::kNone ? 0.0f : 1.0f;
     return cublasLtMatmul(h_, op_, &alpha, A, a_, B, b_, &beta, D, d_, D, d_, &res_.algo, ws_, kWorkspaceBytes, st);
   }
   void run(const void *A, const void *B, void *D, cudaStream_t st) const { MB_CKLT(try_run(A, B, D, st)); }

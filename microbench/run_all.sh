@@ -11,13 +11,15 @@
 # gemm_nccl_overlap on groups of 2, 4, 8, ... GPUs (every power of two up to the GPU count,
 # largest first, one group at a time; each row records its group size as nranks), the copy
 # engine on GPUs 0 and 1.
-# Two optional steps, not in the default list, time the host on GPU 0 alone after the single-GPU
-# suite: launch (mb_launch: launch, graph and synchronization costs, the GPU floor per kernel)
-# and host (mb_host.py: PyTorch eager host time per op and per layer); they write launch.json
-# and host_torch.json.
+# Three optional steps, not in the default list, run on GPU 0 alone after the single-GPU suite:
+# launch (mb_launch: launch, graph and synchronization costs, the GPU floor per kernel), host
+# (mb_host.py: PyTorch eager host time per op and per layer) and accum (mb_gemm_accum: the wgrad
+# GEMMs accumulating into main_grad against the plain ones); they write launch.json,
+# host_torch.json and gemm_accum.json. A fourth, sustain, times one 8192^3 GEMM in a burst and for
+# 20 s back to back with the clocks logged (gemm_burst_*.json, gemm_sustained_*.json, clocks.csv).
 # Knobs (environment): MB_TOTAL_S total wall budget in s (default 530); MB_STEPS comma list
 # of steps to run (build,gemm,contention,attention,memory,collectives,copy,overlap, and the
-# optional launch,host; build compiles only the programs of the steps listed); MB_GROUPS group
+# optional launch,host,accum,sustain; build compiles only the programs of the steps listed); MB_GROUPS group
 # sizes of the collective sweep (e.g. 8,4,2; default all powers of two, largest first); MB_OVL_GROUPS the same for
 # gemm_nccl_overlap (default MB_GROUPS); MB_COLL_CTAS / MB_OVL_CTAS CTA lists (default
 # 0,1,2,4,8,16,32); MB_COLL_LIMIT_S / MB_OVL_LIMIT_S the hard time limits of those two steps
@@ -103,6 +105,8 @@ if want build; then
   want contention && targets+=(mb_gemm_contention)
   want memory && targets+=(mb_memory)
   want launch && targets+=(mb_launch)
+  want accum && targets+=(mb_gemm_accum)
+  want sustain && targets+=(mb_gemm)
   want copy && targets+=(mb_copy_engine)
   nccl_targets=()
   want collectives && nccl_targets+=(mb_collectives)
@@ -207,6 +211,29 @@ other_single_gpu_steps() {
 host_steps() {
   want launch && run_step launch 90 env CUDA_VISIBLE_DEVICES=0 "$BUILD/mb_launch" --out "$OUT_DIR/launch.json"
   want host && run_step host 150 env CUDA_VISIBLE_DEVICES=0 python3 "$HERE/mb_host.py" --out "$OUT_DIR/host_torch.json"
+  want accum && run_step accum 280 env CUDA_VISIBLE_DEVICES=0 "$BUILD/mb_gemm_accum" \
+    --shapes "$SHAPES" --budget-s 240 --out "$OUT_DIR/gemm_accum.json"
+  want sustain && sustain_step
+}
+
+# Whether the GEMM table's ~8 ms per shape reads the clocks a training step runs at: one
+# 8192^3 GEMM per dtype timed in an 8 ms burst after 5 s idle, then back to back for 20 s, with
+# nvidia-smi sampling the SM clock, power and throttle reasons every 200 ms into clocks.csv.
+sustain_step() {
+  local shape=$OUT_DIR/.sustain_shape.txt
+  echo "8192 8192 8192 TN fprop" >"$shape"
+  nvidia-smi -i 0 --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv,noheader -lms 200 >"$OUT_DIR/clocks.csv" 2>/dev/null &
+  local smi=$!
+  for dt in bf16 fp8; do
+    sleep 5
+    run_step "sustain_burst_$dt" 30 env CUDA_VISIBLE_DEVICES=0 "$BUILD/mb_gemm" --shapes "$shape" --dtypes "$dt" \
+      --target-ms 8 --out "$OUT_DIR/gemm_burst_$dt.json"
+    run_step "sustain_$dt" 40 env CUDA_VISIBLE_DEVICES=0 "$BUILD/mb_gemm" --shapes "$shape" --dtypes "$dt" \
+      --target-ms 20000 --min-reps 50 --max-reps 100000 --out "$OUT_DIR/gemm_sustained_$dt.json"
+  done
+  kill "$smi" 2>/dev/null
+  rm -f "$shape"
 }
 
 if ((NGPU >= 2)); then
