@@ -163,15 +163,15 @@ int main(int argc, char **argv)
   for (const char *dt : {"bf16", "fp8"})
     for (const char *in : {"fp32", "bf16"})
       if (dtypes.find(dt) != std::string::npos && into.find(in) != std::string::npos)
-        variants.push_back({std::string(dt) == "fp8",
-                            std::string(in) == "fp32" ? GemmShape::kIntoFp32 : GemmShape::kIntoBf16});
+        variants.push_back(
+            {std::string(dt) == "fp8", std::string(in) == "fp32" ? GemmShape::kIntoFp32 : GemmShape::kIntoBf16});
 
   std::string checks = "[";
   for (const Variant &v : variants) {
     GemmShape s;
     s.m = 384, s.n = 256, s.k = 512;
-    s.ta = v.fp8 ? 'T' : 'N';
-    s.tb = v.fp8 ? 'N' : 'T';
+    s.ta  = v.fp8 ? 'T' : 'N';
+    s.tb  = v.fp8 ? 'N' : 'T';
     s.fp8 = v.fp8, s.accum = v.accum;
     const double e = check_accum(lt, s);
     const char *in = v.accum == GemmShape::kIntoFp32 ? "fp32" : "bf16";
@@ -220,8 +220,8 @@ int main(int argc, char **argv)
     for (const Shape &sh : list) {
       GemmShape s;
       s.m = sh.m, s.n = sh.n, s.k = sh.k, s.fp8 = v.fp8;
-      s.ta = v.fp8 ? 'T' : sh.ta;
-      s.tb = v.fp8 ? 'N' : sh.tb;
+      s.ta               = v.fp8 ? 'T' : sh.ta;
+      s.tb               = v.fp8 ? 'N' : sh.tb;
       const double est_s = 2.0 * (min_reps + 2) * s.flops() / (v.fp8 ? 1.2e15 : 0.65e15) + 0.004;
       if (mb::now_s() - t0 + est_s > budget_s) {
         truncated = true;
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
       const size_t nin  = std::max<size_t>(1, std::min(want, in_pool / (a_sz + b_sz)));
       const size_t nout = std::max<size_t>(1, std::min(want, out_pool / d1));
       auto run_pair     = [&](int r, cudaEvent_t e0, cudaEvent_t e1, cudaEvent_t e2) {
-        const char *A = pin + (static_cast<size_t>(r) % nin) * (a_sz + b_sz);
+        const char *A  = pin + (static_cast<size_t>(r) % nin) * (a_sz + b_sz);
         const size_t o = static_cast<size_t>(r) % nout;
         MB_CK(cudaEventRecord(e0, st));
         base.run(A, A + a_sz, pbase + o * d0, st);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "calib/calib-private.h"
+#include "hw/cost.h"
 
 GQuark pn_calib_error_quark(void) { return g_quark_from_static_string("pn-calib-error-quark"); }
 
@@ -12,7 +13,7 @@ const char *pn_cal_kind_name(PnCalKind k)
 {
   static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",         "memory",
                                                   "collective", "copy_engine",     "gemm_nccl_overlap", "launch",
-                                                  "host_torch"};
+                                                  "host_torch", "gemm_accum"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
@@ -30,12 +31,13 @@ void pn_cal_data_init(PnCalData *d)
   d->floor        = g_array_new(FALSE, FALSE, sizeof(PnCalFloor));
   d->host         = g_array_new(FALSE, FALSE, sizeof(PnCalHostRow));
   d->layers       = g_array_new(FALSE, FALSE, sizeof(PnCalLayer));
+  d->accum        = g_array_new(FALSE, FALSE, sizeof(PnCalGemmAccum));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm, &d->contention,   &d->attn,  &d->memory, &d->coll,
-                    &d->copy, &d->nccl_overlap, &d->floor, &d->host,   &d->layers};
+  GArray **all[] = {&d->gemm,         &d->contention, &d->attn, &d->memory, &d->coll, &d->copy,
+                    &d->nccl_overlap, &d->floor,      &d->host, &d->layers, &d->accum};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }
@@ -95,6 +97,49 @@ static void fit_gemm(const PnCalData *d, bool fp8, PnGemmTable *t)
     t->pts[t->n++] = (PnGemmPoint){.m = g->m, .n = g->n, .k = g->k, .ns = pn_calib_median(samples)};
     i              = j;
   }
+}
+
+static gint cmp_accum(gconstpointer a, gconstpointer b)
+{
+  const PnCalGemmAccum *x = a, *y = b;
+  if (x->m != y->m)
+    return x->m < y->m ? -1 : 1;
+  if (x->n != y->n)
+    return x->n < y->n ? -1 : 1;
+  return x->k < y->k ? -1 : x->k > y->k ? 1 : 0;
+}
+
+/* One gemm_accum table: per (m, n, k) of the (fp8, into_fp32) rows, the median ratio times the
+ * plain GEMM's price in the profile's own table (fitted just before, or the base profile's).
+ * Returns the points written (0: no rows, the table is kept). */
+static int fit_gemm_accum(const PnCalData *d, bool fp8, bool into_fp32, PnHwProfile *p)
+{
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalGemmAccum));
+  for (guint i = 0; i < d->accum->len; i++) {
+    const PnCalGemmAccum *a = &g_array_index(d->accum, PnCalGemmAccum, i);
+    if (a->fp8 == fp8 && a->into_fp32 == into_fp32)
+      g_array_append_val(rows, *a);
+  }
+  const PnGemmTable *plain = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
+  if (rows->len == 0 || plain->n == 0)
+    return 0;
+  g_array_sort(rows, cmp_accum);
+  PnGemmTable *t = &p->gemm_accum[fp8][into_fp32];
+  g_free(t->pts);
+  t->pts                    = g_new0(PnGemmPoint, rows->len);
+  t->n                      = 0;
+  g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < rows->len;) {
+    const PnCalGemmAccum *a = &g_array_index(rows, PnCalGemmAccum, i);
+    g_array_set_size(samples, 0);
+    guint j = i;
+    for (; j < rows->len && cmp_accum(a, &g_array_index(rows, PnCalGemmAccum, j)) == 0; j++)
+      g_array_append_val(samples, g_array_index(rows, PnCalGemmAccum, j).ratio);
+    double ns      = pn_cost_gemm_ns(p, a->m, a->n, a->k, fp8 ? PN_DT_FP8 : PN_DT_BF16, NULL);
+    t->pts[t->n++] = (PnGemmPoint){.m = a->m, .n = a->n, .k = a->k, .ns = ns * pn_calib_median(samples)};
+    i              = j;
+  }
+  return t->n;
 }
 
 static void curve_set(PnCurve *c, GArray *x, GArray *y, bool log_x)
@@ -387,6 +432,10 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   f->gemm_fp8_points  = p->gemm_fp8.n;
   f->gemm_bf16        = p->gemm_bf16.n > 0;
   f->gemm_fp8         = p->gemm_fp8.n > 0;
+  for (int f8 = 0; f8 < 2; f8++)
+    for (int into = 0; into < 2; into++)
+      f->gemm_accum_points[f8][into] = fit_gemm_accum(d, f8, into, p);
+  f->accum_from = d->origin[PN_CAL_KIND_GEMM_ACCUM];
   /* per shape: the median of each (shape, variant, SMs held) */
   {
     g_free(p->contention_points);

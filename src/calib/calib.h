@@ -8,6 +8,9 @@
  *     ("spinner" rows): x = sm_count - k, y = 1 / median slowdown over the measured shapes;
  *   - gemm_sm_limit_scaling: a GEMM restricted to sm_count - k SMs while a kernel runs on the
  *     other k ("spinner_sm_target" rows: TE's set_sm_margin), same form;
+ *   - gemm_accum (bf16 / fp8 inputs into a bf16 / fp32 main_grad): per measured wgrad (m, n, k),
+ *     the median ratio of the accumulating GEMM's time to the plain GEMM's (timed alternately),
+ *     times the plain table's price of that shape, so both stay in the plain table's clock regime;
  *   - attn_bf16: fused attention forward/backward per (batch, seq, heads, kv_heads, head_dim),
  *     the fastest backend measured;
  *   - hbm_bytes_per_ns: median bandwidth of the memory-bound kernels moving >= 256 MiB;
@@ -55,6 +58,14 @@ typedef struct {
   bool fp8;
   double ns;
 } PnCalGemm;
+
+/* A wgrad GEMM accumulating into main_grad (microbench gemm_accum): its time over the plain
+ * GEMM's, both measured alternately. */
+typedef struct {
+  int64_t m, n, k;
+  bool fp8, into_fp32;
+  double ratio;
+} PnCalGemmAccum;
 
 typedef enum { PN_CAL_SPINNER, PN_CAL_SM_TARGET, PN_CAL_SPINNER_SM_TARGET, PN_CAL_OTHER } PnCalVariant;
 
@@ -133,6 +144,7 @@ typedef enum {
   PN_CAL_KIND_NCCL_OVERLAP,
   PN_CAL_KIND_LAUNCH,
   PN_CAL_KIND_HOST_TORCH,
+  PN_CAL_KIND_GEMM_ACCUM,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -161,6 +173,7 @@ typedef struct {
   GArray *floor;        /* of PnCalFloor */
   GArray *host;         /* of PnCalHostRow */
   GArray *layers;       /* of PnCalLayer */
+  GArray *accum;        /* of PnCalGemmAccum */
   int sm_count;         /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -194,6 +207,8 @@ typedef struct {
 typedef struct {
   bool gemm_bf16, gemm_fp8, gemm_sm_scaling, gemm_sm_limit_scaling, attn, hbm, coll, copy, mem_classes;
   int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
+  int gemm_accum_points[2][2]; /* [fp8][into fp32]: points of each gemm_accum table fitted (0: kept as it was) */
+  PnCalOrigin accum_from;      /* where the gemm_accum rows were measured */
   PnCalHostFitted host;
 } PnCalFitted;
 
@@ -227,6 +242,8 @@ typedef struct {
  * relative errors (predicted / measured - 1), per kind, in `errors` (of double). */
 typedef struct {
   GArray *gemm, *attn, *memory;
+  GArray *gemm_accum;          /* each measured wgrad accumulating into main_grad: the profile's accumulating
+                                  price over its plain price, against the measured ratio */
   GArray *coll_default;        /* collectives at NCCL's default channel count */
   GArray *coll_ctas;           /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
   GArray *coll_outliers;       /* measurements slower than a larger message of the same collective */

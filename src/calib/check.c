@@ -75,6 +75,7 @@ static void check_coll_group_loo(const PnCalData *d, const PnHwProfile *p, PnCal
 static void check_init(PnCalCheck *out)
 {
   out->gemm                = g_array_new(FALSE, FALSE, sizeof(double));
+  out->gemm_accum          = g_array_new(FALSE, FALSE, sizeof(double));
   out->attn                = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_default        = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_ctas           = g_array_new(FALSE, FALSE, sizeof(double));
@@ -105,6 +106,21 @@ static void check_gemm(const PnHwProfile *p, PnCalCheck *out)
       const PnGemmPoint *g = &t->pts[i];
       pn__calib_push_err(out->gemm, pn_cost_gemm_ns(p, g->m, g->n, g->k, fp8 ? PN_DT_FP8 : PN_DT_BF16, NULL), g->ns);
     }
+  }
+}
+
+/* A wgrad accumulating into main_grad: the ratio the profile prices (accumulating over plain
+ * GEMM of the shape) against the ratio measured; only where the profile has the table. */
+static void check_gemm_accum(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  for (guint i = 0; i < d->accum->len; i++) {
+    const PnCalGemmAccum *a = &g_array_index(d->accum, PnCalGemmAccum, i);
+    if (p->gemm_accum[a->fp8][a->into_fp32].n == 0)
+      continue;
+    PnDtype dt   = a->fp8 ? PN_DT_FP8 : PN_DT_BF16;
+    double plain = pn_cost_gemm_ns(p, a->m, a->n, a->k, dt, NULL);
+    double acc   = pn_cost_gemm_accum_ns(p, a->m, a->n, a->k, dt, a->into_fp32 ? PN_DT_FP32 : PN_DT_BF16, NULL);
+    pn__calib_push_err(out->gemm_accum, acc / plain, a->ratio);
   }
 }
 
@@ -224,6 +240,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
   check_init(out);
   check_gemm(p, out);
+  check_gemm_accum(d, p, out);
   check_attn(d, p, out);
   check_coll(d, p, out);
   check_nccl_overlap(d, p, out);
@@ -239,6 +256,7 @@ void pn_cal_check_clear(PnCalCheck *c)
     g_array_unref(g_array_index(c->loo, PnCalLoo, i).errors);
   g_clear_pointer(&c->loo, g_array_unref);
   GArray **all[] = {&c->gemm,
+                    &c->gemm_accum,
                     &c->attn,
                     &c->coll_default,
                     &c->coll_ctas,

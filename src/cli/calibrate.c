@@ -37,6 +37,7 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   g_string_append_printf(out, "replay of the measured cases through %s (|predicted/measured - 1|)\n", profile);
   g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
   bool ok = check_line(out, "gemm (table replay)", c->gemm, tol);
+  ok      = check_line(out, "wgrad into main_grad (ratio replay)", c->gemm_accum, tol) && ok;
   ok      = check_line(out, "attention", c->attn, tol) && ok;
   ok      = check_line(out, "collectives, NCCL default channels", c->coll_default, tol) && ok;
   ok      = check_line(out, "collectives, NCCL_MAX_CTAS forced", c->coll_ctas, tol) && ok;
@@ -168,8 +169,11 @@ static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, 
   if (!pn_calib_write_profile(base, output, p, &fitted, prov, &error))
     return pn__cli_fail(error);
   FILE *say = strcmp(output, "-") == 0 ? stderr : stdout; /* the profile itself is on stdout */
-  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points, %d attention points, %s%s%s%s%s%s%s\n", output,
-          p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, fitted.attn_points,
+  int accum = fitted.gemm_accum_points[0][0] + fitted.gemm_accum_points[0][1] + fitted.gemm_accum_points[1][0] +
+              fitted.gemm_accum_points[1][1];
+  g_autofree char *accum_s = accum ? g_strdup_printf(" (+ %d accumulating into main_grad)", accum) : g_strdup("");
+  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points%s, %d attention points, %s%s%s%s%s%s%s\n", output,
+          p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, accum_s, fitted.attn_points,
           fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
           fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
           fitted.coll ? "NCCL collectives, " : "", fitted.host.kernel ? "host launch costs, " : "",

@@ -152,6 +152,19 @@ double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, P
   return fmax(t_math, t_mem);
 }
 
+double pn_cost_gemm_accum_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, PnDtype dt, PnDtype into,
+                             PnCostSource *src)
+{
+  const PnGemmTable *table = &hw->gemm_accum[dt == PN_DT_FP8][into == PN_DT_FP32];
+  bool exact               = false;
+  double rate              = table->n > 0 ? gemm_table_rate(table, m, n, k, &exact) : 0.0;
+  if (rate <= 0.0)
+    return pn_cost_gemm_ns(hw, m, n, k, dt, src);
+  if (src)
+    *src = exact ? PN_COST_TABLE : PN_COST_INTERPOLATED;
+  return 2.0 * (double)m * (double)n * (double)k / rate;
+}
+
 static double attention_flops(int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads, int64_t head_dim,
                               bool causal, bool backward)
 {

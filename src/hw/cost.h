@@ -13,11 +13,16 @@
 
 #include "hw/profile.h"
 
-typedef enum { PN_DT_BF16, PN_DT_FP8, PN_DT_FP32 } PnDtype;
+typedef enum { PN_DT_BF16, PN_DT_FP8, PN_DT_FP32, PN_DT_NONE } PnDtype;
 typedef enum { PN_COST_TABLE, PN_COST_INTERPOLATED, PN_COST_ROOFLINE } PnCostSource;
 
 /* C[m,n] = A[m,k] B[k,n]: 2mnk FLOPs. */
 double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, PnDtype dt, PnCostSource *src);
+/* The same GEMM adding its product into an output of dtype `into` (PN_DT_FP32 or PN_DT_BF16:
+ * main_grad's), beta = 1, as a wgrad with gradient-accumulation fusion runs: priced from the
+ * profile's gemm_accum table of (dt, into) when it has one, else as pn_cost_gemm_ns. */
+double pn_cost_gemm_accum_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, PnDtype dt, PnDtype into,
+                             PnCostSource *src);
 /* Causal flash attention, per GPU: batch, sequence (q = kv), heads and query groups on this GPU. */
 double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src);

@@ -9,6 +9,10 @@
 #define PROFILE_TABLES(X, p)                                                                                           \
   X((p)->gemm_bf16.pts, (p)->gemm_bf16.n)                                                                              \
   X((p)->gemm_fp8.pts, (p)->gemm_fp8.n)                                                                                \
+  X((p)->gemm_accum[0][0].pts, (p)->gemm_accum[0][0].n)                                                                \
+  X((p)->gemm_accum[0][1].pts, (p)->gemm_accum[0][1].n)                                                                \
+  X((p)->gemm_accum[1][0].pts, (p)->gemm_accum[1][0].n)                                                                \
+  X((p)->gemm_accum[1][1].pts, (p)->gemm_accum[1][1].n)                                                                \
   X((p)->attn_bf16.pts, (p)->attn_bf16.n)                                                                              \
   X((p)->nccl_table.pts, (p)->nccl_table.n)                                                                            \
   X((p)->contention_points, (p)->n_contention_points)                                                                  \

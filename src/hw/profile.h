@@ -162,6 +162,11 @@ typedef struct PnHwProfile {
                                       collective (bytes/ns); 0 = nccl_cta_bytes_per_ns */
   PnGemmTable gemm_bf16;
   PnGemmTable gemm_fp8;
+  /* The same GEMMs accumulating into their output (a wgrad with gradient-accumulation fusion:
+   * D = C + A B, beta = 1, D in main_grad's dtype), [input fp8][main_grad fp32]: the measured
+   * ratio to the plain GEMM times the plain table's time of that shape (calib.h). Empty: the
+   * accumulation is priced as the plain GEMM. */
+  PnGemmTable gemm_accum[2][2];
   PnAttnTable attn_bf16;
 } PnHwProfile;
 

@@ -110,6 +110,26 @@ static gboolean read_gemm_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnC
   return TRUE;
 }
 
+static gboolean read_gemm_accum_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  double m, n, kk, ratio;
+  INT("m", m, 1);
+  INT("n", n, 1);
+  INT("k", kk, 1);
+  NUM("ratio", ratio);
+  const char *into = row_str(row, "into");
+  if (strcmp(into, "fp32") != 0 && strcmp(into, "bf16") != 0) {
+    g_autofree char *p = g_strdup_printf("/results/%" G_GSIZE_FORMAT "/into", i);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, p, "expected \"fp32\" or \"bf16\"");
+    return FALSE;
+  }
+  PnCalGemmAccum a = {
+      (int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, strcmp(into, "fp32") == 0, ratio};
+  if (ratio > 0)
+    g_array_append_val(d->accum, a);
+  return TRUE;
+}
+
 static gboolean read_contention_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
 {
   double m, n, kk, held, slow;
@@ -367,13 +387,13 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *sms = get(env, "sm_count");
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
-  static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,         read_contention_row, read_attention_row,
-                                                  read_memory_row,       read_collective_row, read_copy_engine_row,
-                                                  read_nccl_overlap_row, read_launch_row,     read_host_torch_row};
-  const char *k                                = kind->valuestring;
-  int kind_id                                  = kind_of(k);
-  RowReader read                               = kind_id >= 0 ? readers[kind_id] : NULL;
-  gsize i                                      = 0;
+  static const RowReader readers[PN_CAL_KINDS] = {
+      read_gemm_row,        read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
+      read_copy_engine_row, read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row};
+  const char *k  = kind->valuestring;
+  int kind_id    = kind_of(k);
+  RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
+  gsize i        = 0;
   const cJSON *row;
   cJSON_ArrayForEach(row, results)
   {
@@ -387,7 +407,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     note_origin(&d->origin[kind_id], env, path);
   /* the launch and host_torch figures each name their own file (PnCalHostFitted's origins): the
    * provenance of the tables and scalars the other kinds fit leaves them out */
-  bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH;
+  bool own_source =
+      kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH || kind_id == PN_CAL_KIND_GEMM_ACCUM;
   if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
@@ -604,6 +625,19 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
     g_autofree char *s = g_strdup_printf("cuBLASLt FP8 (e4m3) GEMMs, BF16 output; %s", src);
     cJSON_AddItemToObject(cal, "gemm_fp8", gemm_table_json(&p->gemm_fp8, s));
   }
+  for (int f8 = 0; f8 < 2; f8++)
+    for (int into = 0; into < 2; into++) {
+      if (f->gemm_accum_points[f8][into] == 0)
+        continue;
+      g_autofree char *key = g_strdup_printf("gemm_%s_accum_%s", f8 ? "fp8" : "bf16", into ? "fp32" : "bf16");
+      g_autofree char *s   = g_strdup_printf(
+            "cuBLASLt %s wgrad GEMMs accumulating into a %s main_grad (beta = 1, gradient-accumulation fusion): the "
+              "plain table's time of each shape times the median measured ratio of the accumulating GEMM to the plain "
+              "one, both timed alternately (microbench mb_gemm_accum); %s (%s, %s)",
+          f8 ? "FP8 (e4m3)" : "BF16", into ? "fp32" : "bf16", f->accum_from.files, f->accum_from.gpu,
+            f->accum_from.date);
+      cJSON_AddItemToObject(cal, key, gemm_table_json(&p->gemm_accum[f8][into], s));
+    }
   if (f->attn) {
     g_autofree char *s = g_strdup_printf("causal BF16 attention through PyTorch SDPA, fastest backend per shape "
                                          "(cuDNN fused attention); %s",

@@ -157,6 +157,10 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("mem_bandwidth_optimizer"),
                                            KEY("gemm_bf16"),
                                            KEY("gemm_fp8"),
+                                           KEY("gemm_bf16_accum_bf16"),
+                                           KEY("gemm_bf16_accum_fp32"),
+                                           KEY("gemm_fp8_accum_bf16"),
+                                           KEY("gemm_fp8_accum_fp32"),
                                            KEY("attn_bf16"),
                                            {.key = NULL}};
 
@@ -544,6 +548,10 @@ static gboolean read_gemm_tables(const PnIoCtx *ctx, const cJSON *cal, const cha
   } gemms[] = {
       {"gemm_bf16", offsetof(PnHwProfile, gemm_bf16)},
       {"gemm_fp8", offsetof(PnHwProfile, gemm_fp8)},
+      {"gemm_bf16_accum_bf16", offsetof(PnHwProfile, gemm_accum[0][0])},
+      {"gemm_bf16_accum_fp32", offsetof(PnHwProfile, gemm_accum[0][1])},
+      {"gemm_fp8_accum_bf16", offsetof(PnHwProfile, gemm_accum[1][0])},
+      {"gemm_fp8_accum_fp32", offsetof(PnHwProfile, gemm_accum[1][1])},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(gemms); i++) {
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, gemms[i].key);

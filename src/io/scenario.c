@@ -592,7 +592,8 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
 
 /* A fusion switched off runs more, unfused kernels than the op model prices (its memory-bound
  * classes are measured on the fused kernels): said, never silently simulated as fused. The dense
- * MLP's unfused bias and activation are priced (workload/ops.c, act_unfused_bytes).
+ * MLP's unfused bias and activation are priced (workload/ops.c, act_unfused_bytes), and so is
+ * gradient_accumulation_fusion off (the main_grad add after each wgrad, workload/ops.c push_wgrad).
  * masked_softmax_fusion and persist_layer_norm are not among them: they choose kernels of
  * Megatron's own attention softmax and Apex's LayerNorm, which the simulated Transformer Engine
  * layers (fused attention, TE norms) do not run. */
@@ -603,8 +604,6 @@ static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray
     bool on;
     const char *ptr, *what;
   } fusions[] = {
-      {tr->gradient_accumulation_fusion, "/training/gradient_accumulation_fusion",
-       "an extra pass adding each weight gradient into main_grad"},
       {tr->bias_activation_fusion || sc->model.num_moe_experts == 0, "/training/bias_activation_fusion",
        "the experts' unfused bias and activation kernels (the dense MLP's are priced)"},
       {tr->bias_dropout_fusion, "/training/bias_dropout_fusion", "the unfused bias, dropout and residual-add kernels"},

@@ -192,10 +192,13 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
      * Hopper overlaps only their launch and tail) */
     int64_t groups = MAX(op->groups, 1);
-    t->work_ns = floored(hw, pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src), PN_FLOOR_GEMM) * (double)groups;
-    t->host_ns = host_launch_ns(hw, op, groups);
-    int shape  = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
-    t->sm_shape = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
+    double ns      = op->accum_into == PN_DT_NONE
+                         ? pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src)
+                         : pn_cost_gemm_accum_ns(hw, op->m, op->n, op->k, op->dtype, op->accum_into, &src);
+    t->work_ns     = floored(hw, ns, PN_FLOOR_GEMM) * (double)groups;
+    t->host_ns     = host_launch_ns(hw, op, groups);
+    int shape      = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
+    t->sm_shape    = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
   }
   case PN_OP_ATTN:

@@ -15,7 +15,9 @@ typedef struct {
   int64_t fc1_tp; /* ffn*(2 if gated)/tp */
   int64_t vocab_tp;
   bool sp, fp8, cs, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
-  bool act_unfused; /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
+  bool act_unfused;     /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
+  bool wgrad_fusion;    /* gradient_accumulation_fusion: wgrad GEMMs add into main_grad themselves */
+  PnDtype main_grad_dt; /* main_grad's dtype: fp32 with grad_reduce_in_fp32, else bf16 */
   PnCpCommType cp_type;
   double e;        /* bytes per element of a quantizable GEMM input: 1 (fp8) or 2 */
   double norm_e;   /* bytes per element a fused norm writes: 1 (fp8 delayed scaling) or 2 */
@@ -45,29 +47,31 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->s      = sc->training.seq_length;
   g_assert(d->heads % d->tp == 0 && d->groups % d->tp == 0);
   g_assert(d->s % d->cp == 0);
-  d->T           = d->s / d->cp * d->b;
-  d->sp          = sc->parallel.sequence_parallel && d->tp > 1;
-  d->tp_comm     = d->tp > 1;
-  d->Tsp         = d->sp ? d->T / d->tp : d->T;
-  d->q_tp        = d->heads * d->kvc / d->tp;
-  d->kv_tp       = d->groups * d->kvc / d->tp;
-  d->gated       = m->gated_linear_unit;
-  d->f_tp        = d->ffn / d->tp;
-  d->fc1_tp      = d->f_tp * (d->gated ? 2 : 1);
-  d->vocab_tp    = pn_workload_padded_vocab(sc) / d->tp;
-  d->fp8         = sc->training.precision == PN_PREC_FP8;
-  d->rope        = strcmp(m->position_embedding_type, "rope") == 0;
-  d->dropout     = m->hidden_dropout > 0.0;
-  d->layernorm   = m->normalization == PN_NORM_LAYERNORM;
-  d->swiglu      = d->gated;
-  d->bias        = m->add_bias_linear;
-  d->act_unfused = !sc->training.bias_activation_fusion;
-  d->cp_type     = sc->comm_overlap.cp_comm_type;
-  d->cs          = d->fp8 && sc->training.fp8_recipe == PN_FP8_TENSORWISE;
-  d->e           = d->fp8 ? 1.0 : 2.0;
-  d->norm_e      = d->fp8 && !d->cs ? 1.0 : 2.0;
-  d->gemm_dt     = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
-  d->moe         = m->num_moe_experts > 0;
+  d->T            = d->s / d->cp * d->b;
+  d->sp           = sc->parallel.sequence_parallel && d->tp > 1;
+  d->tp_comm      = d->tp > 1;
+  d->Tsp          = d->sp ? d->T / d->tp : d->T;
+  d->q_tp         = d->heads * d->kvc / d->tp;
+  d->kv_tp        = d->groups * d->kvc / d->tp;
+  d->gated        = m->gated_linear_unit;
+  d->f_tp         = d->ffn / d->tp;
+  d->fc1_tp       = d->f_tp * (d->gated ? 2 : 1);
+  d->vocab_tp     = pn_workload_padded_vocab(sc) / d->tp;
+  d->fp8          = sc->training.precision == PN_PREC_FP8;
+  d->rope         = strcmp(m->position_embedding_type, "rope") == 0;
+  d->dropout      = m->hidden_dropout > 0.0;
+  d->layernorm    = m->normalization == PN_NORM_LAYERNORM;
+  d->swiglu       = d->gated;
+  d->bias         = m->add_bias_linear;
+  d->act_unfused  = !sc->training.bias_activation_fusion;
+  d->wgrad_fusion = sc->training.gradient_accumulation_fusion;
+  d->main_grad_dt = sc->ddp.grad_reduce_in_fp32 ? PN_DT_FP32 : PN_DT_BF16;
+  d->cp_type      = sc->comm_overlap.cp_comm_type;
+  d->cs           = d->fp8 && sc->training.fp8_recipe == PN_FP8_TENSORWISE;
+  d->e            = d->fp8 ? 1.0 : 2.0;
+  d->norm_e       = d->fp8 && !d->cs ? 1.0 : 2.0;
+  d->gemm_dt      = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
+  d->moe          = m->num_moe_experts > 0;
   if (d->moe) {
     int64_t F     = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
     d->dispatcher = sc->parallel.moe_token_dispatcher_type;
@@ -97,13 +101,14 @@ static PnOp op_base(PnOpKind kind, const char *name, PnPhase phase)
 {
   PnOp o;
   memset(&o, 0, sizeof o);
-  o.kind   = kind;
-  o.name   = name;
-  o.phase  = (uint8_t)phase;
-  o.role   = PN_GEMM_NONE;
-  o.dtype  = PN_DT_BF16;
-  o.groups = 1;
-  o.node   = PN_NODE_ATTN;
+  o.kind       = kind;
+  o.name       = name;
+  o.phase      = (uint8_t)phase;
+  o.role       = PN_GEMM_NONE;
+  o.dtype      = PN_DT_BF16;
+  o.groups     = 1;
+  o.node       = PN_NODE_ATTN;
+  o.accum_into = PN_DT_NONE;
   return o;
 }
 
@@ -169,10 +174,29 @@ static void push_dgrad(GArray *out, const char *name, const char *slot, PnPhase 
   push_gemm(out, name, slot, phase, PN_GEMM_DGRAD, dt, m, k, n, 0.0);
 }
 
-static void push_wgrad(GArray *out, const char *name, const char *slot, PnPhase phase, PnDtype dt, int64_t m, int64_t n,
-                       int64_t k)
+/* A weight's gradient into its main_grad (Megatron's param-and-grad buffer). With
+ * gradient_accumulation_fusion (`fusable`: TE linears, grouped experts, the output layer's
+ * ColumnParallelLinear) the wgrad GEMM adds its product into main_grad itself: beta = 1, its
+ * output in main_grad's dtype (priced from the profile's gemm_accum tables). Otherwise (the
+ * switch off, or a plain torch linear such as the router) it writes a bf16 gradient that the
+ * DDP hook adds into main_grad (`param.main_grad.add_(param.grad)`): one more kernel reading
+ * the gradient (2 B) and main_grad (2 or 4 B) and writing main_grad, per weight element.
+ * `groups` > 1: a TE grouped GEMM over that many experts of this shape. */
+static void push_wgrad(GArray *out, const Dims *d, const char *name, const char *slot, PnPhase phase, PnDtype dt,
+                       int64_t m, int64_t n, int64_t k, int64_t groups, bool fusable)
 {
   push_gemm(out, name, slot, phase, PN_GEMM_WGRAD, dt, n, k, m, 0.0);
+  PnOp *o = &g_array_index(out, PnOp, out->len - 1);
+  if (groups > 1) {
+    o->groups = groups;
+    o->flops *= (double)groups;
+  }
+  if (fusable && d->wgrad_fusion) {
+    o->accum_into = d->main_grad_dt;
+    return;
+  }
+  double mg = d->main_grad_dt == PN_DT_FP32 ? 4.0 : 2.0;
+  push_mem(out, "main_grad_add", phase, (double)n * (double)k * (double)MAX(groups, 1) * (2.0 + 2.0 * mg), 0.0);
 }
 
 static void push_comm(GArray *out, const char *name, const char *slot, PnPhase phase, PnCollKind coll, PnGroup group,
@@ -283,7 +307,7 @@ static void push_row_bwd(GArray *out, const Dims *d, const char *dgrad_name, con
     push_cast(out, d, cast_name, phase, full, 4.0, false);
   }
   push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, d->h, k);
-  push_wgrad(out, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, d->h, k);
+  push_wgrad(out, d, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, d->h, k, 1, true);
 }
 
 /* Column-parallel backward: [fp8 cast of dY] [AG of the saved ln out (SP)] dgrad [fp8 transpose
@@ -304,7 +328,7 @@ static void push_column_bwd(GArray *out, const Dims *d, const char *dgrad_name, 
     push_comm(out, rs_name, wgrad_slot, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, full * 2.0, PN_DT_BF16);
   else if (d->tp_comm)
     push_comm(out, rs_name, NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, full * 2.0, PN_DT_BF16);
-  push_wgrad(out, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, n, d->h);
+  push_wgrad(out, d, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, n, d->h, 1, true);
 }
 
 static bool cp_a2a(const Dims *d) { return d->cp > 1 && d->cp_type == PN_CP_A2A; }
@@ -528,15 +552,13 @@ static void moe_backward(GArray *out, const Dims *d)
     push_cast(out, d, "moe_fc2_dy_cast", B, rh, 4.0, false);
   push_dgrad(out, "moe_fc2_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
   make_grouped(out, d->L);
-  push_wgrad(out, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
-  make_grouped(out, d->L);
+  push_wgrad(out, d, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf, d->L, true);
   push_mem(out, "moe_act_bwd", B, act_in * (d->swiglu ? 10.0 : 6.0), 0.0);
   if (d->fp8)
     push_cast(out, d, "moe_fc1_dy_cast", B, (double)d->R * (double)d->mfc1, 4.0, false);
   push_dgrad(out, "moe_fc1_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);
   make_grouped(out, d->L);
-  push_wgrad(out, "moe_fc1_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);
-  make_grouped(out, d->L);
+  push_wgrad(out, d, "moe_fc1_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h, d->L, true);
   if (!a2a)
     push_mem(out, "permute_bwd", B, rh * 6.0, 0.0);
   else if (d->ep > 1 && d->L > 1)
@@ -563,8 +585,9 @@ static void moe_backward(GArray *out, const Dims *d)
   if (d->shared_overlap && !moe_permute_separate(d))
     mark_join_side(out);
   push_dgrad(out, "router_dgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h);
-  push_wgrad(out, "router_wgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h);
-  g_array_index(out, PnOp, out->len - 1).te_wgrad = false; /* a torch Linear: not deferred */
+  push_wgrad(out, d, "router_wgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h, 1, false);
+  g_array_index(out, PnOp, out->len - 2).te_wgrad =
+      false; /* a torch Linear: not deferred (its main_grad add follows) */
   if (!d->shared_overlap)
     moe_shared_backward(out, d, B);
   push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
@@ -799,7 +822,7 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
       push_comm(out, "output_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
     else if (d.tp_comm)
       push_comm(out, "output_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
-    push_wgrad(out, "logits_wgrad", NULL, phase, PN_DT_BF16, d.T, d.vocab_tp, d.h);
+    push_wgrad(out, &d, "logits_wgrad", NULL, phase, PN_DT_BF16, d.T, d.vocab_tp, d.h, 1, true);
     push_norm_bwd(out, &d, "final_norm_bwd", NULL, phase);
   }
 }

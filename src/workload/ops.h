@@ -169,6 +169,8 @@ typedef struct {
   int64_t groups;      /* GEMM: TE grouped GEMM of `groups` GEMMs of this shape (local experts); 1 otherwise */
   uint8_t node;        /* PnLayerNode of layer ops; PN_NODE_ATTN elsewhere */
   bool te_wgrad;       /* GEMM: a wgrad TE can defer to backward_dw() (delay_wgrad_compute) */
+  PnDtype accum_into;  /* GEMM wgrad with gradient-accumulation fusion: adds into main_grad of this
+                          dtype (PN_DT_FP32 or PN_DT_BF16); PN_DT_NONE: writes its output */
   bool side;           /* runs on the shared-expert stream (moe_shared_expert_overlap) */
   bool join_side;      /* the first op that needs the side ops before it */
   bool host_reads;     /* the host reads its result (a device-to-host copy it waits for) before it goes on */

@@ -9,13 +9,16 @@ C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # the host and launch figures come from the H100 machine for both (no H200 host was measured)
 host=("$C"/h100-sxm/{launch,host_torch}.json)
-h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}")
-h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}")
+# the wgrad GEMMs accumulating into main_grad were measured on the H100 only: the H200 profile
+# applies the H100's ratios to its own plain GEMM table, and its source says where they come from
+accum=("$C"/h100-sxm/gemm_accum.json)
+h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}")
+h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base
 # starts without one, which the fit adds right after "gpu"
 for p in h100-sxm h200-sxm; do cp "hwprofiles/$p.json" "$tmp/$p-base.json"; done
-grep -q '^	"calibrated":	"2026-11-25",$' "$tmp/h200-sxm-base.json" || { echo "FAIL: hwprofiles/h200-sxm.json has no calibration day"; exit 1; }
+grep -q '^	"calibrated":	"2026-11-27",$' "$tmp/h200-sxm-base.json" || { echo "FAIL: hwprofiles/h200-sxm.json has no calibration day"; exit 1; }
 sed -i '/^	"calibrated":/d' "$tmp/h200-sxm-base.json"
 "$bin" calibrate "${h100[@]}" --base "$tmp/h100-sxm-base.json" -o "$tmp/h100-sxm.json" >/dev/null
 "$bin" calibrate "${h200[@]}" --base "$tmp/h200-sxm-base.json" -o "$tmp/h200-sxm.json" >/dev/null

@@ -96,7 +96,8 @@ for ignored in "ignored: FOO=bar (not modelled)" "ignored: --lr 3e-4 (not modell
   "ignored: --data-path /data/a 0.5 /data/b (not modelled)"; do
   grep -qxF "penumbra import: $ignored" "$tmp/err" || fail "expected \"$ignored\" on stderr: $(cat "$tmp/err")"
 done
-grep -q "gradient_accumulation_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
+grep -q "apply_rope_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
+! grep -q "gradient_accumulation_fusion: false is not priced" "$tmp/err" || fail "gradient_accumulation_fusion off is priced, not warned"
 [ "$(grep -c . "$tmp/err")" -le 8 ] || fail "too much on stderr: $(cat "$tmp/err")"
 
 # the other mapped arguments, on a second line

@@ -593,6 +593,30 @@ END_TEST
 
 /* ======================================================================== executor */
 
+/* A wgrad accumulating into main_grad is priced from the gemm_accum table of its (input dtype,
+ * main_grad dtype): one bf16 point 4096^3 at 1000 ns plain and 1200 ns into fp32 gives 1200 ns
+ * for that shape and, at constant rate, 2 x 1200 for 4096 x 4096 x 8192 (the table's own
+ * neighbour rule); a table that is empty (into bf16, fp8 into fp32 here) prices the plain GEMM. */
+START_TEST(test_gemm_accum_cost)
+{
+  PnHwProfile hw       = {0};
+  PnGemmPoint plain[]  = {{4096, 4096, 4096, 1000.0}};
+  PnGemmPoint accum[]  = {{4096, 4096, 4096, 1200.0}};
+  PnGemmPoint plain8[] = {{4096, 4096, 4096, 600.0}};
+  hw.gemm_bf16         = (PnGemmTable){.n = 1, .pts = plain};
+  hw.gemm_fp8          = (PnGemmTable){.n = 1, .pts = plain8};
+  hw.gemm_accum[0][1]  = (PnGemmTable){.n = 1, .pts = accum};
+  PnCostSource src;
+  ck_assert_double_eq(pn_cost_gemm_accum_ns(&hw, 4096, 4096, 4096, PN_DT_BF16, PN_DT_FP32, &src), 1200.0);
+  ck_assert_int_eq(src, PN_COST_TABLE);
+  ck_assert_double_eq_tol(pn_cost_gemm_accum_ns(&hw, 4096, 4096, 8192, PN_DT_BF16, PN_DT_FP32, &src), 2400.0, 1e-9);
+  ck_assert_int_eq(src, PN_COST_INTERPOLATED);
+  ck_assert_double_eq(pn_cost_gemm_accum_ns(&hw, 4096, 4096, 4096, PN_DT_BF16, PN_DT_BF16, NULL), 1000.0);
+  ck_assert_double_eq(pn_cost_gemm_accum_ns(&hw, 4096, 4096, 4096, PN_DT_FP8, PN_DT_FP32, NULL), 600.0);
+  ck_assert_double_eq(pn_cost_gemm_ns(&hw, 4096, 4096, 4096, PN_DT_BF16, NULL), 1000.0);
+}
+END_TEST
+
 static PnHwProfile test_hw(void)
 {
   PnHwProfile hw = {0};
@@ -1754,6 +1778,7 @@ static Suite *hw_suite(void)
     tcase_add_test(tc_, fn);                                                                                           \
     suite_add_tcase(s, tc_);                                                                                           \
   } while (0)
+  TC("gemm_accum_cost", test_gemm_accum_cost);
   TC("maxmin_single_flow", test_mm_single_flow);
   TC("maxmin_two_equal_flows", test_mm_two_equal_flows);
   TC("maxmin_bound", test_mm_bound_leaves_rest);

@@ -66,6 +66,7 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->training.precision                            = PN_PREC_BF16;
   sc->training.iterations                           = 1;
   sc->training.bias_activation_fusion               = true; /* the loader's default, as Megatron-LM's */
+  sc->training.gradient_accumulation_fusion         = true; /* likewise */
   sc->training.fused_adam                           = true;
   sc->parallel.tensor_model_parallel_size           = tp;
   sc->parallel.pipeline_model_parallel_size         = pp;
@@ -160,6 +161,64 @@ START_TEST(test_unfused_bias_swiglu)
   sc.model.add_bias_linear = true;
   g_autoptr(GArray) fb     = layer(&sc, PN_PHASE_FWD);
   ck_assert_double_eq(find(fb, "act_unfused")->bytes, 12.0 * out);
+}
+END_TEST
+
+/* Gradient-accumulation fusion (Megatron-LM's default): every wgrad of a TE linear, the grouped
+ * experts and the output layer adds into main_grad itself, in main_grad's dtype (fp32 with
+ * grad_reduce_in_fp32, else bf16), and nothing else touches main_grad. Off
+ * (--no-gradient-accumulation-fusion): the wgrad writes a plain output and the DDP hook's
+ * main_grad.add_(grad) follows it, reading the bf16 gradient (2 B) and main_grad (4 B) and writing
+ * main_grad (4 B) per weight element: fc1's wgrad (Llama 3 8B, TP 1) is 2 * 14336 x 4096, so
+ * 10 * 2 * 14336 * 4096 bytes. The router (a plain torch linear) never fuses. */
+static void moe_scenario_ops(PnScenario *sc, int64_t etp, PnMoeDispatcher disp);
+
+START_TEST(test_wgrad_accumulation)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  ck_assert_ptr_null(find(b, "main_grad_add"));
+  for (guint i = 0; i < b->len; i++) {
+    const PnOp *o = &g_array_index(b, PnOp, i);
+    ck_assert_int_eq(o->accum_into, o->role == PN_GEMM_WGRAD ? PN_DT_FP32 : PN_DT_NONE);
+  }
+  sc.ddp.grad_reduce_in_fp32 = false;
+  g_autoptr(GArray) b16      = layer(&sc, PN_PHASE_BWD);
+  ck_assert_int_eq(find(b16, "fc1_wgrad")->accum_into, PN_DT_BF16);
+  g_autoptr(GArray) hb = g_array_new(FALSE, FALSE, sizeof(PnOp));
+  pn_workload_head_ops(&sc, PN_PHASE_BWD, hb);
+  ck_assert_int_eq(find(hb, "logits_wgrad")->accum_into, PN_DT_BF16);
+
+  sc.ddp.grad_reduce_in_fp32               = true;
+  sc.training.gradient_accumulation_fusion = false;
+  g_autoptr(GArray) u                      = layer(&sc, PN_PHASE_BWD);
+  int wgrads = 0, adds = 0;
+  for (guint i = 0; i < u->len; i++) {
+    const PnOp *o = &g_array_index(u, PnOp, i);
+    ck_assert_int_eq(o->accum_into, PN_DT_NONE);
+    if (o->role == PN_GEMM_WGRAD) {
+      wgrads++;
+      ck_assert_uint_lt(i + 1, u->len);
+      const PnOp *add = &g_array_index(u, PnOp, i + 1);
+      ck_assert_str_eq(add->name, "main_grad_add");
+      ck_assert_int_eq(add->kind, PN_OP_MEM);
+      ck_assert_double_eq(add->bytes, 10.0 * (double)o->m * (double)o->n);
+    }
+    adds += strcmp(o->name, "main_grad_add") == 0;
+  }
+  ck_assert_int_eq(wgrads, 4); /* qkv, proj, fc1, fc2 */
+  ck_assert_int_eq(adds, wgrads);
+  const PnOp *fc1 = find(u, "fc1_wgrad");
+  ck_assert_double_eq(g_array_index(u, PnOp, index_of(u, "fc1_wgrad") + 1).bytes, 10.0 * 2.0 * 14336.0 * 4096.0);
+  ck_assert_int_eq(fc1->m * fc1->n, 2 * 14336 * 4096);
+
+  PnScenario moe;
+  moe_scenario_ops(&moe, 1, PN_MOE_DISPATCHER_ALLTOALL);
+  g_autoptr(GArray) mb = layer(&moe, PN_PHASE_BWD);
+  ck_assert_int_eq(find(mb, "moe_fc1_wgrad")->accum_into, PN_DT_FP32);
+  ck_assert_int_eq(find(mb, "router_wgrad")->accum_into, PN_DT_NONE);
+  ck_assert_int_eq(index_of(mb, "main_grad_add"), index_of(mb, "router_wgrad") + 1);
 }
 END_TEST
 
@@ -1257,6 +1316,7 @@ static Suite *workload_suite(void)
   } cases[] = {
       {"qkv_dims_tp1", test_qkv_dims_tp1},
       {"unfused_bias_swiglu", test_unfused_bias_swiglu},
+      {"wgrad_accumulation", test_wgrad_accumulation},
       {"tp4_sp_comm", test_tp4_sp_comm},
       {"tp4_sp_fp8", test_tp4_sp_fp8},
       {"fp8_tensorwise", test_fp8_tensorwise},
