@@ -195,7 +195,6 @@ typedef struct {
   bool p2p, sync, graph_layer, graph_whole; /* p2p_ns, sync_ns, graph_layer_*_ns, graph_launch_ns */
   int whole_layers;                         /* layers in the graph replayed whole */
   bool cpu, python_loop;                    /* cpu, python_loop_ns */
-  bool module;                              /* module_ns (0: not measurable, said so) */
   bool launch;                              /* kernel_launch_ns */
   double empty_stream_ns, empty_graph_ns;   /* the empty kernel's gpu_floor rows */
   bool floor[PN_FLOOR_N];                   /* kernel_floor_ns, per class */

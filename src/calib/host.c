@@ -189,12 +189,8 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
     g_strlcpy(p->host.cpu, o->host_cpu, sizeof p->host.cpu);
     f->cpu = true;
   }
-  /* Transformer Engine's per-module Python was not measured (no TE on the machine): 0, and the
-   * eager figures carry nn.Module's own overhead */
-  if (d->layers->len > 0) {
-    p->host.module_ns = 0.0;
-    f->module         = true;
-  }
+  /* Transformer Engine's per-module Python cannot be measured here (no TE on the machine): the
+   * fit leaves module_ns and its source as the base profile has them (a published figure) */
   f->host_from   = *o;
   f->launch_from = d->origin[PN_CAL_KIND_LAUNCH];
 }

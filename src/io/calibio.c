@@ -790,7 +790,7 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
 {
   const PnHostProfile *x = &p->host;
   const PnCalOrigin *o   = &h->host_from;
-  if (!(h->cpu || h->python_loop || h->kernel || h->module || h->collective || h->p2p || h->sync || h->graph_layer ||
+  if (!(h->cpu || h->python_loop || h->kernel || h->collective || h->p2p || h->sync || h->graph_layer ||
         h->graph_whole))
     return;
   bool fresh = get(root, "host") == NULL;
@@ -825,11 +825,6 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
         h->eager_bwd_ns, h->kernels_bwd);
     put_host_scalar(sec, "kernel_bwd_ns", x->kernel_bwd_ns, wb, o, p);
   }
-  if (h->module)
-    put_host_scalar(sec, "module_ns", x->module_ns,
-                    "not measured: Transformer Engine was not installed on the machine, so its per-module Python "
-                    "could not be timed; the eager kernel figures include torch.nn.Module's own call overhead",
-                    o, p);
   set_host_calls(sec, p, h);
 }
 

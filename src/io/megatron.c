@@ -38,6 +38,8 @@ const PnMegatronArg pn_megatron_args[] = {
     {"training.bias_dropout_fusion", "--no-bias-dropout-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.apply_rope_fusion", "--no-rope-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.persist_layer_norm", "--no-persist-layer-norm", PN_MEGATRON_NEG_FLAG},
+    {"training.cross_entropy_loss_fusion", "--cross-entropy-loss-fusion", PN_MEGATRON_FLAG},
+    {"training.cross_entropy_fusion_impl", "--cross-entropy-fusion-impl", PN_MEGATRON_VALUE},
     {"training.cuda_graph_impl", "--cuda-graph-impl", PN_MEGATRON_VALUE},
     {"training.cuda_graph_modules", "--cuda-graph-modules", PN_MEGATRON_CUSTOM},
     {"training.seq_length", "--seq-length", PN_MEGATRON_VALUE},

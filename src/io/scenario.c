@@ -44,7 +44,8 @@
 
 G_STATIC_ASSERT(sizeof(PnPrecision) == sizeof(int) && sizeof(PnCpCommType) == sizeof(int) &&
                 sizeof(PnRecomputeGranularity) == sizeof(int) && sizeof(PnRecomputeMethod) == sizeof(int) &&
-                sizeof(PnMoeDispatcher) == sizeof(int) && sizeof(PnFp8Recipe) == sizeof(int));
+                sizeof(PnMoeDispatcher) == sizeof(int) && sizeof(PnFp8Recipe) == sizeof(int) &&
+                sizeof(PnCeFusionImpl) == sizeof(int));
 G_STATIC_ASSERT(sizeof(PnCudaGraphImpl) == sizeof(int));
 
 const PnEnumName pn__io_precision_names[]  = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
@@ -53,6 +54,7 @@ static const PnEnumName fp8_recipe_names[] = {{"delayed", PN_FP8_DELAYED},
                                               {"blockwise", PN_FP8_BLOCKWISE},
                                               {"mxfp8", PN_FP8_MXFP8},
                                               {NULL, 0}};
+static const PnEnumName ce_fusion_names[]  = {{"native", PN_CE_FUSION_NATIVE}, {"te", PN_CE_FUSION_TE}, {NULL, 0}};
 const PnEnumName pn__io_cp_comm_names[]    = {
        {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
 static const PnEnumName granularity_names[] = {
@@ -105,6 +107,8 @@ static const PnField training_fields[] = {
     F_KIND(PnTrainingConfig, "bias_activation_fusion", PN_FIELD_BOOL, bias_activation_fusion),
     F_KIND(PnTrainingConfig, "bias_dropout_fusion", PN_FIELD_BOOL, bias_dropout_fusion),
     F_KIND(PnTrainingConfig, "apply_rope_fusion", PN_FIELD_BOOL, apply_rope_fusion),
+    F_KIND(PnTrainingConfig, "cross_entropy_loss_fusion", PN_FIELD_BOOL, cross_entropy_loss_fusion),
+    F_ENUM(PnTrainingConfig, "cross_entropy_fusion_impl", PN_FIELD_ENUM, cross_entropy_fusion_impl, ce_fusion_names, 0),
     F_KIND(PnTrainingConfig, "persist_layer_norm", PN_FIELD_BOOL, persist_layer_norm),
     F_KIND(PnTrainingConfig, "fused_adam", PN_FIELD_BOOL, fused_adam),
     {.key = NULL},

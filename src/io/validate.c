@@ -174,6 +174,15 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
                             strstr(row->precision, "CS") || g_str_has_prefix(row->source_family, "megatron-bridge")
                                 ? "tensorwise"
                                 : "delayed");
+  /* The loss: Megatron-Bridge's GPTModelProvider turns cross_entropy_loss_fusion on and its
+   * performance harness chooses Transformer Engine's implementation (cross_entropy_fusion_impl
+   * "te": 25.09's scripts/performance/configs/<model>/<model>_llm_pretrain.yaml, 25.11's
+   * scripts/performance/utils/helpers.py); Megatron-LM and NeMo 24.07 run Megatron-Core's default,
+   * the unfused vocab-parallel cross entropy. */
+  if (g_str_has_prefix(row->source_family, "megatron-bridge")) {
+    cJSON_AddBoolToObject(tr, "cross_entropy_loss_fusion", true);
+    cJSON_AddStringToObject(tr, "cross_entropy_fusion_impl", "te");
+  }
   cJSON *p = cJSON_AddObjectToObject(sc, "parallel");
   cJSON_AddNumberToObject(p, "tensor_model_parallel_size", (double)tp);
   cJSON_AddNumberToObject(p, "pipeline_model_parallel_size", (double)pp);

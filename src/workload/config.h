@@ -28,6 +28,9 @@ typedef enum { PN_PREC_BF16, PN_PREC_FP8 } PnPrecision;
 /* Megatron-Core fp8_recipe (transformer_config.py; default "delayed"). Only delayed and tensorwise
  * (per-tensor current scaling) are simulated; io/ refuses the others for fp8 runs. */
 typedef enum { PN_FP8_DELAYED, PN_FP8_TENSORWISE, PN_FP8_BLOCKWISE, PN_FP8_MXFP8 } PnFp8Recipe;
+/* Megatron-Core cross_entropy_fusion_impl (model_parallel_config.py; default "native"): which fused
+ * cross entropy runs when cross_entropy_loss_fusion is on. */
+typedef enum { PN_CE_FUSION_NATIVE, PN_CE_FUSION_TE } PnCeFusionImpl;
 typedef enum { PN_RECOMPUTE_NONE, PN_RECOMPUTE_SELECTIVE, PN_RECOMPUTE_FULL } PnRecomputeGranularity;
 typedef enum { PN_RECOMPUTE_METHOD_UNIFORM, PN_RECOMPUTE_METHOD_BLOCK } PnRecomputeMethod;
 typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommType;
@@ -126,6 +129,11 @@ typedef struct {
   /* the optimizer step is Transformer Engine's or Apex's FusedAdam; false: torch.optim.AdamW, which
    * Megatron-LM falls back to without either (megatron/core/optimizer/__init__.py) */
   bool fused_adam;
+  /* the loss: Megatron-Core's unfused vocab-parallel cross entropy (default), or with
+   * cross_entropy_loss_fusion its jit-fused version ("native") or Transformer Engine's Triton
+   * parallel cross entropy ("te"; Megatron-Bridge's performance recipes) */
+  bool cross_entropy_loss_fusion;
+  PnCeFusionImpl cross_entropy_fusion_impl;
 } PnTrainingConfig;
 
 typedef struct {

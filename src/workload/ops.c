@@ -18,6 +18,8 @@ typedef struct {
   bool act_unfused;     /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
   bool wgrad_fusion;    /* gradient_accumulation_fusion: wgrad GEMMs add into main_grad themselves */
   PnDtype main_grad_dt; /* main_grad's dtype: fp32 with grad_reduce_in_fp32, else bf16 */
+  /* the cross entropy's bytes per logit, forward and backward, and what the forward keeps */
+  double ce_fwd_bytes, ce_bwd_bytes, ce_saved_bytes;
   PnCpCommType cp_type;
   double e;        /* bytes per element of a quantizable GEMM input: 1 (fp8) or 2 */
   double norm_e;   /* bytes per element a fused norm writes: 1 (fp8 delayed scaling) or 2 */
@@ -31,6 +33,29 @@ typedef struct {
   int64_t sf_tp, sfc1_tp;      /* shared experts: width/tp, fc1 output width/tp */
   bool shared_overlap;         /* moe_shared_expert_overlap with the alltoall dispatcher */
 } Dims;
+
+/* Bytes per logit the loss moves (megatron/core/tensor_parallel/cross_entropy.py, fusions/
+ * fused_cross_entropy.py; transformer_engine/pytorch/triton/cross_entropy.py), each kernel a full
+ * pass over the [tokens, vocab / TP] logits:
+ *  - unfused (Megatron-Core's default): .float() (2 r + 4 w), max (4 r), the in-place subtraction
+ *    of the max (4 r + 4 w), exp in place (4 r + 4 w), its sum (4 r), the division by the sum
+ *    (4 r + 4 w) = 38; backward: grad = softmax - onehot times dLoss in place (4 r + 4 w), cast
+ *    back to bf16 for the output layer (4 r + 2 w) = 14; the fp32 softmax is kept (4);
+ *  - "native" (jit-fused): cast and max (2 r + 4 w), subtract + exp + sum (4 r + 4 w), divide
+ *    (4 r + 4 w) = 22; backward fused into one pass ending in bf16 (4 r + 2 w) = 6; keeps 4;
+ *  - "te" (Triton): the online softmax reads the bf16 logits (2), the loss kernel reads them
+ *    again and writes the gradient in place (2 r + 2 w) = 6; backward scales it by dLoss
+ *    (2 r + 2 w) = 4; keeps the bf16 gradient (2). */
+static void ce_bytes(const PnTrainingConfig *tr, Dims *d)
+{
+  if (!tr->cross_entropy_loss_fusion) {
+    d->ce_fwd_bytes = 38.0, d->ce_bwd_bytes = 14.0, d->ce_saved_bytes = 4.0;
+  } else if (tr->cross_entropy_fusion_impl == PN_CE_FUSION_TE) {
+    d->ce_fwd_bytes = 6.0, d->ce_bwd_bytes = 4.0, d->ce_saved_bytes = 2.0;
+  } else {
+    d->ce_fwd_bytes = 22.0, d->ce_bwd_bytes = 6.0, d->ce_saved_bytes = 4.0;
+  }
+}
 
 static void dims_init(const PnScenario *sc, Dims *d)
 {
@@ -66,12 +91,13 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->act_unfused  = !sc->training.bias_activation_fusion;
   d->wgrad_fusion = sc->training.gradient_accumulation_fusion;
   d->main_grad_dt = sc->ddp.grad_reduce_in_fp32 ? PN_DT_FP32 : PN_DT_BF16;
-  d->cp_type      = sc->comm_overlap.cp_comm_type;
-  d->cs           = d->fp8 && sc->training.fp8_recipe == PN_FP8_TENSORWISE;
-  d->e            = d->fp8 ? 1.0 : 2.0;
-  d->norm_e       = d->fp8 && !d->cs ? 1.0 : 2.0;
-  d->gemm_dt      = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
-  d->moe          = m->num_moe_experts > 0;
+  ce_bytes(&sc->training, d);
+  d->cp_type = sc->comm_overlap.cp_comm_type;
+  d->cs      = d->fp8 && sc->training.fp8_recipe == PN_FP8_TENSORWISE;
+  d->e       = d->fp8 ? 1.0 : 2.0;
+  d->norm_e  = d->fp8 && !d->cs ? 1.0 : 2.0;
+  d->gemm_dt = d->fp8 ? PN_DT_FP8 : PN_DT_BF16;
+  d->moe     = m->num_moe_experts > 0;
   if (d->moe) {
     int64_t F     = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
     d->dispatcher = sc->parallel.moe_token_dispatcher_type;
@@ -805,16 +831,12 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
     if (d.sp)
       push_comm(out, "output_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
     push_gemm(out, "logits", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d.T, d.vocab_tp, d.h, hsp * 2.0);
-    /* Megatron's vocab-parallel cross entropy: logits to fp32 (2 r + 4 w), max (4 r), subtract
-     * max and exp with the sum (4 r + 4 w), divide by the sum (4 r + 4 w) = 26 B/elem; keeps the
-     * fp32 softmax. */
-    push_mem(out, "cross_entropy", phase, logits * 26.0, logits * 4.0);
+    push_mem(out, "cross_entropy", phase, logits * d.ce_fwd_bytes, logits * d.ce_saved_bytes);
     if (d.tp_comm)
       push_comm(out, "cross_entropy_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, (double)d.T * 4.0 * 3.0,
                 PN_DT_FP32);
   } else {
-    /* grad = softmax - onehot, times dLoss (4 r + 4 w), back to bf16 (4 r + 2 w). */
-    push_mem(out, "cross_entropy_bwd", phase, logits * 14.0, 0.0);
+    push_mem(out, "cross_entropy_bwd", phase, logits * d.ce_bwd_bytes, 0.0);
     if (d.sp)
       push_comm(out, "output_wgrad_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
     push_dgrad(out, "logits_dgrad", NULL, phase, PN_DT_BF16, d.T, d.vocab_tp, d.h);

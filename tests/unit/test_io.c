@@ -1430,7 +1430,8 @@ END_TEST
  *   sync_ns       = torch.cuda.synchronize = 9 (scalar.item, 50, is not it)
  *   graph_layer_fwd_ns / _bwd_ns = graphed_per_layer h2048 host_fwd_ns / host_bwd_ns = 40 / 60
  *   graph_launch_ns = graphed_whole h2048 host_ns x layers = 25 x 4 = 100
- *   module_ns = 0; python_loop_ns = 40.5; cpu = env.host_cpu
+ *   module_ns: left as the base profile has it (a published figure, not measurable here: 0 in the
+ *   test profile); python_loop_ns = 40.5; cpu = env.host_cpu
  *   kernel_launch_ns = empty stream - empty graph = 1900 - 800 = 1100
  *   floors: GEMM = the smallest GEMM in a graph (64: 2000, not 128: 3000); memory = the smallest
  *   copy in a graph (4096 B: 900); attention = sdpa_causal graph gpu_ns = 6000.
@@ -1488,7 +1489,7 @@ START_TEST(test_calib_host)
   ck_assert(p->host.kernel_ns == 0.0 && p->kernel_floor_ns[PN_FLOOR_GEMM] == 0.0 && p->host.cpu[0] == '\0');
   PnCalFitted f;
   ck_assert(pn_calib_fit(&d, p, &f, &e));
-  ck_assert(f.host.kernel && f.host.launch && f.host.module && f.host.graph_whole);
+  ck_assert(f.host.kernel && f.host.launch && f.host.graph_whole);
   g_autofree char *out = g_build_filename(dir, "out.json", NULL);
   ck_assert_msg(pn_calib_write_profile(base, out, p, &f, prov->str, &e), "%s", e ? e->message : "");
   g_autoptr(PnHwProfile) back = pn_hw_profile_load(out, &e);
