@@ -190,6 +190,8 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOpti
     classes_json(w, "total_comm_s", st->total_comm_s);
     contention_json(w, st->contention_s);
     pn_jsonw_double(w, "end_s", st->end_s);
+    pn_jsonw_int(w, "dp_buckets", st->dp_buckets);
+    pn_jsonw_int(w, "dp_bucket_groups", st->dp_bucket_groups);
     pn_jsonw_end(w);
   }
   pn_jsonw_end(w);

@@ -20,7 +20,10 @@
  *     max_connections, tp_comm_overlap_cfg},
  *   then model_flops_per_iteration, tokens_per_iteration, iterations, iteration_times_s [..],
  *   stages [{stage, compute_s, bubble_s, exposed_comm_s {..}, total_comm_s {..}, sm_contention_s {..},
- *   end_s}],
+ *   end_s, dp_buckets, dp_bucket_groups}] (dp_buckets: Megatron-Core's data-parallel gradient
+ *   buckets over the stage's model chunks, dense and expert buffers; dp_bucket_groups: the
+ *   collectives they make, one gradient reduction and one parameter all-gather per group and
+ *   iteration, sched/dp_buckets.c),
  *   comm_ops [{op, class, total_s, exposed_s}], simulator {tasks, cost_fallbacks},
  *   warnings [..].
  * scenario.name is the scenario file's name without directory and ".json"; hardware.name the

@@ -146,24 +146,30 @@ void pn__templates_free(PnTemplates *t)
 
 /* ---- the iteration ----------------------------------------------------------------------- */
 
-static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk)
+/* Whether unit `u`'s backward runs the recomputed layer template (PN_AT_RECOMPUTED). */
+static bool unit_recomputed(PnBuilder *b, uint32_t rank, const PnUnit *u, int16_t chunk)
 {
   int64_t l0 = g_array_index(b->vs_first_layer, int64_t, pn__vstage_of(b, rank, chunk));
+  return u->kind == PN_UNIT_LAYER && pn_workload_layer_is_recomputed(b->sc, u->layer - l0);
+}
+
+/* One unit's template, with `hook` around its entries (NULL: none). */
+static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, int32_t mb, int16_t chunk,
+                      PnEntryHook hook, void *ctx)
+{
+  const GArray *tpl = NULL;
   switch (u->kind) {
   case PN_UNIT_EMB:
-    pn__emit_template(b, rank, fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd, mb, chunk, -1);
+    tpl = fwd ? b->tpl.emb_fwd : b->tpl.emb_bwd;
     break;
   case PN_UNIT_HEAD:
-    pn__emit_template(b, rank, fwd ? b->tpl.head_fwd : b->tpl.head_bwd, mb, chunk, -1);
+    tpl = fwd ? b->tpl.head_fwd : b->tpl.head_bwd;
     break;
-  case PN_UNIT_LAYER: {
-    const GArray *tpl = b->tpl.layer_fwd;
-    if (!fwd)
-      tpl = pn_workload_layer_is_recomputed(b->sc, u->layer - l0) ? b->tpl.layer_bwd : b->tpl.layer_bwd_plain;
-    pn__emit_template(b, rank, tpl, mb, chunk, (int16_t)u->layer);
+  case PN_UNIT_LAYER:
+    tpl = fwd ? b->tpl.layer_fwd : (unit_recomputed(b, rank, u, chunk) ? b->tpl.layer_bwd : b->tpl.layer_bwd_plain);
     break;
   }
-  }
+  pn__emit_template_hooked(b, rank, tpl, mb, chunk, u->kind == PN_UNIT_LAYER ? (int16_t)u->layer : -1, hook, ctx);
 }
 
 /* fp8 ops outside the layer templates (workload/ops.h), emitted for one chunk of `rank`: the
@@ -194,39 +200,50 @@ static bool unit_is_layer(GArray *units, gint i)
   return i >= 0 && i < (gint)units->len && g_array_index(units, PnUnit, i).kind == PN_UNIT_LAYER;
 }
 
+/* The forward pre-hooks of the DP bucket groups (overlap_param_gather) act in the chunk's first
+ * forward, before the module of a unit that first uses a group. With fp8, TE casts a module's
+ * weights after its pre-hook; here a layer's casts come before the layer, after the groups of its
+ * first module only, the others still waited for at their modules. */
 static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   GArray *units = pn__units_of(b, rank, a->chunk);
   bool gather   = a->first_forward_of_chunk && pn__param_overlap_now(b);
+  bool fp8      = b->sc->training.precision == PN_PREC_FP8;
   if (gather && b->plan->align_param_gather)
-    pn__emit_param_gather_chunk(b, rank, a->chunk);
-  int cur_bucket = -1;
+    pn__emit_param_gather_aligned(b, rank, a->chunk);
   for (guint i = 0; i < units->len; i++) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
-    if (gather && !b->plan->align_param_gather && u->bucket != cur_bucket) {
-      pn__emit_param_gather_bucket(b, rank, a->chunk, u->bucket);
-      cur_bucket = u->bucket;
-    }
+    PnDpUnit dp;
+    pn__dp_unit(b, rank, a->chunk, (int32_t)i, PN_AT_PLAIN, &dp);
+    bool hooked = gather && pn__dp_unit_any(&dp);
+    if (hooked && fp8 && u->kind == PN_UNIT_LAYER)
+      pn__dp_gather_first(b, rank, &dp);
     if (u->kind == PN_UNIT_LAYER && a->first_forward_of_chunk)
       emit_fp8(b, rank, true, a->microbatch, a->chunk, u->layer);
-    emit_unit(b, rank, u, true, a->microbatch, a->chunk);
+    emit_unit(b, rank, u, true, a->microbatch, a->chunk, hooked ? pn__dp_gather_hook : NULL, &dp);
     if (u->kind == PN_UNIT_LAYER && !unit_is_layer(units, (gint)i + 1))
       emit_fp8(b, rank, true, a->microbatch, a->chunk, -1); /* the block's fp8_autocast exits */
   }
 }
 
+/* In the chunk's last backward (overlap_grad_reduce) a bucket group's reduction is launched once
+ * the backward has produced all its gradients: after the entry that ends the backward of the
+ * module (in the unit holding its earliest-registered parameter) whose gradients come last
+ * (register_grad_ready counts them per parameter; a module's all come together, when its
+ * autograd function returns). */
 static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   GArray *units = pn__units_of(b, rank, a->chunk);
   bool reduce   = a->last_backward_of_chunk && pn__grad_overlap_now(b);
   for (gint i = (gint)units->len - 1; i >= 0; i--) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
-    emit_unit(b, rank, u, false, a->microbatch, a->chunk);
+    PnDpUnit dp;
+    pn__dp_unit(b, rank, a->chunk, (int32_t)i, unit_recomputed(b, rank, u, a->chunk) ? PN_AT_RECOMPUTED : PN_AT_PLAIN,
+                &dp);
+    bool hooked = reduce && pn__dp_unit_any(&dp);
+    emit_unit(b, rank, u, false, a->microbatch, a->chunk, hooked ? pn__dp_reduce_hook : NULL, &dp);
     if (u->kind == PN_UNIT_LAYER && !unit_is_layer(units, i - 1))
       emit_fp8(b, rank, false, a->microbatch, a->chunk, -1); /* the block's first fp8 module's backward ends */
-    bool bucket_done = i == 0 || g_array_index(units, PnUnit, i - 1).bucket != u->bucket;
-    if (reduce && bucket_done)
-      pn__emit_grad_bucket(b, rank, a->chunk, u->bucket);
   }
 }
 
@@ -255,7 +272,7 @@ GArray *pn__optimizer_template(PnBuilder *b, uint32_t rank)
   double params = 0.0, experts = 0.0;
   for (int64_t c = 0; c < b->vpp; c++) {
     double e;
-    params += pn__bucket_params(pn__units_of(b, rank, c), -1, &e);
+    params += pn__chunk_params(pn__units_of(b, rank, c), &e);
     experts += e;
   }
   double local          = b->plan->use_distributed_optimizer
@@ -283,8 +300,11 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
                       .overlap_p2p_comm_warmup_flush = b->plan->overlap_p2p_comm_warmup_flush,
                       .combined_1f1b                 = b->plan->overlap_moe_expert_parallel_comm,
                       .deallocate_pipeline_outputs   = true};
-  for (guint i = 0; i < b->chunk_ag->len; i++)
-    g_array_set_size(g_ptr_array_index(b->chunk_ag, i), 0);
+  for (guint i = 0; i < b->chunk_ag->len; i++) {
+    GArray *ags = g_ptr_array_index(b->chunk_ag, i);
+    for (guint k = 0; k < ags->len; k++)
+      g_array_index(ags, PnTaskId, k) = PN_TASK_NONE;
+  }
   PnTaskId first = pn_graph_n_tasks(b->g); /* forward_backward_func starts */
   for (uint32_t r = 0; r < b->pp; r++) {
     if (!pn_sched_actions(&sp, r, b->actions, error))
@@ -403,7 +423,13 @@ static void builder_free(PnBuilder *b)
   g_ptr_array_unref(b->pending);
   g_ptr_array_unref(b->dp_wait);
   g_ptr_array_unref(b->units);
+  g_ptr_array_unref(b->groups);
   g_ptr_array_unref(b->chunk_ag);
+  for (int k = 0; k < PN_UNIT_KINDS; k++) {
+    g_clear_pointer(&b->params[k], g_array_unref);
+    g_clear_pointer(&b->param_at[k], g_array_unref);
+  }
+  g_clear_pointer(&b->scratch_buckets, g_array_unref);
   g_array_unref(b->vs_first_layer);
   g_array_unref(b->vs_layers);
 }
@@ -449,7 +475,9 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   if (par->sequence_parallel && b.tp > 1)
     tokens /= (double)b.tp;
   b.p2p_bytes      = tokens * (double)sc->model.hidden_size * 2.0;
-  *info            = (PnBuildInfo){.iteration_end = g_array_new(FALSE, FALSE, sizeof(PnTaskId))};
+  *info            = (PnBuildInfo){.iteration_end    = g_array_new(FALSE, FALSE, sizeof(PnTaskId)),
+                                   .dp_buckets       = g_array_new(FALSE, TRUE, sizeof(int64_t)),
+                                   .dp_bucket_groups = g_array_new(FALSE, TRUE, sizeof(int64_t))};
   b.p2p_open       = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   b.actions        = g_array_new(FALSE, FALSE, sizeof(PnSchedAction));
   b.action_task    = g_array_new(FALSE, FALSE, sizeof(PnTaskId));
@@ -467,11 +495,18 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   b.pending  = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
   b.dp_wait  = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
   b.units    = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnUnit));
+  b.groups   = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnBucketGroup));
   b.chunk_ag = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
-  for (uint32_t r = 0; r < b.pp; r++)
-    for (int64_t c = 0; c < b.vpp; c++)
-      pn__units_build(&b, r, c);
   pn__templates_build(&b);
+  pn__params_build(&b);
+  g_array_set_size(info->dp_buckets, (guint)b.pp);
+  g_array_set_size(info->dp_bucket_groups, (guint)b.pp);
+  for (uint32_t r = 0; r < b.pp; r++)
+    for (int64_t c = 0; c < b.vpp; c++) {
+      pn__units_build(&b, r, c);
+      pn__buckets_build(&b, r, c, &g_array_index(info->dp_buckets, int64_t, r),
+                        &g_array_index(info->dp_bucket_groups, int64_t, r));
+    }
   gboolean ok = reserve_graph(&b, error);
   int iters   = sc->training.iterations > 0 ? sc->training.iterations : 1;
   for (b.iteration = 0; ok && b.iteration < iters; b.iteration++) {
@@ -486,7 +521,7 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
 
 void pn_build_info_clear(PnBuildInfo *info)
 {
-  if (info->iteration_end)
-    g_array_unref(info->iteration_end);
-  info->iteration_end = NULL;
+  g_clear_pointer(&info->iteration_end, g_array_unref);
+  g_clear_pointer(&info->dp_buckets, g_array_unref);
+  g_clear_pointer(&info->dp_bucket_groups, g_array_unref);
 }

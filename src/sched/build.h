@@ -20,9 +20,8 @@
  * (post_forward) launches from the forward chain, the backward's (post_backward) from the
  * compute stream (PR #4268: from the backward chain), then the delayed attention wgrad of the
  * chunk's first layer (PR #4268: of its first N layers). Warm-up forwards and cool-down
- * backwards run alone through the same nodes. DP hooks act per chunk here: the parameter
- * all-gather of a chunk's buckets before its first forward, the gradient reduce-scatter of all
- * its buckets after its last backward.
+ * backwards run alone through the same nodes. The DP bucket hooks act inside the nodes, at the
+ * ops where the plain schedule has them (sched/dp_buckets.c).
  *
  * Ownership: the caller owns `g`. Cost: O(tasks) with per-layer op templates priced once.
  */
@@ -39,6 +38,10 @@ typedef struct {
   GArray *iteration_end;   /* of PnTaskId: n_iterations * n_gpus, the last task of each GPU per iteration */
   uint64_t cost_fallbacks; /* op templates priced by roofline (no calibration point near) */
   uint64_t cost_templates; /* op templates priced */
+  /* per GPU, of int64_t: Megatron-Core's DP gradient buckets over its model chunks (dense and
+   * expert buffers), and their bucket groups: one reduce-scatter / all-reduce and one parameter
+   * all-gather each per iteration (sched/dp_buckets.c) */
+  GArray *dp_buckets, *dp_bucket_groups;
 } PnBuildInfo;
 
 #define PN_BUILD_ERROR (pn_build_error_quark())
@@ -73,6 +76,24 @@ void pn_build_info_clear(PnBuildInfo *info);
  * iteration's window starts at the previous one's last end, which a rank's next compute may
  * precede). FALSE with `error` where the build would refuse the layers' split. */
 gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double *bound_ns, GError **error);
+
+/* One data-parallel bucket group of a model chunk as pn_sched_build forms it (sched/dp_buckets.c
+ * says how, after Megatron-Core's param_and_grad_buffer.py): one gradient reduce-scatter /
+ * all-reduce and one parameter all-gather per iteration. */
+typedef struct {
+  double elems;       /* elements reduced: its buckets, padded with the distributed optimizer */
+  double param_bytes; /* bytes all-gathered (1 per element of an fp8 buffer, else 2) */
+  int32_t buckets;    /* Megatron buckets it coalesces (one unless fp8 buffers or disabled bucketing) */
+  int32_t unit;       /* the chunk's unit holding its earliest-registered parameter: units are the
+                         embedding (first stage), the layers, the head (last stage), in forward order */
+  bool expert;        /* expert parameters in their own buffer: reduced over the expert-DP group */
+} PnDpBucketGroup;
+
+/* The bucket groups of model chunk `chunk` of pipeline rank `rank`, in backprop order (the order
+ * the backward completes them), appended to `out` (of PnDpBucketGroup). FALSE with `error` where
+ * the build would refuse the layers' split. Cost: the op templates of a build, no graph. */
+gboolean pn_sched_dp_buckets(const PnScenario *sc, const PnPlan *plan, uint32_t rank, int64_t chunk, GArray *out,
+                             GError **error);
 
 /* Ranks of a group that share a node, with Megatron's rank order (tp fastest, then cp, dp, pp). */
 int64_t pn_sched_ranks_per_node(const PnScenario *sc, int64_t stride, int64_t size);

@@ -13,18 +13,52 @@ typedef struct {
   PnTaskId f, b;
 } PnChains;
 
-/* A backward_dw() call: issued on the compute stream in program order, no event wait. */
-static void emit_dw(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
-{
-  if (tpl && tpl->len)
-    pn__emit_template(b, gpu, tpl, mb, chunk, layer);
-}
-
 typedef struct {
   const PnSchedAction *f, *b;
   int64_t f_first, b_first; /* first global layer of each chunk */
   int64_t nf, nb;           /* transformer layers in each */
+  int32_t f_unit0, b_unit0; /* unit index of each chunk's first layer */
+  bool gather, reduce;      /* the DP hooks act: the chunk's first forward, its last backward */
 } PnCombined;
+
+/* A part of layer `li` (its index in the chunk) of the forward (`fwd`) or backward micro-batch,
+ * `part` its PnLayerNode (forward) or PnBwdPart: a node of the chain `chain`, or with chain NULL
+ * a backward_dw() call (compute stream, program order). The DP hooks act in the nodes (forward
+ * pre-hooks, gradient-ready launches) as in build.c's units. */
+static void emit_part(PnBuilder *b, uint32_t gpu, const PnCombined *c, bool fwd, int64_t li, int part,
+                      const GArray *tpl, bool comm_node, PnTaskId *chain)
+{
+  if (!tpl || tpl->len == 0)
+    return;
+  const PnSchedAction *a = fwd ? c->f : c->b;
+  int16_t layer          = (int16_t)((fwd ? c->f_first : c->b_first) + li);
+  PnEntryHook hook       = NULL;
+  PnDpUnit dp            = {0};
+  if (fwd ? c->gather : c->reduce) {
+    pn__dp_unit(b, gpu, a->chunk, (int32_t)li + (fwd ? c->f_unit0 : c->b_unit0), PN_AT_COMBINED, &dp);
+    dp.part = part * PN_AT_PART;
+    if (pn__dp_unit_any(&dp))
+      hook = fwd ? pn__dp_gather_hook : pn__dp_reduce_hook;
+  }
+  if (chain)
+    pn__emit_node_hooked(b, gpu, tpl, comm_node, chain, a->microbatch, a->chunk, layer, hook, &dp);
+  else
+    pn__emit_template_hooked(b, gpu, tpl, a->microbatch, a->chunk, layer, hook, &dp);
+}
+
+/* The embedding or the head (unit `unit`) of the forward or backward micro-batch, with its DP hooks. */
+static void emit_end_unit(PnBuilder *b, uint32_t gpu, const PnCombined *c, bool fwd, int32_t unit, const GArray *tpl)
+{
+  const PnSchedAction *a = fwd ? c->f : c->b;
+  PnEntryHook hook       = NULL;
+  PnDpUnit dp            = {0};
+  if (fwd ? c->gather : c->reduce) {
+    pn__dp_unit(b, gpu, a->chunk, unit, PN_AT_COMBINED, &dp);
+    if (pn__dp_unit_any(&dp))
+      hook = fwd ? pn__dp_gather_hook : pn__dp_reduce_hook;
+  }
+  pn__emit_template_hooked(b, gpu, tpl, a->microbatch, a->chunk, -1, hook, &dp);
+}
 
 /* TransformerLayerSchedulePlan.run(f_layer, b_layer): the issue order of its nodes.
  *   comm stream:    combine_bwd | dispatch_fwd -> dispatch_bwd | combine_fwd
@@ -35,30 +69,27 @@ static void emit_layer_pair(PnBuilder *b, uint32_t gpu, const PnCombined *c, int
 {
   const PnTemplates *T = &b->tpl;
   bool F = fi >= 0, B = bi >= 0;
-  int32_t fmb = F ? c->f->microbatch : -1, bmb = B ? c->b->microbatch : -1;
-  int16_t fc = F ? c->f->chunk : -1, bc = B ? c->b->chunk : -1;
-  int16_t fl = F ? (int16_t)(c->f_first + fi) : -1, bl = B ? (int16_t)(c->b_first + bi) : -1;
   bool delayed = B && bi < b->plan->p2p_wgrad_delayed_layers;
   if (B)
-    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_COMBINE], true, &ch->b, bmb, bc, bl);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_COMBINE, T->node_bwd[PN_NODE_COMBINE], true, &ch->b);
   if (F)
-    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_ATTN], false, &ch->f, fmb, fc, fl);
+    emit_part(b, gpu, c, true, fi, PN_NODE_ATTN, T->node_fwd[PN_NODE_ATTN], false, &ch->f);
   if (B)
-    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_MLP], false, &ch->b, bmb, bc, bl);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_MLP, T->node_bwd[PN_NODE_MLP], false, &ch->b);
   if (F)
-    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_DISPATCH], true, &ch->f, fmb, fc, fl);
+    emit_part(b, gpu, c, true, fi, PN_NODE_DISPATCH, T->node_fwd[PN_NODE_DISPATCH], true, &ch->f);
   if (B && !(delayed && b->plan->p2p_delay_mlp_wgrad))
-    emit_dw(b, gpu, T->mlp_dw, bmb, bc, bl);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_MLP_DW, T->mlp_dw, false, NULL);
   if (B)
-    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_DISPATCH], true, &ch->b, bmb, bc, bl);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_DISPATCH, T->node_bwd[PN_NODE_DISPATCH], true, &ch->b);
   if (F) {
-    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_MLP], false, &ch->f, fmb, fc, fl);
-    pn__emit_node(b, gpu, T->node_fwd[PN_NODE_COMBINE], true, &ch->f, fmb, fc, fl);
+    emit_part(b, gpu, c, true, fi, PN_NODE_MLP, T->node_fwd[PN_NODE_MLP], false, &ch->f);
+    emit_part(b, gpu, c, true, fi, PN_NODE_COMBINE, T->node_fwd[PN_NODE_COMBINE], true, &ch->f);
   }
   if (B) {
-    pn__emit_node(b, gpu, T->node_bwd[PN_NODE_ATTN], false, &ch->b, bmb, bc, bl);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_ATTN, T->node_bwd[PN_NODE_ATTN], false, &ch->b);
     if (!delayed)
-      emit_dw(b, gpu, T->attn_dw, bmb, bc, bl);
+      emit_part(b, gpu, c, false, bi, PN_BWD_PART_ATTN_DW, T->attn_dw, false, NULL);
   }
 }
 
@@ -72,22 +103,12 @@ static void emit_event_wait(PnBuilder *b, uint32_t gpu, PnTaskId chain)
   pn__add_task(b, gpu, &t, &chain, 1);
 }
 
+/* The chunk's first forward: with align_param_gather every group of the chunk and the next is
+ * dispatched; the forward pre-hooks wait for them inside the nodes (emit_part). */
 static void combined_param_gather(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
-  if (!(a->first_forward_of_chunk && pn__param_overlap_now(b)))
-    return;
-  /* Megatron's per-bucket pre-hooks run inside the layers; at chunk granularity here: every
-   * bucket of the chunk (and, aligned, of the next) is gathered before the chunk starts. */
-  pn__emit_param_gather_chunk(b, rank, a->chunk);
-}
-
-static void combined_grad_reduce(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
-{
-  if (!(a->last_backward_of_chunk && pn__grad_overlap_now(b)))
-    return;
-  /* at chunk granularity: the buckets launch when the chunk's backward ends */
-  for (int k = 0; k < pn__n_buckets(pn__units_of(b, rank, a->chunk)); k++)
-    pn__emit_grad_bucket(b, rank, a->chunk, k);
+  if (a->first_forward_of_chunk && pn__param_overlap_now(b) && b->plan->align_param_gather)
+    pn__emit_param_gather_aligned(b, rank, a->chunk);
 }
 
 /* TransformerModelChunkSchedulePlan.run(f, b) (model_chunk_schedule_plan.py): a forward step
@@ -122,6 +143,10 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
     c.b_first = g_array_index(b->vs_first_layer, int64_t, bvs);
     c.nb      = g_array_index(b->vs_layers, int64_t, bvs);
   }
+  c.f_unit0 = fvs == 0 ? 1 : 0;
+  c.b_unit0 = bvs == 0 ? 1 : 0;
+  c.gather  = c.f && c.f->first_forward_of_chunk && pn__param_overlap_now(b);
+  c.reduce  = c.b && c.b->last_backward_of_chunk && pn__grad_overlap_now(b);
   /* pre_backward: waits on receives posted before this step */
   if (c.f && c.b)
     for (guint x = pf0; x < pf1; x++) {
@@ -133,10 +158,10 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
     combined_param_gather(b, rank, c.f);
   PnChains ch = {PN_TASK_NONE, PN_TASK_NONE};
   if (c.f && fvs == 0)
-    pn__emit_template(b, rank, b->tpl.emb_fwd, c.f->microbatch, c.f->chunk, -1);
+    emit_end_unit(b, rank, &c, true, 0, b->tpl.emb_fwd);
   ch.f = g_array_index(b->last_compute, PnTaskId, rank);
   if (c.b && bvs == last_vs)
-    pn__emit_template(b, rank, b->tpl.head_bwd, c.b->microbatch, c.b->chunk, -1);
+    emit_end_unit(b, rank, &c, false, c.b_unit0 + (int32_t)c.nb, b->tpl.head_bwd);
   ch.b = g_array_index(b->last_compute, PnTaskId, rank);
 
   int64_t both = MIN(c.nf, c.nb);
@@ -172,19 +197,16 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   /* the delayed pre-dispatch wgrads of the last backward layers, after post_backward */
   if (c.b)
     for (int64_t i = 0; i < MIN(b->plan->p2p_wgrad_delayed_layers, c.nb); i++) {
-      int16_t layer = (int16_t)(c.b_first + i);
       if (b->plan->p2p_delay_mlp_wgrad)
-        emit_dw(b, rank, b->tpl.mlp_dw, c.b->microbatch, c.b->chunk, layer);
-      emit_dw(b, rank, b->tpl.attn_dw, c.b->microbatch, c.b->chunk, layer);
+        emit_part(b, rank, &c, false, i, PN_BWD_PART_MLP_DW, b->tpl.mlp_dw, false, NULL);
+      emit_part(b, rank, &c, false, i, PN_BWD_PART_ATTN_DW, b->tpl.attn_dw, false, NULL);
     }
   emit_event_wait(b, rank, ch.f);
   emit_event_wait(b, rank, ch.b);
   if (c.f && fvs == last_vs)
-    pn__emit_template(b, rank, b->tpl.head_fwd, c.f->microbatch, c.f->chunk, -1);
+    emit_end_unit(b, rank, &c, true, c.f_unit0 + (int32_t)c.nf, b->tpl.head_fwd);
   if (c.b && bvs == 0)
-    pn__emit_template(b, rank, b->tpl.emb_bwd, c.b->microbatch, c.b->chunk, -1);
-  if (c.b)
-    combined_grad_reduce(b, rank, c.b);
+    emit_end_unit(b, rank, &c, false, 0, b->tpl.emb_bwd);
   for (guint k = 0; k < next_input->len; k++)
     pn__emit_wait(b, rank, &g_array_index(acts, PnSchedAction, g_array_index(next_input, guint, k)));
 }

@@ -1,79 +1,230 @@
 /* dp_buckets.c — data-parallel gradient reduction and parameter all-gather, bucket by bucket, as
  * Megatron-Core's DistributedDataParallel does (distributed_data_parallel.py,
- * param_and_grad_buffer.py). A model chunk is a list of units (embedding, layers, head) grouped
- * into buckets in backprop order. With overlap_grad_reduce a bucket's reduce-scatter (all-reduce
- * without the distributed optimizer) is launched on the DP stream when the backward is done with
- * it and waited for in finish_grad_sync; with overlap_param_gather a bucket's all-gather is
- * launched ahead of the forward that needs it (forward pre-hooks, or a chunk at a time with
- * align_param_gather); without them both run on the compute stream. Dense parameters reduce over
- * dp x cp, expert parameters over the expert data-parallel group. */
+ * param_and_grad_buffer.py). A model chunk's parameters are laid out in buffers and cut into
+ * buckets in backprop order, the buckets grouped into bucket groups (below). With
+ * overlap_grad_reduce a group's reduce-scatter (all-reduce without the distributed optimizer) is
+ * launched on the DP stream when the backward has produced all its gradients and waited for in
+ * finish_grad_sync; with overlap_param_gather a group's all-gather is launched ahead of the
+ * forward that needs it (forward pre-hooks, or a chunk at a time with align_param_gather);
+ * without them both run on the compute stream. Dense parameters reduce over dp x cp, expert
+ * parameters in their own buffer over the expert data-parallel group.
+ *
+ * Buckets, as Megatron-LM forms them (d98e8a64dd):
+ *   - size: the user's ddp.bucket_size, else Bridge's 128 Mi with the distributed optimizer and
+ *     DP > 1, else max(40 M, 1 M x dp x cp) (training.py resolve_ddp_bucket_size); none (one
+ *     bucket per buffer) without overlap_grad_reduce (the same, and DistributedDataParallel.
+ *     __init__); resolved in overlap/dp.c into plan->bucket_size, 0 = none.
+ *   - none either on every pipeline rank but the first and on every model chunk but the first,
+ *     which are also `disable_bucketing` (all buckets of a buffer list in one group), as every
+ *     chunk is with overlap_param_gather_with_optimizer_step (training.py get_model:
+ *     per_chunk_disable_bucketing, per_chunk_bucket_sizes; distributed_data_parallel.py
+ *     __init__ repeats the pp_rank > 0 rule).
+ *   - buffers (param_and_grad_buffer.py group_params_for_buffers): one per (storage dtype, expert):
+ *     TE linear weights are fp8 storage with fp8_param_gather (_param_uses_quantized_storage);
+ *     expert parameters have a buffer of their own when ep > 1 or etp != tp (their
+ *     allreduce = False, extensions/transformer_engine.py), else they share the dense one.
+ *   - fill (distrib_optimizer.py DistributedOptimizer._compute_per_buffer_param_layout with the
+ *     distributed optimizer, param_and_grad_buffer.py _compute_default_per_buffer_param_layout
+ *     without): parameters in reverse registration order; with the distributed optimizer each
+ *     starts at a multiple of 64 elements (param_layout.py pad_param_start); a bucket closes right
+ *     after the parameter that brings it (padding included) to bucket_size elements, so a bucket
+ *     can end inside a layer and every bucket but a buffer's last holds at least bucket_size;
+ *     with the distributed optimizer a shared_embedding parameter (tied embedding with pp > 1)
+ *     closes the bucket before it and gets one of its own (_does_param_require_new_bucket), and
+ *     each bucket's end is padded to lcm(DP size, 128) (param_layout.py pad_bucket_end; the
+ *     pad_buckets_for_high_nccl_busbw lcm with 2^16 has no scenario key). Collectives move the
+ *     padded bucket.
+ *   - groups (param_and_grad_buffer.py partition_buckets, dense and expert buffers apart): one
+ *     bucket each; all buckets of the list in one with disable_bucketing; with an fp8 buffer, one
+ *     per fp8 bucket, the non-fp8 buckets (norms, biases, embedding, output layer) joining the
+ *     last, which is complete only when the first layers' gradients are.
+ * Where a group acts, at module granularity (PnParamAt; the parameter lists of workload/ops.h
+ * name each module's first forward op and last backward op):
+ *   - backward (overlap_grad_reduce, the chunk's last backward): register_grad_ready counts a
+ *     parameter when autograd hands over its gradient, at the end of its module's backward, and
+ *     the group's collective starts once all are counted. Here a module's parameters are ready
+ *     together after the op that ends its backward (its wgrad GEMM, or the norm backward that
+ *     ends TE's LayerNormLinear), and the group is launched after that op of the last of its
+ *     modules, in the unit holding its earliest-registered parameter: a bucket ending inside a
+ *     layer is launched inside that layer's backward. Groups ready at the same op go back to
+ *     back on the DP stream, as in Megatron.
+ *   - forward (overlap_param_gather, the chunk's first forward): the forward pre-hook of a module
+ *     calls finish_param_sync on its parameters' groups (_make_forward_pre_hook): a group never
+ *     dispatched is dispatched and waited for at once, a wait dispatches the next group of its
+ *     chain (one ahead, next_param_gather_bucket_group) unless align_param_gather dispatched
+ *     them all. Here before the op the module's forward starts with; Megatron registers
+ *     linear_proj before linear_qkv, so with small buckets the qkv groups are dispatched late, as
+ *     Megatron's "mismatch between the order of parameter registration and forward pass
+ *     execution" warning says. With fp8, a layer's weight casts are emitted before the layer
+ *     and read every weight: the layer's groups are waited for before them.
+ *   - the combined 1F1B of EP overlap acts at the same ops inside its node templates. */
 #include "sched/sched-private.h"
 
-/* The chunk's units in forward order, with DP buckets formed as Megatron does: walking the
- * parameters in backprop order, a bucket closes once it holds bucket_size elements; only PP
- * rank 0's chunk 0 is split into several buckets (training.py / distributed_data_parallel.py). */
+/* The chunk's units in forward order. */
 void pn__units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   GArray *u    = pn__units_of(b, rank, chunk);
   int64_t vs   = pn__vstage_of(b, rank, chunk);
   int64_t last = b->pp * b->vpp - 1;
   if (vs == 0) {
-    PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0.0, 0};
+    PnUnit e = {PN_UNIT_EMB, -1, pn_workload_embedding_params(b->sc), 0.0};
     g_array_append_val(u, e);
   }
   int64_t first = g_array_index(b->vs_first_layer, int64_t, vs);
   for (int64_t l = 0; l < g_array_index(b->vs_layers, int64_t, vs); l++) {
     double experts = pn_workload_layer_expert_params(b->sc);
-    PnUnit e       = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc) - experts, experts, 0};
+    PnUnit e       = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc) - experts, experts};
     g_array_append_val(u, e);
   }
   if (vs == last) {
-    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0.0, 0};
+    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0.0};
     g_array_append_val(u, e);
-  }
-  bool multi     = b->plan->bucket_size > 0 && rank == 0 && chunk == 0;
-  int16_t bucket = 0;
-  double fill    = 0.0;
-  for (gint i = (gint)u->len - 1; i >= 0; i--) {
-    PnUnit *e = &g_array_index(u, PnUnit, i);
-    e->bucket = bucket;
-    fill += e->params + e->expert_params;
-    if (multi && fill >= (double)b->plan->bucket_size && i > 0) {
-      bucket++;
-      fill = 0.0;
-    }
   }
 }
 
-int pn__n_buckets(GArray *units) { return units->len ? g_array_index(units, PnUnit, 0).bucket + 1 : 0; }
-
-/* Parameters of one bucket (bucket < 0: the whole chunk), dense and expert. */
-double pn__bucket_params(GArray *units, int bucket, double *expert)
+double pn__chunk_params(GArray *units, double *expert)
 {
   double p = 0.0, e = 0.0;
   for (guint i = 0; i < units->len; i++) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
-    if (bucket < 0 || u->bucket == bucket) {
-      p += u->params;
-      e += u->expert_params;
-    }
+    p += u->params;
+    e += u->expert_params;
   }
   *expert = e;
   return p;
 }
 
-static bool dense_dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
-static bool dp_active(const PnBuilder *b) { return dense_dp_active(b) || pn_workload_expert_dp(b->sc) > 1; }
-
-/* A DP collective over an explicit span (ranks, ranks per node), on the DP stream when `side`. */
-static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks,
-                             int64_t per_node, const char *label, int16_t chunk, bool side)
+/* The first forward entry labelled `op` in `tpl`, or -1. */
+static int32_t first_fwd(const GArray *tpl, const char *op)
 {
-  PnTask t;
-  pn__task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
-  pn__span_task(b, kind, bytes, ranks, per_node, PN_CLASS_DP, &t);
-  t.chunk = chunk;
-  return side ? pn__add_side_task(b, rank, &t) : pn__add_task(b, rank, &t, NULL, 0);
+  for (guint i = 0; tpl && i < tpl->len; i++) {
+    const PnTask *t = &g_array_index(tpl, PnTplEntry, i).task;
+    if (t->phase == PN_PHASE_FWD && strcmp(t->label, op) == 0)
+      return (int32_t)i;
+  }
+  return -1;
+}
+
+/* The last backward entry labelled `op` in `tpl`, or -1. */
+static int32_t last_bwd(const GArray *tpl, const char *op)
+{
+  int32_t found = -1;
+  for (guint i = 0; tpl && i < tpl->len; i++) {
+    const PnTask *t = &g_array_index(tpl, PnTplEntry, i).task;
+    if (t->phase == PN_PHASE_BWD && strcmp(t->label, op) == 0)
+      found = (int32_t)i;
+  }
+  return found;
+}
+
+const GArray *pn__bwd_part_tpl(const PnTemplates *t, PnBwdPart part)
+{
+  switch (part) {
+  case PN_BWD_PART_COMBINE:
+    return t->node_bwd[PN_NODE_COMBINE];
+  case PN_BWD_PART_MLP:
+    return t->node_bwd[PN_NODE_MLP];
+  case PN_BWD_PART_MLP_DW:
+    return t->mlp_dw;
+  case PN_BWD_PART_DISPATCH:
+    return t->node_bwd[PN_NODE_DISPATCH];
+  case PN_BWD_PART_ATTN:
+    return t->node_bwd[PN_NODE_ATTN];
+  case PN_BWD_PART_ATTN_DW:
+  case PN_BWD_PARTS:
+    break;
+  }
+  return t->attn_dw;
+}
+
+/* A layer parameter's positions in the combined 1F1B: its op's first forward node entry (else the
+ * attention node's first) and last backward one in issue order (else the attention node's
+ * last, which every backward emits). */
+static void combined_at(const PnTemplates *t, const PnParam *p, PnParamAt *at)
+{
+  at->fwd[PN_AT_COMBINED] = 0;
+  for (int n = 0; n < PN_NODE_N; n++) {
+    int32_t e = first_fwd(t->node_fwd[n], p->fwd_op);
+    if (e >= 0) {
+      at->fwd[PN_AT_COMBINED] = n * PN_AT_PART + e;
+      break;
+    }
+  }
+  at->bwd[PN_AT_COMBINED] = PN_BWD_PART_ATTN * PN_AT_PART + (int32_t)t->node_bwd[PN_NODE_ATTN]->len - 1;
+  for (int n = PN_BWD_PARTS - 1; n >= 0; n--) {
+    int32_t e = last_bwd(pn__bwd_part_tpl(t, (PnBwdPart)n), p->bwd_op);
+    if (e >= 0) {
+      at->bwd[PN_AT_COMBINED] = n * PN_AT_PART + e;
+      break;
+    }
+  }
+}
+
+void pn__params_build(PnBuilder *b)
+{
+  const PnTemplates *t                    = &b->tpl;
+  const GArray *fwd[PN_UNIT_KINDS]        = {t->emb_fwd, t->layer_fwd, t->head_fwd};
+  const GArray *plain[PN_UNIT_KINDS]      = {t->emb_bwd, t->layer_bwd_plain, t->head_bwd};
+  const GArray *recomputed[PN_UNIT_KINDS] = {t->emb_bwd, t->layer_bwd, t->head_bwd};
+  for (int k = 0; k < PN_UNIT_KINDS; k++) {
+    b->params[k]   = g_array_new(FALSE, FALSE, sizeof(PnParam));
+    b->param_at[k] = g_array_new(FALSE, FALSE, sizeof(PnParamAt));
+  }
+  pn_workload_embedding_param_list(b->sc, b->params[PN_UNIT_EMB]);
+  pn_workload_layer_param_list(b->sc, b->params[PN_UNIT_LAYER]);
+  pn_workload_head_param_list(b->sc, b->params[PN_UNIT_HEAD]);
+  for (int k = 0; k < PN_UNIT_KINDS; k++)
+    for (guint i = 0; i < b->params[k]->len; i++) {
+      const PnParam *p = &g_array_index(b->params[k], PnParam, i);
+      int32_t f = first_fwd(fwd[k], p->fwd_op), bp = last_bwd(plain[k], p->bwd_op);
+      int32_t br   = last_bwd(recomputed[k], p->bwd_op);
+      PnParamAt at = {.fwd = {MAX(f, 0), MAX(f, 0), MAX(f, 0)},
+                      .bwd = {bp >= 0 ? bp : (int32_t)plain[k]->len - 1, br >= 0 ? br : (int32_t)recomputed[k]->len - 1,
+                              bp >= 0 ? bp : (int32_t)plain[k]->len - 1}};
+      if (k == PN_UNIT_LAYER && b->plan->overlap_moe_expert_parallel_comm)
+        combined_at(t, p, &at);
+      g_array_append_val(b->param_at[k], at);
+    }
+}
+
+/* The buffers of a chunk: dense and expert, each in bf16 and fp8 storage. */
+enum { BUF_DENSE, BUF_DENSE_FP8, BUF_EXPERT, BUF_EXPERT_FP8, BUF_N };
+
+/* One buffer's walk (the index arithmetic of _compute_per_buffer_param_layout). */
+typedef struct {
+  int64_t param_start;  /* where the next parameter would start */
+  int64_t bucket_start; /* where the open bucket starts */
+  int64_t divisor;      /* bucket ends padded to a multiple of it; 1 = no padding */
+  bool open;            /* the open bucket holds a parameter */
+  int32_t unit;         /* the unit of the last parameter added */
+  int64_t pos;          /* and its walk position */
+  PnParamAt at;         /* of the open bucket's parameters in that unit: the first forward
+                           positions, the last backward ones */
+} BufWalk;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+  while (b != 0) {
+    int64_t t = a % b;
+    a         = b;
+    b         = t;
+  }
+  return a;
+}
+
+static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+static bool dist_opt(const PnBuilder *b) { return b->plan->use_distributed_optimizer; }
+
+/* fp8_param_gather in effect: TE linear weights live in fp8 storage and gather 1 B each. */
+static bool fp8_storage(const PnBuilder *b) { return b->plan->param_bytes_per_elem < 2.0; }
+
+/* Expert parameters are in their own buffer when they use the expert process groups. */
+static bool experts_own_buffer(const PnBuilder *b)
+{
+  const PnParallelConfig *p = &b->sc->parallel;
+  int64_t etp               = p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : b->tp;
+  return pn_workload_is_moe(b->sc) && (p->expert_model_parallel_size > 1 || etp != b->tp);
 }
 
 /* The data-parallel span of the distributed optimizer: with num_distributed_optimizer_instances
@@ -86,6 +237,186 @@ static int64_t dp_instances(const PnBuilder *b)
   return (b->plan->use_distributed_optimizer && i > 1) ? i : 1;
 }
 
+/* A closed bucket (b->scratch_buckets): a group of one, and its buffer. */
+typedef struct {
+  PnBucketGroup g;
+  int buf;
+} Bucket;
+
+/* The bucket [bucket_start, end) closed, its end padded. */
+static void close_bucket(PnBuilder *b, BufWalk *w, int buf, int64_t end)
+{
+  int64_t padded = round_up(end, w->divisor);
+  double elems   = (double)(padded - w->bucket_start);
+  double bytes   = (buf == BUF_DENSE_FP8 || buf == BUF_EXPERT_FP8) ? b->plan->param_bytes_per_elem : 2.0;
+  Bucket k       = {.g   = {.unit        = w->unit,
+                            .at          = w->at,
+                            .next        = -1,
+                            .buckets     = 1,
+                            .expert      = buf >= BUF_EXPERT,
+                            .last_param  = w->pos,
+                            .elems       = elems,
+                            .param_bytes = elems * bytes},
+                    .buf = buf};
+  g_array_append_val(b->scratch_buckets, k);
+  w->bucket_start = w->param_start = padded;
+  w->open                          = false;
+}
+
+/* The module entries of `at` (unit `unit`) joined to those of `k`'s (`unit_k`): the earliest unit
+ * counts, and within it the first forward entry and the last backward ones. */
+static void join_at(int32_t *unit_k, PnParamAt *k, int32_t unit, const PnParamAt *at)
+{
+  if (unit > *unit_k)
+    return;
+  if (unit < *unit_k) {
+    *unit_k = unit;
+    *k      = *at;
+    return;
+  }
+  for (int v = 0; v < PN_AT_N; v++) {
+    k->fwd[v] = MIN(k->fwd[v], at->fwd[v]);
+    k->bwd[v] = MAX(k->bwd[v], at->bwd[v]);
+  }
+}
+
+/* One parameter into its buffer's open bucket, in backprop order. */
+static void add_param(PnBuilder *b, BufWalk *w, int buf, const PnParam *p, const PnParamAt *at, int64_t bucket_size,
+                      int32_t unit, int64_t pos)
+{
+  bool shared = dist_opt(b) && p->shared_embedding;
+  if (dist_opt(b))
+    w->param_start = round_up(w->param_start, 64);
+  if (shared && w->open)
+    close_bucket(b, w, buf, w->param_start);
+  int64_t param_end = w->param_start + p->elems;
+  if (!w->open) {
+    w->unit = unit;
+    w->at   = *at;
+  }
+  join_at(&w->unit, &w->at, unit, at);
+  w->open = true;
+  w->pos  = pos;
+  if ((bucket_size > 0 && param_end - w->bucket_start >= bucket_size) || shared)
+    close_bucket(b, w, buf, param_end);
+  else
+    w->param_start = param_end;
+}
+
+/* The group of `k` takes bucket `o` too. */
+static void merge_into(PnBucketGroup *k, const PnBucketGroup *o)
+{
+  join_at(&k->unit, &k->at, o->unit, &o->at);
+  k->last_param = MAX(k->last_param, o->last_param);
+  k->buckets += o->buckets;
+  k->elems += o->elems;
+  k->param_bytes += o->param_bytes;
+}
+
+static gint group_cmp(gconstpointer a, gconstpointer b)
+{
+  const PnBucketGroup *x = a, *y = b;
+  return x->last_param < y->last_param ? -1 : x->last_param > y->last_param;
+}
+
+/* partition_buckets over one list of buffers (dense: BUF_DENSE and BUF_DENSE_FP8, or expert),
+ * from the closed buckets, each buffer's in its order, into `out`. */
+static void partition(const GArray *buckets, int bf16, bool disable, GArray *out)
+{
+  int fp8   = bf16 + 1;
+  int n_fp8 = 0, n = 0;
+  for (guint i = 0; i < buckets->len; i++) {
+    int buf = g_array_index(buckets, Bucket, i).buf;
+    n += buf == bf16 || buf == fp8;
+    n_fp8 += buf == fp8;
+  }
+  if (n == 0)
+    return;
+  guint first = out->len;
+  if (disable || n_fp8 == 0) {
+    for (guint i = 0; i < buckets->len; i++) {
+      const Bucket *k = &g_array_index(buckets, Bucket, i);
+      if (k->buf != bf16 && k->buf != fp8)
+        continue;
+      if (disable && out->len > first)
+        merge_into(&g_array_index(out, PnBucketGroup, first), &k->g);
+      else
+        g_array_append_val(out, k->g);
+    }
+    return;
+  }
+  for (guint i = 0; i < buckets->len; i++) /* one group per fp8 bucket */
+    if (g_array_index(buckets, Bucket, i).buf == fp8)
+      g_array_append_val(out, g_array_index(buckets, Bucket, i).g);
+  PnBucketGroup *last = &g_array_index(out, PnBucketGroup, out->len - 1);
+  for (guint i = 0; i < buckets->len; i++)
+    if (g_array_index(buckets, Bucket, i).buf == bf16)
+      merge_into(last, &g_array_index(buckets, Bucket, i).g);
+}
+
+void pn__buckets_build(PnBuilder *b, uint32_t rank, int64_t chunk, int64_t *n_buckets, int64_t *n_groups)
+{
+  GArray *units = pn__units_of(b, rank, chunk);
+  GArray *out   = pn__groups_of(b, rank, chunk);
+  bool disable  = chunk > 0 || b->plan->overlap_param_gather_with_optimizer_step;
+  int64_t size  = (disable || rank > 0) ? 0 : b->plan->bucket_size;
+  /* the distributed optimizer shards each bucket over the (intra-instance) DP group */
+  int64_t dense_dp = b->dp * b->cp / dp_instances(b), expert_dp = pn_workload_expert_dp(b->sc);
+  BufWalk w[BUF_N];
+  for (int k = 0; k < BUF_N; k++) {
+    int64_t dp = k >= BUF_EXPERT ? expert_dp : dense_dp;
+    w[k]       = (BufWalk){.divisor = dist_opt(b) ? dp / gcd64(dp, 128) * 128 : 1};
+  }
+  bool own = experts_own_buffer(b), fp8 = fp8_storage(b);
+  if (!b->scratch_buckets)
+    b->scratch_buckets = g_array_new(FALSE, FALSE, sizeof(Bucket));
+  g_array_set_size(b->scratch_buckets, 0);
+  int64_t pos = 0;
+  for (gint i = (gint)units->len - 1; i >= 0; i--) {
+    PnUnitKind kind      = g_array_index(units, PnUnit, i).kind;
+    const GArray *params = b->params[kind];
+    for (gint k = (gint)params->len - 1; k >= 0; k--, pos++) {
+      const PnParam *p = &g_array_index(params, PnParam, k);
+      int buf          = (own && p->expert) ? BUF_EXPERT : BUF_DENSE;
+      if (fp8 && p->te_weight)
+        buf++;
+      add_param(b, &w[buf], buf, p, &g_array_index(b->param_at[kind], PnParamAt, k), size, i, pos);
+    }
+  }
+  for (int k = 0; k < BUF_N; k++)
+    if (w[k].open)
+      close_bucket(b, &w[k], k, w[k].param_start);
+  *n_buckets += b->scratch_buckets->len;
+  g_array_set_size(out, 0);
+  partition(b->scratch_buckets, BUF_DENSE, disable, out);
+  partition(b->scratch_buckets, BUF_EXPERT, disable, out);
+  g_array_sort(out, group_cmp);
+  /* the all-gather chain of each list runs from the first layers' group to the last layers' */
+  gint prev[2] = {-1, -1};
+  for (guint i = 0; i < out->len; i++) {
+    PnBucketGroup *k = &g_array_index(out, PnBucketGroup, i);
+    k->next          = prev[k->expert];
+    prev[k->expert]  = (gint)i;
+  }
+  *n_groups += out->len;
+  g_array_set_size(g_ptr_array_index(b->chunk_ag, rank * b->vpp + chunk), out->len);
+}
+
+static bool dense_dp_active(const PnBuilder *b) { return b->dp * b->cp > 1; }
+static bool dp_active(const PnBuilder *b) { return dense_dp_active(b) || pn_workload_expert_dp(b->sc) > 1; }
+
+/* A DP collective over an explicit span (ranks, ranks per node), on the DP stream when `side`,
+ * launched after `after` (PN_TASK_NONE: now). */
+static PnTaskId emit_dp_span(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, int64_t ranks,
+                             int64_t per_node, const char *label, int16_t chunk, bool side, PnTaskId after)
+{
+  PnTask t;
+  pn__task_init(&t, PN_TASK_COMM, side ? PN_STREAM_DP_COMM : PN_STREAM_COMPUTE, label, PN_PHASE_OPTIM);
+  pn__span_task(b, kind, bytes, ranks, per_node, PN_CLASS_DP, &t);
+  t.chunk = chunk;
+  return side ? pn__add_side_task_after(b, rank, &t, after) : pn__add_task(b, rank, &t, NULL, 0);
+}
+
 static void dp_intra_span(const PnBuilder *b, int64_t *ranks, int64_t *per_node)
 {
   *ranks    = b->dp * b->cp / dp_instances(b);
@@ -93,11 +424,11 @@ static void dp_intra_span(const PnBuilder *b, int64_t *ranks, int64_t *per_node)
 }
 
 static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind, double bytes, const char *label,
-                                   int16_t chunk, bool side)
+                                   int16_t chunk, bool side, PnTaskId after)
 {
   int64_t ranks, per_node;
   dp_intra_span(b, &ranks, &per_node);
-  PnTaskId id  = emit_dp_span(b, rank, kind, bytes, ranks, per_node, label, chunk, side);
+  PnTaskId id  = emit_dp_span(b, rank, kind, bytes, ranks, per_node, label, chunk, side, after);
   int64_t inst = dp_instances(b);
   if (kind == PN_COLL_REDUCE_SCATTER && inst > 1) {
     /* the local shard, all-reduced across instances: ranks one instance apart never share a node
@@ -105,28 +436,27 @@ static PnTaskId emit_dp_collective(PnBuilder *b, uint32_t rank, PnCollKind kind,
     int64_t stride   = b->tp * ranks;
     int64_t inter_pn = pn_sched_ranks_per_node(b->sc, stride, inst);
     id = emit_dp_span(b, rank, PN_COLL_ALL_REDUCE, bytes / (double)ranks, inst, inter_pn, "dp_grad_inter_instance_ar",
-                      chunk, side);
+                      chunk, side, id);
   }
   return id;
 }
 
-/* A DP collective of a bucket: the dense parameters over dp x cp, then the experts' over the
- * expert data-parallel group (Megatron keeps them in separate buffers; expert ranks are laid
- * out etp x ep x edp, so edp ranks are etp*ep apart). Returns the last task (both run on the
- * same stream), or PN_TASK_NONE when neither group has more than one rank. */
-static PnTaskId emit_dp_pair(PnBuilder *b, uint32_t rank, PnCollKind kind, double dense_bytes, double expert_bytes,
-                             const char *label, int16_t chunk, bool side)
+/* A DP collective of a bucket group: dense parameters over dp x cp, experts in their own buffer
+ * over the expert data-parallel group (expert ranks are laid out etp x ep x edp, so edp ranks are
+ * etp*ep apart). PN_TASK_NONE when that group is one rank. */
+static PnTaskId emit_group(PnBuilder *b, uint32_t rank, const PnBucketGroup *k, PnCollKind kind, double bytes,
+                           const char *label, int16_t chunk, bool side, PnTaskId after)
 {
-  PnTaskId id = PN_TASK_NONE;
-  if (dense_dp_active(b))
-    id = emit_dp_collective(b, rank, kind, dense_bytes, label, chunk, side);
-  int64_t edp = pn_workload_expert_dp(b->sc);
-  if (edp > 1 && expert_bytes > 0.0) {
-    int64_t stride = b->sc->parallel.expert_tensor_parallel_size * b->sc->parallel.expert_model_parallel_size;
-    id =
-        emit_dp_span(b, rank, kind, expert_bytes, edp, pn_sched_ranks_per_node(b->sc, stride, edp), label, chunk, side);
-  }
-  return id;
+  if (!k->expert)
+    return dense_dp_active(b) ? emit_dp_collective(b, rank, kind, bytes, label, chunk, side, after) : PN_TASK_NONE;
+  const PnParallelConfig *p = &b->sc->parallel;
+  int64_t edp               = pn_workload_expert_dp(b->sc);
+  if (edp <= 1)
+    return PN_TASK_NONE;
+  int64_t etp    = p->expert_tensor_parallel_size > 0 ? p->expert_tensor_parallel_size : b->tp;
+  int64_t stride = etp * MAX(p->expert_model_parallel_size, 1);
+  return emit_dp_span(b, rank, kind, bytes, edp, pn_sched_ranks_per_node(b->sc, stride, edp), label, chunk, side,
+                      after);
 }
 
 static PnCollKind grad_coll(const PnBuilder *b)
@@ -148,13 +478,9 @@ bool pn__param_overlap_now(const PnBuilder *b)
   return b->plan->overlap_param_gather && !b->first_iteration && dp_active(b) && b->plan->use_distributed_optimizer;
 }
 
-/* Param all-gather of one bucket on the DP stream, launched now (overlap_param_gather). */
-static PnTaskId emit_param_ag(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
+static const PnBucketGroup *group_at(PnBuilder *b, uint32_t rank, int64_t chunk, gint k)
 {
-  GArray *units = pn__units_of(b, rank, chunk);
-  double experts, dense = pn__bucket_params(units, bucket, &experts);
-  double e = b->plan->param_bytes_per_elem;
-  return emit_dp_pair(b, rank, PN_COLL_ALL_GATHER, dense * e, experts * e, "dp_param_all_gather", (int16_t)chunk, true);
+  return &g_array_index(pn__groups_of(b, rank, chunk), PnBucketGroup, k);
 }
 
 static GArray *chunk_ag_of(PnBuilder *b, uint32_t rank, int64_t chunk)
@@ -162,52 +488,46 @@ static GArray *chunk_ag_of(PnBuilder *b, uint32_t rank, int64_t chunk)
   return g_ptr_array_index(b->chunk_ag, rank * b->vpp + chunk);
 }
 
-/* Aligned param gather (VPP): all buckets of a chunk at once. */
+/* Group k's parameter all-gather on the DP stream, launched now (overlap_param_gather), unless it
+ * was already. */
+static void dispatch_ag(PnBuilder *b, uint32_t rank, int64_t chunk, gint k)
+{
+  PnTaskId *ag = &g_array_index(chunk_ag_of(b, rank, chunk), PnTaskId, k);
+  if (*ag != PN_TASK_NONE)
+    return;
+  const PnBucketGroup *g = group_at(b, rank, chunk, k);
+  *ag = emit_group(b, rank, g, PN_COLL_ALL_GATHER, g->param_bytes, "dp_param_all_gather", (int16_t)chunk, true,
+                   PN_TASK_NONE);
+}
+
+/* Every group of a chunk, in the order the forward needs them. */
 static void dispatch_chunk_ag(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   if (chunk >= b->vpp)
     return;
-  GArray *ags = chunk_ag_of(b, rank, chunk);
-  if (ags->len)
-    return;
-  GArray *units = pn__units_of(b, rank, chunk);
-  for (int k = pn__n_buckets(units) - 1; k >= 0; k--) {
-    PnTaskId id = emit_param_ag(b, rank, chunk, k);
-    g_array_append_val(ags, id);
-  }
+  for (gint k = (gint)pn__groups_of(b, rank, chunk)->len - 1; k >= 0; k--)
+    dispatch_ag(b, rank, chunk, k);
 }
 
-/* The parameter all-gather of a whole chunk, waited for before the chunk's first forward: every
- * bucket of it and, with align_param_gather, of the next chunk (chunks 0 and 1 at schedule start;
- * chunk k+1 when chunk k's first forward starts). */
-void pn__emit_param_gather_chunk(PnBuilder *b, uint32_t rank, int64_t chunk)
+static void wait_ag(PnBuilder *b, uint32_t rank, int64_t chunk, gint k)
+{
+  PnTaskId ag = g_array_index(chunk_ag_of(b, rank, chunk), PnTaskId, k);
+  if (ag != PN_TASK_NONE)
+    pn__push_pending(b, rank, ag);
+}
+
+void pn__emit_param_gather_aligned(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   dispatch_chunk_ag(b, rank, chunk);
-  if (b->plan->align_param_gather)
-    dispatch_chunk_ag(b, rank, chunk + 1);
-  GArray *ags = chunk_ag_of(b, rank, chunk);
-  for (guint i = 0; i < ags->len; i++)
-    pn__push_pending(b, rank, g_array_index(ags, PnTaskId, i));
-}
-
-/* A chunk's first all-gather, `bucket`, unless one was dispatched already; returns the chunk's
- * dispatched all-gathers. */
-static GArray *dispatch_first_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
-{
-  GArray *ags = chunk_ag_of(b, rank, chunk);
-  if (ags->len == 0) {
-    PnTaskId id = emit_param_ag(b, rank, chunk, bucket);
-    g_array_append_val(ags, id);
-  }
-  return ags;
+  dispatch_chunk_ag(b, rank, chunk + 1);
 }
 
 /* The first all-gather of an iteration, launched by optimizer.zero_grad() before the schedule
  * runs (distrib_optimizer.py step_with_ready_grads: "the first all-gather is launched
  * asynchronously in the next optimizer.zero_grad() call and subsequent all-gathers are launched in
- * the forward pre-hook"): chunk 0's first bucket, or with align_param_gather its whole first
- * chunk(s). Launched before the first pipeline receive, it runs while the stage waits for its
- * input, and no host synchronization of a P2P call holds it back. */
+ * the forward pre-hook"): chunk 0's first group of the dense and of the expert chain, or with
+ * align_param_gather its whole first chunk(s). Launched before the first pipeline receive, it runs
+ * while the stage waits for its input, and no host synchronization of a P2P call holds it back. */
 void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank)
 {
   if (!pn__param_overlap_now(b))
@@ -217,38 +537,109 @@ void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank)
     dispatch_chunk_ag(b, rank, 1);
     return;
   }
-  GArray *units = pn__units_of(b, rank, 0);
-  if (units->len > 0)
-    dispatch_first_bucket(b, rank, 0, g_array_index(units, PnUnit, 0).bucket);
-}
-
-/* The forward pre-hook of a bucket: the first bucket is dispatched and waited at once, each wait
- * then dispatches the next bucket (one ahead). Buckets run backwards in forward order. */
-void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket)
-{
-  GArray *ags = dispatch_first_bucket(b, rank, chunk, bucket);
-  pn__push_pending(b, rank, g_array_index(ags, PnTaskId, ags->len - 1));
-  if (bucket > 0) {
-    PnTaskId id = emit_param_ag(b, rank, chunk, bucket - 1);
-    g_array_append_val(ags, id);
+  bool seen[2] = {false, false};
+  for (gint k = (gint)pn__groups_of(b, rank, 0)->len - 1; k >= 0; k--) {
+    bool expert = group_at(b, rank, 0, k)->expert;
+    if (!seen[expert])
+      dispatch_ag(b, rank, 0, k);
+    seen[expert] = true;
   }
 }
 
-/* One bucket's gradient reduction on the DP stream, launched now (overlap_grad_reduce); the
- * compute stream waits for it in finish_grad_sync (pn__emit_grad_sync). */
-void pn__emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket)
+/* finish_param_sync of group k: dispatched now if it was not (and then waited for at once: exposed),
+ * waited for, and (one ahead) the next group of its chain dispatched, unless align_param_gather
+ * dispatched them all (skip_next_bucket_dispatch). */
+static void finish_param_sync(PnBuilder *b, uint32_t rank, int64_t chunk, gint k)
 {
-  GArray *waits = g_ptr_array_index(b->dp_wait, rank);
-  double experts, dense = pn__bucket_params(pn__units_of(b, rank, chunk), bucket, &experts);
-  double g    = b->plan->grad_bytes_per_elem;
-  PnTaskId id = emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), chunk, true);
+  dispatch_ag(b, rank, chunk, k);
+  wait_ag(b, rank, chunk, k);
+  gint next = group_at(b, rank, chunk, k)->next;
+  if (next >= 0 && !b->plan->align_param_gather)
+    dispatch_ag(b, rank, chunk, next);
+}
+
+void pn__dp_unit(PnBuilder *b, uint32_t rank, int64_t chunk, int32_t unit, int variant, PnDpUnit *u)
+{
+  GArray *groups = pn__groups_of(b, rank, chunk);
+  /* groups run from the last unit's to the first's: binary search for the unit's range */
+  guint lo = 0, hi = groups->len;
+  while (lo < hi) {
+    guint mid = lo + (hi - lo) / 2;
+    if (g_array_index(groups, PnBucketGroup, mid).unit > unit)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  hi = lo;
+  while (hi < groups->len && g_array_index(groups, PnBucketGroup, hi).unit == unit)
+    hi++;
+  *u = (PnDpUnit){.chunk = chunk, .unit = unit, .variant = variant, .lo = lo, .hi = hi};
+}
+
+bool pn__dp_unit_any(const PnDpUnit *u) { return u->hi > u->lo; }
+
+/* The unit's groups in the order its modules' pre-hooks meet them: a module's parameters in
+ * registration order, the reverse of the groups'. */
+void pn__dp_gather_hook(PnBuilder *b, uint32_t gpu, guint entry, PnTaskId id, void *ctx)
+{
+  const PnDpUnit *u = ctx;
+  if (id != PN_TASK_NONE || (entry == 0 && u->first_waited))
+    return;
+  for (guint k = u->hi; k-- > u->lo;)
+    if (group_at(b, gpu, u->chunk, (gint)k)->at.fwd[u->variant] == u->part + (int32_t)entry)
+      finish_param_sync(b, gpu, u->chunk, (gint)k);
+}
+
+void pn__dp_gather_first(PnBuilder *b, uint32_t rank, PnDpUnit *u)
+{
+  pn__dp_gather_hook(b, rank, 0, PN_TASK_NONE, u);
+  u->first_waited = true;
+}
+
+/* One group's gradient reduction on the DP stream, launched after `after` (overlap_grad_reduce);
+ * the compute stream waits for it in finish_grad_sync (pn__emit_grad_sync). */
+static void emit_grad_group(PnBuilder *b, uint32_t rank, int16_t chunk, gint k, PnTaskId after)
+{
+  GArray *waits          = g_ptr_array_index(b->dp_wait, rank);
+  const PnBucketGroup *g = group_at(b, rank, chunk, k);
+  PnTaskId id =
+      emit_group(b, rank, g, grad_coll(b), g->elems * b->plan->grad_bytes_per_elem, grad_label(b), chunk, true, after);
   if (id != PN_TASK_NONE)
     g_array_append_val(waits, id);
 }
 
-/* finalize_model_grads: without overlap (or in the first iteration) one synchronous
- * reduce-scatter (distributed optimizer) or all-reduce per model chunk on the compute stream;
- * with overlap, the compute stream waits for the buckets launched during the backward. */
+void pn__dp_reduce_hook(PnBuilder *b, uint32_t gpu, guint entry, PnTaskId id, void *ctx)
+{
+  const PnDpUnit *u = ctx;
+  if (id == PN_TASK_NONE)
+    return;
+  for (guint k = u->lo; k < u->hi; k++)
+    if (group_at(b, gpu, u->chunk, (gint)k)->at.bwd[u->variant] == u->part + (int32_t)entry)
+      emit_grad_group(b, gpu, (int16_t)u->chunk, (gint)k, id);
+}
+
+/* A chunk's groups on the compute stream, synchronous, in Megatron's order: the dense buffers'
+ * groups, then the experts' (bucket_groups + expert_parallel_bucket_groups). */
+static void emit_chunk_sync(PnBuilder *b, uint32_t rank, int64_t chunk, bool grads)
+{
+  GArray *groups = pn__groups_of(b, rank, chunk);
+  for (int expert = 0; expert < 2; expert++)
+    for (guint k = 0; k < groups->len; k++) {
+      const PnBucketGroup *g = &g_array_index(groups, PnBucketGroup, k);
+      if (g->expert != (expert == 1))
+        continue;
+      if (grads)
+        emit_group(b, rank, g, grad_coll(b), g->elems * b->plan->grad_bytes_per_elem, grad_label(b), (int16_t)chunk,
+                   false, PN_TASK_NONE);
+      else
+        emit_group(b, rank, g, PN_COLL_ALL_GATHER, g->param_bytes, "dp_param_all_gather", (int16_t)chunk, false,
+                   PN_TASK_NONE);
+    }
+}
+
+/* finalize_model_grads: without overlap (or in the first iteration) each group's reduce-scatter
+ * (distributed optimizer) or all-reduce, synchronous on the compute stream, chunk by chunk; with
+ * overlap, the compute stream waits for the groups launched during the backward. */
 void pn__emit_grad_sync(PnBuilder *b, uint32_t rank)
 {
   if (!dp_active(b))
@@ -260,11 +651,8 @@ void pn__emit_grad_sync(PnBuilder *b, uint32_t rank)
     g_array_set_size(waits, 0);
     return;
   }
-  for (int64_t c = b->vpp - 1; c >= 0; c--) {
-    double experts, dense = pn__bucket_params(pn__units_of(b, rank, c), -1, &experts);
-    double g = b->plan->grad_bytes_per_elem;
-    emit_dp_pair(b, rank, grad_coll(b), dense * g, experts * g, grad_label(b), (int16_t)c, false);
-  }
+  for (int64_t c = b->vpp - 1; c >= 0; c--)
+    emit_chunk_sync(b, rank, c, true);
 }
 
 /* Without overlap_param_gather the updated parameters are gathered right after the step;
@@ -272,9 +660,44 @@ void pn__emit_grad_sync(PnBuilder *b, uint32_t rank)
 void pn__emit_param_gather_after_step(PnBuilder *b, uint32_t rank)
 {
   if (b->plan->use_distributed_optimizer && dp_active(b) && !b->plan->overlap_param_gather)
-    for (int64_t c = 0; c < b->vpp; c++) {
-      double experts_c, dense = pn__bucket_params(pn__units_of(b, rank, c), -1, &experts_c);
-      double e = b->plan->param_bytes_per_elem;
-      emit_dp_pair(b, rank, PN_COLL_ALL_GATHER, dense * e, experts_c * e, "dp_param_all_gather", (int16_t)c, false);
-    }
+    for (int64_t c = 0; c < b->vpp; c++)
+      emit_chunk_sync(b, rank, c, false);
+}
+
+gboolean pn_sched_dp_buckets(const PnScenario *sc, const PnPlan *plan, uint32_t rank, int64_t chunk, GArray *out,
+                             GError **error)
+{
+  PnBuildInfo info = {0};
+  PnBuilder b      = {0};
+  pn__builder_layout(&b, sc, plan, &info);
+  g_return_val_if_fail(rank < (uint32_t)b.pp && chunk >= 0 && chunk < b.vpp, FALSE);
+  if (!pn__split_layers(&b, error))
+    return FALSE;
+  guint n    = (guint)(b.pp * b.vpp);
+  b.units    = pn__arrays_new(n, sizeof(PnUnit));
+  b.groups   = pn__arrays_new(n, sizeof(PnBucketGroup));
+  b.chunk_ag = pn__arrays_new(n, sizeof(PnTaskId));
+  pn__templates_build(&b);
+  pn__params_build(&b);
+  pn__units_build(&b, rank, chunk);
+  int64_t buckets = 0, groups = 0;
+  pn__buckets_build(&b, rank, chunk, &buckets, &groups);
+  GArray *gs = pn__groups_of(&b, rank, chunk);
+  for (guint i = 0; i < gs->len; i++) {
+    const PnBucketGroup *k = &g_array_index(gs, PnBucketGroup, i);
+    PnDpBucketGroup o      = {k->elems, k->param_bytes, k->buckets, k->unit, k->expert};
+    g_array_append_val(out, o);
+  }
+  pn__templates_free(&b.tpl);
+  for (int k = 0; k < PN_UNIT_KINDS; k++) {
+    g_clear_pointer(&b.params[k], g_array_unref);
+    g_clear_pointer(&b.param_at[k], g_array_unref);
+  }
+  g_clear_pointer(&b.scratch_buckets, g_array_unref);
+  g_ptr_array_unref(b.units);
+  g_ptr_array_unref(b.groups);
+  g_ptr_array_unref(b.chunk_ag);
+  g_array_unref(b.vs_first_layer);
+  g_array_unref(b.vs_layers);
+  return TRUE;
 }

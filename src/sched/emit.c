@@ -328,8 +328,8 @@ void pn__push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id) { g_array_append_
  * last task on its stream. Communication nodes (dispatch, combine) run entirely on the EP stream
  * (the unpermutation and residual add of moe_combine included); compute templates keep their
  * userbuffers / TE-async side tasks on their own streams. */
-void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
-                   int16_t chunk, int16_t layer)
+static void emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                      int16_t chunk, int16_t layer, PnEntryHook hook, void *ctx)
 {
   if (tpl->len == 0)
     return;
@@ -344,6 +344,8 @@ void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node
     t.layer             = layer;
     if (comm_node)
       t.stream = (uint8_t)node_stream;
+    if (hook)
+      hook(b, gpu, i, PN_TASK_NONE, ctx); /* what it makes pending, the next compute task waits for */
     PnTaskId deps[4 + pending_of(b, gpu)->len];
     uint32_t n = 0;
     for (int k = 0; k < 2; k++)
@@ -354,6 +356,8 @@ void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node
     if (i == 0 && *chain != PN_TASK_NONE)
       deps[n++] = *chain;
     ids[i] = pn__add_task(b, gpu, &t, deps, n);
+    if (hook)
+      hook(b, gpu, i, ids[i], ctx);
     if (t.stream == node_stream)
       last = ids[i];
     if (!comm_node) {
@@ -370,8 +374,27 @@ void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node
     *chain = last;
 }
 
+void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                   int16_t chunk, int16_t layer)
+{
+  emit_node(b, gpu, tpl, comm_node, chain, mb, chunk, layer, NULL, NULL);
+}
+
+void pn__emit_node_hooked(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                          int16_t chunk, int16_t layer, PnEntryHook hook, void *ctx)
+{
+  emit_node(b, gpu, tpl, comm_node, chain, mb, chunk, layer, hook, ctx);
+}
+
 void pn__emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer)
 {
   PnTaskId no_chain = PN_TASK_NONE;
-  pn__emit_node(b, gpu, tpl, false, &no_chain, mb, chunk, layer);
+  emit_node(b, gpu, tpl, false, &no_chain, mb, chunk, layer, NULL, NULL);
+}
+
+void pn__emit_template_hooked(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer,
+                              PnEntryHook hook, void *ctx)
+{
+  PnTaskId no_chain = PN_TASK_NONE;
+  emit_node(b, gpu, tpl, false, &no_chain, mb, chunk, layer, hook, ctx);
 }

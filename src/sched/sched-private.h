@@ -48,15 +48,59 @@ typedef struct {
   GArray *attn_dw, *mlp_dw;
 } PnTemplates;
 
-/* A unit of a model chunk for DP bucketing: the embedding, one layer, or the output head. */
+/* A unit of a model chunk, the granularity at which it is emitted: the embedding, one layer, or
+ * the output head. */
 typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
+#define PN_UNIT_KINDS 3
 typedef struct {
   PnUnitKind kind;
   int64_t layer;        /* global layer index (PN_UNIT_LAYER) */
   double params;        /* parameters on this GPU reduced over dp x cp */
   double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
-  int16_t bucket;       /* DP bucket, numbered in backprop order */
 } PnUnit;
+
+/* Where a unit's parameter acts in the unit's templates, by emission variant: the position where
+ * its module's forward starts (fwd; the forward pre-hook runs before it) and the position after
+ * which its gradient is complete (bwd). A position is an entry of the unit's template (plain:
+ * the layer's backward without recompute, recomputed: with it) or, in the combined 1F1B of EP
+ * overlap, part * PN_AT_PART + an entry of that part's node template (forward: the PnLayerNode;
+ * backward: the PnBwdPart). */
+enum { PN_AT_PLAIN, PN_AT_RECOMPUTED, PN_AT_COMBINED, PN_AT_N };
+#define PN_AT_PART 32768
+typedef struct {
+  int32_t fwd[PN_AT_N];
+  int32_t bwd[PN_AT_N];
+} PnParamAt;
+
+/* A layer's parts in the combined 1F1B, in the order they are issued: forward, the nodes of
+ * PnLayerNode; backward, its nodes with the two backward_dw() parts (build.h). */
+typedef enum {
+  PN_BWD_PART_COMBINE,
+  PN_BWD_PART_MLP,
+  PN_BWD_PART_MLP_DW,
+  PN_BWD_PART_DISPATCH,
+  PN_BWD_PART_ATTN,
+  PN_BWD_PART_ATTN_DW,
+  PN_BWD_PARTS
+} PnBwdPart;
+
+/* A DP bucket group of a model chunk (Megatron-Core's _ParamAndGradBucketGroup): what one
+ * gradient reduce-scatter / all-reduce and one parameter all-gather move, the buckets of
+ * param_and_grad_buffer.py coalesced (dp_buckets.c says how they are formed). A bucket's
+ * boundaries fall on parameters, possibly inside a layer. `unit` holds the group's
+ * earliest-registered parameter: the backward produces its gradients last there, and the forward
+ * needs the group first there, at module granularity (the entries). */
+typedef struct {
+  int32_t unit;       /* forward index in the chunk's units */
+  PnParamAt at;       /* in that unit: where the forward first needs it, where its last gradient is complete */
+  int32_t next;       /* the group whose all-gather waiting for this one dispatches
+                         (next_param_gather_bucket_group): an index in the chunk's groups, -1 none */
+  int32_t buckets;    /* Megatron buckets coalesced */
+  bool expert;        /* expert parameters in their own buffer: reduced over the expert-DP group */
+  int64_t last_param; /* walk position (backprop order) of its earliest-registered parameter */
+  double elems;       /* elements reduced: its buckets' sizes, padded (distributed optimizer) */
+  double param_bytes; /* bytes all-gathered: elems x 1 in an fp8 buffer (fp8_param_gather), else x 2 */
+} PnBucketGroup;
 
 /* One pn_sched_build call: the scenario, the graph it fills, and the per-GPU registers. */
 typedef struct {
@@ -69,16 +113,20 @@ typedef struct {
   GArray *vs_first_layer; /* of int64_t: first global layer of each virtual stage */
   GArray *vs_layers;      /* of int64_t: transformer layers in each virtual stage */
   double p2p_bytes;
-  GHashTable *p2p_open;   /* pairing key -> (task id + 1) of the side seen first */
-  GArray *actions;        /* scratch, of PnSchedAction */
-  GArray *action_task;    /* scratch: per action index, per xfer, the P2P task that carries it */
-  GArray *last_on_gpu;    /* of PnTaskId: latest task per GPU */
-  GArray *last_on_stream; /* of PnTaskId: latest task per GPU * PN_STREAM_N (PN_TASK_NONE) */
-  GArray *last_compute;   /* of PnTaskId: latest compute-stream task per GPU (PN_TASK_NONE) */
-  GPtrArray *pending;     /* per GPU: GArray of PnTaskId the next compute-stream task waits for */
-  GPtrArray *dp_wait;     /* per GPU: GArray of PnTaskId finish_grad_sync waits for */
-  GPtrArray *units;       /* per GPU * vpp: GArray of PnUnit, forward order */
-  GPtrArray *chunk_ag;    /* per GPU * vpp: GArray of PnTaskId, param AG per bucket (forward order) */
+  GHashTable *p2p_open;            /* pairing key -> (task id + 1) of the side seen first */
+  GArray *actions;                 /* scratch, of PnSchedAction */
+  GArray *action_task;             /* scratch: per action index, per xfer, the P2P task that carries it */
+  GArray *last_on_gpu;             /* of PnTaskId: latest task per GPU */
+  GArray *last_on_stream;          /* of PnTaskId: latest task per GPU * PN_STREAM_N (PN_TASK_NONE) */
+  GArray *last_compute;            /* of PnTaskId: latest compute-stream task per GPU (PN_TASK_NONE) */
+  GPtrArray *pending;              /* per GPU: GArray of PnTaskId the next compute-stream task waits for */
+  GPtrArray *dp_wait;              /* per GPU: GArray of PnTaskId finish_grad_sync waits for */
+  GPtrArray *units;                /* per GPU * vpp: GArray of PnUnit, forward order */
+  GArray *params[PN_UNIT_KINDS];   /* of PnParam: one unit's parameters in registration order, by kind */
+  GArray *param_at[PN_UNIT_KINDS]; /* of PnParamAt, beside params */
+  GPtrArray *groups;               /* per GPU * vpp: GArray of PnBucketGroup, in backprop (launch) order */
+  GPtrArray *chunk_ag;             /* per GPU * vpp: GArray of PnTaskId, param AG per group (PN_TASK_NONE: not yet) */
+  GArray *scratch_buckets;         /* dp_buckets.c's buckets of one chunk while they are grouped */
   int iteration;
   bool first_iteration; /* Megatron's first iteration: no DP overlap yet (golden counts recorded) */
   GArray *scratch_deps;
@@ -89,6 +137,11 @@ static inline int64_t pn__vstage_of(const PnBuilder *b, int64_t rank, int64_t ch
 static inline GArray *pn__units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   return g_ptr_array_index(b->units, rank * b->vpp + chunk);
+}
+
+static inline GArray *pn__groups_of(PnBuilder *b, uint32_t rank, int64_t chunk)
+{
+  return g_ptr_array_index(b->groups, rank * b->vpp + chunk);
 }
 
 /* ---- build.c: the parts of a build that the compute bound (bound.c) shares ------------------ */
@@ -123,6 +176,14 @@ void pn__push_pending(PnBuilder *b, uint32_t gpu, PnTaskId id);
 void pn__emit_node(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
                    int16_t chunk, int16_t layer);
 void pn__emit_template(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer);
+/* Called around each entry of a template emitted with pn__emit_template_hooked: before entry
+ * `entry` is added (id PN_TASK_NONE; what it makes pending, the entry or the next compute task
+ * waits for) and after (id its task). */
+typedef void (*PnEntryHook)(PnBuilder *b, uint32_t gpu, guint entry, PnTaskId id, void *ctx);
+void pn__emit_node_hooked(PnBuilder *b, uint32_t gpu, const GArray *tpl, bool comm_node, PnTaskId *chain, int32_t mb,
+                          int16_t chunk, int16_t layer, PnEntryHook hook, void *ctx);
+void pn__emit_template_hooked(PnBuilder *b, uint32_t gpu, const GArray *tpl, int32_t mb, int16_t chunk, int16_t layer,
+                              PnEntryHook hook, void *ctx);
 
 /* ---- pp_p2p.c: pipeline P2P calls -------------------------------------------------------- */
 
@@ -139,15 +200,47 @@ void pn__tpl_cp_ring(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp *at
 
 /* ---- dp_buckets.c: DP gradient buckets and parameter all-gather -------------------------- */
 
+/* The chunk's units (b->units), forward order. */
 void pn__units_build(PnBuilder *b, uint32_t rank, int64_t chunk);
-int pn__n_buckets(GArray *units);
-double pn__bucket_params(GArray *units, int bucket, double *expert);
+/* b->params and b->param_at, from the workload's parameter lists and the templates (b->tpl,
+ * built): a module whose op a template lacks acts at the unit's start (forward) or end (backward). */
+void pn__params_build(PnBuilder *b);
+/* The chunk's parameters of every unit into bucket groups (b->groups; b->chunk_ag sized to them);
+ * its bucket and group counts added to *buckets, *groups. Cost: O(parameters of the chunk);
+ * allocates nothing past the first chunk. */
+void pn__buckets_build(PnBuilder *b, uint32_t rank, int64_t chunk, int64_t *buckets, int64_t *groups);
+/* Parameters of a chunk (its units), dense and expert. */
+double pn__chunk_params(GArray *units, double *expert);
 bool pn__grad_overlap_now(const PnBuilder *b);
 bool pn__param_overlap_now(const PnBuilder *b);
 void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank);
-void pn__emit_param_gather_chunk(PnBuilder *b, uint32_t rank, int64_t chunk);
-void pn__emit_param_gather_bucket(PnBuilder *b, uint32_t rank, int64_t chunk, int bucket);
-void pn__emit_grad_bucket(PnBuilder *b, uint32_t rank, int16_t chunk, int bucket);
+/* align_param_gather: every group of the chunk and of the next dispatched at once. */
+void pn__emit_param_gather_aligned(PnBuilder *b, uint32_t rank, int64_t chunk);
+/* One unit's emission with its DP hooks: the forward pre-hooks of its groups (gather: the
+ * chunk's first forward with overlap_param_gather), the launch of the groups its backward
+ * completes (reduce: the chunk's last backward with overlap_grad_reduce). */
+typedef struct {
+  int64_t chunk;
+  int32_t unit;
+  int variant;       /* PN_AT_*: which positions the emission follows */
+  int32_t part;      /* PN_AT_COMBINED: the part being emitted, times PN_AT_PART */
+  guint lo, hi;      /* the unit's groups: [lo, hi) of the chunk's */
+  bool first_waited; /* forward: the groups of position 0 were waited for before the unit */
+} PnDpUnit;
+void pn__dp_unit(PnBuilder *b, uint32_t rank, int64_t chunk, int32_t unit, int variant, PnDpUnit *u);
+bool pn__dp_unit_any(const PnDpUnit *u);
+/* The template of a backward part of the combined 1F1B. */
+const GArray *pn__bwd_part_tpl(const PnTemplates *t, PnBwdPart part);
+/* Forward pre-hooks (PnEntryHook, ctx a PnDpUnit): before the entry a module starts with, its
+ * groups waited for, dispatched first where they were not (then exposed), each wait dispatching
+ * the group's `next` (not with align_param_gather). */
+void pn__dp_gather_hook(PnBuilder *b, uint32_t gpu, guint entry, PnTaskId id, void *ctx);
+/* The groups of the unit's first module (position 0), waited for before the unit (its fp8 weight
+ * casts read the weights first); the hook then skips them. */
+void pn__dp_gather_first(PnBuilder *b, uint32_t rank, PnDpUnit *u);
+/* Backward (PnEntryHook): after the entry that completes a group's last gradient, its reduction
+ * launched on the DP stream, after that entry. */
+void pn__dp_reduce_hook(PnBuilder *b, uint32_t gpu, guint entry, PnTaskId id, void *ctx);
 void pn__emit_grad_sync(PnBuilder *b, uint32_t rank);
 void pn__emit_param_gather_after_step(PnBuilder *b, uint32_t rank);
 

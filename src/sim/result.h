@@ -41,6 +41,8 @@ typedef struct {
   double contention_s[PN_CLASS_N]; /* compute lost to SM contention, by the class holding the SMs */
   double end_s;                    /* when this stage finished the iteration */
   double host_bound_s;             /* the compute stream had a kernel ready but for its launch */
+  int64_t dp_buckets;              /* Megatron's DP gradient buckets over the stage's model chunks */
+  int64_t dp_bucket_groups;        /* their groups: one gradient reduction (and param all-gather) each */
 } PnStageStats;
 
 /* One kind of communication operation (a task label: "dp_grad_reduce_scatter", "fc1_dgrad_ag",

@@ -362,6 +362,10 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
     st->bubble_s     = ag->idle_ns * 1e-9;
     st->end_s        = ag->end_ns >= 0 ? (double)(ag->end_ns - w0) * 1e-9 : 0.0;
     st->host_bound_s = host_ns[gpu] * 1e-9;
+    if (info->dp_buckets && gpu < info->dp_buckets->len) {
+      st->dp_buckets       = g_array_index(info->dp_buckets, int64_t, gpu);
+      st->dp_bucket_groups = g_array_index(info->dp_bucket_groups, int64_t, gpu);
+    }
     r->host_bound_s += st->host_bound_s / n_gpus;
     for (int c = 0; c < PN_CLASS_N; c++) {
       st->exposed_comm_s[c] = ag->exposed_ns[c] * 1e-9;

@@ -997,6 +997,104 @@ double pn_workload_head_params(const PnScenario *sc)
   return p;
 }
 
+/* The parameters of one module: its forward starts with `fwd_op`, its backward ends with `bwd_op`. */
+typedef struct {
+  GArray *out;
+  const char *fwd_op, *bwd_op;
+} Module;
+
+static void push_param(const Module *m, const char *name, int64_t elems, bool expert, bool te_weight)
+{
+  PnParam p = {
+      .name = name, .fwd_op = m->fwd_op, .bwd_op = m->bwd_op, .elems = elems, .expert = expert, .te_weight = te_weight};
+  g_array_append_val(m->out, p);
+}
+
+/* A norm's weight, and its bias with LayerNorm. */
+static void push_norm(const Module *m, const Dims *d, const char *weight, const char *bias)
+{
+  push_param(m, weight, d->h, false, false);
+  if (d->layernorm)
+    push_param(m, bias, d->h, false, false);
+}
+
+void pn_workload_layer_param_list(const PnScenario *sc, GArray *out)
+{
+  g_assert(sc && out);
+  Dims d;
+  dims_init(sc, &d);
+  const bool bias = sc->model.add_bias_linear;
+  Module proj = {out, "proj", "proj_wgrad"}, qkv = {out, "ln1", "ln1_bwd"};
+  push_param(&proj, "self_attention.linear_proj.weight", d.q_tp * d.h, false, true);
+  if (bias)
+    push_param(&proj, "self_attention.linear_proj.bias", d.h, false, false); /* row parallel: replicated */
+  push_norm(&qkv, &d, "self_attention.linear_qkv.layer_norm_weight", "self_attention.linear_qkv.layer_norm_bias");
+  push_param(&qkv, "self_attention.linear_qkv.weight", d.h * (d.q_tp + 2 * d.kv_tp), false, true);
+  if (bias || sc->model.add_qkv_bias)
+    push_param(&qkv, "self_attention.linear_qkv.bias", d.q_tp + 2 * d.kv_tp, false, false);
+  if (!d.moe) {
+    Module fc1 = {out, "ln2", "ln2_bwd"}, fc2 = {out, "fc2", "fc2_wgrad"};
+    push_norm(&fc1, &d, "mlp.linear_fc1.layer_norm_weight", "mlp.linear_fc1.layer_norm_bias");
+    push_param(&fc1, "mlp.linear_fc1.weight", d.h * d.fc1_tp, false, true);
+    if (bias)
+      push_param(&fc1, "mlp.linear_fc1.bias", d.fc1_tp, false, false);
+    push_param(&fc2, "mlp.linear_fc2.weight", d.f_tp * d.h, false, true);
+    if (bias)
+      push_param(&fc2, "mlp.linear_fc2.bias", d.h, false, false);
+    return;
+  }
+  Module norm = {out, "ln2", "ln2_bwd"}, router = {out, "router", "router_wgrad"};
+  Module efc1 = {out, "moe_fc1", "moe_fc1_wgrad"}, efc2 = {out, "moe_fc2", "moe_fc2_wgrad"};
+  push_norm(&norm, &d, "pre_mlp_layernorm.weight", "pre_mlp_layernorm.bias");
+  push_param(&router, "mlp.router.weight", d.E * d.h, false, false);
+  for (int64_t e = 0; e < d.L; e++) {
+    push_param(&efc1, "mlp.experts.linear_fc1.weight", d.h * d.mfc1, true, true);
+    if (bias)
+      push_param(&efc1, "mlp.experts.linear_fc1.bias", d.mfc1, true, false);
+  }
+  for (int64_t e = 0; e < d.L; e++) {
+    push_param(&efc2, "mlp.experts.linear_fc2.weight", d.mf * d.h, true, true);
+    if (bias)
+      push_param(&efc2, "mlp.experts.linear_fc2.bias", d.h, true, false);
+  }
+  if (d.sf_tp > 0) {
+    Module sfc1 = {out, "shared_fc1", "shared_fc1_wgrad"}, sfc2 = {out, "shared_fc2", "shared_fc2_wgrad"};
+    push_param(&sfc1, "mlp.shared_experts.linear_fc1.weight", d.h * d.sfc1_tp, false, true);
+    push_param(&sfc2, "mlp.shared_experts.linear_fc2.weight", d.sf_tp * d.h, false, true);
+  }
+}
+
+/* Tied word embedding and output weight on different stages: both copies carry shared_embedding. */
+static bool shared_embedding(const PnScenario *sc)
+{
+  return !sc->model.untie_embeddings_and_output_weights && sc->parallel.pipeline_model_parallel_size > 1;
+}
+
+void pn_workload_embedding_param_list(const PnScenario *sc, GArray *out)
+{
+  g_assert(sc && out);
+  int64_t h  = sc->model.hidden_size;
+  int64_t tp = MAX(sc->parallel.tensor_model_parallel_size, 1);
+  Module emb = {out, "embedding", "embedding_wgrad"};
+  push_param(&emb, "embedding.word_embeddings.weight", pn_workload_padded_vocab(sc) / tp * h, false, false);
+  g_array_index(out, PnParam, out->len - 1).shared_embedding = shared_embedding(sc);
+  if (strcmp(sc->model.position_embedding_type, "learned_absolute") == 0)
+    push_param(&emb, "embedding.position_embeddings.weight", sc->model.max_position_embeddings * h, false, false);
+}
+
+void pn_workload_head_param_list(const PnScenario *sc, GArray *out)
+{
+  g_assert(sc && out);
+  Dims d;
+  dims_init(sc, &d);
+  Module norm = {out, "final_norm", "final_norm_bwd"}, output = {out, "logits", "logits_wgrad"};
+  push_norm(&norm, &d, "decoder.final_layernorm.weight", "decoder.final_layernorm.bias");
+  if (sc->model.untie_embeddings_and_output_weights || sc->parallel.pipeline_model_parallel_size > 1) {
+    push_param(&output, "output_layer.weight", d.vocab_tp * d.h, false, false);
+    g_array_index(out, PnParam, out->len - 1).shared_embedding = shared_embedding(sc);
+  }
+}
+
 int64_t pn_workload_padded_vocab(const PnScenario *sc)
 {
   int64_t div      = sc->model.make_vocab_size_divisible_by > 0 ? sc->model.make_vocab_size_divisible_by : 128;

@@ -253,6 +253,39 @@ double pn_workload_embedding_params(const PnScenario *sc);
 /* Last stage: final norm + output layer (padded_vocab/tp * h) when untied, or when tied with
  * pp > 1 (the last stage keeps its own copy of the shared weight). */
 double pn_workload_head_params(const PnScenario *sc);
+/* One parameter tensor on this GPU, as Megatron-Core registers it (module.named_parameters()
+ * order; the data-parallel gradient buckets are filled in the reverse of that order,
+ * param_and_grad_buffer.py / distrib_optimizer.py _compute_per_buffer_param_layout). */
+typedef struct {
+  const char *name;      /* static: "self_attention.linear_qkv.weight", ... (experts share one name) */
+  const char *fwd_op;    /* the op of the unit's forward list its module starts with (the forward
+                            pre-hook runs before it) */
+  const char *bwd_op;    /* the op of the unit's backward list its module's backward ends with (its
+                            gradient is complete after it) */
+  int64_t elems;         /* elements on this GPU */
+  bool expert;           /* a local expert's (TEGroupedLinear weight{i} / bias{i}) */
+  bool te_weight;        /* a Transformer Engine linear weight: fp8 storage with ddp.fp8_param_gather */
+  bool shared_embedding; /* the tied word embedding / output weight with pp > 1
+                            (language_module.py setup_embeddings_and_output_layer) */
+} PnParam;
+
+/* The parameters of one layer, the embedding and the head in registration order (appended to
+ * `out`, of PnParam); their elements add up to pn_workload_layer_params, _embedding_params and
+ * _head_params. Layer (TE spec): self_attention.linear_proj (weight, bias), linear_qkv
+ * (layer_norm_weight, layer_norm_bias, weight, bias): Attention.__init__ builds linear_proj before
+ * SelfAttention builds linear_qkv, and TE's LayerNormLinear registers its norm first; then, dense,
+ * mlp.linear_fc1 (norm, weight, bias) and linear_fc2 (weight, bias); MoE, pre_mlp_layernorm, the
+ * router, the experts' fc1 then fc2 (weight{i}, bias{i} per local expert, TE GroupedLinear) and
+ * the shared experts' fc1 and fc2. Biases and norm biases only where the model has them.
+ * Embedding: word_embeddings, then position_embeddings (learned_absolute). Head: the decoder's
+ * final_layernorm, then output_layer (untied, or tied with pp > 1). fwd_op / bwd_op name ops of
+ * pn_workload_layer_ops (embedding_ops, head_ops): a module's norm, or its fprop GEMM, and its
+ * wgrad, or the norm backward TE's LayerNormLinear ends with. Not listed, as in the totals:
+ * the router's bias, the shared experts' biases, QK layernorms. Cost: O(params), ~12 + 2 x local
+ * experts for a layer. */
+void pn_workload_layer_param_list(const PnScenario *sc, GArray *out);
+void pn_workload_embedding_param_list(const PnScenario *sc, GArray *out);
+void pn_workload_head_param_list(const PnScenario *sc, GArray *out);
 /* Megatron's padded vocabulary: vocab_size rounded up to make_vocab_size_divisible_by * tp
  * (divisible_by <= 0 means Megatron's default 128). */
 int64_t pn_workload_padded_vocab(const PnScenario *sc);

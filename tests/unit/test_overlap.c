@@ -509,6 +509,29 @@ START_TEST(test_bridge_setup_without_dist_opt)
 }
 END_TEST
 
+/* Megatron-Core's default bucket size where Bridge sets none (no distributed optimizer, grad-reduce
+ * overlap asked for): max(40,000,000, 1,000,000 x dp x cp) elements (training.py
+ * resolve_ddp_bucket_size; DistributedDataParallel.__init__ has the same rule over dp):
+ *   DP 4, CP 1: max(40 M, 4 M) = 40,000,000;  DP 32, CP 2: max(40 M, 64 M) = 64,000,000;
+ * an explicit ddp.bucket_size wins; overlap_grad_reduce off leaves none (0: one bucket). */
+START_TEST(test_bucket_size_megatron_default)
+{
+  PnScenario sc;
+  bridge_scenario(&sc);
+  set_layout(&sc, 1, 1, 1, 4, false);
+  sc.ddp.use_distributed_optimizer = false;
+  sc.ddp.overlap_grad_reduce       = PN_TRI_TRUE;
+  ck_assert_int_eq(resolve_ok(&sc, NULL).bucket_size, 40000000);
+  sc.parallel.context_parallel_size = 2;
+  set_layout(&sc, 1, 1, 1, 32, false);
+  ck_assert_int_eq(resolve_ok(&sc, NULL).bucket_size, 64000000);
+  sc.ddp.bucket_size = 1;
+  ck_assert_int_eq(resolve_ok(&sc, NULL).bucket_size, 1);
+  sc.ddp.overlap_grad_reduce = PN_TRI_FALSE;
+  ck_assert_int_eq(resolve_ok(&sc, NULL).bucket_size, 0);
+}
+END_TEST
+
 /* #16 test_user_override_pp_overlap: the user sets p2p overlap False and batch False with PP 4 x
  * VP 2: both stay False (the user beats the PP/VP defaults). */
 START_TEST(test_bridge_user_override_pp)
@@ -1516,9 +1539,10 @@ END_TEST
  *     (8 MiB at 20 B/ns = 419431 ns): GEMM chunk m = 2048, n = 3072, k = 2048 =
  *     25,769,803,776 FLOP -> 25770 ns, exactly its time alone (each chunk within 1 ns).
  *   SM-holding kernel: the data-parallel scenario of dp_exposes_last_bucket (all-reduce, 3
- *     layers, buckets {head, layer 2, layer 1} and {layer 0, embedding}). Bucket 0's all-reduce
- *     (8 CTAs; 2 (2 P_l) B at 20 B/ns, about 10 ms) starts after layer 1's backward and runs
- *     through layer 0's backward, so layer 0's fc2 dgrad GEMM (m = 8192, n = 8192, k = 2048:
+ *     layers, buckets {head, layer 2, layer 1's fc2 and fc1} and {the rest of layer 1, layer 0,
+ *     embedding}). Bucket 0's all-reduce (8 CTAs; 2 (5/3 P_l) B at 20 B/ns, about 8 ms) starts
+ *     when layer 1's fc1 backward ends and runs through layer 0's backward, so layer 0's fc2
+ *     dgrad GEMM (m = 8192, n = 8192, k = 2048:
  *     274,877,906,944 FLOP = 274877.9 ns alone) gets 128 - 8 = 120 SMs:
  *     274877.9 * 128/120 = 293203.1 -> 293204 ns. */
 static void check_copy_engine_gemm(void)
@@ -1568,7 +1592,7 @@ static void check_sm_holding_gemm(void)
   g_autoptr(GArray) gemm = tasks_of(&r, "fc2_dgrad", PN_PHASE_BWD);
   ck_assert_uint_eq(gemm->len, 1);
   PnTaskTime g = time_of(&r, gemm, 0);
-  /* the all-reduce in flight over the GEMM: bucket 0, launched before layer 0's backward */
+  /* the all-reduce in flight over the GEMM: bucket 0, launched in layer 1's backward */
   bool covered = false;
   for (PnTaskId id = 0; id < pn_graph_n_tasks(r.g); id++) {
     const PnTask *t = &pn_graph_tasks(r.g)[id];
@@ -1674,21 +1698,29 @@ static PnResult *sim(const PnScenario *sc)
 }
 
 /* Data-parallel overlap with several buckets on one stage exposes about the last bucket.
- *   Model: h = 2048, 16 heads, ffn 8192, 3 layers, vocab 1024 (tied embedding), seq 8192,
- *   micro-batch 1, one micro-batch; TP = PP = 1 and 2 GPUs: DP 2 inside a node. NVLink 400 B/ns
- *   and 8 CTAs x 50 B/ns = 400 B/ns: a DP collective moves at 400 B/ns.
- *   Buckets (Megatron: parameters in backprop order, a bucket closes once it holds bucket_size)
- *   with bucket_size = 1.5 P_l (P_l = parameters of a layer, P_e of the embedding, the head
- *   holds only the final norm): {head, layer 2, layer 1} closes at 2 P_l; {layer 0, embedding}
- *   is the last bucket, launched after the embedding's backward, the last compute.
- *   (a) all-reduce (no distributed optimizer): ring bytes 2 S (n-1)/n = S = 2 (P_e + P_l) B at
- *       400 B/ns: t = (P_e + P_l) / 200 ns. Bucket 0's all-reduce (about (2 P_l)/200 ns) hides
- *       behind the backward of layer 0 (4 T P_l FLOP = 0.033 P_l ns > 0.01 P_l ns).
+ *   Model: h = 2048, 16 heads, ffn f = 8192, 3 layers, vocab 1024 (tied embedding), seq 8192,
+ *   micro-batch 1, one micro-batch, biases and LayerNorm (Megatron's defaults); TP = PP = 1 and
+ *   2 GPUs: DP 2 inside a node. NVLink 400 B/ns and 8 CTAs x 50 B/ns = 400 B/ns: a DP
+ *   collective moves at 400 B/ns.
+ *   Buckets (Megatron: parameters in backprop order, a bucket closes right after the parameter
+ *   that brings it to bucket_size) with bucket_size = 1.5 P_l (P_l = parameters of a layer, P_e
+ *   of the embedding, the head holds only the final norm, 2h): the head, layer 2, layer 1's fc2
+ *   (f h + h) and fc1 bias (f) stay under 1.5 P_l; layer 1's fc1 weight (h f) closes bucket 0 at
+ *   about 5/3 P_l. Bucket 1, the last, holds the rest of layer 1 (its fc1 layer norm, qkv and
+ *   proj: X = P_l - (f h + h) - (h f + f)), layer 0 and the embedding: P_e + P_l + X, launched
+ *   after the embedding's backward, the last compute. Every parameter is a multiple of 128
+ *   elements: the distributed optimizer pads nothing.
+ *   (a) all-reduce (no distributed optimizer): ring bytes 2 S (n-1)/n = S = 2 (P_e + P_l + X) B
+ *       at 400 B/ns: t = (P_e + P_l + X) / 200 ns. Bucket 0's all-reduce (about (5/3 P_l)/200 ns)
+ *       starts when layer 1's fc1 backward ends and hides behind the rest of the backward
+ *       (layer 0 alone: 4 T P_l FLOP = 0.033 P_l ns > 0.0083 P_l ns).
  *       Exposed DP = t + the gradient-norm all-reduce (8 bytes: 1 ns).
  *   (b) distributed optimizer with overlap_param_gather: the last bucket's reduce-scatter
- *       ((P_e + P_l) B at 400 B/ns) plus the first bucket's all-gather in the forward, dispatched
- *       and waited at once ((P_e + P_l) B again); the next bucket's gather hides behind the
- *       forward of layer 0. Exposed DP = 2 (P_e + P_l)/400 + 1 ns again. */
+ *       ((P_e + P_l + X) B at 400 B/ns) plus its all-gather in the forward, the first needed
+ *       (by the embedding), dispatched and waited at once ((P_e + P_l + X) B again); bucket 0's
+ *       gather, dispatched by that wait, hides behind the forward of layer 0 (2 T P_l FLOP =
+ *       0.016 P_l ns > 0.0042 P_l ns) before layer 1's fc1 needs it.
+ *       Exposed DP = 2 (P_e + P_l + X)/400 + 1 ns again. */
 START_TEST(test_dp_exposes_last_bucket)
 {
   g_autofree char *hw = round_profile("round-dp", 400, 50, true);
@@ -1696,17 +1728,21 @@ START_TEST(test_dp_exposes_last_bucket)
     const char *json         = variant == 0 ? DP_JSON_AR : DP_JSON_RS_AG;
     g_autoptr(PnScenario) sc = load_json(json, hw, NULL);
     double P_l = pn_workload_layer_params(sc), P_e = pn_workload_embedding_params(sc);
+    double h = 2048, f = 8192, X = P_l - (f * h + h) - (h * f + f);
     ck_assert_double_lt(pn_workload_head_params(sc), 0.5 * P_l);
     sc->ddp.bucket_size   = (int64_t)(1.5 * P_l);
     g_autoptr(PnResult) r = sim(sc);
-    double expected_ns    = ceil((P_e + P_l) / 200.0 - 1e-6) + 1.0;
+    double expected_ns    = ceil((P_e + P_l + X) / 200.0 - 1e-6) + 1.0;
     if (variant == 1)
-      expected_ns = 2.0 * ceil((P_e + P_l) / 400.0 - 1e-6) + 1.0;
+      expected_ns = 2.0 * ceil((P_e + P_l + X) / 400.0 - 1e-6) + 1.0;
     double got_ns = r->exposed_comm_s[PN_CLASS_DP] * 1e9;
     ck_assert_msg(fabs(got_ns - expected_ns) <= 2.0, "variant %d: exposed DP %.1f ns, expected %.1f ns", variant,
                   got_ns, expected_ns);
-    /* the rest of the DP traffic is hidden: several times more than what is exposed */
+    /* the rest of the DP traffic is hidden: more than what is exposed */
     ck_assert_double_gt(r->total_comm_s[PN_CLASS_DP], 2.0 * r->exposed_comm_s[PN_CLASS_DP]);
+    const PnStageStats *st = &g_array_index(r->stages, PnStageStats, 0);
+    ck_assert_int_eq(st->dp_buckets, 2);
+    ck_assert_int_eq(st->dp_bucket_groups, 2);
   }
 }
 END_TEST
@@ -2469,6 +2505,7 @@ static Suite *overlap_suite(void)
       {"bridge_setup_complete", test_bridge_setup_complete},
       {"bridge_setup_t5", test_bridge_setup_t5},
       {"bridge_setup_without_dist_opt", test_bridge_setup_without_dist_opt},
+      {"bucket_size_megatron_default", test_bucket_size_megatron_default},
       {"bridge_user_override_pp", test_bridge_user_override_pp},
       {"bridge_preset_to_table", test_bridge_preset_to_table},
       {"bridge_no_config_provided", test_bridge_no_config_provided},

@@ -1,11 +1,16 @@
-/* test_sched.c — Megatron pipeline schedule order (src/sched/order.h).
+/* test_sched.c — Megatron pipeline schedule order (src/sched/order.h) and the data-parallel
+ * bucket groups of the builder (src/sched/dp_buckets.c).
  *
  * Golden sequences are derived by hand from megatron/core/pipeline_parallel/schedules.py
- * (NVIDIA/Megatron-LM d98e8a64dd); property tests run every configuration in kConfigs. */
+ * (NVIDIA/Megatron-LM d98e8a64dd); property tests run every configuration in kConfigs. Bucket
+ * sizes are derived by hand from param_and_grad_buffer.py / distrib_optimizer.py at the same
+ * commit. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "io/scenario.h"
+#include "overlap/gating.h"
 #include "sched/build.h"
 #include "sched/order.h"
 
@@ -798,6 +803,356 @@ START_TEST(test_error_quarks)
 }
 END_TEST
 
+/* ---- TCases: data-parallel buckets (sched/dp_buckets.c) ------------------------------------ */
+
+/* A tiny dense model: h = 256, 4 heads (kv 64, no GQA), ffn 1024 (not gated), 2 layers, RMSNorm,
+ * no biases, vocab 1024 (a multiple of 128: no padding), tied embedding, rope. Per GPU at TP 1,
+ * in registration order, a layer holds
+ *   proj.weight 256*256 = 65,536; qkv.layer_norm_weight 256; qkv.weight 256*768 = 196,608;
+ *   fc1.layer_norm_weight 256; fc1.weight 256*1024 = 262,144; fc2.weight 1024*256 = 262,144
+ * = 786,944; the embedding 1024*256 = 262,144; the head only the final norm, 256 (tied, PP 1).
+ * Units: 0 embedding, 1 layer 0, 2 layer 1, 3 head. */
+#define TINY_JSON(gpus, gbs, layers, precision, parallel, ddp)                                                         \
+  "{\"schema_version\": 1, \"name\": \"tiny\",\n"                                                                      \
+  " \"model\": {\"name\": \"tiny\", \"num_layers\": " layers ", \"hidden_size\": 256, \"ffn_hidden_size\": 1024,\n"    \
+  "   \"num_attention_heads\": 4, \"vocab_size\": 1024, \"normalization\": \"RMSNorm\",\n"                             \
+  "   \"position_embedding_type\": \"rope\", \"add_bias_linear\": false},\n"                                           \
+  " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": " gpus "},\n"                                              \
+  " \"training\": {\"seq_length\": 1024, \"micro_batch_size\": 1, \"global_batch_size\": " gbs                         \
+  ", \"precision\": \"" precision "\"},\n"                                                                             \
+  " \"parallel\": " parallel ",\n"                                                                                     \
+  " \"ddp\": " ddp "}"
+#define TINY_DP2(ddp) TINY_JSON("2", "2", "2", "bf16", "{}", ddp)
+#define DDP_AR "{\"use_distributed_optimizer\": false, \"overlap_grad_reduce\": true}"
+#define DDP_RS "{\"use_distributed_optimizer\": true, \"overlap_grad_reduce\": true, \"overlap_param_gather\": true}"
+
+static PnScenario *load_tiny(const char *json, const char *set, PnPlan *plan)
+{
+  const char *sets[]    = {set};
+  g_autoptr(GError) err = NULL;
+  PnScenario *sc        = pn_scenario_load_string(json, "tiny.json", sets, set ? 1 : 0, NULL, &err);
+  ck_assert_msg(sc != NULL, "load: %s", err ? err->message : "?");
+  ck_assert_msg(pn_overlap_resolve(sc, plan, NULL, &err), "resolve: %s", err ? err->message : "?");
+  return sc;
+}
+
+/* The bucket groups of (rank, chunk), `set` a --set override or NULL. */
+static GArray *groups_of(const char *json, const char *set, uint32_t rank, int64_t chunk)
+{
+  PnPlan plan;
+  g_autoptr(PnScenario) sc = load_tiny(json, set, &plan);
+  GArray *out              = g_array_new(FALSE, FALSE, sizeof(PnDpBucketGroup));
+  g_autoptr(GError) err    = NULL;
+  ck_assert_msg(pn_sched_dp_buckets(sc, &plan, rank, chunk, out, &err), "%s", err ? err->message : "?");
+  return out;
+}
+
+#define GROUP(a, i) (&g_array_index((a), PnDpBucketGroup, (i)))
+
+/* `n` groups of one bucket each, of these elements and units, in backprop order. */
+static void expect_groups(const GArray *gs, guint n, const double *elems, const int32_t *units, const char *what)
+{
+  ck_assert_msg(gs->len == n, "%s: %u groups, expected %u", what, gs->len, n);
+  for (guint i = 0; i < n; i++) {
+    ck_assert_msg(GROUP(gs, i)->elems == elems[i], "%s: group %u holds %.0f elements, expected %.0f", what, i,
+                  GROUP(gs, i)->elems, elems[i]);
+    ck_assert_msg(GROUP(gs, i)->unit == units[i], "%s: group %u at unit %d, expected %d", what, i, GROUP(gs, i)->unit,
+                  units[i]);
+    ck_assert_int_eq(GROUP(gs, i)->buckets, 1);
+    ck_assert(!GROUP(gs, i)->expert);
+  }
+}
+
+/* Bucket count and sizes, all-reduce (no distributed optimizer: no padding), DP 2. Backprop order
+ * walks head norm 256, layer 1 (fc2 262,144, fc1.weight 262,144, fc1 norm 256, qkv.weight 196,608,
+ * qkv norm 256, proj 65,536), layer 0 (the same), embedding 262,144; a bucket closes right after
+ * the parameter that brings it to bucket_size (param_and_grad_buffer.py
+ * _compute_default_per_buffer_param_layout):
+ *   bucket_size 1: every parameter alone, 14 buckets.
+ *   300,000: 256 + 262,144 + 262,144 = 524,544 (head, layer 1 fc2 and fc1.weight; unit 2);
+ *            256 + 196,608 + 256 + 65,536 + 262,144 = 524,800 (the rest of layer 1 and layer 0's
+ *            fc2: it starts inside layer 1 and ends inside layer 0; unit 1);
+ *            262,144 + 256 + 196,608 = 459,008 (layer 0 fc1.weight to qkv.weight; unit 1);
+ *            256 + 65,536 + 262,144 = 327,936 (the remainder, down to the embedding; unit 0).
+ *   1,000,000: head, layer 1 and layer 0's fc2: 256 + 786,944 + 262,144 = 1,049,344 (unit 1), then
+ *            the remainder 786,944 - 262,144 + 262,144 = 786,944 (unit 0).
+ *   10^12, or overlap_grad_reduce off (bucket_size None): one bucket, 1,836,288 (unit 0). */
+START_TEST(test_dp_bucket_sizes)
+{
+  g_autoptr(GArray) one     = groups_of(TINY_DP2(DDP_AR), "ddp.bucket_size=1", 0, 0);
+  static const double e1[]  = {256,    262144, 262144, 256,    196608, 256,   65536,
+                               262144, 262144, 256,    196608, 256,    65536, 262144};
+  static const int32_t u1[] = {3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0};
+  expect_groups(one, 14, e1, u1, "bucket_size 1");
+
+  g_autoptr(GArray) mid     = groups_of(TINY_DP2(DDP_AR), "ddp.bucket_size=300000", 0, 0);
+  static const double e2[]  = {524544, 524800, 459008, 327936};
+  static const int32_t u2[] = {2, 1, 1, 0};
+  expect_groups(mid, 4, e2, u2, "bucket_size 300000");
+
+  g_autoptr(GArray) big     = groups_of(TINY_DP2(DDP_AR), "ddp.bucket_size=1000000", 0, 0);
+  static const double e3[]  = {1049344, 786944};
+  static const int32_t u3[] = {1, 0};
+  expect_groups(big, 2, e3, u3, "bucket_size 1000000");
+
+  static const double e4[]  = {1836288};
+  static const int32_t u4[] = {0};
+  g_autoptr(GArray) huge    = groups_of(TINY_DP2(DDP_AR), "ddp.bucket_size=1000000000000", 0, 0);
+  expect_groups(huge, 1, e4, u4, "bucket_size 1e12");
+  g_autoptr(GArray) off = groups_of(TINY_DP2("{\"use_distributed_optimizer\": false, \"overlap_grad_reduce\": false}"),
+                                    "ddp.bucket_size=1", 0, 0);
+  expect_groups(off, 1, e4, u4, "overlap_grad_reduce off");
+}
+END_TEST
+
+/* Padding with the distributed optimizer (distrib_optimizer.py _compute_per_buffer_param_layout,
+ * param_layout.py pad_param_start / pad_bucket_end): each parameter starts at a multiple of 64
+ * elements and each bucket ends at a multiple of lcm(DP, 128). A model whose sizes are not
+ * multiples of 64: h = 200, 4 heads (kv 50), ffn 600, one layer; per GPU proj 40,000, qkv norm
+ * 200, qkv 120,000, fc1 norm 200, fc1 120,000, fc2 120,000, embedding 128*200 = 25,600, head norm
+ * 200 (426,200 in all). DP 3: lcm(3, 128) = 384. bucket_size 100,000, backprop order:
+ *   head norm [0, 200); fc2 starts at 256: [256, 120,256) reaches 100,000: the bucket ends at
+ *     ceil(120,256 / 384) * 384 = 120,576                                   -> 120,576 elements;
+ *   fc1 [120,576, 240,576), end 627 * 384 = 240,768                          -> 120,192;
+ *   fc1 norm [240,768, 240,968), qkv from 241,024 to 361,024, end 941 * 384 = 361,344
+ *                                                                            -> 120,576;
+ *   qkv norm [361,344, 361,544), proj [361,600, 401,600), embedding [401,600, 427,200): the last
+ *     bucket, end 1113 * 384 = 427,392                                       -> 66,048.
+ * Without the distributed optimizer nothing is padded: 120,200, 120,000, 120,200, 65,800. */
+#define PAD_JSON(ddp)                                                                                                  \
+  "{\"schema_version\": 1, \"name\": \"pad\",\n"                                                                       \
+  " \"model\": {\"name\": \"pad\", \"num_layers\": 1, \"hidden_size\": 200, \"ffn_hidden_size\": 600,\n"               \
+  "   \"num_attention_heads\": 4, \"vocab_size\": 128, \"normalization\": \"RMSNorm\",\n"                              \
+  "   \"position_embedding_type\": \"rope\", \"add_bias_linear\": false},\n"                                           \
+  " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": 3},\n"                                                     \
+  " \"training\": {\"seq_length\": 1024, \"micro_batch_size\": 1, \"global_batch_size\": 3},\n"                        \
+  " \"ddp\": " ddp "}"
+START_TEST(test_dp_bucket_padding)
+{
+  g_autoptr(GArray) rs      = groups_of(PAD_JSON(DDP_RS), "ddp.bucket_size=100000", 0, 0);
+  static const double e1[]  = {120576, 120192, 120576, 66048};
+  static const int32_t u1[] = {1, 1, 1, 0};
+  expect_groups(rs, 4, e1, u1, "distributed optimizer, DP 3");
+  for (guint i = 0; i < rs->len; i++)
+    ck_assert_double_eq(GROUP(rs, i)->param_bytes, 2.0 * GROUP(rs, i)->elems);
+  g_autoptr(GArray) ar     = groups_of(PAD_JSON(DDP_AR), "ddp.bucket_size=100000", 0, 0);
+  static const double e2[] = {120200, 120000, 120200, 65800};
+  expect_groups(ar, 4, e2, u1, "all-reduce");
+}
+END_TEST
+
+/* Megatron's default size (training.py resolve_ddp_bucket_size) reaches the buckets: without the
+ * distributed optimizer Bridge's 128 Mi does not apply (overlap/dp.c), so max(40,000,000,
+ * 1,000,000 x dp x cp) = 40,000,000 at DP 2. The tiny model with 128 layers holds
+ * 128 x 786,944 + 262,144 + 256 = 100,991,232 elements; walking them in backprop order, a bucket
+ * closes right after the parameter that brings it to 40 M: 40,068,608 (the head norm, layers 127
+ * to 78, layer 77's fc2, fc1 and qkv weights and fc1 norm: 256 + 50 x 786,944 + 262,144 x 2 + 256 +
+ * 196,608), 40,134,144, and the remainder 20,788,480. At bucket_size
+ * 20,000,000: 20,198,144, 20,198,400, 20,132,608, 20,001,536, 20,132,608 and 327,936. */
+START_TEST(test_dp_bucket_default_size)
+{
+  const char *json = TINY_JSON("2", "2", "128", "bf16", "{}", DDP_AR);
+  PnPlan plan;
+  g_autoptr(PnScenario) sc = load_tiny(json, NULL, &plan);
+  ck_assert_int_eq(plan.bucket_size, 40000000);
+  g_autoptr(GArray) gs    = groups_of(json, NULL, 0, 0);
+  static const double e[] = {40068608, 40134144, 20788480};
+  ck_assert_uint_eq(gs->len, 3);
+  for (guint i = 0; i < gs->len; i++)
+    ck_assert_double_eq(GROUP(gs, i)->elems, e[i]);
+  g_autoptr(GArray) g20     = groups_of(json, "ddp.bucket_size=20000000", 0, 0);
+  static const double e20[] = {20198144, 20198400, 20132608, 20001536, 20132608, 327936};
+  ck_assert_uint_eq(g20->len, 6);
+  for (guint i = 0; i < g20->len; i++)
+    ck_assert_double_eq(GROUP(g20, i)->elems, e20[i]);
+}
+END_TEST
+
+/* Pipeline and virtual pipeline: bucketing is disabled on every model chunk but the first and on
+ * every pipeline rank but the first (training.py get_model: per_chunk_bucket_sizes,
+ * per_chunk_disable_bucketing; distributed_data_parallel.py __init__), and with the distributed
+ * optimizer the tied embedding's copies (shared_embedding with pp > 1) take a bucket of their own
+ * (_does_param_require_new_bucket). PP 2 x VPP 2, 4 layers (one per virtual stage), 8 GPUs (DP 4),
+ * bucket_size 1:
+ *   rank 0 chunk 0 (embedding, layer 0): every parameter alone, 6 + 1 = 7 groups;
+ *   rank 0 chunk 1 (layer 2): one bucket;   rank 1 chunk 0 (layer 1): one bucket (pp rank 1);
+ *   rank 1 chunk 1 (layer 3, head): the output layer's copy alone and the rest: 2 buckets, in
+ *   one group (disable_bucketing puts a chunk's buckets in one group, partition_buckets).
+ * bucket_size 10^12: rank 0 chunk 0 still has 2 groups, layer 0 and the word embedding. */
+START_TEST(test_dp_bucket_chunks)
+{
+  const char *json =
+      TINY_JSON("8", "8", "4", "bf16",
+                "{\"pipeline_model_parallel_size\": 2, \"virtual_pipeline_model_parallel_size\": 2}", DDP_RS);
+  g_autoptr(GArray) r0c0 = groups_of(json, "ddp.bucket_size=1", 0, 0);
+  ck_assert_uint_eq(r0c0->len, 7);
+  ck_assert_double_eq(GROUP(r0c0, 6)->elems, 262144); /* the word embedding, last */
+  g_autoptr(GArray) r0c1 = groups_of(json, "ddp.bucket_size=1", 0, 1);
+  ck_assert_uint_eq(r0c1->len, 1);
+  ck_assert_int_eq(GROUP(r0c1, 0)->buckets, 1);
+  ck_assert_double_eq(GROUP(r0c1, 0)->elems, 786944);
+  g_autoptr(GArray) r1c0 = groups_of(json, "ddp.bucket_size=1", 1, 0);
+  ck_assert_uint_eq(r1c0->len, 1);
+  ck_assert_double_eq(GROUP(r1c0, 0)->elems, 786944);
+  g_autoptr(GArray) r1c1 = groups_of(json, "ddp.bucket_size=1", 1, 1);
+  ck_assert_uint_eq(r1c1->len, 1);
+  ck_assert_int_eq(GROUP(r1c1, 0)->buckets, 2);
+  ck_assert_double_eq(GROUP(r1c1, 0)->elems, 262144 + 786944 + 256); /* output copy + layer 3 + norm */
+  g_autoptr(GArray) whole = groups_of(json, "ddp.bucket_size=1000000000000", 0, 0);
+  ck_assert_uint_eq(whole->len, 2);
+  ck_assert_double_eq(GROUP(whole, 0)->elems, 786944);
+  ck_assert_double_eq(GROUP(whole, 1)->elems, 262144);
+}
+END_TEST
+
+/* fp8_param_gather (fp8 training, distributed optimizer): TE's linear weights are fp8 storage, a
+ * buffer of their own, and the bf16 buffer's buckets (norms, embedding) join the last fp8 bucket's
+ * group (partition_buckets). bucket_size 300,000:
+ *   fp8 buffer (weights only): layer 1 fc2 + fc1 = 524,288; layer 1 qkv + proj + layer 0 fc2 =
+ *     524,288; layer 0 fc1 + qkv = 458,752; layer 0 proj = 65,536 (the last);
+ *   bf16 buffer: 256 x 5 norms + 262,144 = 263,424, one bucket.
+ * 4 groups, 5 buckets; the last group reduces 65,536 + 263,424 = 328,960 elements and gathers
+ * 65,536 x 1 + 263,424 x 2 = 592,384 bytes, waiting for the embedding's gradient (unit 0). */
+START_TEST(test_dp_bucket_fp8_groups)
+{
+  const char *json     = TINY_JSON("2", "2", "2", "fp8", "{}",
+                                   "{\"use_distributed_optimizer\": true, \"overlap_grad_reduce\": true, "
+                                       "\"overlap_param_gather\": true, \"fp8_param_gather\": true}");
+  g_autoptr(GArray) gs = groups_of(json, "ddp.bucket_size=300000", 0, 0);
+  ck_assert_uint_eq(gs->len, 4);
+  static const double elems[]  = {524288, 524288, 458752, 328960};
+  static const double bytes[]  = {524288, 524288, 458752, 592384};
+  static const int32_t units[] = {2, 1, 1, 0};
+  for (guint i = 0; i < 4; i++) {
+    ck_assert_double_eq(GROUP(gs, i)->elems, elems[i]);
+    ck_assert_double_eq(GROUP(gs, i)->param_bytes, bytes[i]);
+    ck_assert_int_eq(GROUP(gs, i)->unit, units[i]);
+    ck_assert_int_eq(GROUP(gs, i)->buckets, i == 3 ? 2 : 1);
+  }
+}
+END_TEST
+
+/* Expert parameters: their own buffer when ep > 1 (allreduce = False), else in the dense one. The
+ * tiny model with 4 experts of ffn 1024 (top 2), alltoall, 4 GPUs (DP 4): at EP 2 a layer holds 2
+ * local experts, fc1 256*1024 and fc2 1024*256 each: 4 x 262,144 = 1,048,576 expert elements, in
+ * expert groups; at EP 1 the experts sit in the dense groups and no group is an expert one. */
+#define MOE_JSON(ep)                                                                                                   \
+  "{\"schema_version\": 1, \"name\": \"moe\",\n"                                                                       \
+  " \"model\": {\"name\": \"moe\", \"num_layers\": 2, \"hidden_size\": 256, \"ffn_hidden_size\": 1024,\n"              \
+  "   \"num_attention_heads\": 4, \"vocab_size\": 1024, \"normalization\": \"RMSNorm\",\n"                             \
+  "   \"position_embedding_type\": \"rope\", \"add_bias_linear\": false, \"num_moe_experts\": 4,\n"                    \
+  "   \"moe_router_topk\": 2},\n"                                                                                      \
+  " \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": 4},\n"                                                     \
+  " \"training\": {\"seq_length\": 1024, \"micro_batch_size\": 1, \"global_batch_size\": 4},\n"                        \
+  " \"parallel\": {\"expert_model_parallel_size\": " ep ", \"moe_token_dispatcher_type\": \"alltoall\"},\n"            \
+  " \"ddp\": " DDP_RS "}"
+START_TEST(test_dp_bucket_experts)
+{
+  for (int ep = 1; ep <= 2; ep++) {
+    g_autoptr(GArray) gs = groups_of(ep == 1 ? MOE_JSON("1") : MOE_JSON("2"), "ddp.bucket_size=1", 0, 0);
+    double expert        = 0.0;
+    for (guint i = 0; i < gs->len; i++)
+      if (GROUP(gs, i)->expert)
+        expert += GROUP(gs, i)->elems;
+    ck_assert_double_eq(expert, ep == 1 ? 0.0 : 2 * 1048576.0);
+  }
+}
+END_TEST
+
+/* The graph of a tiny run and the DP reductions in it (labels dp_grad_*). */
+typedef struct {
+  PnScenario *sc;
+  PnPlan plan;
+  PnGraph *g;
+  PnBuildInfo info;
+} Built;
+
+static void build_tiny(Built *b, const char *json, const char *set)
+{
+  b->sc                 = load_tiny(json, set, &b->plan);
+  b->g                  = pn_graph_new((uint32_t)b->sc->parallel.pipeline_model_parallel_size);
+  g_autoptr(GError) err = NULL;
+  ck_assert_msg(pn_sched_build(b->sc, &b->plan, b->g, &b->info, &err), "%s", err ? err->message : "?");
+}
+
+static void built_clear(Built *b)
+{
+  pn_build_info_clear(&b->info);
+  pn_graph_free(b->g);
+  pn_scenario_free(b->sc);
+}
+
+static bool is_grad_reduction(const PnTask *t)
+{
+  return g_str_has_prefix(t->label, "dp_grad_reduce_scatter") || g_str_has_prefix(t->label, "dp_grad_all_reduce");
+}
+
+/* A bucket ending inside a layer is reduced inside that layer's backward: the reduction waits for
+ * the op that completes its last gradient, not for the layer's end. bucket_size 300,000 (the
+ * groups of test_dp_bucket_sizes), one micro-batch, all-reduce:
+ *   group 0 (head, layer 1 fc2 and fc1.weight): after layer 1's fc1 backward, which TE's
+ *     LayerNormLinear ends with its norm backward, ln2_bwd;
+ *   group 1 (layer 1's attention, layer 0's fc2): after layer 0's fc2_wgrad;
+ *   group 2 (layer 0's fc1 and qkv weight): after layer 0's qkv module, ln1_bwd;
+ *   group 3 (the rest, to the embedding): after embedding_wgrad. */
+START_TEST(test_dp_bucket_launch_inside_layer)
+{
+  Built b;
+  build_tiny(&b, TINY_DP2(DDP_AR), "ddp.bucket_size=300000");
+  static const char *after[]   = {"ln2_bwd", "fc2_wgrad", "ln1_bwd", "embedding_wgrad"};
+  static const int16_t layer[] = {1, 0, 0, -1};
+  guint n                      = 0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(b.g); id++) {
+    const PnTask *t = &pn_graph_tasks(b.g)[id];
+    if (!is_grad_reduction(t))
+      continue;
+    ck_assert_uint_lt(n, 4);
+    ck_assert_uint_eq(t->dep_count, 1);
+    const PnTask *d = &pn_graph_tasks(b.g)[pn_graph_deps(b.g)[t->dep_first]];
+    ck_assert_msg(strcmp(d->label, after[n]) == 0 && d->layer == layer[n], "reduction %u after %s of layer %d", n,
+                  d->label, d->layer);
+    n++;
+  }
+  ck_assert_uint_eq(n, 4);
+  ck_assert_int_eq(g_array_index(b.info.dp_buckets, int64_t, 0), 4);
+  ck_assert_int_eq(g_array_index(b.info.dp_bucket_groups, int64_t, 0), 4);
+  built_clear(&b);
+}
+END_TEST
+
+/* Every bucket group is reduced once per iteration, whatever emits the backward: plain layers,
+ * recomputed ones, fp8, pipelining with VPP, the combined 1F1B of EP overlap with experts in
+ * their own buffer. Count: the reductions of the graph = the groups of PnBuildInfo. */
+START_TEST(test_dp_bucket_every_group_reduced)
+{
+  static const struct {
+    const char *json, *set;
+  } cases[] = {
+      {TINY_DP2(DDP_RS), "ddp.bucket_size=1"},
+      {TINY_DP2(DDP_RS), "recompute.recompute_granularity=full"},
+      {TINY_DP2(DDP_AR), "recompute.recompute_granularity=selective"},
+      {TINY_JSON("2", "2", "2", "fp8", "{}", DDP_RS), "ddp.bucket_size=300000"},
+      {TINY_JSON("8", "8", "4", "bf16",
+                 "{\"pipeline_model_parallel_size\": 2, \"virtual_pipeline_model_parallel_size\": 2}", DDP_RS),
+       "ddp.bucket_size=1"},
+      {MOE_JSON("2"), "ddp.bucket_size=1"},
+      {MOE_JSON("2"), "comm_overlap.overlap_moe_expert_parallel_comm=true"},
+  };
+  for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+    Built b;
+    build_tiny(&b, cases[c].json, cases[c].set);
+    int64_t groups = 0, reductions = 0;
+    for (guint r = 0; r < b.info.dp_bucket_groups->len; r++)
+      groups += g_array_index(b.info.dp_bucket_groups, int64_t, r);
+    for (PnTaskId id = 0; id < pn_graph_n_tasks(b.g); id++)
+      reductions += is_grad_reduction(&pn_graph_tasks(b.g)[id]);
+    ck_assert_msg(reductions == groups, "case %zu (%s): %" G_GINT64_FORMAT " reductions, %" G_GINT64_FORMAT " groups",
+                  c, cases[c].set, reductions, groups);
+    built_clear(&b);
+  }
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------------------- */
 
 static Suite *sched_suite(void)
@@ -821,6 +1176,14 @@ static Suite *sched_suite(void)
       {"deterministic", test_deterministic},
       {"validation", test_validation},
       {"error_quarks", test_error_quarks},
+      {"dp_bucket_sizes", test_dp_bucket_sizes},
+      {"dp_bucket_padding", test_dp_bucket_padding},
+      {"dp_bucket_default_size", test_dp_bucket_default_size},
+      {"dp_bucket_chunks", test_dp_bucket_chunks},
+      {"dp_bucket_fp8_groups", test_dp_bucket_fp8_groups},
+      {"dp_bucket_experts", test_dp_bucket_experts},
+      {"dp_bucket_launch_inside_layer", test_dp_bucket_launch_inside_layer},
+      {"dp_bucket_every_group_reduced", test_dp_bucket_every_group_reduced},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);

@@ -1337,6 +1337,133 @@ START_TEST(test_rules)
 }
 END_TEST
 
+/* ---- parameter lists ---- */
+
+/* The parameter lists behind the DP buckets (PnParam): Megatron's registration order, element
+ * counts adding up to the totals above, and op names the op lists have.
+ *   Llama3-8B, TP 1: self_attention.linear_proj.weight 4096*4096 = 16,777,216; linear_qkv norm
+ *   4096; linear_qkv.weight 4096*6144 = 25,165,824; mlp.linear_fc1 norm 4096; fc1.weight
+ *   4096*28672 = 117,440,512; fc2.weight 14336*4096 = 58,720,256 (= 218,112,000). Embedding
+ *   128256*4096; head: final norm 4096 and the untied output layer 128256*4096.
+ *   GPT style (LayerNorm, biases, learned positions), MoE with biases and shared experts, TP 2:
+ *   the sums match pn_workload_*_params; tied with PP 1 the head has no output weight, with PP 2
+ *   both copies carry shared_embedding. */
+/* The elements of a list, or of its expert weights only. */
+static double list_sum(const GArray *l, bool expert_weights)
+{
+  double s = 0.0;
+  for (guint i = 0; i < l->len; i++) {
+    const PnParam *p = &g_array_index(l, PnParam, i);
+    if (!expert_weights || (p->expert && p->te_weight))
+      s += (double)p->elems;
+  }
+  return s;
+}
+
+/* Every parameter names a forward op of `fwd` and a backward op of `bwd`. */
+static void check_param_ops(const GArray *params, const GArray *fwd, const GArray *bwd)
+{
+  for (guint i = 0; i < params->len; i++) {
+    const PnParam *p = &g_array_index(params, PnParam, i);
+    ck_assert_msg(find(fwd, p->fwd_op) && find(fwd, p->fwd_op)->phase == PN_PHASE_FWD, "%s: no forward op %s", p->name,
+                  p->fwd_op);
+    const PnOp *b = find(bwd, p->bwd_op);
+    ck_assert_msg(b && b->phase == PN_PHASE_BWD, "%s: no backward op %s", p->name, p->bwd_op);
+  }
+}
+
+static void check_lists(const PnScenario *sc)
+{
+  g_autoptr(GArray) l = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  g_autoptr(GArray) e = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  g_autoptr(GArray) h = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  pn_workload_layer_param_list(sc, l);
+  pn_workload_embedding_param_list(sc, e);
+  pn_workload_head_param_list(sc, h);
+  ck_assert_double_eq(list_sum(l, false), pn_workload_layer_params(sc));
+  ck_assert_double_eq(list_sum(l, true), pn_workload_layer_expert_params(sc));
+  ck_assert_double_eq(list_sum(e, false), pn_workload_embedding_params(sc));
+  ck_assert_double_eq(list_sum(h, false), pn_workload_head_params(sc));
+  g_autoptr(GArray) fwd = layer(sc, PN_PHASE_FWD);
+  g_autoptr(GArray) bwd = layer(sc, PN_PHASE_BWD);
+  check_param_ops(l, fwd, bwd);
+  g_autoptr(GArray) ef = ops_new(), eb = ops_new(), hf = ops_new(), hb = ops_new();
+  pn_workload_embedding_ops(sc, PN_PHASE_FWD, ef);
+  pn_workload_embedding_ops(sc, PN_PHASE_BWD, eb);
+  pn_workload_head_ops(sc, PN_PHASE_FWD, hf);
+  pn_workload_head_ops(sc, PN_PHASE_BWD, hb);
+  check_param_ops(e, ef, eb);
+  check_param_ops(h, hf, hb);
+}
+
+START_TEST(test_param_lists)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  g_autoptr(GArray) l = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  pn_workload_layer_param_list(&sc, l);
+  static const char *names[]   = {"self_attention.linear_proj.weight",
+                                  "self_attention.linear_qkv.layer_norm_weight",
+                                  "self_attention.linear_qkv.weight",
+                                  "mlp.linear_fc1.layer_norm_weight",
+                                  "mlp.linear_fc1.weight",
+                                  "mlp.linear_fc2.weight"};
+  static const int64_t elems[] = {16777216, 4096, 25165824, 4096, 117440512, 58720256};
+  ck_assert_uint_eq(l->len, 6);
+  for (guint i = 0; i < l->len; i++) {
+    const PnParam *p = &g_array_index(l, PnParam, i);
+    ck_assert_str_eq(p->name, names[i]);
+    ck_assert_int_eq(p->elems, elems[i]);
+    ck_assert(p->te_weight == (elems[i] > 4096) && !p->expert && !p->shared_embedding);
+  }
+  check_lists(&sc);
+  sc.parallel.tensor_model_parallel_size = 4;
+  check_lists(&sc);
+
+  /* GPT style: LayerNorm (weight and bias), linear biases, learned positions: 12 and 2 tensors */
+  scenario(&sc, 8, 2, true, 1, 1, 1);
+  sc.model.normalization   = PN_NORM_LAYERNORM;
+  sc.model.add_bias_linear = true;
+  g_strlcpy(sc.model.position_embedding_type, "learned_absolute", sizeof sc.model.position_embedding_type);
+  check_lists(&sc);
+  g_array_set_size(l, 0);
+  pn_workload_layer_param_list(&sc, l);
+  ck_assert_uint_eq(l->len, 12);
+  g_autoptr(GArray) e = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  pn_workload_embedding_param_list(&sc, e);
+  ck_assert_uint_eq(e->len, 2);
+
+  /* MoE with biases and shared experts: the local experts' weight{i} and bias{i}, fc1 then fc2 */
+  moe_scenario_ops(&sc, 1, PN_MOE_DISPATCHER_ALLTOALL);
+  sc.model.add_bias_linear                     = true;
+  sc.model.moe_shared_expert_intermediate_size = 2048;
+  check_lists(&sc);
+  g_array_set_size(l, 0);
+  pn_workload_layer_param_list(&sc, l);
+  int experts = 0;
+  for (guint i = 0; i < l->len; i++)
+    experts += g_array_index(l, PnParam, i).expert;
+  ck_assert_int_eq(experts, 2 * 2 * 2); /* L = 2 local experts x (fc1, fc2) x (weight, bias) */
+
+  /* tied embedding: no output weight with PP 1; with PP 2 both copies get their own bucket */
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  sc.model.untie_embeddings_and_output_weights = false;
+  g_autoptr(GArray) h                          = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  pn_workload_head_param_list(&sc, h);
+  ck_assert_uint_eq(h->len, 1);
+  check_lists(&sc);
+  scenario(&sc, 8, 1, false, 2, 1, 1);
+  sc.model.untie_embeddings_and_output_weights = false;
+  g_array_set_size(h, 0);
+  g_array_set_size(e, 0);
+  pn_workload_head_param_list(&sc, h);
+  pn_workload_embedding_param_list(&sc, e);
+  ck_assert_uint_eq(h->len, 2);
+  ck_assert(g_array_index(h, PnParam, 1).shared_embedding && g_array_index(e, PnParam, 0).shared_embedding);
+  check_lists(&sc);
+}
+END_TEST
+
 static Suite *workload_suite(void)
 {
   Suite *s = suite_create("workload");
@@ -1362,6 +1489,7 @@ static Suite *workload_suite(void)
       {"padded_vocab", test_padded_vocab},
       {"cross_entropy_bytes", test_cross_entropy_bytes},
       {"params", test_params},
+      {"param_lists", test_param_lists},
       {"head_and_embedding", test_head_and_embedding},
       {"optimizer_ops", test_optimizer_ops},
       {"ops_well_formed", test_ops_well_formed},
