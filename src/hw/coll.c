@@ -9,6 +9,19 @@ const char *pn_coll_kind_name(PnCollKind k)
   return (unsigned)k < G_N_ELEMENTS(names) ? names[k] : "?";
 }
 
+double pn_coll_busbw_factor(PnCollKind k, int64_t ranks)
+{
+  double n = (double)MAX(ranks, 1);
+  switch (k) {
+  case PN_COLL_ALL_REDUCE:
+    return 2.0 * (n - 1.0) / n;
+  case PN_COLL_SEND_RECV:
+    return 1.0;
+  default:
+    return (n - 1.0) / n;
+  }
+}
+
 static int clamp_ctas(int dflt, int min_ctas, int max_ctas)
 {
   int c = dflt;

@@ -53,5 +53,8 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *spec, PnCollCost *out
 /* Time alone on idle links: latency + dominant bytes / min(bound, link). For reports and tests. */
 double pn_coll_time_alone_ns(const PnHwProfile *hw, const PnCollCost *c);
 const char *pn_coll_kind_name(PnCollKind k);
+/* nccl-tests' bus-bandwidth factor: busbw = algbw x factor, algbw = S / time; all-reduce
+ * 2(n-1)/n, all-gather, reduce-scatter and all-to-all (n-1)/n, send/recv 1. */
+double pn_coll_busbw_factor(PnCollKind k, int64_t ranks);
 
 #endif

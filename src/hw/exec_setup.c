@@ -78,7 +78,8 @@ static gboolean validate_task(const Exec *ex, const PnTask *tasks, const PnTaskI
       INVALID(TASK_FMT ": depends on task %u, which is not an earlier task", TASK_ARGS(t, tk), deps[tk->dep_first + i]);
   if (tk->sms < 0)
     INVALID(TASK_FMT ": sms must be >= 0, got %d", TASK_ARGS(t, tk), tk->sms);
-  if (!finite_nonneg(tk->work_ns) || !finite_nonneg(tk->latency_ns) || !finite_nonneg(tk->nvlink_bytes) ||
+  bool has_work = tk->kind == PN_TASK_COMPUTE || tk->kind == PN_TASK_DELAY; /* a COMM task's slot holds coll */
+  if ((has_work && !finite_nonneg(tk->work_ns)) || !finite_nonneg(tk->latency_ns) || !finite_nonneg(tk->nvlink_bytes) ||
       !finite_nonneg(tk->nic_bytes) || !finite_nonneg(tk->max_bytes_per_ns))
     INVALID(TASK_FMT ": work_ns, latency_ns, nvlink_bytes, nic_bytes and max_bytes_per_ns must be finite and >= 0",
             TASK_ARGS(t, tk));

@@ -106,8 +106,15 @@ typedef struct {
   uint32_t leg_first; /* P2P: first of its PN_TASK_MAX_LEGS slots in PnGraph.legs (pn_graph_legs) */
   uint32_t dep_first; /* into PnGraph.deps */
   uint32_t dep_count;
-  float host_ns;           /* host time to launch this task (framework + driver), spent before it */
-  double work_ns;          /* COMPUTE, DELAY */
+  float host_ns; /* host time to launch this task (framework + driver), spent before it */
+  union {
+    double work_ns;   /* COMPUTE, DELAY */
+    struct {          /* COMM: the NCCL collective it is, for reports (the executor never reads it) */
+      float bytes;    /* S in nccl-tests' convention; 0: not an NCCL collective (userbuffers, copies) */
+      uint16_t ranks; /* the group's size n (clamped to 65535) */
+      uint8_t kind;   /* PnCollKind */
+    } coll;
+  };
   double latency_ns;       /* COMM, P2P */
   double nvlink_bytes;     /* COMM */
   double nic_bytes;        /* COMM */

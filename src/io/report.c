@@ -8,6 +8,7 @@
 
 #include "io/report.h"
 
+#include "hw/coll.h"
 #include "io/io-private.h"
 #include "io/jsonw.h"
 #include "overlap/strategy.h"
@@ -204,6 +205,14 @@ char *pn_report_json(const PnScenario *sc, const PnResult *r, const PnReportOpti
     pn_jsonw_string(w, "class", class_name(os->cls));
     pn_jsonw_double(w, "total_s", os->total_s);
     pn_jsonw_double(w, "exposed_s", os->exposed_s);
+    if (os->coll_kind >= 0) { /* an NCCL collective: its figures as nccl-tests prints them */
+      pn_jsonw_string(w, "collective", pn_coll_kind_name((PnCollKind)os->coll_kind));
+      pn_jsonw_int(w, "ranks", os->ranks);
+      pn_jsonw_double(w, "calls", os->calls);
+      pn_jsonw_double(w, "size_bytes", os->size_bytes);
+      pn_jsonw_double(w, "algbw_gbps", os->algbw_gbps);
+      pn_jsonw_double(w, "busbw_gbps", os->busbw_gbps);
+    }
     pn_jsonw_end(w);
   }
   pn_jsonw_end(w);
@@ -345,6 +354,25 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
                              fmt("%.4f", os->exposed_s).s);
     }
     g_string_append_c(o, '\n');
+  }
+
+  bool colls = false;
+  for (guint i = 0; r->comm_ops != NULL && i < r->comm_ops->len; i++)
+    colls = colls || g_array_index(r->comm_ops, PnOpStats, i).coll_kind >= 0;
+  if (colls) {
+    g_string_append_printf(o, "%-30s %-14s %6s %7s %11s %10s %11s %11s\n", "NCCL collectives (nccl-tests)",
+                           "collective", "ranks", "calls", "size (MiB)", "time (ms)", "algbw GB/s", "busbw GB/s");
+    for (guint i = 0; i < r->comm_ops->len; i++) {
+      const PnOpStats *os = &g_array_index(r->comm_ops, PnOpStats, i);
+      if (os->coll_kind < 0)
+        continue;
+      double per_call_ms = os->size_bytes / os->algbw_gbps * 1e-6; /* bytes / (bytes per ns) */
+      g_string_append_printf(o, "  %-28s %-14s %6" G_GINT64_FORMAT " %7s %11s %10s %11s %11s\n", os->op,
+                             pn_coll_kind_name((PnCollKind)os->coll_kind), os->ranks, fmt("%.1f", os->calls).s,
+                             fmt("%.2f", os->size_bytes / 1048576.0).s, fmt("%.3f", per_call_ms).s,
+                             fmt("%.1f", os->algbw_gbps).s, fmt("%.1f", os->busbw_gbps).s);
+    }
+    g_string_append(o, "  (time: each call's simulated duration beside the rest of the step, not on idle links)\n\n");
   }
 
   if (r->stages != NULL && r->stages->len > 0) {

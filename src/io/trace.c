@@ -1,6 +1,7 @@
 /* trace.c — Chrome trace writer (see trace.h). */
 #include "io/trace.h"
 
+#include "hw/coll.h"
 #include "io/jsonw.h"
 #include "io/out.h"
 #include "io/trace-private.h"
@@ -40,6 +41,15 @@ static void task_event(PnJsonWriter *w, PnTaskId id, const PnTask *t, const PnTa
   pn_jsonw_int(w, "chunk", t->chunk);
   pn_jsonw_int(w, "layer", t->layer);
   pn_jsonw_int(w, "sms", t->sms);
+  if (t->kind == PN_TASK_COMM && t->coll.bytes > 0.0f && tt->end_ns > tt->start_ns) {
+    /* nccl-tests' figures of this call: S, n, algbw = S / time, busbw = algbw x factor */
+    double algbw = (double)t->coll.bytes / (double)(tt->end_ns - tt->start_ns);
+    pn_jsonw_string(w, "collective", pn_coll_kind_name((PnCollKind)t->coll.kind));
+    pn_jsonw_int(w, "ranks", t->coll.ranks);
+    pn_jsonw_fixed(w, "size_bytes", (double)t->coll.bytes, 0);
+    pn_jsonw_fixed(w, "algbw_gbps", algbw, 2);
+    pn_jsonw_fixed(w, "busbw_gbps", algbw * pn_coll_busbw_factor((PnCollKind)t->coll.kind, t->coll.ranks), 2);
+  }
   pn_jsonw_end(w);
   pn_jsonw_end(w);
 }

@@ -115,6 +115,9 @@ void pn__span_task(const PnBuilder *b, PnCollKind kind, double bytes, int64_t ra
   t->nic_bytes        = c.nic_bytes;
   t->max_bytes_per_ns = c.max_bytes_per_ns;
   t->host_ns          = (float)b->sc->hw->host.collective_ns;
+  t->coll.bytes       = (float)bytes;
+  t->coll.ranks       = (uint16_t)MIN(ranks, (int64_t)UINT16_MAX);
+  t->coll.kind        = (uint8_t)kind;
 }
 
 /* An NCCL collective of group `grp`. */

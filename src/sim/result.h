@@ -53,6 +53,17 @@ typedef struct {
   int cls;        /* PnCommClass */
   double total_s;
   double exposed_s;
+  /* An NCCL collective's figures as nccl-tests would print them (coll_kind < 0: the op is not
+   * one: userbuffers kernels, P2P, copies): calls per iteration on each stage that runs it, the mean size S per
+   * call, the group size, and algbw = sum(S) / sum(time) and busbw = algbw x the collective's
+   * factor (hw/coll.h), time being each call's simulated duration beside everything else the
+   * step runs, not an idle-link benchmark. */
+  int coll_kind; /* PnCollKind, or -1 */
+  int64_t ranks;
+  double calls;
+  double size_bytes;
+  double algbw_gbps;
+  double busbw_gbps;
 } PnOpStats;
 
 typedef struct {

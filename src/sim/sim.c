@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "hw/coll.h"
 #include "overlap/gating.h"
 #include "sched/build.h"
 #include "workload/flops.h"
@@ -104,8 +105,9 @@ typedef struct {
   double total_comm_ns[PN_CLASS_N];
   double contention_ns[PN_CLASS_N];
   double op_exposed_ns[PN_MAX_OPS];
-  PnTimeNs end_ns;  /* latest end of a counted task, -1 none */
-  gint64 last_span; /* its latest span in PnAcct.spans, -1 none */
+  bool op_called[PN_MAX_OPS]; /* an NCCL collective of the op ran on this GPU within the window */
+  PnTimeNs end_ns;            /* latest end of a counted task, -1 none */
+  gint64 last_span;           /* its latest span in PnAcct.spans, -1 none */
 } PnAcctGpu;
 
 typedef struct {
@@ -119,6 +121,12 @@ typedef struct {
   PnOpIndex ops;
   double op_total_ns[PN_MAX_OPS];
   bool op_seen[PN_MAX_OPS];
+  /* the NCCL collectives among the ops (PnTask.coll): calls, sum of S and of their durations
+   * within the window, the kind and group size of the op's first call */
+  const PnTask *tasks;
+  double op_calls[PN_MAX_OPS], op_coll_bytes[PN_MAX_OPS], op_coll_ns[PN_MAX_OPS];
+  int op_coll_kind[PN_MAX_OPS];
+  int64_t op_coll_ranks[PN_MAX_OPS];
   GArray *spans; /* of PnSimSpan, when the run keeps them; NULL otherwise */
 } PnAcct;
 
@@ -265,6 +273,17 @@ static void acct_close(void *ctx, PnTaskId id, uint32_t gpu, uint8_t stream, uin
         ac->op_total_ns[oc->op] += (double)(b - a);
         ac->op_seen[oc->op] = true;
       }
+      const PnTask *tk = &ac->tasks[id];
+      if (counted && kind == PN_TASK_COMM && tk->coll.bytes > 0.0f) {
+        g->op_called[oc->op] = true;
+        ac->op_calls[oc->op] += 1.0;
+        ac->op_coll_bytes[oc->op] += (double)tk->coll.bytes;
+        ac->op_coll_ns[oc->op] += (double)(t - oc->open_ns);
+        if (ac->op_coll_kind[oc->op] < 0) {
+          ac->op_coll_kind[oc->op]  = tk->coll.kind;
+          ac->op_coll_ranks[oc->op] = tk->coll.ranks;
+        }
+      }
     }
   }
   const PnTaskId *ends = (const PnTaskId *)(const void *)ac->info->iteration_end->data;
@@ -285,6 +304,8 @@ static void acct_init(PnAcct *ac, uint32_t n_gpus)
                      .w1     = PN_TIME_NEVER,
                      .ops    = {.by_text = g_hash_table_new(g_str_hash, g_str_equal)}};
   ac->gpu = g_new0(PnAcctGpu, ac->n_gpus ? ac->n_gpus : 1);
+  for (int o = 0; o < PN_MAX_OPS; o++)
+    ac->op_coll_kind[o] = -1;
   for (uint32_t i = 0; i < ac->n_gpus; i++) {
     ac->gpu[i].end_ns    = -1;
     ac->gpu[i].last_span = -1;
@@ -385,7 +406,22 @@ static void account(const PnGraph *g, const PnExecResult *ex, const PnBuildInfo 
   for (int o = 0; o < ac->ops.n; o++) {
     if (!ac->op_seen[o])
       continue;
-    PnOpStats os = {ac->ops.label[o], ac->ops.cls[o], ac->op_total_ns[o] * 1e-9 / n_gpus, op_exposed[o] / n_gpus};
+    PnOpStats os = {.op        = ac->ops.label[o],
+                    .cls       = ac->ops.cls[o],
+                    .total_s   = ac->op_total_ns[o] * 1e-9 / n_gpus,
+                    .exposed_s = op_exposed[o] / n_gpus,
+                    .coll_kind = -1};
+    if (ac->op_coll_kind[o] >= 0 && ac->op_calls[o] > 0.0 && ac->op_coll_ns[o] > 0.0) {
+      os.coll_kind = ac->op_coll_kind[o];
+      os.ranks     = ac->op_coll_ranks[o];
+      int running  = 0; /* the stages that run it: the output layer's collectives run on the last one */
+      for (uint32_t gpu = 0; gpu < n_gpus; gpu++)
+        running += ac->gpu[gpu].op_called[o];
+      os.calls      = ac->op_calls[o] / MAX(running, 1);
+      os.size_bytes = ac->op_coll_bytes[o] / ac->op_calls[o];
+      os.algbw_gbps = ac->op_coll_bytes[o] / ac->op_coll_ns[o]; /* bytes per ns = GB/s */
+      os.busbw_gbps = os.algbw_gbps * pn_coll_busbw_factor((PnCollKind)os.coll_kind, os.ranks);
+    }
     g_array_append_val(r->comm_ops, os);
   }
   g_array_sort(r->comm_ops, op_cmp);
@@ -465,6 +501,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
+  ac.tasks = NULL; /* set once the graph is built (its task array may move while it grows) */
   if (opt && opt->keep_spans)
     ac.spans = g_array_new(FALSE, FALSE, sizeof(PnSimSpan));
   PnExecObserver obs = {
@@ -477,6 +514,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
     return FALSE;
   }
   acct_iterations(&ac, &info);
+  ac.tasks        = pn_graph_tasks(g);
   eo.keep_whole   = (const PnTaskId *)(const void *)info.iteration_end->data;
   eo.n_keep_whole = info.iteration_end->len;
   PnExecResult ex = {0};

@@ -593,6 +593,19 @@ END_TEST
 
 /* ======================================================================== executor */
 
+/* nccl-tests' bus-bandwidth factors: all-reduce 2(n-1)/n (8 ranks: 1.75), all-gather,
+ * reduce-scatter and all-to-all (n-1)/n (8: 0.875; 2: 0.5), send/recv 1; one rank moves nothing. */
+START_TEST(test_busbw_factor)
+{
+  ck_assert_double_eq(pn_coll_busbw_factor(PN_COLL_ALL_REDUCE, 8), 1.75);
+  ck_assert_double_eq(pn_coll_busbw_factor(PN_COLL_ALL_GATHER, 8), 0.875);
+  ck_assert_double_eq(pn_coll_busbw_factor(PN_COLL_REDUCE_SCATTER, 2), 0.5);
+  ck_assert_double_eq(pn_coll_busbw_factor(PN_COLL_ALL_TO_ALL, 8), 0.875);
+  ck_assert_double_eq(pn_coll_busbw_factor(PN_COLL_SEND_RECV, 2), 1.0);
+  ck_assert_double_eq(pn_coll_busbw_factor(PN_COLL_ALL_REDUCE, 1), 0.0);
+}
+END_TEST
+
 /* A wgrad accumulating into main_grad is priced from the gemm_accum table of its (input dtype,
  * main_grad dtype): one bf16 point 4096^3 at 1000 ns plain and 1200 ns into fp32 gives 1200 ns
  * for that shape and, at constant rate, 2 x 1200 for 4096 x 4096 x 8192 (the table's own
@@ -1779,6 +1792,7 @@ static Suite *hw_suite(void)
     suite_add_tcase(s, tc_);                                                                                           \
   } while (0)
   TC("gemm_accum_cost", test_gemm_accum_cost);
+  TC("busbw_factor", test_busbw_factor);
   TC("maxmin_single_flow", test_mm_single_flow);
   TC("maxmin_two_equal_flows", test_mm_two_equal_flows);
   TC("maxmin_bound", test_mm_bound_leaves_rest);

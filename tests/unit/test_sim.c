@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/coll.h"
 #include "io/report.h"
 #include "io/scenario.h"
 #include "sim/sim.h"
@@ -437,6 +438,51 @@ START_TEST(kernel_chains_change_nothing)
 }
 END_TEST
 
+static const PnOpStats *op_stats(const PnResult *r, const char *op)
+{
+  for (guint i = 0; i < r->comm_ops->len; i++)
+    if (strcmp(g_array_index(r->comm_ops, PnOpStats, i).op, op) == 0)
+      return &g_array_index(r->comm_ops, PnOpStats, i);
+  return NULL;
+}
+
+/* Each NCCL collective's figures as nccl-tests prints them. TP 2 with SP and no userbuffers, DP
+ * 4, 16 layers, 4 micro-batches of 4096 tokens, hidden 4096: the all-gather before qkv runs
+ * 16 x 4 = 64 times per iteration over 2 ranks, S = 4096 x 4096 x 2 B (its gathered output);
+ * algbw = sum(S) / sum(time) and, with one stage and calls that never overlap each other,
+ * sum(time) is the op's total time: algbw = 64 S / total; busbw = algbw (n - 1) / n = algbw / 2.
+ * An all-reduce over 2 ranks has busbw = algbw x 2 (2 - 1) / 2 = algbw. Every collective's figures
+ * are finite and positive, its bus bandwidth below the sum of the GPU's NVLink and NIC. */
+START_TEST(collective_figures)
+{
+  g_autofree char *json = scenario_json(8, 2, 1, 1, 16, "\"comm_overlap\": {\"tp_comm_overlap\": false}");
+  g_autoptr(PnResult) r = simulate(json, NULL, 0);
+  const PnOpStats *ag   = op_stats(r, "qkv_ag");
+  ck_assert_ptr_nonnull(ag);
+  ck_assert_int_eq(ag->coll_kind, PN_COLL_ALL_GATHER);
+  ck_assert_int_eq(ag->ranks, 2);
+  ck_assert_double_eq(ag->calls, 64.0);
+  ck_assert_double_eq(ag->size_bytes, 4096.0 * 4096.0 * 2.0);
+  ck_assert_double_eq_tol(ag->algbw_gbps, 64.0 * ag->size_bytes / (ag->total_s * 1e9), 1e-6 * ag->algbw_gbps);
+  ck_assert_double_eq_tol(ag->busbw_gbps, ag->algbw_gbps / 2.0, 1e-12 * ag->algbw_gbps);
+  const PnOpStats *ar = op_stats(r, "cross_entropy_ar");
+  ck_assert_ptr_nonnull(ar);
+  ck_assert_int_eq(ar->coll_kind, PN_COLL_ALL_REDUCE);
+  ck_assert_double_eq_tol(ar->busbw_gbps, ar->algbw_gbps, 1e-12 * ar->algbw_gbps);
+  const PnOpStats *dp = op_stats(r, "dp_grad_reduce_scatter");
+  ck_assert_ptr_nonnull(dp);
+  ck_assert_int_eq(dp->ranks, 4);
+  for (guint i = 0; i < r->comm_ops->len; i++) {
+    const PnOpStats *os = &g_array_index(r->comm_ops, PnOpStats, i);
+    if (os->coll_kind < 0)
+      continue;
+    ck_assert_msg(os->calls > 0.0 && os->size_bytes > 0.0 && os->algbw_gbps > 0.0 && isfinite(os->busbw_gbps),
+                  "%s: calls %g size %g algbw %g", os->op, os->calls, os->size_bytes, os->algbw_gbps);
+    ck_assert_msg(os->busbw_gbps < 450.0 + 50.0, "%s: busbw %g GB/s beyond NVLink + NIC", os->op, os->busbw_gbps);
+  }
+}
+END_TEST
+
 static Suite *sim_suite(void)
 {
   Suite *s = suite_create("sim");
@@ -460,6 +506,7 @@ static Suite *sim_suite(void)
       {"pr4268_delays_attention_wgrads_after_post_backward", pr4268_delays_attention_wgrads_after_post_backward},
       {"shared_expert_overlap_runs_beside_dispatch", shared_expert_overlap_runs_beside_dispatch},
       {"kernel_chains_change_nothing", kernel_chains_change_nothing},
+      {"collective_figures", collective_figures},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
