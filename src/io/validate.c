@@ -19,6 +19,7 @@ void pn_validation_row_free(PnValidationRow *row)
   g_free(row->model);
   g_free(row->precision);
   g_free(row->layout);
+  g_free(row->scenario_json);
   g_free(row->reason);
   g_free(row);
 }
@@ -274,6 +275,9 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
   g_autoptr(GString) notes = g_string_new(NULL);
   cJSON *sc                = record_scenario(rec, row, profile, notes);
   g_autofree char *text    = cJSON_PrintUnformatted(sc);
+  char *pretty             = cJSON_Print(sc);
+  row->scenario_json       = pretty ? g_strdup_printf("%s\n", pretty) : NULL;
+  cJSON_free(pretty);
   cJSON_Delete(sc);
   g_autoptr(GError) error  = NULL;
   g_autofree char *display = g_strdup_printf("%s.json", row->id);

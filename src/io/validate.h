@@ -41,6 +41,7 @@ typedef struct {
   double exposed_comm_s;     /* predicted, all classes */
   double measured_exposed_s; /* e2e runs: measured on rank 0 (NaN when not measured) */
   double bubble_s;
+  char *scenario_json; /* published records: the scenario simulated for it (indented JSON); NULL otherwise */
 } PnValidationRow;
 
 void pn_validation_row_free(PnValidationRow *row);
