@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "calib/calib.h"
+#include "hw/cost.h"
 #include "io/calibio.h"
 #include "io/file.h"
 #include "io/hwprofile.h"
@@ -1421,6 +1422,66 @@ END_TEST
   "\"env\": {\"gpu_name_nvidia_smi\": \"NVIDIA H100 80GB HBM3\", \"sm_count\": 132, \"date_utc\": "                    \
   "\"2026-11-25T04:05:19Z\", \"host_cpu\": \"Test CPU\", \"host_cpus_online\": 8}"
 
+/* gemm_accum rows through calibrate: one bf16 GEMM 4096 x 4096 x 2048 timed at 1000 ns plain, and
+ * three accumulating rows into fp32 for it with ratios 1.1, 1.3 and 1.2 (their median 1.2): the
+ * bf16-into-fp32 table gets one point, 1000 x 1.2 = 1200 ns, and the simulator prices that wgrad at
+ * 1200 ns into fp32 and at the plain 1000 ns into bf16 (no rows: its table stays empty); the
+ * writer's profile loads back with the same point. An "into" other than fp32 or bf16 is refused at
+ * its row. */
+START_TEST(test_calib_gemm_accum)
+{
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *gemm =
+      write_text(dir, "gemm.json",
+                 "{\"schema_version\": 1, \"kind\": \"gemm\", " HOST_ENV ", \"results\": ["
+                 "{\"m\": 4096, \"n\": 4096, \"k\": 2048, \"dtype\": \"bf16\", \"median_ns\": 1000}]}");
+  g_autofree char *acc =
+      write_text(dir, "gemm_accum.json",
+                 "{\"schema_version\": 1, \"kind\": \"gemm_accum\", " HOST_ENV ", \"results\": ["
+                 "{\"m\": 4096, \"n\": 4096, \"k\": 2048, \"dtype\": \"bf16\", \"into\": \"fp32\", \"ratio\": 1.1},"
+                 "{\"m\": 4096, \"n\": 4096, \"k\": 2048, \"dtype\": \"bf16\", \"into\": \"fp32\", \"ratio\": 1.3},"
+                 "{\"m\": 4096, \"n\": 4096, \"k\": 2048, \"dtype\": \"bf16\", \"into\": \"fp32\", \"ratio\": 1.2}]}");
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GString) prov = g_string_new(NULL);
+  g_autoptr(GError) e     = NULL;
+  ck_assert_msg(pn_calib_read_results(gemm, &d, prov, &e), "%s", e ? e->message : "");
+  ck_assert_msg(pn_calib_read_results(acc, &d, prov, &e), "%s", e ? e->message : "");
+  g_autofree char *base    = data("hwprofiles/test-gpu.json");
+  g_autoptr(PnHwProfile) p = pn_hw_profile_load(base, &e);
+  ck_assert_ptr_nonnull(p);
+  PnCalFitted f;
+  ck_assert(pn_calib_fit(&d, p, &f, &e));
+  ck_assert_int_eq(f.gemm_accum_points[0][1], 1);
+  ck_assert_int_eq(f.gemm_accum_points[0][0] + f.gemm_accum_points[1][0] + f.gemm_accum_points[1][1], 0);
+  g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+  ck_assert_msg(pn_calib_write_profile(base, out, p, &f, prov->str, &e), "%s", e ? e->message : "");
+  g_autoptr(PnHwProfile) back = pn_hw_profile_load(out, &e);
+  ck_assert_msg(back != NULL, "%s", e ? e->message : "");
+  const PnHwProfile *both[] = {p, back};
+  for (int i = 0; i < 2; i++) {
+    ck_assert_int_eq(both[i]->gemm_accum[0][1].n, 1);
+    ck_assert_double_eq_tol(both[i]->gemm_accum[0][1].pts[0].ns, 1200.0, 1e-9);
+    ck_assert_double_eq_tol(pn_cost_gemm_accum_ns(both[i], 4096, 4096, 2048, PN_DT_BF16, PN_DT_FP32, NULL), 1200.0,
+                            1e-6);
+    ck_assert_double_eq_tol(pn_cost_gemm_accum_ns(both[i], 4096, 4096, 2048, PN_DT_BF16, PN_DT_BF16, NULL), 1000.0,
+                            1e-6);
+  }
+  pn_cal_data_clear(&d);
+
+  g_autofree char *bad =
+      write_text(dir, "bad.json",
+                 "{\"schema_version\": 1, \"kind\": \"gemm_accum\", " HOST_ENV ", \"results\": ["
+                 "{\"m\": 8, \"n\": 8, \"k\": 8, \"dtype\": \"bf16\", \"into\": \"fp16\", \"ratio\": 1.0}]}");
+  PnCalData d2;
+  pn_cal_data_init(&d2);
+  g_clear_error(&e);
+  ck_assert(!pn_calib_read_results(bad, &d2, prov, &e));
+  ck_assert_msg(strstr(e->message, "/results/0/into: expected \"fp32\" or \"bf16\"") != NULL, "%s", e->message);
+  pn_cal_data_clear(&d2);
+}
+END_TEST
+
 /* Small launch and host_torch results through calibrate into the fixture profile, stating each
  * derivation (calib.h):
  *   kernel_ns     = h2048 eager host_fwd_ns / kernels_fwd_per_layer = 800 / 10 = 80
@@ -2690,6 +2751,7 @@ static Suite *io_suite(void)
       {"hw_profile_calibrated", test_hw_profile_calibrated},
       {"hw_profile_cache", test_hw_profile_cache},
       {"calib_host", test_calib_host},
+      {"calib_gemm_accum", test_calib_gemm_accum},
       {"calib_host_errors", test_calib_host_errors},
       {"report_json", test_report_json},
       {"report_text", test_report_text},
