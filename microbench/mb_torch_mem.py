@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mb_torch_mem: the memory-bound kernels a Megatron-Core step launches, as PyTorch runs them (kind "torch_mem").
 
-    python3 mb_torch_mem.py [--out torch_mem.json] [--device 0] [--shapes 8192x4096,16384x8192]
+    python3 mb_torch_mem.py [--out torch_mem.json] [--device 0] [--shapes 8192x4096,16384x8192,32768x8192]
         [--vocab 32768,131072] [--reps 20]
 
 mb_memory times penumbra's own idealized kernels (16-byte accesses, one pass); this times the
@@ -9,8 +9,10 @@ kernels the frameworks actually launch for the same work, through PyTorch on the
 that each op class can be priced at the bandwidth the real kernel reaches. For each activation
 shape [tokens, hidden] (bf16) and each op, two warm-ups, then reps timed with CUDA events,
 rotating over enough input sets that every run reads from HBM (>= 3x L2). Per row: `op`,
-`cls` (the penumbra memory class the op is priced by), `tokens`, `hidden` (or `vocab`),
-`moved_bytes` (every input read once + every output written once, the op model's count),
+`cls` (the penumbra memory class the op is priced by; "dropout" rows are what `penumbra
+calibrate` fits the dropout class from), `tokens`, `hidden` (or `vocab`),
+`moved_bytes` (every input read once + every output written once, the op model's count: for
+dropout with its 1-byte mask),
 `median_ns`, `min_ns`, `gbps` = moved_bytes / median_ns, and `copy_gbps`, the bandwidth of a
 bf16 clone of the same bytes timed alternately with it, so `vs_copy` = gbps / copy_gbps is free
 of clock drift. Ops:
@@ -144,7 +146,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="torch_mem.json")
     ap.add_argument("--device", type=int, default=0)
-    ap.add_argument("--shapes", default="8192x4096,16384x8192")
+    ap.add_argument("--shapes", default="8192x4096,16384x8192,32768x8192")
     ap.add_argument("--vocab", default="32768,131072")
     ap.add_argument("--reps", type=int, default=20)
     a = ap.parse_args()
@@ -262,16 +264,19 @@ def main():
         T, H = (int(x) for x in spec.split("x"))
         n = T * H
         ex = {"tokens": T, "hidden": H}
+        # bytes as the op model counts them (workload/ops.c): x and the residual read, the output
+        # written, and with dropout its 1-byte mask written; backward: dy and the mask read, dx
+        # written (the residual's gradient is dy itself)
         for prob in (0.1, 0.0):
-            measure(f"bias_dropout_add_p{prob:g}_compiled", "copy", 6.0 * n + 2 * H,
+            measure(f"bias_dropout_add_p{prob:g}_compiled", "dropout" if prob > 0 else "copy",
+                    (7.0 if prob > 0 else 6.0) * n,
                     lambda: (rnd(T, H, grad=True), rnd(H, grad=True), rnd(T, H, grad=True)),
                     lambda s, prob=prob: compiled["bda"](s[0], s[1], s[2], prob), ex)
 
         def make_bda():
             x, b_, r = rnd(T, H, grad=True), rnd(H, grad=True), rnd(T, H, grad=True)
             return (x, r), compiled["bda"](x, b_, r, 0.1), rnd(T, H)
-        # backward: dy in, dx (dropout-masked) and the residual's gradient (dy itself) out
-        measure("bias_dropout_add_p0.1_bwd_compiled", "copy", 4.0 * n, make_bda,
+        measure("bias_dropout_add_p0.1_bwd_compiled", "dropout", 5.0 * n, make_bda,
                 lambda s: torch.autograd.grad(s[1], s[0], s[2], retain_graph=True), ex)
         measure("swiglu_fwd_compiled", "activation", 6.0 * n, lambda: rnd(T, 2 * H), compiled["swiglu"], ex)
         measure("swiglu_bwd_compiled", "activation", 10.0 * n, lambda: (rnd(T, H), rnd(T, 2 * H)),

@@ -13,7 +13,7 @@ const char *pn_cal_kind_name(PnCalKind k)
 {
   static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",         "memory",
                                                   "collective", "copy_engine",     "gemm_nccl_overlap", "launch",
-                                                  "host_torch", "gemm_accum"};
+                                                  "host_torch", "gemm_accum",      "torch_mem"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
@@ -404,7 +404,7 @@ static double large_median(GArray *rows)
   g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < rows->len; i++) {
     const PnCalBytes *b = &g_array_index(rows, PnCalBytes, i);
-    if (b->bytes >= PN_CAL_LARGE_BYTES) {
+    if (b->bytes >= PN_CAL_LARGE_BYTES && b->mem_class != PN_MEM_DROPOUT) { /* the HBM figure: not dropout */
       double bw = b->bytes / b->ns;
       g_array_append_val(v, bw);
     }
@@ -435,7 +435,8 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   for (int f8 = 0; f8 < 2; f8++)
     for (int into = 0; into < 2; into++)
       f->gemm_accum_points[f8][into] = fit_gemm_accum(d, f8, into, p);
-  f->accum_from = d->origin[PN_CAL_KIND_GEMM_ACCUM];
+  f->accum_from     = d->origin[PN_CAL_KIND_GEMM_ACCUM];
+  f->torch_mem_from = d->origin[PN_CAL_KIND_TORCH_MEM];
   /* per shape: the median of each (shape, variant, SMs held) */
   {
     g_free(p->contention_points);

@@ -145,6 +145,7 @@ typedef enum {
   PN_CAL_KIND_LAUNCH,
   PN_CAL_KIND_HOST_TORCH,
   PN_CAL_KIND_GEMM_ACCUM,
+  PN_CAL_KIND_TORCH_MEM,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -208,6 +209,7 @@ typedef struct {
   int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
   int gemm_accum_points[2][2]; /* [fp8][into fp32]: points of each gemm_accum table fitted (0: kept as it was) */
   PnCalOrigin accum_from;      /* where the gemm_accum rows were measured */
+  PnCalOrigin torch_mem_from;  /* where the torch_mem rows (the dropout class) were measured */
   PnCalHostFitted host;
 } PnCalFitted;
 

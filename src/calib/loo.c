@@ -223,8 +223,9 @@ static void loo_contention_table(const PnHwProfile *p, PnCalCheck *out)
 static void loo_mem(const PnHwProfile *p, PnCalCheck *out)
 {
   static const char *const tables[] = {"mem_bandwidth_copy", "mem_bandwidth_norm", "mem_bandwidth_activation",
-                                       "mem_bandwidth_optimizer"};
-  static const char *const series[] = {"mem_copy", "mem_norm", "mem_activation", "mem_optimizer"};
+                                       "mem_bandwidth_optimizer", "mem_bandwidth_dropout"};
+  static const char *const series[] = {"mem_copy", "mem_norm", "mem_activation", "mem_optimizer", "mem_dropout"};
+  G_STATIC_ASSERT(G_N_ELEMENTS(tables) == PN_PROFILE_MEM_CLASSES);
   for (int cls = 0; cls < PN_PROFILE_MEM_CLASSES; cls++) {
     const PnCurve *c = &p->mem_bandwidth[cls];
     if (c->n == 0)

@@ -28,7 +28,9 @@ double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q,
                             int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src);
 /* Memory-bound kernel classes, each with its measured bandwidth curve (microbench memory rows:
  * copy, rmsnorm, gelu/swiglu, adam). */
-typedef enum { PN_MEM_COPY, PN_MEM_NORM, PN_MEM_ACTIVATION, PN_MEM_OPTIMIZER } PnMemClass;
+/* PN_MEM_DROPOUT: a kernel drawing random numbers for dropout and writing or reading its mask
+ * (Megatron-Core's bias-dropout-add with hidden_dropout > 0, forward and backward). */
+typedef enum { PN_MEM_COPY, PN_MEM_NORM, PN_MEM_ACTIVATION, PN_MEM_OPTIMIZER, PN_MEM_DROPOUT } PnMemClass;
 
 /* Memory-bound kernel moving `bytes` (reads + writes): bytes / hbm_bytes_per_ns. */
 double pn_cost_memory_ns(const PnHwProfile *hw, double bytes);

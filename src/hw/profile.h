@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 /* Memory-bound kernel classes with their own measured bandwidth (PnMemClass in cost.h). */
-#define PN_PROFILE_MEM_CLASSES 4
+#define PN_PROFILE_MEM_CLASSES 5
 
 /* Collective kinds with their own calibration (the order of PnCollKind in coll.h). */
 #define PN_PROFILE_COLL_KINDS 5

@@ -184,6 +184,22 @@ static gboolean read_memory_row(const PnIoCtx *ctx, const cJSON *row, gsize i, P
   return TRUE;
 }
 
+/* mb_torch_mem.py: only its "dropout" rows are fitted (the dropout memory class), and only from
+ * 512 MiB moved: a smaller compiled call is bound by its Python dispatch, not by the kernel. The
+ * other rows are a check of the classes mb_memory measures (microbench/README.md). */
+static gboolean read_torch_mem_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  if (strcmp(row_str(row, "cls"), "dropout") != 0)
+    return TRUE;
+  double bytes, ns;
+  NUM("moved_bytes", bytes);
+  DUR("median_ns", ns);
+  PnCalBytes b = {bytes, ns, PN_MEM_DROPOUT};
+  if (ns > 0 && bytes >= 512.0 * 1024 * 1024)
+    g_array_append_val(d->memory, b);
+  return TRUE;
+}
+
 static gboolean read_collective_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
 {
   int ck = coll_kind(row_str(row, "collective"));
@@ -387,13 +403,14 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *sms = get(env, "sm_count");
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
-  static const RowReader readers[PN_CAL_KINDS] = {
-      read_gemm_row,        read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
-      read_copy_engine_row, read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row};
-  const char *k  = kind->valuestring;
-  int kind_id    = kind_of(k);
-  RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
-  gsize i        = 0;
+  static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,         read_contention_row, read_attention_row,
+                                                  read_memory_row,       read_collective_row, read_copy_engine_row,
+                                                  read_nccl_overlap_row, read_launch_row,     read_host_torch_row,
+                                                  read_gemm_accum_row,   read_torch_mem_row};
+  const char *k                                = kind->valuestring;
+  int kind_id                                  = kind_of(k);
+  RowReader read                               = kind_id >= 0 ? readers[kind_id] : NULL;
+  gsize i                                      = 0;
   const cJSON *row;
   cJSON_ArrayForEach(row, results)
   {
@@ -407,8 +424,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
     note_origin(&d->origin[kind_id], env, path);
   /* the launch and host_torch figures each name their own file (PnCalHostFitted's origins): the
    * provenance of the tables and scalars the other kinds fit leaves them out */
-  bool own_source =
-      kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH || kind_id == PN_CAL_KIND_GEMM_ACCUM;
+  bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH ||
+                    kind_id == PN_CAL_KIND_GEMM_ACCUM || kind_id == PN_CAL_KIND_TORCH_MEM;
   if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
@@ -607,13 +624,23 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
   }
   if (f->mem_classes) {
     static const char *const keys[] = {"mem_bandwidth_copy", "mem_bandwidth_norm", "mem_bandwidth_activation",
-                                       "mem_bandwidth_optimizer"};
+                                       "mem_bandwidth_optimizer", "mem_bandwidth_dropout"};
+    G_STATIC_ASSERT(G_N_ELEMENTS(keys) == PN_PROFILE_MEM_CLASSES);
     for (int c = 0; c < PN_PROFILE_MEM_CLASSES; c++) {
-      if (p->mem_bandwidth[c].n == 0)
-        continue;
-      g_autofree char *s = g_strdup_printf("memory-bound kernel class measured by microbench mb_memory (x = bytes "
-                                           "moved, y = bytes/ns; sizes >= 64 MiB, median over the class's kernels); %s",
-                                           src);
+      if (p->mem_bandwidth[c].n == 0 || (c == PN_MEM_DROPOUT && f->torch_mem_from.files[0] == '\0'))
+        continue; /* a dropout curve this fit did not make stays as the base profile has it */
+      const PnCalOrigin *o = &f->torch_mem_from;
+      g_autofree char *s =
+          c == PN_MEM_DROPOUT
+              ? g_strdup_printf(
+                    "Megatron-Core's bias-dropout-add with dropout on, compiled as its jit_fuser compiles it "
+                    "(torch.compile), forward and backward, as PyTorch runs it (microbench mb_torch_mem.py; "
+                    "x = bytes moved as the op model counts them, the 1-byte mask included, y = bytes/ns; "
+                    "calls moving >= 512 MiB, smaller ones being bound by their Python dispatch); %s (%s, %s)",
+                    o->files, o->gpu, o->date)
+              : g_strdup_printf("memory-bound kernel class measured by microbench mb_memory (x = bytes moved, y = "
+                                "bytes/ns; sizes >= 64 MiB, median over the class's kernels); %s",
+                                src);
       cJSON_AddItemToObject(cal, keys[c], curve_json(&p->mem_bandwidth[c], s));
     }
   }

@@ -155,6 +155,7 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("mem_bandwidth_norm"),
                                            KEY("mem_bandwidth_activation"),
                                            KEY("mem_bandwidth_optimizer"),
+                                           KEY("mem_bandwidth_dropout"),
                                            KEY("gemm_bf16"),
                                            KEY("gemm_fp8"),
                                            KEY("gemm_bf16_accum_bf16"),
@@ -528,6 +529,7 @@ static gboolean read_curves(const PnIoCtx *ctx, const cJSON *cal, const char *pt
       {"mem_bandwidth_norm", offsetof(PnHwProfile, mem_bandwidth[1]), true},
       {"mem_bandwidth_activation", offsetof(PnHwProfile, mem_bandwidth[2]), true},
       {"mem_bandwidth_optimizer", offsetof(PnHwProfile, mem_bandwidth[3]), true},
+      {"mem_bandwidth_dropout", offsetof(PnHwProfile, mem_bandwidth[4]), true},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(curves); i++) {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(cal, curves[i].key);

@@ -212,7 +212,8 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     t->host_ns = host_launch_ns(hw, op, 1);
     break;
   case PN_OP_MEM:
-    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, mem_class(op->name)), PN_FLOOR_MEM);
+    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, op->rng ? PN_MEM_DROPOUT : mem_class(op->name)),
+                           PN_FLOOR_MEM);
     t->host_ns   = host_launch_ns(hw, op, 1);
     t->host_sync = op->host_reads ? PN_HOST_SYNC_TASK : PN_HOST_SYNC_NONE;
     t->scaling   = PN_SCALE_MEMORY;

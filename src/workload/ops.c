@@ -178,6 +178,9 @@ static void push_gemm(GArray *out, const char *name, const char *slot, PnPhase p
   g_array_append_val(out, o);
 }
 
+/* The last op appended draws dropout's random numbers (and writes or reads its mask) when `on`. */
+static void mark_rng(GArray *out, bool on) { g_array_index(out, PnOp, out->len - 1).rng = on; }
+
 /* The ops appended since `from` belong to layer-schedule node `node`. */
 static void tag_node(GArray *out, guint from, PnLayerNode node)
 {
@@ -534,6 +537,7 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   }
   const double hsp = (double)d->Tsp * (double)d->h;
   push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+  mark_rng(out, d->dropout);
   if (d->shared_overlap && !moe_permute_separate(d))
     mark_join_side(out); /* flex: no unpermutation kernel; the residual add takes the sum */
   tag_node(out, node, PN_NODE_COMBINE);
@@ -550,8 +554,10 @@ static void moe_backward(GArray *out, const Dims *d)
   const double hsp = (double)d->Tsp * (double)d->h;
 
   guint node = out->len;
-  if (d->dropout)
+  if (d->dropout) {
     push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
+    mark_rng(out, true);
+  }
   if (a2a) {
     if (moe_permute_separate(d))
       push_mem(out, "unpermute_bwd", B, hm * 2.0 + hm * (double)d->topk * 4.0, 0.0);
@@ -645,6 +651,7 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   double proj_saved = d->fp8 ? proj_in : ((selective || cp_a2a(d)) ? proj_in * 2.0 : 0.0);
   push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
   push_mem(out, "dropout_add", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+  mark_rng(out, d->dropout);
 
   if (d->moe) {
     moe_forward(out, d, phase, keep);
@@ -660,6 +667,7 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
                keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
   push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+  mark_rng(out, d->dropout);
   tag_node(out, mlp, PN_NODE_MLP);
 }
 
@@ -709,8 +717,10 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
     moe_backward(out, d);
   } else {
     guint mlp = out->len;
-    if (d->dropout)
+    if (d->dropout) {
       push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
+      mark_rng(out, true);
+    }
     push_row_bwd(out, d, "fc2_dgrad", "fc2_wgrad", "fc2_dy_cast", "fc2_dgrad_ag", "fc2_dy_transpose", "fc2_dgrad",
                  "fc2_wgrad", B, d->f_tp);
     double fc1_out = (double)d->T * (double)d->f_tp;
@@ -723,8 +733,10 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
     tag_node(out, mlp, PN_NODE_MLP);
   }
 
-  if (d->dropout)
+  if (d->dropout) {
     push_mem(out, "dropout_add_bwd", B, hsp * 5.0, 0.0);
+    mark_rng(out, true);
+  }
   push_row_bwd(out, d, "proj_dgrad", "proj_wgrad", "proj_dy_cast", "proj_dgrad_ag", "proj_dy_transpose", "proj_dgrad",
                "proj_wgrad", B, d->q_tp);
 
@@ -801,11 +813,15 @@ void pn_workload_embedding_ops(const PnScenario *sc, PnPhase phase, GArray *out)
       push_comm(out, "embedding_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
     else if (d.tp_comm)
       push_comm(out, "embedding_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
-    if (d.dropout)
+    if (d.dropout) {
       push_mem(out, "embedding_dropout", phase, hsp * 5.0, hsp);
+      mark_rng(out, true);
+    }
   } else {
-    if (d.dropout)
+    if (d.dropout) {
       push_mem(out, "embedding_dropout_bwd", phase, hsp * 5.0, 0.0);
+      mark_rng(out, true);
+    }
     if (d.sp) /* backward of the RS */
       push_comm(out, "embedding_grad_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
     /* F.embedding's backward writes a dense [V/tp, h] bf16 gradient (zero fill + scatter-add of

@@ -174,6 +174,7 @@ typedef struct {
   bool side;           /* runs on the shared-expert stream (moe_shared_expert_overlap) */
   bool join_side;      /* the first op that needs the side ops before it */
   bool host_reads;     /* the host reads its result (a device-to-host copy it waits for) before it goes on */
+  bool rng;            /* MEM: draws dropout's random numbers and writes or reads its mask (hidden_dropout > 0) */
   int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU */
   bool causal;
   bool backward;      /* ATTN: backward kernel */

@@ -12,7 +12,10 @@ host=("$C"/h100-sxm/{launch,host_torch}.json)
 # the wgrad GEMMs accumulating into main_grad were measured on the H100 only: the H200 profile
 # applies the H100's ratios to its own plain GEMM table, and its source says where they come from
 accum=("$C"/h100-sxm/gemm_accum.json)
-h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}")
+# the dropout class (mb_torch_mem.py) was measured on the H100 only: the H200 profile has no
+# dropout curve and prices dropout at its HBM figure, as before
+torch_mem=("$C"/h100-sxm/torch_mem.json)
+h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}")
 h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base

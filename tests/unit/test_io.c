@@ -1482,6 +1482,38 @@ START_TEST(test_calib_gemm_accum)
 }
 END_TEST
 
+/* mb_torch_mem.py's rows: only the "dropout" ones moving >= 512 MiB are fitted, into the dropout
+ * class (x = bytes, y = bytes / ns: 1e9 B in 500000 ns = 2000 B/ns); a 256 MiB dropout row (bound
+ * by its Python dispatch) and the other classes' rows are left out, and the HBM figure does not
+ * take the dropout class in (it stays the fixture profile's). */
+START_TEST(test_calib_torch_mem)
+{
+  g_autofree char *dir = tmp_dir();
+  g_autofree char *tm =
+      write_text(dir, "torch_mem.json",
+                 "{\"schema_version\": 1, \"kind\": \"torch_mem\", " HOST_ENV ", \"results\": ["
+                 "{\"op\": \"bda\", \"cls\": \"dropout\", \"moved_bytes\": 1e9, \"median_ns\": 500000},"
+                 "{\"op\": \"bda\", \"cls\": \"dropout\", \"moved_bytes\": 268435456, \"median_ns\": 900000},"
+                 "{\"op\": \"clone\", \"cls\": \"copy\", \"moved_bytes\": 1e9, \"median_ns\": 300000}]}");
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GString) prov = g_string_new(NULL);
+  g_autoptr(GError) e     = NULL;
+  ck_assert_msg(pn_calib_read_results(tm, &d, prov, &e), "%s", e ? e->message : "");
+  ck_assert_int_eq(d.memory->len, 1);
+  ck_assert_str_eq(prov->str, ""); /* its curve names its file itself */
+  g_autofree char *base    = data("hwprofiles/test-gpu.json");
+  g_autoptr(PnHwProfile) p = pn_hw_profile_load(base, &e);
+  double hbm               = p->hbm_bytes_per_ns;
+  PnCalFitted f;
+  ck_assert(pn_calib_fit(&d, p, &f, &e));
+  ck_assert_int_eq(p->mem_bandwidth[PN_MEM_DROPOUT].n, 1);
+  ck_assert_double_eq_tol(pn_cost_memory_class_ns(p, 1e9, PN_MEM_DROPOUT), 500000.0, 1e-6);
+  ck_assert_double_eq(p->hbm_bytes_per_ns, hbm);
+  pn_cal_data_clear(&d);
+}
+END_TEST
+
 /* Small launch and host_torch results through calibrate into the fixture profile, stating each
  * derivation (calib.h):
  *   kernel_ns     = h2048 eager host_fwd_ns / kernels_fwd_per_layer = 800 / 10 = 80
@@ -2752,6 +2784,7 @@ static Suite *io_suite(void)
       {"hw_profile_cache", test_hw_profile_cache},
       {"calib_host", test_calib_host},
       {"calib_gemm_accum", test_calib_gemm_accum},
+      {"calib_torch_mem", test_calib_torch_mem},
       {"calib_host_errors", test_calib_host_errors},
       {"report_json", test_report_json},
       {"report_text", test_report_text},

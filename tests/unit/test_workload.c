@@ -222,6 +222,34 @@ START_TEST(test_wgrad_accumulation)
 }
 END_TEST
 
+/* Dropout (hidden_dropout > 0) runs as its own memory class (PN_MEM_DROPOUT: the RNG and the mask):
+ * the bias-dropout-adds of the forward (7 B per element, the mask included) and their backward
+ * (5 B) are marked, and without dropout the forward adds are plain (6 B, not marked) and have no
+ * backward of their own. */
+START_TEST(test_dropout_ops)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  const double hsp     = 8192.0 * 4096.0;
+  g_autoptr(GArray) f0 = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b0 = layer(&sc, PN_PHASE_BWD);
+  ck_assert(!find(f0, "dropout_add")->rng && !find(f0, "dropout_add2")->rng);
+  ck_assert_double_eq(find(f0, "dropout_add")->bytes, 6.0 * hsp);
+  ck_assert_ptr_null(find(b0, "dropout_add_bwd"));
+  sc.model.hidden_dropout = 0.1;
+  g_autoptr(GArray) f     = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b     = layer(&sc, PN_PHASE_BWD);
+  ck_assert(find(f, "dropout_add")->rng && find(f, "dropout_add2")->rng);
+  ck_assert_double_eq(find(f, "dropout_add")->bytes, 7.0 * hsp);
+  ck_assert(find(b, "dropout_add_bwd")->rng && find(b, "dropout_add2_bwd")->rng);
+  ck_assert_double_eq(find(b, "dropout_add_bwd")->bytes, 5.0 * hsp);
+  for (guint i = 0; i < b->len; i++) {
+    const PnOp *o = &g_array_index(b, PnOp, i);
+    ck_assert(!o->rng || (o->kind == PN_OP_MEM && strstr(o->name, "dropout") != NULL));
+  }
+}
+END_TEST
+
 /* TP=1, T = 8192: qkv n = (heads + 2*groups) * kv_channels = (32 + 16) * 128 = 6144. */
 START_TEST(test_qkv_dims_tp1)
 {
@@ -1474,6 +1502,7 @@ static Suite *workload_suite(void)
       {"qkv_dims_tp1", test_qkv_dims_tp1},
       {"unfused_bias_swiglu", test_unfused_bias_swiglu},
       {"wgrad_accumulation", test_wgrad_accumulation},
+      {"dropout_ops", test_dropout_ops},
       {"tp4_sp_comm", test_tp4_sp_comm},
       {"tp4_sp_fp8", test_tp4_sp_fp8},
       {"fp8_tensorwise", test_fp8_tensorwise},
