@@ -396,18 +396,21 @@ double pn_validate_mape(const GPtrArray *rows, int *n_out)
   return n ? sum / n : (double)NAN;
 }
 
-/* MAPE of the rows whose `key` (source family or model) equals `value`. */
-static double group_mape(const GPtrArray *rows, bool by_model, const char *value, int *n)
+/* MAPE of the rows whose `key` (source family or model) equals `value`, and their mean signed
+ * error (*signed_pct: a family's bias, which the MAPE hides). */
+static double group_mape(const GPtrArray *rows, bool by_model, const char *value, int *n, double *signed_pct)
 {
-  double sum = 0.0;
-  *n         = 0;
+  double sum = 0.0, sum_signed = 0.0;
+  *n = 0;
   for (guint i = 0; i < rows->len; i++) {
     const PnValidationRow *r = g_ptr_array_index(rows, i);
     if (r->skipped || strcmp(by_model ? r->model : r->source_family, value) != 0)
       continue;
     sum += fabs(r->error_pct);
+    sum_signed += r->error_pct;
     (*n)++;
   }
+  *signed_pct = *n ? sum_signed / *n : (double)NAN;
   return *n ? sum / *n : (double)NAN;
 }
 
@@ -424,8 +427,8 @@ static void append_groups(GString *s, const GPtrArray *rows, bool by_model)
       continue;
     g_ptr_array_add(seen, (gpointer)key);
     int n;
-    double m = group_mape(rows, by_model, key, &n);
-    g_string_append_printf(s, "  %-44s %3d  %6.1f%%\n", key, n, m);
+    double sgn, m = group_mape(rows, by_model, key, &n, &sgn);
+    g_string_append_printf(s, "  %-44s %3d  %6.1f%%  %+6.1f%%\n", key, n, m, sgn);
   }
 }
 
@@ -452,7 +455,7 @@ char *pn_validate_report_text(const GPtrArray *rows)
   int n;
   double mape = pn_validate_mape(rows, &n);
   g_string_append_printf(s, "\nMAPE on step time: %.1f%% over %d records\n", mape, n);
-  g_string_append(s, "\nby source family:                              n    MAPE\n");
+  g_string_append(s, "\nby source family:                              n    MAPE  signed\n");
   append_groups(s, rows, false);
   g_string_append(s, "by model:\n");
   append_groups(s, rows, true);
@@ -482,6 +485,26 @@ char *pn_validate_report_json(const GPtrArray *rows)
   double mape = pn_validate_mape(rows, &n);
   cJSON_AddNumberToObject(root, "mape_pct", isfinite(mape) ? mape : 0.0);
   cJSON_AddNumberToObject(root, "n", n);
+  /* per source family, in the order the records first name them: MAPE and mean signed error */
+  cJSON *fams               = cJSON_AddArrayToObject(root, "families");
+  g_autoptr(GPtrArray) seen = g_ptr_array_new();
+  for (guint i = 0; i < rows->len; i++) {
+    const PnValidationRow *r = g_ptr_array_index(rows, i);
+    bool dup                 = r->skipped;
+    for (guint j = 0; j < seen->len && !dup; j++)
+      dup = strcmp(g_ptr_array_index(seen, j), r->source_family) == 0;
+    if (dup)
+      continue;
+    g_ptr_array_add(seen, r->source_family);
+    int fn;
+    double sgn, m = group_mape(rows, false, r->source_family, &fn, &sgn);
+    cJSON *f = cJSON_CreateObject();
+    cJSON_AddStringToObject(f, "source_family", r->source_family);
+    cJSON_AddNumberToObject(f, "n", fn);
+    cJSON_AddNumberToObject(f, "mape_pct", m);
+    cJSON_AddNumberToObject(f, "signed_pct", sgn);
+    cJSON_AddItemToArray(fams, f);
+  }
   cJSON *arr = cJSON_AddArrayToObject(root, "records");
   for (guint i = 0; i < rows->len; i++) {
     const PnValidationRow *r = g_ptr_array_index(rows, i);

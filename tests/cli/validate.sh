@@ -16,6 +16,9 @@ e2e=$("$bin" validate --e2e hwprofiles/calibration/h200-sxm/e2e-results.json)
 echo "$e2e" | sed -n '1,8p' # (not `| head`: with pipefail, SIGPIPE would fail the test)
 json=$("$bin" validate --format json)
 case "$json" in *'"mape_pct"'*) ;; *) echo "FAIL: validate --format json has no mape_pct"; exit 1 ;; esac
+# each source family's MAPE and mean signed error, text and JSON
+echo "$out" | grep -q '^by source family: *n *MAPE *signed$' || { echo "FAIL: no signed error by family"; exit 1; }
+case "$json" in *'"signed_pct"'*) ;; *) echo "FAIL: validate --format json has no families[].signed_pct"; exit 1 ;; esac
 # --scenarios writes the scenario each record was predicted with: one per predicted record, and
 # running one of them predicts what validate printed for its record; a directory that is not
 # empty is refused (exit 2, left as it was) unless --force
