@@ -188,7 +188,9 @@ static gboolean run_complete(const Exec *ex, GError **error)
                 "simulated time would pass %" PRId64 " ns (146 years): " TASK_FMT
                 " takes that long (work %.3g ns, %.3g NVLink / %.3g NIC bytes); check the scenario's sizes and the "
                 "profile's rates",
-                PN_EXEC_HORIZON_NS, TASK_ARGS(ex->horizon_task, tk), tk->work_ns, tk->nvlink_bytes, tk->nic_bytes);
+                PN_EXEC_HORIZON_NS, TASK_ARGS(ex->horizon_task, tk),
+                tk->kind == PN_TASK_COMPUTE || tk->kind == PN_TASK_DELAY ? tk->work_ns : 0.0, tk->nvlink_bytes,
+                tk->nic_bytes);
     return FALSE;
   }
   return TRUE;
