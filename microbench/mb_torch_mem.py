@@ -35,34 +35,13 @@ import argparse
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
-
-def smi(dev_index):
-    q = ("name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.draw,"
-         "power.limit,temperature.gpu,clocks_event_reasons.active")
-    try:
-        line = subprocess.run(["nvidia-smi", "-i", str(dev_index), f"--query-gpu={q}",
-                               "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                              timeout=20).stdout.strip().splitlines()
-        f = [x.strip() for x in line[0].split(",")] if line else []
-    except (OSError, subprocess.SubprocessError):
-        f = []
-
-    def num(i):
-        try:
-            return float(f[i])
-        except (IndexError, ValueError):
-            return None
-
-    return ({"device": dev_index, "sm_mhz": num(2), "mem_mhz": num(3), "max_sm_mhz": num(4),
-             "max_mem_mhz": num(5), "power_w": num(6), "power_limit_w": num(7), "temp_c": num(8),
-             "clocks_event_reasons": f[9] if len(f) > 9 else ""}, (f[0] if f else ""), (f[1] if len(f) > 1 else ""))
+from mb_attention import median, smi
 
 
 def scripted(fn):
@@ -76,31 +55,6 @@ def scripted(fn):
 
 
 JIT_FAILURES = []
-
-
-def median(x):
-    s = sorted(x)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
-@scripted
-def bias_dropout_add_fused_train(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor, prob: float) -> torch.Tensor:
-    out = torch.nn.functional.dropout(x + bias, p=prob, training=True)
-    return residual + out
-
-
-@scripted
-def swiglu_jit(y: torch.Tensor) -> torch.Tensor:
-    y_1, y_2 = torch.chunk(y, 2, -1)
-    return torch.nn.functional.silu(y_1) * y_2
-
-
-@scripted
-def swiglu_back_jit(g: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    y_1, y_2 = torch.chunk(y, 2, -1)
-    return torch.cat((g * torch.sigmoid(y_1) * (1 + y_1 * (1 - torch.sigmoid(y_1))) * y_2,
-                      g * torch.nn.functional.silu(y_1)), -1)
 
 
 def bias_dropout_add(x: torch.Tensor, bias: torch.Tensor, residual: torch.Tensor, prob: float) -> torch.Tensor:
@@ -128,6 +82,13 @@ def gelu_back(g: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     tanh_out = torch.tanh(0.79788456 * y * (1 + 0.044715 * y * y))
     ff = 0.5 * y * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * y * y)) + 0.5 * (1 + tanh_out)
     return ff * g
+
+
+# the same functions scripted with torch.jit.script, as Megatron-Core's jit_fuser did before
+# torch.compile
+bias_dropout_add_fused_train = scripted(bias_dropout_add)
+swiglu_jit = scripted(swiglu)
+swiglu_back_jit = scripted(swiglu_back)
 
 
 def ce_forward_backward(logits_bf16):

@@ -72,17 +72,10 @@ static gint cmp_gemm(gconstpointer a, gconstpointer b)
   return 0;
 }
 
-/* One table point per (m, n, k): the median over its rows (passes, layouts). */
-static void fit_gemm(const PnCalData *d, bool fp8, PnGemmTable *t)
+/* `rows` (of PnCalGemm, one dtype) sorted, and as table `t` one point per (m, n, k): the median
+ * of its rows' `ns`. */
+static void median_by_shape(GArray *rows, PnGemmTable *t)
 {
-  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
-  for (guint i = 0; i < d->gemm->len; i++) {
-    const PnCalGemm *g = &g_array_index(d->gemm, PnCalGemm, i);
-    if (g->fp8 == fp8)
-      g_array_append_val(rows, *g);
-  }
-  if (rows->len == 0)
-    return;
   g_array_sort(rows, cmp_gemm);
   g_free(t->pts);
   t->pts                    = g_new0(PnGemmPoint, rows->len);
@@ -99,14 +92,17 @@ static void fit_gemm(const PnCalData *d, bool fp8, PnGemmTable *t)
   }
 }
 
-static gint cmp_accum(gconstpointer a, gconstpointer b)
+/* One table point per (m, n, k): the median over its rows (passes, layouts). */
+static void fit_gemm(const PnCalData *d, bool fp8, PnGemmTable *t)
 {
-  const PnCalGemmAccum *x = a, *y = b;
-  if (x->m != y->m)
-    return x->m < y->m ? -1 : 1;
-  if (x->n != y->n)
-    return x->n < y->n ? -1 : 1;
-  return x->k < y->k ? -1 : x->k > y->k ? 1 : 0;
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
+  for (guint i = 0; i < d->gemm->len; i++) {
+    const PnCalGemm *g = &g_array_index(d->gemm, PnCalGemm, i);
+    if (g->fp8 == fp8)
+      g_array_append_val(rows, *g);
+  }
+  if (rows->len > 0)
+    median_by_shape(rows, t);
 }
 
 /* One gemm_accum table: per (m, n, k) of the (fp8, into_fp32) rows, the median ratio times the
@@ -114,30 +110,20 @@ static gint cmp_accum(gconstpointer a, gconstpointer b)
  * Returns the points written (0: no rows, the table is kept). */
 static int fit_gemm_accum(const PnCalData *d, bool fp8, bool into_fp32, PnHwProfile *p)
 {
-  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalGemmAccum));
+  g_autoptr(GArray) rows = g_array_new(FALSE, FALSE, sizeof(PnCalGemm)); /* ns: the ratio */
   for (guint i = 0; i < d->accum->len; i++) {
     const PnCalGemmAccum *a = &g_array_index(d->accum, PnCalGemmAccum, i);
     if (a->fp8 == fp8 && a->into_fp32 == into_fp32)
-      g_array_append_val(rows, *a);
+      g_array_append_val(rows, ((PnCalGemm){a->m, a->n, a->k, a->fp8, a->ratio}));
   }
   const PnGemmTable *plain = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
   if (rows->len == 0 || plain->n == 0)
     return 0;
-  g_array_sort(rows, cmp_accum);
   PnGemmTable *t = &p->gemm_accum[fp8][into_fp32];
-  g_free(t->pts);
-  t->pts                    = g_new0(PnGemmPoint, rows->len);
-  t->n                      = 0;
-  g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < rows->len;) {
-    const PnCalGemmAccum *a = &g_array_index(rows, PnCalGemmAccum, i);
-    g_array_set_size(samples, 0);
-    guint j = i;
-    for (; j < rows->len && cmp_accum(a, &g_array_index(rows, PnCalGemmAccum, j)) == 0; j++)
-      g_array_append_val(samples, g_array_index(rows, PnCalGemmAccum, j).ratio);
-    double ns      = pn_cost_gemm_ns(p, a->m, a->n, a->k, fp8 ? PN_DT_FP8 : PN_DT_BF16, NULL);
-    t->pts[t->n++] = (PnGemmPoint){.m = a->m, .n = a->n, .k = a->k, .ns = ns * pn_calib_median(samples)};
-    i              = j;
+  median_by_shape(rows, t);
+  for (int i = 0; i < t->n; i++) {
+    PnGemmPoint *pt = &t->pts[i];
+    pt->ns *= pn_cost_gemm_ns(p, pt->m, pt->n, pt->k, fp8 ? PN_DT_FP8 : PN_DT_BF16, NULL);
   }
   return t->n;
 }

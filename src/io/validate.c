@@ -414,18 +414,28 @@ static double group_mape(const GPtrArray *rows, bool by_model, const char *value
   return *n ? sum / *n : (double)NAN;
 }
 
-static void append_groups(GString *s, const GPtrArray *rows, bool by_model)
+/* The source families (or models) of the predicted rows, each once, in the order the rows first
+ * name them (strings borrowed from the rows). */
+static GPtrArray *group_keys(const GPtrArray *rows, bool by_model)
 {
-  g_autoptr(GPtrArray) seen = g_ptr_array_new();
+  GPtrArray *keys = g_ptr_array_new();
   for (guint i = 0; i < rows->len; i++) {
     const PnValidationRow *r = g_ptr_array_index(rows, i);
     const char *key          = by_model ? r->model : r->source_family;
     bool dup                 = r->skipped;
-    for (guint j = 0; j < seen->len && !dup; j++)
-      dup = strcmp(g_ptr_array_index(seen, j), key) == 0;
-    if (dup)
-      continue;
-    g_ptr_array_add(seen, (gpointer)key);
+    for (guint j = 0; j < keys->len && !dup; j++)
+      dup = strcmp(g_ptr_array_index(keys, j), key) == 0;
+    if (!dup)
+      g_ptr_array_add(keys, (gpointer)key);
+  }
+  return keys;
+}
+
+static void append_groups(GString *s, const GPtrArray *rows, bool by_model)
+{
+  g_autoptr(GPtrArray) keys = group_keys(rows, by_model);
+  for (guint i = 0; i < keys->len; i++) {
+    const char *key = g_ptr_array_index(keys, i);
     int n;
     double sgn, m = group_mape(rows, by_model, key, &n, &sgn);
     g_string_append_printf(s, "  %-44s %3d  %6.1f%%  %+6.1f%%\n", key, n, m, sgn);
@@ -487,19 +497,13 @@ char *pn_validate_report_json(const GPtrArray *rows)
   cJSON_AddNumberToObject(root, "n", n);
   /* per source family, in the order the records first name them: MAPE and mean signed error */
   cJSON *fams               = cJSON_AddArrayToObject(root, "families");
-  g_autoptr(GPtrArray) seen = g_ptr_array_new();
-  for (guint i = 0; i < rows->len; i++) {
-    const PnValidationRow *r = g_ptr_array_index(rows, i);
-    bool dup                 = r->skipped;
-    for (guint j = 0; j < seen->len && !dup; j++)
-      dup = strcmp(g_ptr_array_index(seen, j), r->source_family) == 0;
-    if (dup)
-      continue;
-    g_ptr_array_add(seen, r->source_family);
+  g_autoptr(GPtrArray) keys = group_keys(rows, false);
+  for (guint i = 0; i < keys->len; i++) {
+    const char *family = g_ptr_array_index(keys, i);
     int fn;
-    double sgn, m = group_mape(rows, false, r->source_family, &fn, &sgn);
+    double sgn, m = group_mape(rows, false, family, &fn, &sgn);
     cJSON *f = cJSON_CreateObject();
-    cJSON_AddStringToObject(f, "source_family", r->source_family);
+    cJSON_AddStringToObject(f, "source_family", family);
     cJSON_AddNumberToObject(f, "n", fn);
     cJSON_AddNumberToObject(f, "mape_pct", m);
     cJSON_AddNumberToObject(f, "signed_pct", sgn);

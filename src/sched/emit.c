@@ -152,9 +152,13 @@ static void flex_dispatch_bytes(const PnBuilder *b, double S, PnTask *t)
   t->max_bytes_per_ns = 0.0; /* bound by the links (the kernels are not NCCL's channels) */
 }
 
-/* Which measured memory-bound kernel an op behaves like. */
-static PnMemClass mem_class(const char *name)
+/* Which measured memory-bound kernel an op behaves like: dropout's (its RNG and mask) where the
+ * op draws random numbers, else by the op's name. */
+static PnMemClass mem_class(const PnOp *op)
 {
+  const char *name = op->name;
+  if (op->rng)
+    return PN_MEM_DROPOUT;
   if (g_str_has_prefix(name, "ln") || g_str_has_prefix(name, "final_norm"))
     return PN_MEM_NORM;
   if (g_str_has_prefix(name, "act"))
@@ -212,8 +216,7 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     t->host_ns = host_launch_ns(hw, op, 1);
     break;
   case PN_OP_MEM:
-    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, op->rng ? PN_MEM_DROPOUT : mem_class(op->name)),
-                           PN_FLOOR_MEM);
+    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, mem_class(op)), PN_FLOOR_MEM);
     t->host_ns   = host_launch_ns(hw, op, 1);
     t->host_sync = op->host_reads ? PN_HOST_SYNC_TASK : PN_HOST_SYNC_NONE;
     t->scaling   = PN_SCALE_MEMORY;

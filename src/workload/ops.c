@@ -215,13 +215,10 @@ static void push_wgrad(GArray *out, const Dims *d, const char *name, const char 
                        int64_t m, int64_t n, int64_t k, int64_t groups, bool fusable)
 {
   push_gemm(out, name, slot, phase, PN_GEMM_WGRAD, dt, n, k, m, 0.0);
-  PnOp *o = &g_array_index(out, PnOp, out->len - 1);
-  if (groups > 1) {
-    o->groups = groups;
-    o->flops *= (double)groups;
-  }
+  if (groups > 1)
+    make_grouped(out, groups);
   if (fusable && d->wgrad_fusion) {
-    o->accum_into = d->main_grad_dt;
+    g_array_index(out, PnOp, out->len - 1).accum_into = d->main_grad_dt;
     return;
   }
   double mg = d->main_grad_dt == PN_DT_FP32 ? 4.0 : 2.0;
