@@ -501,7 +501,6 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
   g_autoptr(PnGraph) g = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
   PnAcct ac;
   acct_init(&ac, g->n_gpus);
-  ac.tasks = NULL; /* set once the graph is built (its task array may move while it grows) */
   if (opt && opt->keep_spans)
     ac.spans = g_array_new(FALSE, FALSE, sizeof(PnSimSpan));
   PnExecObserver obs = {
@@ -514,7 +513,7 @@ gboolean pn_sim_run_full(const PnScenario *sc, const GPtrArray *load_warnings, c
     return FALSE;
   }
   acct_iterations(&ac, &info);
-  ac.tasks        = pn_graph_tasks(g);
+  ac.tasks        = pn_graph_tasks(g); /* now that the graph is built: its array moves while it grows */
   eo.keep_whole   = (const PnTaskId *)(const void *)info.iteration_end->data;
   eo.n_keep_whole = info.iteration_end->len;
   PnExecResult ex = {0};
