@@ -13,31 +13,33 @@ const char *pn_cal_kind_name(PnCalKind k)
 {
   static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",         "memory",
                                                   "collective", "copy_engine",     "gemm_nccl_overlap", "launch",
-                                                  "host_torch", "gemm_accum",      "torch_mem"};
+                                                  "host_torch", "gemm_accum",      "torch_mem",         "unfused_attn"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
 
 void pn_cal_data_init(PnCalData *d)
 {
-  *d              = (PnCalData){0};
-  d->gemm         = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
-  d->contention   = g_array_new(FALSE, FALSE, sizeof(PnCalContention));
-  d->attn         = g_array_new(FALSE, FALSE, sizeof(PnAttnPoint));
-  d->memory       = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
-  d->coll         = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
-  d->copy         = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
-  d->nccl_overlap = g_array_new(FALSE, FALSE, sizeof(PnCalNcclOverlap));
-  d->floor        = g_array_new(FALSE, FALSE, sizeof(PnCalFloor));
-  d->host         = g_array_new(FALSE, FALSE, sizeof(PnCalHostRow));
-  d->layers       = g_array_new(FALSE, FALSE, sizeof(PnCalLayer));
-  d->accum        = g_array_new(FALSE, FALSE, sizeof(PnCalGemmAccum));
+  *d               = (PnCalData){0};
+  d->gemm          = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
+  d->contention    = g_array_new(FALSE, FALSE, sizeof(PnCalContention));
+  d->attn          = g_array_new(FALSE, FALSE, sizeof(PnAttnPoint));
+  d->memory        = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  d->coll          = g_array_new(FALSE, FALSE, sizeof(PnCalColl));
+  d->copy          = g_array_new(FALSE, FALSE, sizeof(PnCalBytes));
+  d->nccl_overlap  = g_array_new(FALSE, FALSE, sizeof(PnCalNcclOverlap));
+  d->floor         = g_array_new(FALSE, FALSE, sizeof(PnCalFloor));
+  d->host          = g_array_new(FALSE, FALSE, sizeof(PnCalHostRow));
+  d->layers        = g_array_new(FALSE, FALSE, sizeof(PnCalLayer));
+  d->accum         = g_array_new(FALSE, FALSE, sizeof(PnCalGemmAccum));
+  d->bmm           = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
+  d->torch_kernels = g_array_new(FALSE, FALSE, sizeof(PnCalTorchKernel));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm,         &d->contention, &d->attn, &d->memory, &d->coll, &d->copy,
-                    &d->nccl_overlap, &d->floor,      &d->host, &d->layers, &d->accum};
+  GArray **all[] = {&d->gemm,  &d->contention, &d->attn,   &d->memory, &d->coll, &d->copy,         &d->nccl_overlap,
+                    &d->floor, &d->host,       &d->layers, &d->accum,  &d->bmm,  &d->torch_kernels};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }
@@ -63,6 +65,8 @@ static gint cmp_gemm(gconstpointer a, gconstpointer b)
   const PnCalGemm *x = a, *y = b;
   if (x->fp8 != y->fp8)
     return x->fp8 ? 1 : -1;
+  if (x->batch != y->batch)
+    return x->batch < y->batch ? -1 : 1;
   if (x->m != y->m)
     return x->m < y->m ? -1 : 1;
   if (x->n != y->n)
@@ -72,8 +76,8 @@ static gint cmp_gemm(gconstpointer a, gconstpointer b)
   return 0;
 }
 
-/* `rows` (of PnCalGemm, one dtype) sorted, and as table `t` one point per (m, n, k): the median
- * of its rows' `ns`. */
+/* `rows` (of PnCalGemm, one dtype) sorted, and as table `t` one point per (batch, m, n, k): the
+ * median of its rows' `ns`. */
 static void median_by_shape(GArray *rows, PnGemmTable *t)
 {
   g_array_sort(rows, cmp_gemm);
@@ -87,7 +91,7 @@ static void median_by_shape(GArray *rows, PnGemmTable *t)
     guint j = i;
     for (; j < rows->len && cmp_gemm(g, &g_array_index(rows, PnCalGemm, j)) == 0; j++)
       g_array_append_val(samples, g_array_index(rows, PnCalGemm, j).ns);
-    t->pts[t->n++] = (PnGemmPoint){.m = g->m, .n = g->n, .k = g->k, .ns = pn_calib_median(samples)};
+    t->pts[t->n++] = (PnGemmPoint){.m = g->m, .n = g->n, .k = g->k, .ns = pn_calib_median(samples), .batch = g->batch};
     i              = j;
   }
 }
@@ -114,7 +118,7 @@ static int fit_gemm_accum(const PnCalData *d, bool fp8, bool into_fp32, PnHwProf
   for (guint i = 0; i < d->accum->len; i++) {
     const PnCalGemmAccum *a = &g_array_index(d->accum, PnCalGemmAccum, i);
     if (a->fp8 == fp8 && a->into_fp32 == into_fp32)
-      g_array_append_val(rows, ((PnCalGemm){a->m, a->n, a->k, a->fp8, a->ratio}));
+      g_array_append_val(rows, ((PnCalGemm){.m = a->m, .n = a->n, .k = a->k, .fp8 = a->fp8, .ns = a->ratio}));
   }
   const PnGemmTable *plain = fp8 ? &p->gemm_fp8 : &p->gemm_bf16;
   if (rows->len == 0 || plain->n == 0)
@@ -136,6 +140,56 @@ static void curve_set(PnCurve *c, GArray *x, GArray *y, bool log_x)
   c->x     = g_memdup2(x->data, sizeof(double) * x->len);
   c->y     = g_memdup2(y->data, sizeof(double) * y->len);
   c->log_x = log_x;
+}
+
+/* The unfused attention's batched GEMMs: one point per (batch, m, n, k), the median over the ops
+ * and repeats of that shape. Returns the points written (0: no rows, the table is kept). */
+static int fit_bmm(const PnCalData *d, PnGemmTable *t)
+{
+  if (d->bmm->len == 0)
+    return 0;
+  g_autoptr(GArray) rows = g_array_copy(d->bmm);
+  median_by_shape(rows, t);
+  return t->n;
+}
+
+/* One kernel's ratio to a copy: x = each sequence length measured (ascending), y = the median
+ * over its rows at that length (head dims, batches) of the profile's copy-class time for the
+ * row's bytes over the row's measured time, so that pricing the row's bytes replays its time (the
+ * torch clone timed beside each row, `vs_copy`, moves about 6% faster than the copy class's
+ * kernel). Returns the points written (0: no rows, the curve is kept). */
+static int fit_torch_kernel(const PnCalData *d, PnTorchKernel kernel, const PnHwProfile *p, PnCurve *c)
+{
+  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) v  = g_array_new(FALSE, FALSE, sizeof(double));
+  int64_t done         = 0; /* sequence lengths up to here are in the curve */
+  for (;;) {
+    int64_t next = 0;
+    for (guint i = 0; i < d->torch_kernels->len; i++) {
+      const PnCalTorchKernel *r = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
+      if (r->kernel == kernel && r->seq > done && (next == 0 || r->seq < next))
+        next = r->seq;
+    }
+    if (next == 0)
+      break;
+    g_array_set_size(v, 0);
+    for (guint i = 0; i < d->torch_kernels->len; i++) {
+      const PnCalTorchKernel *r = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
+      if (r->kernel == kernel && r->seq == next && r->ns > 0.0) {
+        double y = pn_cost_memory_class_ns(p, r->bytes, PN_MEM_COPY) / r->ns;
+        g_array_append_val(v, y);
+      }
+    }
+    double x = (double)next, y = pn_calib_median(v);
+    g_array_append_val(xs, x);
+    g_array_append_val(ys, y);
+    done = next;
+  }
+  if (xs->len == 0)
+    return 0;
+  curve_set(c, xs, ys, true);
+  return (int)xs->len;
 }
 
 /* x = SMs usable (ascending), y = 1 / median slowdown at that many SMs held. */
@@ -423,6 +477,8 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
       f->gemm_accum_points[f8][into] = fit_gemm_accum(d, f8, into, p);
   f->accum_from     = d->origin[PN_CAL_KIND_GEMM_ACCUM];
   f->torch_mem_from = d->origin[PN_CAL_KIND_TORCH_MEM];
+  f->unfused_from   = d->origin[PN_CAL_KIND_UNFUSED_ATTN];
+  f->bmm_points     = fit_bmm(d, &p->bmm_bf16);
   /* per shape: the median of each (shape, variant, SMs held) */
   {
     g_free(p->contention_points);
@@ -468,6 +524,9 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
     p->hbm_bytes_per_ns = hbm;
     f->hbm              = true;
   }
+  /* after the copy class (and the HBM figure), which the torch kernels' ratios are taken against */
+  for (int k = 0; k < PN_TK_N; k++)
+    f->torch_kernel_points[k] = fit_torch_kernel(d, (PnTorchKernel)k, p, &p->torch_kernel_vs_copy[k]);
   if (d->coll->len) {
     fit_coll(d, p);
     f->coll      = true;

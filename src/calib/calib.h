@@ -13,6 +13,11 @@
  *     times the plain table's price of that shape, so both stay in the plain table's clock regime;
  *   - attn_bf16: fused attention forward/backward per (batch, seq, heads, kv_heads, head_dim),
  *     the fastest backend measured;
+ *   - bmm_bf16 (mb_unfused_attn.py "bmm" rows): every measured (batch, m, n, k) of the unfused
+ *     attention's strided-batched GEMMs with the median of its rows (QK^T and dP share a shape,
+ *     as do PV, dV, dQ and dK);
+ *   - torch_kernel_vs_copy (its "mem" rows): per PyTorch kernel, x = sequence length, y = the
+ *     median of its measured bandwidth over a copy's at that length;
  *   - hbm_bytes_per_ns: median bandwidth of the memory-bound kernels moving >= 256 MiB;
  *   - mem_bandwidth_<class>: bandwidth vs size of each kernel class (copy, norm, activation,
  *     optimizer) from 64 MiB up (smaller timings are launch-dominated), median over its kernels;
@@ -57,7 +62,18 @@ typedef struct {
   int64_t m, n, k;
   bool fp8;
   double ns;
+  int64_t batch; /* matrices of a strided-batched GEMM (the unfused_attn "bmm" rows); 0 for one GEMM */
 } PnCalGemm;
+
+/* One of the unfused attention's PyTorch kernels (microbench/mb_unfused_attn.py "mem" rows): its
+ * time and its bandwidth relative to a bf16 copy of the same bytes timed alternately. */
+typedef struct {
+  PnTorchKernel kernel;
+  int64_t seq;
+  double bytes; /* moved, as the op model counts them */
+  double ns;
+  double vs_copy;
+} PnCalTorchKernel;
 
 /* A wgrad GEMM accumulating into main_grad (microbench gemm_accum): its time over the plain
  * GEMM's, both measured alternately. */
@@ -146,6 +162,7 @@ typedef enum {
   PN_CAL_KIND_HOST_TORCH,
   PN_CAL_KIND_GEMM_ACCUM,
   PN_CAL_KIND_TORCH_MEM,
+  PN_CAL_KIND_UNFUSED_ATTN,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -164,18 +181,20 @@ typedef struct {
 } PnCalOrigin;
 
 typedef struct {
-  GArray *gemm;         /* of PnCalGemm */
-  GArray *contention;   /* of PnCalContention */
-  GArray *attn;         /* of PnAttnPoint (with batch) */
-  GArray *memory;       /* of PnCalBytes: memory-bound kernels */
-  GArray *coll;         /* of PnCalColl */
-  GArray *copy;         /* of PnCalBytes: one-way peer copies */
-  GArray *nccl_overlap; /* of PnCalNcclOverlap: read for the check, not fitted */
-  GArray *floor;        /* of PnCalFloor */
-  GArray *host;         /* of PnCalHostRow */
-  GArray *layers;       /* of PnCalLayer */
-  GArray *accum;        /* of PnCalGemmAccum */
-  int sm_count;         /* from the measurements' env (0 = unknown) */
+  GArray *gemm;          /* of PnCalGemm */
+  GArray *contention;    /* of PnCalContention */
+  GArray *attn;          /* of PnAttnPoint (with batch) */
+  GArray *memory;        /* of PnCalBytes: memory-bound kernels */
+  GArray *coll;          /* of PnCalColl */
+  GArray *copy;          /* of PnCalBytes: one-way peer copies */
+  GArray *nccl_overlap;  /* of PnCalNcclOverlap: read for the check, not fitted */
+  GArray *floor;         /* of PnCalFloor */
+  GArray *host;          /* of PnCalHostRow */
+  GArray *layers;        /* of PnCalLayer */
+  GArray *accum;         /* of PnCalGemmAccum */
+  GArray *bmm;           /* of PnCalGemm (with batch): the unfused attention's torch.bmm / baddbmm */
+  GArray *torch_kernels; /* of PnCalTorchKernel */
+  int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
 
@@ -207,9 +226,12 @@ typedef struct {
 typedef struct {
   bool gemm_bf16, gemm_fp8, gemm_sm_scaling, gemm_sm_limit_scaling, attn, hbm, coll, copy, mem_classes;
   int gemm_bf16_points, gemm_fp8_points, attn_points, coll_rows;
-  int gemm_accum_points[2][2]; /* [fp8][into fp32]: points of each gemm_accum table fitted (0: kept as it was) */
-  PnCalOrigin accum_from;      /* where the gemm_accum rows were measured */
-  PnCalOrigin torch_mem_from;  /* where the torch_mem rows (the dropout class) were measured */
+  int gemm_accum_points[2][2];      /* [fp8][into fp32]: points of each gemm_accum table fitted (0: kept as it was) */
+  PnCalOrigin accum_from;           /* where the gemm_accum rows were measured */
+  PnCalOrigin torch_mem_from;       /* where the torch_mem rows (the dropout class) were measured */
+  int bmm_points;                   /* points of the bmm_bf16 table fitted (0: kept as it was) */
+  int torch_kernel_points[PN_TK_N]; /* points of each torch_kernel_vs_copy curve fitted (0: kept) */
+  PnCalOrigin unfused_from;         /* where the unfused_attn rows were measured */
   PnCalHostFitted host;
 } PnCalFitted;
 
@@ -245,6 +267,11 @@ typedef struct {
   GArray *gemm, *attn, *memory;
   GArray *gemm_accum;          /* each measured wgrad accumulating into main_grad: the profile's accumulating
                                   price over its plain price, against the measured ratio */
+  GArray *bmm;                 /* each point of the bmm_bf16 table through pn_cost_bmm_ns */
+  GArray *bmm_rows;            /* each measured torch.bmm / baddbmm (qk, pv, dp, dv, dq, dk) through
+                                  pn_cost_bmm_ns: the ops of one shape share its point, their median */
+  GArray *torch_kernels;       /* each measured unfused-attention kernel through pn_cost_torch_kernel_ns: the
+                                  copy class's time of its bytes over the ratio curve at its sequence */
   GArray *coll_default;        /* collectives at NCCL's default channel count */
   GArray *coll_ctas;           /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
   GArray *coll_outliers;       /* measurements slower than a larger message of the same collective */

@@ -76,6 +76,9 @@ static void check_init(PnCalCheck *out)
 {
   out->gemm                = g_array_new(FALSE, FALSE, sizeof(double));
   out->gemm_accum          = g_array_new(FALSE, FALSE, sizeof(double));
+  out->bmm                 = g_array_new(FALSE, FALSE, sizeof(double));
+  out->bmm_rows            = g_array_new(FALSE, FALSE, sizeof(double));
+  out->torch_kernels       = g_array_new(FALSE, FALSE, sizeof(double));
   out->attn                = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_default        = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_ctas           = g_array_new(FALSE, FALSE, sizeof(double));
@@ -121,6 +124,32 @@ static void check_gemm_accum(const PnCalData *d, const PnHwProfile *p, PnCalChec
     double plain = pn_cost_gemm_ns(p, a->m, a->n, a->k, dt, NULL);
     double acc   = pn_cost_gemm_accum_ns(p, a->m, a->n, a->k, dt, a->into_fp32 ? PN_DT_FP32 : PN_DT_BF16, NULL);
     pn__calib_push_err(out->gemm_accum, acc / plain, a->ratio);
+  }
+}
+
+/* The unfused attention's batched GEMMs: each point of the table, then each measured row (the ops
+ * of one shape against their median, the one point that stands for them). */
+static void check_bmm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  const PnGemmTable *t = &p->bmm_bf16;
+  for (int i = 0; i < t->n; i++) {
+    const PnGemmPoint *g = &t->pts[i];
+    pn__calib_push_err(out->bmm, pn_cost_bmm_ns(p, g->batch, g->m, g->n, g->k, NULL), g->ns);
+  }
+  for (guint i = 0; i < d->bmm->len; i++) {
+    const PnCalGemm *g = &g_array_index(d->bmm, PnCalGemm, i);
+    pn__calib_push_err(out->bmm_rows, pn_cost_bmm_ns(p, g->batch, g->m, g->n, g->k, NULL), g->ns);
+  }
+}
+
+/* The unfused attention's PyTorch kernels: the copy class's time of the bytes over the kernel's
+ * ratio at its sequence length, against the time measured (the ratio is a median over the shapes
+ * of that length, the copy's bandwidth another benchmark's). */
+static void check_torch_kernels(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  for (guint i = 0; i < d->torch_kernels->len; i++) {
+    const PnCalTorchKernel *k = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
+    pn__calib_push_err(out->torch_kernels, pn_cost_torch_kernel_ns(p, k->bytes, k->kernel, k->seq), k->ns);
   }
 }
 
@@ -241,6 +270,8 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   check_init(out);
   check_gemm(p, out);
   check_gemm_accum(d, p, out);
+  check_bmm(d, p, out);
+  check_torch_kernels(d, p, out);
   check_attn(d, p, out);
   check_coll(d, p, out);
   check_nccl_overlap(d, p, out);
@@ -271,7 +302,10 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->host_layer_fit,
                     &c->host_layer_tiny,
                     &c->floor_copy,
-                    &c->floor_gemm};
+                    &c->floor_gemm,
+                    &c->bmm,
+                    &c->bmm_rows,
+                    &c->torch_kernels};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
   g_clear_pointer(&c->coll_groups, g_array_unref);

@@ -63,6 +63,24 @@ static void loo_gemm(const PnHwProfile *p, PnCalCheck *out)
   }
 }
 
+/* The unfused attention's batched GEMMs: the nearest shapes in log(batch, m, n, k), blended (or
+ * the folded GEMM of gemm_bf16 when none is near enough). */
+static void loo_bmm(const PnHwProfile *p, PnCalCheck *out)
+{
+  const PnGemmTable *t = &p->bmm_bf16;
+  if (t->n == 0)
+    return;
+  GArray *err          = loo_table(out, "bmm_bf16");
+  PnHwProfile lp       = *p;
+  g_autofree void *pts = loo_first(t->pts, t->n, sizeof *t->pts);
+  lp.bmm_bf16          = (PnGemmTable){.n = t->n - 1, .pts = pts};
+  for (int i = 0; i < t->n; i++) {
+    loo_next(pts, t->pts, i, sizeof *t->pts);
+    const PnGemmPoint *g = &t->pts[i];
+    pn__calib_push_err(err, pn_cost_bmm_ns(&lp, g->batch, g->m, g->n, g->k, NULL), g->ns);
+  }
+}
+
 /* Attention: one shape left out, its forward and backward predicted from the others. */
 static void loo_attn(const PnHwProfile *p, PnCalCheck *out)
 {
@@ -241,6 +259,27 @@ static void loo_mem(const PnHwProfile *p, PnCalCheck *out)
   }
 }
 
+/* The PyTorch kernels' ratios to a copy: one sequence length left out of a kernel's curve,
+ * interpolated in log length between its neighbours (the end lengths at the next one's ratio; a
+ * curve of one point left out prices at the copy's bandwidth). Errors in time: ratio / predicted
+ * ratio - 1. */
+static void loo_torch_kernels(const PnHwProfile *p, PnCalCheck *out)
+{
+  GArray *err = NULL;
+  for (int k = 0; k < PN_TK_N; k++) {
+    const PnCurve *c = &p->torch_kernel_vs_copy[k];
+    if (c->n == 0)
+      continue;
+    if (err == NULL)
+      err = loo_table(out, "torch_kernel_vs_copy");
+    g_autofree double *xs = g_new(double, c->n), *ys = g_new(double, c->n);
+    for (int i = 0; i < c->n; i++) {
+      PnCurve l = curve_without(c, c->x[i], xs, ys);
+      pn__calib_push_err(err, 1.0 / pn_curve_eval(&l, c->x[i], 1.0), 1.0 / c->y[i]);
+    }
+  }
+}
+
 void pn__calib_check_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
   loo_gemm(p, out);
@@ -249,4 +288,6 @@ void pn__calib_check_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *o
   loo_contention_curves(d, p, out);
   loo_contention_table(p, out);
   loo_mem(p, out);
+  loo_bmm(p, out);
+  loo_torch_kernels(p, out);
 }

@@ -38,6 +38,7 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   g_string_append_printf(out, "  %-34s %6s %9s %9s %9s %9s\n", "kind", "n", "median", "p90", "max", "within");
   bool ok = check_line(out, "gemm (table replay)", c->gemm, tol);
   ok      = check_line(out, "wgrad into main_grad (ratio replay)", c->gemm_accum, tol) && ok;
+  ok      = check_line(out, "batched GEMMs (table replay)", c->bmm, tol) && ok;
   ok      = check_line(out, "attention", c->attn, tol) && ok;
   ok      = check_line(out, "collectives, NCCL default channels", c->coll_default, tol) && ok;
   ok      = check_line(out, "collectives, NCCL_MAX_CTAS forced", c->coll_ctas, tol) && ok;
@@ -54,6 +55,8 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   check_line(out, "copy on a stream, floor + launch", c->floor_copy, tol);
   check_line(out, "GEMM on a stream, floor + launch", c->floor_gemm, tol);
   check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c->memory_other, tol);
+  check_line(out, "batched GEMMs (torch.bmm)", c->bmm_rows, tol);
+  check_line(out, "unfused attention kernels, vs copy", c->torch_kernels, tol);
   check_line(out, "collectives, non-monotone outliers", c->coll_outliers, tol);
   GArray *beside[]    = {c->nccl_overlap, c->nccl_overlap_margin};
   const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};
@@ -172,8 +175,15 @@ static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, 
   int accum = fitted.gemm_accum_points[0][0] + fitted.gemm_accum_points[0][1] + fitted.gemm_accum_points[1][0] +
               fitted.gemm_accum_points[1][1];
   g_autofree char *accum_s = accum ? g_strdup_printf(" (+ %d accumulating into main_grad)", accum) : g_strdup("");
-  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points%s, %d attention points, %s%s%s%s%s%s%s\n", output,
-          p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, accum_s, fitted.attn_points,
+  int kernels              = 0;
+  for (int k = 0; k < PN_TK_N; k++)
+    kernels += fitted.torch_kernel_points[k] > 0;
+  g_autofree char *unfused_s =
+      fitted.bmm_points || kernels
+          ? g_strdup_printf("%d batched GEMM points, %d unfused-attention kernel curves, ", fitted.bmm_points, kernels)
+          : g_strdup("");
+  fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points%s, %d attention points, %s%s%s%s%s%s%s%s\n", output,
+          p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, accum_s, fitted.attn_points, unfused_s,
           fitted.gemm_sm_scaling ? "SM-contention curve, " : "",
           fitted.gemm_sm_limit_scaling ? "SM-margin curve, " : "", fitted.hbm ? "HBM bandwidth, " : "",
           fitted.coll ? "NCCL collectives, " : "", fitted.host.kernel ? "host launch costs, " : "",

@@ -165,9 +165,22 @@ static PnScenario *scenario_of(const char *cmd, const char *log_path, const PnMe
                 log_path);
     return NULL;
   }
+  /* what the arguments cannot say: the log's own warning that TE and Apex are missing (the user's
+   * --set come after, and win) */
+  g_autoptr(GPtrArray) all_sets = g_ptr_array_new();
+  if (log->without_te_apex) {
+    g_ptr_array_add(all_sets, "training.fused_adam=false");
+    g_ptr_array_add(all_sets, "comm_overlap.transformer_engine=false");
+    fprintf(stderr,
+            "%s: the log says Transformer Engine and Apex are not installed: torch.optim.AdamW, no TE "
+            "(training.fused_adam=false, comm_overlap.transformer_engine=false)\n",
+            cmd);
+  }
+  for (int i = 0; i < n_sets; i++)
+    g_ptr_array_add(all_sets, sets[i]);
   g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func(g_free);
-  g_autofree char *text =
-      pn_megatron_import((int)g_strv_length(args), args, (const char *const *)sets, n_sets, notes, warnings, error);
+  g_autofree char *text      = pn_megatron_import((int)g_strv_length(args), args, (const char *const *)all_sets->pdata,
+                                                  (int)all_sets->len, notes, warnings, error);
   if (text == NULL) {
     g_prefix_error(error, "%s: the argument dump: ", log_path);
     return NULL;

@@ -100,11 +100,17 @@ static inline double log_memo(PnLogMemo *c, int64_t v)
   return c->r[slot];
 }
 
-static double gemm_table_rate(const PnGemmTable *t, int64_t m, int64_t n, int64_t k, bool *exact)
+/* `batch` matrices of C[m,n] = A[m,k] B[k,n] (1 for one GEMM; a point's batch 0 reads as 1): the
+ * distance is over log2 of (batch, m, n, k), the rate 2 batch m n k / ns. A plain table and a
+ * query of one GEMM have 0 in the batch dimension everywhere, so their distances and rates are
+ * those of (m, n, k) alone, bit for bit. */
+static double gemm_table_rate(const PnGemmTable *t, int64_t batch, int64_t m, int64_t n, int64_t k, bool *exact)
 {
   PnNeighbour best[PN_COST_NEIGHBOURS];
   int n_best = 0;
-  PnLogMemo lm, ln, lk;
+  int64_t qb = batch > 1 ? batch : 1;
+  PnLogMemo lb, lm, ln, lk;
+  log_memo_init(&lb, qb);
   log_memo_init(&lm, m);
   log_memo_init(&ln, n);
   log_memo_init(&lk, k);
@@ -114,12 +120,13 @@ static double gemm_table_rate(const PnGemmTable *t, int64_t m, int64_t n, int64_
   double reject_sq = INFINITY;
   for (int i = 0; i < t->n; i++) {
     const PnGemmPoint *p = &t->pts[i];
-    double dm = log_memo(&lm, p->m), dn = log_memo(&ln, p->n);
+    int64_t pb           = p->batch > 1 ? p->batch : 1;
+    double db = pb == qb ? 0.0 : log_memo(&lb, pb), dm = log_memo(&lm, p->m), dn = log_memo(&ln, p->n);
     double dk = log_memo(&lk, p->k);
-    double sq = dm * dm + dn * dn + dk * dk;
+    double sq = dm * dm + dn * dn + dk * dk + db * db;
     if (sq > reject_sq)
       continue;
-    keep_nearest(best, &n_best, sqrt(sq), 2.0 * (double)p->m * (double)p->n * (double)p->k / p->ns);
+    keep_nearest(best, &n_best, sqrt(sq), 2.0 * (double)pb * (double)p->m * (double)p->n * (double)p->k / p->ns);
     if (n_best == PN_COST_NEIGHBOURS) {
       double far = best[n_best - 1].dist;
       reject_sq  = far * far * (1.0 + 1e-9);
@@ -133,7 +140,7 @@ double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, P
   double flops             = 2.0 * (double)m * (double)n * (double)k;
   const PnGemmTable *table = dt == PN_DT_FP8 ? &hw->gemm_fp8 : &hw->gemm_bf16;
   bool exact               = false;
-  double rate              = table->n > 0 ? gemm_table_rate(table, m, n, k, &exact) : 0.0;
+  double rate              = table->n > 0 ? gemm_table_rate(table, 1, m, n, k, &exact) : 0.0;
   if (rate > 0.0) {
     if (src)
       *src = exact ? PN_COST_TABLE : PN_COST_INTERPOLATED;
@@ -157,12 +164,25 @@ double pn_cost_gemm_accum_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_
 {
   const PnGemmTable *table = &hw->gemm_accum[dt == PN_DT_FP8][into == PN_DT_FP32];
   bool exact               = false;
-  double rate              = table->n > 0 ? gemm_table_rate(table, m, n, k, &exact) : 0.0;
+  double rate              = table->n > 0 ? gemm_table_rate(table, 1, m, n, k, &exact) : 0.0;
   if (rate <= 0.0)
     return pn_cost_gemm_ns(hw, m, n, k, dt, src);
   if (src)
     *src = exact ? PN_COST_TABLE : PN_COST_INTERPOLATED;
   return 2.0 * (double)m * (double)n * (double)k / rate;
+}
+
+double pn_cost_bmm_ns(const PnHwProfile *hw, int64_t batch, int64_t m, int64_t n, int64_t k, PnCostSource *src)
+{
+  int64_t b            = batch > 1 ? batch : 1;
+  const PnGemmTable *t = &hw->bmm_bf16;
+  bool exact           = false;
+  double rate          = t->n > 0 ? gemm_table_rate(t, b, m, n, k, &exact) : 0.0;
+  if (rate <= 0.0) /* the matrices side by side: one GEMM's tiles over (b m) rows */
+    return pn_cost_gemm_ns(hw, b * m, n, k, PN_DT_BF16, src);
+  if (src)
+    *src = exact ? PN_COST_TABLE : PN_COST_INTERPOLATED;
+  return 2.0 * (double)b * (double)m * (double)n * (double)k / rate;
 }
 
 static double attention_flops(int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads, int64_t head_dim,
@@ -220,4 +240,13 @@ double pn_cost_memory_class_ns(const PnHwProfile *hw, double bytes, PnMemClass c
   if (!c || c->n == 0)
     return pn_cost_memory_ns(hw, bytes);
   return bytes / pn_curve_eval(c, bytes, hw->hbm_bytes_per_ns);
+}
+
+double pn_cost_torch_kernel_ns(const PnHwProfile *hw, double bytes, PnTorchKernel kernel, int64_t seq)
+{
+  g_assert((unsigned)kernel < PN_TK_N);
+  /* the ratio was measured against a copy of the same bytes, timed alternately: it carries no
+   * clock drift, and the copy class's curve supplies the bandwidth at this size */
+  double vs_copy = pn_curve_eval(&hw->torch_kernel_vs_copy[kernel], (double)seq, 1.0);
+  return pn_cost_memory_class_ns(hw, bytes, PN_MEM_COPY) / vs_copy;
 }

@@ -23,6 +23,10 @@ double pn_cost_gemm_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, P
  * profile's gemm_accum table of (dt, into) when it has one, else as pn_cost_gemm_ns. */
 double pn_cost_gemm_accum_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_t k, PnDtype dt, PnDtype into,
                              PnCostSource *src);
+/* A strided-batched bf16 GEMM of `batch` matrices C[m,n] = A[m,k] B[k,n] (torch.bmm / baddbmm):
+ * from the profile's bmm_bf16 table (nearest points in log(batch, m, n, k)), else as one GEMM of
+ * (batch*m, n, k). */
+double pn_cost_bmm_ns(const PnHwProfile *hw, int64_t batch, int64_t m, int64_t n, int64_t k, PnCostSource *src);
 /* Causal flash attention, per GPU: batch, sequence (q = kv), heads and query groups on this GPU. */
 double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
                             int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src);
@@ -38,6 +42,9 @@ double pn_cost_memory_ns(const PnHwProfile *hw, double bytes);
  * the bandwidth of that size is used: small kernels' measured times are dominated by the
  * launch and timing overhead, which kernel_launch_ns already stands for. */
 double pn_cost_memory_class_ns(const PnHwProfile *hw, double bytes, PnMemClass cls);
+/* One of the unfused paths' PyTorch kernels (PnTorchKernel) moving `bytes` at sequence length
+ * `seq`: the copy class's time for those bytes over the kernel's measured ratio to a copy. */
+double pn_cost_torch_kernel_ns(const PnHwProfile *hw, double bytes, PnTorchKernel kernel, int64_t seq);
 double pn_dtype_bytes(PnDtype dt);
 
 #endif

@@ -14,6 +14,7 @@
   X((p)->gemm_accum[1][0].pts, (p)->gemm_accum[1][0].n)                                                                \
   X((p)->gemm_accum[1][1].pts, (p)->gemm_accum[1][1].n)                                                                \
   X((p)->attn_bf16.pts, (p)->attn_bf16.n)                                                                              \
+  X((p)->bmm_bf16.pts, (p)->bmm_bf16.n)                                                                                \
   X((p)->nccl_table.pts, (p)->nccl_table.n)                                                                            \
   X((p)->contention_points, (p)->n_contention_points)                                                                  \
   X((p)->shape_contention, (p)->n_shape_contention)
@@ -27,6 +28,8 @@ static void for_each_curve(PnHwProfile *p, void (*fn)(PnCurve *c))
                        &p->mem_bandwidth[3],      &p->mem_bandwidth[4]};
   for (size_t i = 0; i < G_N_ELEMENTS(curves); i++)
     fn(curves[i]);
+  for (int k = 0; k < PN_TK_N; k++)
+    fn(&p->torch_kernel_vs_copy[k]);
   for (int i = 0; i < p->n_shape_contention; i++)
     for (int v = 0; v < 2; v++)
       fn(&p->shape_contention[i].curve[v]);

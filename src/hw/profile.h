@@ -32,6 +32,7 @@ typedef struct {
 typedef struct {
   int64_t m, n, k; /* C[m,n] = A[m,k] B[k,n] */
   double ns;       /* median measured duration with all SMs */
+  int64_t batch;   /* matrices of a strided-batched GEMM (bmm_bf16); 0 or 1 for one GEMM */
 } PnGemmPoint;
 
 typedef struct {
@@ -80,6 +81,28 @@ typedef struct {
   bool fp8;
   PnCurve curve[2];
 } PnShapeContention;
+
+/* The PyTorch kernels of Megatron-Core's unfused paths (DotProductAttention, the rotary embedding
+ * without fusion), each priced at the copy class's bandwidth times its measured ratio to a copy
+ * (microbench/mb_unfused_attn.py): masked_fill_ of the causal mask and the out-of-place
+ * masked_fill of a gradient (autograd runs the in-place kernel in this attention's backward, so the
+ * op model prices both with PN_TK_MASKED_FILL), softmax and
+ * its backward, dropout of the probabilities and its backward (the [B, s, s] scores), the GQA
+ * repeat_interleave of k and v, the context's permute().contiguous(), the unfused RoPE forward and
+ * backward (five kernels each). */
+typedef enum {
+  PN_TK_MASKED_FILL,
+  PN_TK_MASKED_FILL_BWD,
+  PN_TK_SOFTMAX_FWD,
+  PN_TK_SOFTMAX_BWD,
+  PN_TK_DROPOUT_FWD,
+  PN_TK_DROPOUT_BWD,
+  PN_TK_REPEAT_INTERLEAVE,
+  PN_TK_CONTEXT_COPY,
+  PN_TK_ROPE_FWD,
+  PN_TK_ROPE_BWD,
+  PN_TK_N
+} PnTorchKernel;
 
 /* Kernel classes with a measured floor (PnHwProfile.kernel_floor_ns). */
 typedef enum { PN_FLOOR_GEMM, PN_FLOOR_ATTN, PN_FLOOR_MEM, PN_FLOOR_N } PnFloorClass;
@@ -168,6 +191,13 @@ typedef struct PnHwProfile {
    * accumulation is priced as the plain GEMM. */
   PnGemmTable gemm_accum[2][2];
   PnAttnTable attn_bf16;
+  /* strided-batched bf16 GEMMs as torch.bmm / torch.baddbmm run them (the unfused attention's
+   * QK^T, PV and their gradients), points with `batch`; empty: priced as one GEMM of
+   * (batch x m, n, k) from gemm_bf16 */
+  PnGemmTable bmm_bf16;
+  /* per PnTorchKernel: x = sequence length, y = the kernel's bandwidth relative to the copy class
+   * (the copy class's time for the bytes it moved over its measured time); empty: 1 */
+  PnCurve torch_kernel_vs_copy[PN_TK_N];
 } PnHwProfile;
 
 void pn_hw_profile_free(PnHwProfile *p); /* frees the tables and p; NULL is a no-op */

@@ -104,7 +104,8 @@ static gboolean read_gemm_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnC
   INT("n", n, 1);
   INT("k", kk, 1);
   DUR("median_ns", ns);
-  PnCalGemm g = {(int64_t)m, (int64_t)n, (int64_t)kk, strcmp(row_str(row, "dtype"), "fp8") == 0, ns};
+  PnCalGemm g = {
+      .m = (int64_t)m, .n = (int64_t)n, .k = (int64_t)kk, .fp8 = strcmp(row_str(row, "dtype"), "fp8") == 0, .ns = ns};
   if (ns > 0)
     g_array_append_val(d->gemm, g);
   return TRUE;
@@ -197,6 +198,46 @@ static gboolean read_torch_mem_row(const PnIoCtx *ctx, const cJSON *row, gsize i
   PnCalBytes b = {bytes, ns, PN_MEM_DROPOUT};
   if (ns > 0 && bytes >= 512.0 * 1024 * 1024)
     g_array_append_val(d->memory, b);
+  return TRUE;
+}
+
+/* The PnTorchKernel an mb_unfused_attn.py "mem" row's op names, or -1 for one the fits do not
+ * know. */
+static int torch_kernel_of(const char *op)
+{
+  for (int k = 0; k < PN_TK_N; k++)
+    if (strcmp(op, pn__io_torch_kernel_names[k]) == 0)
+      return k;
+  return -1;
+}
+
+/* mb_unfused_attn.py: its "bmm" rows (the batched GEMMs) and "mem" rows (the PyTorch kernels,
+ * each with its bandwidth over a copy's); the "layer" rows time the whole module, a check of the
+ * sum of the pieces, not fitted. A kernel of an op the fits do not know is checked and left out. */
+static gboolean read_unfused_attn_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  const char *kind = row_str(row, "kind");
+  if (strcmp(kind, "bmm") == 0) {
+    double b, m, n, kk, ns;
+    INT("batch", b, 1);
+    INT("m", m, 1);
+    INT("n", n, 1);
+    INT("k", kk, 1);
+    DUR("median_ns", ns);
+    PnCalGemm g = {.m = (int64_t)m, .n = (int64_t)n, .k = (int64_t)kk, .ns = ns, .batch = (int64_t)b};
+    if (ns > 0)
+      g_array_append_val(d->bmm, g);
+  } else if (strcmp(kind, "mem") == 0) {
+    double seq, bytes, ns, ratio;
+    INT("seq", seq, 1);
+    NUM("moved_bytes", bytes);
+    DUR("median_ns", ns);
+    NUM("vs_copy", ratio);
+    int k              = torch_kernel_of(row_str(row, "op"));
+    PnCalTorchKernel t = {(PnTorchKernel)k, (int64_t)seq, bytes, ns, ratio};
+    if (k >= 0 && ns > 0 && ratio > 0)
+      g_array_append_val(d->torch_kernels, t);
+  }
   return TRUE;
 }
 
@@ -406,7 +447,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,         read_contention_row, read_attention_row,
                                                   read_memory_row,       read_collective_row, read_copy_engine_row,
                                                   read_nccl_overlap_row, read_launch_row,     read_host_torch_row,
-                                                  read_gemm_accum_row,   read_torch_mem_row};
+                                                  read_gemm_accum_row,   read_torch_mem_row,  read_unfused_attn_row};
   const char *k                                = kind->valuestring;
   int kind_id                                  = kind_of(k);
   RowReader read                               = kind_id >= 0 ? readers[kind_id] : NULL;
@@ -425,7 +466,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   /* the launch and host_torch figures each name their own file (PnCalHostFitted's origins): the
    * provenance of the tables and scalars the other kinds fit leaves them out */
   bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH ||
-                    kind_id == PN_CAL_KIND_GEMM_ACCUM || kind_id == PN_CAL_KIND_TORCH_MEM;
+                    kind_id == PN_CAL_KIND_GEMM_ACCUM || kind_id == PN_CAL_KIND_TORCH_MEM ||
+                    kind_id == PN_CAL_KIND_UNFUSED_ATTN;
   if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
@@ -508,6 +550,70 @@ static cJSON *attn_table_json(const PnAttnTable *t, const char *source)
     memcpy(v + (gsize)i * 7, row, sizeof row);
   }
   return table_json(cols, 7, v, t->n, source);
+}
+
+static cJSON *bmm_table_json(const PnGemmTable *t, const char *source)
+{
+  static const char *const cols[] = {"batch", "m", "n", "k", "ns"};
+  g_autofree double *v            = g_new(double, (gsize)t->n * 5 + 1);
+  for (int i = 0; i < t->n; i++) {
+    const PnGemmPoint *g = &t->pts[i];
+    double row[]         = {(double)g->batch, (double)g->m, (double)g->n, (double)g->k, round(g->ns)};
+    memcpy(v + (gsize)i * 5, row, sizeof row);
+  }
+  return table_json(cols, 5, v, t->n, source);
+}
+
+/* The unfused attention's entries of a fit that measured them: bmm_bf16, and the curves of
+ * torch_kernel_vs_copy fitted, beside the base's curves of the kernels this fit did not measure
+ * (`old`: the base's calibration, may be NULL). */
+static void add_unfused_entries(cJSON *cal, const PnHwProfile *p, const PnCalFitted *f, const cJSON *old)
+{
+  static const char *const what[PN_TK_N] = {
+      [PN_TK_MASKED_FILL]       = "the causal mask's masked_fill_ in place on the [B, s, s] scores",
+      [PN_TK_MASKED_FILL_BWD]   = "masked_fill's backward (a new tensor)",
+      [PN_TK_SOFTMAX_FWD]       = "softmax over the scores' last dim, bf16 in and out",
+      [PN_TK_SOFTMAX_BWD]       = "softmax's backward",
+      [PN_TK_DROPOUT_FWD]       = "dropout of the probabilities (native_dropout, a 1-byte mask)",
+      [PN_TK_DROPOUT_BWD]       = "dropout's backward",
+      [PN_TK_REPEAT_INTERLEAVE] = "the GQA repeat_interleave of k or v over the query groups",
+      [PN_TK_CONTEXT_COPY]      = "the context's permute().contiguous()",
+      [PN_TK_ROPE_FWD]          = "the unfused rotary embedding (_apply_rotary_pos_emb_bshd, 5 kernels) forward",
+      [PN_TK_ROPE_BWD]          = "the unfused rotary embedding's backward (5 kernels)",
+  };
+  const PnCalOrigin *o = &f->unfused_from;
+  if (f->bmm_points > 0) {
+    g_autofree char *s = g_strdup_printf(
+        "strided-batched BF16 GEMMs as torch.bmm / torch.baddbmm run them in Megatron-Core's unfused attention "
+        "(QK^T, PV and the gradients dP, dV, dQ, dK; operands laid out as the module's [s, B, d] tensors; batch = "
+        "micro-batch x heads): per (batch, m, n, k) the median over the ops and repeats of that shape (microbench "
+        "mb_unfused_attn.py bmm rows); %s (%s, %s)",
+        o->files, o->gpu, o->date);
+    cJSON_AddItemToObject(cal, "bmm_bf16", bmm_table_json(&p->bmm_bf16, s));
+  }
+  bool any = false;
+  for (int k = 0; k < PN_TK_N; k++)
+    any = any || f->torch_kernel_points[k] > 0;
+  if (!any)
+    return; /* the base's entry, if any, is kept whole */
+  const cJSON *was = cJSON_GetObjectItemCaseSensitive(old, "torch_kernel_vs_copy");
+  cJSON *obj       = cJSON_AddObjectToObject(cal, "torch_kernel_vs_copy");
+  for (int k = 0; k < PN_TK_N; k++) {
+    const char *key = pn__io_torch_kernel_names[k];
+    if (f->torch_kernel_points[k] == 0) {
+      const cJSON *c = cJSON_GetObjectItemCaseSensitive(was, key);
+      if (c != NULL)
+        cJSON_AddItemToObject(obj, key, cJSON_Duplicate(c, 1));
+      continue;
+    }
+    g_autofree char *s = g_strdup_printf(
+        "%s, as PyTorch runs it in Megatron-Core's unfused attention: x = sequence length, y = the median over the "
+        "shapes measured at that length of its bandwidth (bytes as the op model counts them) over the copy class's "
+        "for the same bytes (microbench mb_unfused_attn.py mem rows: the copy class's time over the measured "
+        "time); %s (%s, %s)",
+        what[k], o->files, o->gpu, o->date);
+    cJSON_AddItemToObject(obj, key, curve_json(&p->torch_kernel_vs_copy[k], s));
+  }
 }
 
 /* The scalars of compute / network / nccl that the fit replaced, each with its new source. */
@@ -671,6 +777,7 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
                                          src);
     cJSON_AddItemToObject(cal, "attn_bf16", attn_table_json(&p->attn_bf16, s));
   }
+  add_unfused_entries(cal, p, f, old);
   /* keep a previous calibration's entries this fit did not replace */
   if (cJSON_IsObject(old)) {
     cJSON *e;

@@ -3,8 +3,10 @@
  * Result files are the JSON that microbench/ writes (microbench/README.md): {schema_version 1,
  * kind, env, results[]}, kind one of gemm, gemm_contention, attention, memory, collective,
  * copy_engine, gemm_nccl_overlap (the last is read for the check, not fitted), launch (its
- * gpu_floor rows: microbench/mb_launch.cu) and host_torch (microbench/mb_host.py). Rows
- * whose "status" is present and not "ok" are skipped. Errors name the file and the JSON path.
+ * gpu_floor rows: microbench/mb_launch.cu), host_torch (microbench/mb_host.py), gemm_accum,
+ * torch_mem (its dropout rows) and unfused_attn (microbench/mb_unfused_attn.py: its "bmm" and
+ * "mem" rows; its "layer" rows are not read). Rows whose "status" is present and not "ok" are
+ * skipped. Errors name the file and the JSON path.
  *
  * Writing: the base profile's JSON is kept as it is (every number with its source); the
  * figures a fit replaced get their new value and a source naming the result file, the GPU and
@@ -24,8 +26,8 @@
 #include "calib/calib.h"
 
 /* Appends the rows of one result file to `d`; `provenance` (may be NULL) gets one line naming
- * the file, its kind, GPU and date (none for launch and host_torch files, whose figures name
- * their file in their own sources). */
+ * the file, its kind, GPU and date (none for launch, host_torch, gemm_accum, torch_mem and
+ * unfused_attn files, whose figures name their file in their own sources). */
 gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenance, GError **error);
 
 /* Writes `fitted` profile `p` to `out_path`, starting from the JSON of `base_path`. */

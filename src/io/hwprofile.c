@@ -163,6 +163,8 @@ static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("gemm_fp8_accum_bf16"),
                                            KEY("gemm_fp8_accum_fp32"),
                                            KEY("attn_bf16"),
+                                           KEY("bmm_bf16"),
+                                           KEY("torch_kernel_vs_copy"),
                                            {.key = NULL}};
 
 static const char *const gemm_columns[]       = {"m", "n", "k", "ns"};
@@ -170,6 +172,20 @@ static const char *const coll_columns[]       = {"collective", "ranks", "ctas", 
 static const char *const pair_columns[]       = {"collective", "ctas", "bytes", "ns"}; /* nccl_pair_table: ranks 2 */
 static const char *const contention_columns[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
 static const char *const attn_columns[]       = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
+static const char *const bmm_columns[]        = {"batch", "m", "n", "k", "ns"};
+
+const char *const pn__io_torch_kernel_names[PN_TK_N] = {
+    [PN_TK_MASKED_FILL]       = "masked_fill",
+    [PN_TK_MASKED_FILL_BWD]   = "masked_fill_bwd",
+    [PN_TK_SOFTMAX_FWD]       = "softmax_fwd",
+    [PN_TK_SOFTMAX_BWD]       = "softmax_bwd",
+    [PN_TK_DROPOUT_FWD]       = "dropout_fwd",
+    [PN_TK_DROPOUT_BWD]       = "dropout_bwd",
+    [PN_TK_REPEAT_INTERLEAVE] = "repeat_interleave",
+    [PN_TK_CONTEXT_COPY]      = "context_copy",
+    [PN_TK_ROPE_FWD]          = "rope_unfused_fwd",
+    [PN_TK_ROPE_BWD]          = "rope_unfused_bwd",
+};
 
 static char *join(const char *const *names, int n)
 {
@@ -661,6 +677,44 @@ static gboolean read_attn_table(const PnIoCtx *ctx, const cJSON *t, PnHwProfile 
   return TRUE;
 }
 
+static gboolean read_bmm_table(const PnIoCtx *ctx, const cJSON *t, PnHwProfile *p, GError **error)
+{
+  g_autofree double *vals = NULL;
+  int n                   = 0;
+  if (!read_table(ctx, t, "/calibration/bmm_bf16", bmm_columns, 5, 4, &vals, &n, error))
+    return FALSE;
+  p->bmm_bf16.pts = n > 0 ? g_new0(PnGemmPoint, n) : NULL;
+  p->bmm_bf16.n   = n;
+  for (int r = 0; r < n; r++) {
+    const double *v = vals + (gsize)r * 5;
+    p->bmm_bf16.pts[r] =
+        (PnGemmPoint){.batch = (int64_t)v[0], .m = (int64_t)v[1], .n = (int64_t)v[2], .k = (int64_t)v[3], .ns = v[4]};
+  }
+  return TRUE;
+}
+
+/* calibration.torch_kernel_vs_copy: {"<op>": curve, ...}, each op optional, x = sequence length
+ * (log_x by default). */
+static gboolean read_torch_kernels(const PnIoCtx *ctx, const cJSON *obj, PnHwProfile *p, GError **error)
+{
+  const char *ptr = "/calibration/torch_kernel_vs_copy";
+  PnField keys[PN_TK_N + 1];
+  for (int k = 0; k < PN_TK_N; k++)
+    keys[k] = (PnField){.key = pn__io_torch_kernel_names[k], .kind = PN_FIELD_CUSTOM};
+  keys[PN_TK_N] = (PnField){.key = NULL};
+  if (!pn__io_check_keys(ctx, obj, ptr, keys, error))
+    return FALSE;
+  for (int k = 0; k < PN_TK_N; k++) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, pn__io_torch_kernel_names[k]);
+    if (c == NULL)
+      continue;
+    g_autofree char *cptr = pn__io_ptr_child(ptr, pn__io_torch_kernel_names[k]);
+    if (!read_curve(ctx, c, cptr, true, &p->torch_kernel_vs_copy[k], error))
+      return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfile *p, GError **error)
 {
   const char *ptr = "/calibration";
@@ -684,7 +738,13 @@ static gboolean read_calibration(const PnIoCtx *ctx, const cJSON *cal, PnHwProfi
   if (!read_coll_table(ctx, cal, p, error))
     return FALSE;
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(cal, "attn_bf16");
-  return t == NULL || read_attn_table(ctx, t, p, error);
+  if (t != NULL && !read_attn_table(ctx, t, p, error))
+    return FALSE;
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(cal, "bmm_bf16");
+  if (b != NULL && !read_bmm_table(ctx, b, p, error))
+    return FALSE;
+  const cJSON *tk = cJSON_GetObjectItemCaseSensitive(cal, "torch_kernel_vs_copy");
+  return tk == NULL || read_torch_kernels(ctx, tk, p, error);
 }
 
 static gboolean read_name(const PnIoCtx *ctx, const cJSON *root, const char *key, char *dst, gsize size, GError **error)

@@ -27,7 +27,12 @@
  *   tables gemm_bf16, gemm_fp8 (columns m, n, k, ns) and attn_bf16 (columns batch, seq, heads,
  *     kv_heads, head_dim, fwd_ns, bwd_ns): {"columns": [...], "rows": [[...], ...], "source": "..."}
  *     — columns in any order but exactly those names; every row has one value per column, sizes
- *     positive integers, durations positive and finite.
+ *     positive integers, durations positive and finite; bmm_bf16 (columns batch, m, n, k, ns:
+ *     strided-batched GEMMs) the same;
+ *   torch_kernel_vs_copy: {"<op>": curve, ...}, op one of masked_fill, masked_fill_bwd,
+ *     softmax_fwd, softmax_bwd, dropout_fwd, dropout_bwd, repeat_interleave, context_copy,
+ *     rope_unfused_fwd, rope_unfused_bwd (profile.h, PnTorchKernel), each optional, a curve as
+ *     above over the sequence length (log_x by default).
  * Empty curves and tables are allowed and mean "not calibrated" (n == 0).
  */
 #ifndef PN_IO_HWPROFILE_H

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hw/profile.h"
 #include "io/file.h"
 #include "workload/config.h"
 
@@ -117,6 +118,10 @@ typedef struct {
  * a report names a value as the scenario writes it. */
 extern const PnEnumName pn__io_precision_names[];
 extern const PnEnumName pn__io_cp_comm_names[];
+
+/* The names of PnTorchKernel, by value (hwprofile.c): the ops of microbench/mb_unfused_attn.py's
+ * "mem" rows, and the keys of a profile's calibration.torch_kernel_vs_copy. */
+extern const char *const pn__io_torch_kernel_names[PN_TK_N];
 
 /* The name of value v in table t (terminated by {NULL, 0}); "?" when t has none. */
 const char *pn__io_enum_name(const PnEnumName *t, int v);

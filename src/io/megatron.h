@@ -105,9 +105,11 @@ typedef struct {
 } PnMegatronLogMemory;
 
 typedef struct {
-  GArray *iterations; /* PnMegatronLogIteration, in the log's order */
-  GArray *memory;     /* PnMegatronLogMemory, in the log's order */
-  GPtrArray *dump;    /* the first argument dump: name, value, name, value, ... (char*, as printed) */
+  GArray *iterations;   /* PnMegatronLogIteration, in the log's order */
+  GArray *memory;       /* PnMegatronLogMemory, in the log's order */
+  GPtrArray *dump;      /* the first argument dump: name, value, name, value, ... (char*, as printed) */
+  bool without_te_apex; /* Megatron-LM warned that neither Transformer Engine nor Apex is installed (it then
+                           runs torch.optim.AdamW) */
 } PnMegatronLog;
 
 /* Reads the log at `path` (any size; other lines are skipped). NULL with a PN_IO_ERROR_FILE

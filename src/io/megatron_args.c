@@ -366,6 +366,13 @@ static gboolean map_precision(PnLaunch *l, cJSON *root, GError **error)
   if (fp8 == NULL && fp16)
     note(l->warnings, "--fp16: simulated as bf16 (the same tensor-core rate; the loss scaling is not priced)");
   put(root, "training.precision", cJSON_CreateString(fp8 != NULL ? "fp8" : "bf16"));
+  /* arguments.py: with --bf16, gradients accumulate and reduce in fp32 unless --grad-reduce-in-bf16
+   * (or --main-grads-dtype bf16) says otherwise */
+  bool acc_fp32          = arg_present(l, "--accumulate-allreduce-grads-in-fp32"),
+       in_bf16           = arg_present(l, "--grad-reduce-in-bf16");
+  const char *main_grads = arg_value(l, "--main-grads-dtype");
+  bool fp32_main         = main_grads == NULL || strcmp(main_grads, "fp32") == 0;
+  put(root, "ddp.grad_reduce_in_fp32", cJSON_CreateBool(!in_bf16 && (acc_fp32 || (bf16 && fp32_main))));
   return TRUE;
 }
 
@@ -436,12 +443,6 @@ static gboolean map_cuda_graphs(PnLaunch *l, cJSON *root, GError **error)
 /* What penumbra reads but does not simulate as Megatron-LM would run it: said, and recorded. */
 static void map_implementation(PnLaunch *l, GString *description)
 {
-  const char *impl = arg_value(l, "--transformer-impl");
-  if (impl != NULL && strcmp(impl, "transformer_engine") != 0)
-    note(l->warnings, "--transformer-impl %s: not modelled in this version; simulated as transformer_engine", impl);
-  const char *backend = arg_value(l, "--attention-backend");
-  if (backend != NULL && strcmp(backend, "auto") != 0 && strcmp(backend, "flash") != 0 && strcmp(backend, "fused") != 0)
-    note(l->warnings, "--attention-backend %s: not modelled in this version; simulated as fused attention", backend);
   const char *opt = arg_value(l, "--optimizer");
   if (opt != NULL && strcmp(opt, "adam") != 0)
     note(l->warnings, "--optimizer %s: simulated as Adam (the optimizer step penumbra prices)", opt);
@@ -660,7 +661,8 @@ static void key_value(const PnScenario *sc, const PnPlan *plan, const char *key,
 
 /* Keys that do not act in `sc` and that import gives back when left out: the expert layout of a
  * dense model, the CP ring type without CP, the full-recompute method without full recompute, the
- * LayerNorm SM margins and NCCL CTA bounds at their defaults, CUDA graphs off. */
+ * LayerNorm SM margins and NCCL CTA bounds at their defaults, CUDA graphs off, Megatron-LM's default
+ * layers and attention backend. */
 static bool inert(const PnScenario *sc, const char *key, const char *text)
 {
   bool dense = sc->model.num_moe_experts == 0;
@@ -674,6 +676,9 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
       (strcmp(key, "recompute.recompute_method") == 0 || strcmp(key, "recompute.recompute_num_layers") == 0))
     return true;
   if (strcmp(key, "training.cuda_graph_impl") == 0 && strcmp(text, "\"none\"") == 0)
+    return true;
+  if ((strcmp(key, "training.transformer_impl") == 0 && strcmp(text, "\"transformer_engine\"") == 0) ||
+      (strcmp(key, "training.attention_backend") == 0 && strcmp(text, "\"auto\"") == 0))
     return true;
   return (g_str_has_prefix(key, "env.NVTE_") && strcmp(text, "0") == 0) ||
          (g_str_has_prefix(key, "env.NCCL_M") && strcmp(text, "null") == 0);
@@ -690,6 +695,8 @@ static void append_custom(GString *out, const PnScenario *sc)
   else if (m->activation == PN_ACT_SQUARED_RELU)
     g_string_append(out, " --squared-relu");
   g_string_append(out, " --bf16");
+  if (!sc->ddp.grad_reduce_in_fp32)
+    g_string_append(out, " --grad-reduce-in-bf16");
   if (sc->training.precision == PN_PREC_FP8)
     g_string_append(out, " --fp8-format hybrid");
   if (!sc->training.bias_activation_fusion)

@@ -124,6 +124,9 @@ PnMegatronLog *pn_megatron_log_read(const char *path, GError **error)
     } else {
       read_iteration(line, log);
       read_memory(line, log);
+      /* megatron/core/optimizer/__init__.py, when neither TE's nor Apex's FusedAdam imports */
+      if (strstr(line, "Transformer Engine and Apex are not installed. Falling back to Torch optimizers") != NULL)
+        log->without_te_apex = true;
     }
   }
   bool failed = ferror(f) != 0;
@@ -222,6 +225,12 @@ char **pn_megatron_log_args(const PnMegatronLog *log)
     if (f->arity >= PN_MEGATRON_ONE_VALUE)
       push_value(args, value);
   }
+  /* the dump holds the value after validate_args: bf16 gradients reduced in bf16 are what
+   * --grad-reduce-in-bf16 asks for (without it, --bf16 turns fp32 accumulation on) */
+  if (strcmp(dumped(log, "bf16"), "True") == 0 &&
+      strcmp(dumped(log, "accumulate_allreduce_grads_in_fp32"), "False") == 0 &&
+      strcmp(dumped(log, "grad_reduce_in_bf16"), "True") != 0)
+    g_ptr_array_add(args, g_strdup("--grad-reduce-in-bf16"));
   if (!vocab && padded_vocab != NULL) { /* a tokenizer's vocabulary: the dump has its padded size */
     g_ptr_array_add(args, g_strdup("--vocab-size"));
     g_ptr_array_add(args, g_strdup(padded_vocab));

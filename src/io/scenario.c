@@ -6,6 +6,7 @@
 #include "io/hwprofile.h"
 #include "io/io-private.h"
 #include "io/scenario.h"
+#include "workload/ops.h"
 #include "workload/rules.h"
 
 #define SCENARIO_SCHEMA_VERSION 1
@@ -48,15 +49,20 @@ G_STATIC_ASSERT(sizeof(PnPrecision) == sizeof(int) && sizeof(PnCpCommType) == si
                 sizeof(PnCeFusionImpl) == sizeof(int));
 G_STATIC_ASSERT(sizeof(PnCudaGraphImpl) == sizeof(int));
 
-const PnEnumName pn__io_precision_names[]  = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
-static const PnEnumName fp8_recipe_names[] = {{"delayed", PN_FP8_DELAYED},
-                                              {"tensorwise", PN_FP8_TENSORWISE},
-                                              {"blockwise", PN_FP8_BLOCKWISE},
-                                              {"mxfp8", PN_FP8_MXFP8},
-                                              {NULL, 0}};
-static const PnEnumName ce_fusion_names[]  = {{"native", PN_CE_FUSION_NATIVE}, {"te", PN_CE_FUSION_TE}, {NULL, 0}};
-const PnEnumName pn__io_cp_comm_names[]    = {
-       {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
+const PnEnumName pn__io_precision_names[]        = {{"bf16", PN_PREC_BF16}, {"fp8", PN_PREC_FP8}, {NULL, 0}};
+static const PnEnumName fp8_recipe_names[]       = {{"delayed", PN_FP8_DELAYED},
+                                                    {"tensorwise", PN_FP8_TENSORWISE},
+                                                    {"blockwise", PN_FP8_BLOCKWISE},
+                                                    {"mxfp8", PN_FP8_MXFP8},
+                                                    {NULL, 0}};
+static const PnEnumName transformer_impl_names[] = {
+    {"transformer_engine", PN_TRANSFORMER_IMPL_TE}, {"local", PN_TRANSFORMER_IMPL_LOCAL}, {NULL, 0}};
+static const PnEnumName attention_backend_names[] = {
+    {"auto", PN_ATTN_BACKEND_AUTO},       {"flash", PN_ATTN_BACKEND_FLASH}, {"fused", PN_ATTN_BACKEND_FUSED},
+    {"unfused", PN_ATTN_BACKEND_UNFUSED}, {"local", PN_ATTN_BACKEND_LOCAL}, {NULL, 0}};
+static const PnEnumName ce_fusion_names[] = {{"native", PN_CE_FUSION_NATIVE}, {"te", PN_CE_FUSION_TE}, {NULL, 0}};
+const PnEnumName pn__io_cp_comm_names[]   = {
+      {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
 static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
 static const PnEnumName method_names[] = {
@@ -111,6 +117,8 @@ static const PnField training_fields[] = {
     F_ENUM(PnTrainingConfig, "cross_entropy_fusion_impl", PN_FIELD_ENUM, cross_entropy_fusion_impl, ce_fusion_names, 0),
     F_KIND(PnTrainingConfig, "persist_layer_norm", PN_FIELD_BOOL, persist_layer_norm),
     F_KIND(PnTrainingConfig, "fused_adam", PN_FIELD_BOOL, fused_adam),
+    F_ENUM(PnTrainingConfig, "transformer_impl", PN_FIELD_ENUM, transformer_impl, transformer_impl_names, 0),
+    F_ENUM(PnTrainingConfig, "attention_backend", PN_FIELD_ENUM, attention_backend, attention_backend_names, 0),
     {.key = NULL},
 };
 
@@ -596,11 +604,11 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
 
 /* A fusion switched off runs more, unfused kernels than the op model prices (its memory-bound
  * classes are measured on the fused kernels): said, never silently simulated as fused. The dense
- * MLP's unfused bias and activation are priced (workload/ops.c, act_unfused_bytes), and so is
- * gradient_accumulation_fusion off (the main_grad add after each wgrad, workload/ops.c push_wgrad).
- * masked_softmax_fusion and persist_layer_norm are not among them: they choose kernels of
- * Megatron's own attention softmax and Apex's LayerNorm, which the simulated Transformer Engine
- * layers (fused attention, TE norms) do not run. */
+ * MLP's unfused bias and activation are priced (workload/ops.c, act_unfused_bytes), and so are
+ * gradient_accumulation_fusion off (the main_grad add after each wgrad, workload/ops.c push_wgrad),
+ * the unfused rotary embedding and masked_softmax_fusion off (the unfused attention's torch
+ * softmax; ops.c push_rope, push_attn_unfused_fwd). persist_layer_norm chooses among Apex's
+ * LayerNorm kernels, which the norm class prices either way. */
 static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray *warnings)
 {
   const PnTrainingConfig *tr = &sc->training;
@@ -611,7 +619,6 @@ static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray
       {tr->bias_activation_fusion || sc->model.num_moe_experts == 0, "/training/bias_activation_fusion",
        "the experts' unfused bias and activation kernels (the dense MLP's are priced)"},
       {tr->bias_dropout_fusion, "/training/bias_dropout_fusion", "the unfused bias, dropout and residual-add kernels"},
-      {tr->apply_rope_fusion, "/training/apply_rope_fusion", "the unfused rotary-embedding kernels"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(fusions); i++)
     if (!fusions[i].on)
@@ -648,6 +655,21 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
   if (sc->training.precision == PN_PREC_FP8 && sc->training.fp8_recipe == PN_FP8_BLOCKWISE) {
     pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/fp8_recipe",
                 "\"blockwise\" scaling is not simulated in this version: use \"delayed\" or \"tensorwise\"");
+    return FALSE;
+  }
+  /* Megatron-Core's local layers run torch.matmul in the parameters' dtype: fp8 needs TE's */
+  if (sc->training.precision == PN_PREC_FP8 && sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/transformer_impl",
+                "\"local\" has no fp8 GEMMs (Megatron-Core's ColumnParallelLinear / RowParallelLinear): use "
+                "\"transformer_engine\" or precision \"bf16\"");
+    return FALSE;
+  }
+  /* DotProductAttention asserts context_parallel_size == 1; TE's context parallelism needs its
+   * flash or fused attention */
+  if (sc->parallel.context_parallel_size > 1 && pn_workload_unfused_attention(sc)) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/parallel/context_parallel_size",
+                "context parallelism needs Transformer Engine's flash or fused attention, not the unfused attention "
+                "of /training/transformer_impl \"local\" or /training/attention_backend \"unfused\" / \"local\"");
     return FALSE;
   }
   if (sc->model.mtp_num_layers > 0)

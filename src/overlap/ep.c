@@ -106,6 +106,10 @@ static gboolean check_delay_wgrad(const PnScenario *sc, GError **error)
   const PnTrainingConfig *tr = &sc->training;
   const PnModelConfig *m     = &sc->model;
   bool te                    = sc->comm_overlap.transformer_engine;
+  if (tr->transformer_impl == PN_TRANSFORMER_IMPL_LOCAL)
+    return pn__overlap_fail(error, sc, ptr,
+                            "is only supported with /training/transformer_impl \"transformer_engine\" (Megatron-LM: "
+                            "Delaying wgrad compute is only supported with transformer_engine implementation)");
   if (sc->ddp.overlap_grad_reduce == PN_TRI_TRUE && !te)
     return pn__overlap_fail(error, sc, ptr,
                             "requires Transformer Engine >= 2.7.0 with /ddp/overlap_grad_reduce true, but "

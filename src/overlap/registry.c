@@ -13,9 +13,11 @@ static bool applies_dp(const PnScenario *sc)
   return sc->parallel.data_parallel_size * sc->parallel.context_parallel_size > 1;
 }
 static bool applies_dist_opt(const PnScenario *sc) { return applies_dp(sc) && sc->ddp.use_distributed_optimizer; }
+/* userbuffers are Transformer Engine's: Megatron-Core's local linear layers never use them */
 static bool applies_tp(const PnScenario *sc)
 {
-  return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel;
+  return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel &&
+         sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE;
 }
 static bool applies_vpp(const PnScenario *sc) { return sc->parallel.virtual_pipeline_model_parallel_size > 1; }
 static bool applies_cp(const PnScenario *sc) { return sc->parallel.context_parallel_size > 1; }

@@ -135,6 +135,14 @@ gboolean pn__overlap_gate_tp(const PnScenario *sc, PnPlan *plan, GPtrArray *warn
   } else if (tp_overlap && !co->transformer_engine) {
     pn__overlap_warn(warnings, "Disabling tensor parallel communication overlap due to TE not detected.");
     tp_overlap = false;
+  } else if (tp_overlap && sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL) {
+    /* Megatron-LM initializes TE's userbuffers (initialize.py _initialize_tp_communicators), but
+     * the local ColumnParallelLinear / RowParallelLinear issue plain NCCL collectives */
+    pn__overlap_warn(warnings,
+                     "%s: /comm_overlap/tp_comm_overlap: no effect with /training/transformer_impl "
+                     "\"local\" (userbuffers overlap only Transformer Engine's linear layers): off",
+                     sc->path);
+    tp_overlap = false;
   }
   plan->tp_comm_overlap = tp_overlap;
   if (!tp_overlap)

@@ -180,11 +180,15 @@ static double floored(const PnHwProfile *hw, double work_ns, PnFloorClass cls)
  * code), and a module call's own Python (module_ns) on the op that opens one: a GEMM's fprop or
  * dgrad (a TE linear's forward or backward) and the core attention. Collectives are priced by
  * pn__span_task. */
-static float host_launch_ns(const PnHwProfile *hw, const PnOp *op, int64_t kernels)
+static float host_launch_ns(const PnScenario *sc, const PnOp *op, int64_t kernels)
 {
-  double per = op->phase == PN_PHASE_BWD ? hw->host.kernel_bwd_ns : hw->host.kernel_ns;
+  const PnHwProfile *hw = sc->hw;
+  double per            = op->phase == PN_PHASE_BWD ? hw->host.kernel_bwd_ns : hw->host.kernel_ns;
+  /* module_ns is Transformer Engine's module Python beyond Megatron-Core's own (the published
+   * difference, hw/profile.h): the local layers' Python is in the eager per-kernel figures */
   bool module =
-      op->kind == PN_OP_ATTN || (op->kind == PN_OP_GEMM && (op->role == PN_GEMM_FPROP || op->role == PN_GEMM_DGRAD));
+      sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE &&
+      (op->kind == PN_OP_ATTN || (op->kind == PN_OP_GEMM && (op->role == PN_GEMM_FPROP || op->role == PN_GEMM_DGRAD)));
   return (float)(per * (double)kernels + (module ? hw->host.module_ns : 0.0));
 }
 
@@ -199,11 +203,12 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     /* TE's grouped GEMM runs the local experts' GEMMs one after another (multi-stream cuBLAS on
      * Hopper overlaps only their launch and tail) */
     int64_t groups = MAX(op->groups, 1);
-    double ns      = op->accum_into == PN_DT_NONE
+    double ns      = op->batch > 0 ? pn_cost_bmm_ns(hw, op->batch, op->m, op->n, op->k, &src)
+                     : op->accum_into == PN_DT_NONE
                          ? pn_cost_gemm_ns(hw, op->m, op->n, op->k, op->dtype, &src)
                          : pn_cost_gemm_accum_ns(hw, op->m, op->n, op->k, op->dtype, op->accum_into, &src);
     t->work_ns     = floored(hw, ns, PN_FLOOR_GEMM) * (double)groups;
-    t->host_ns     = host_launch_ns(hw, op, groups);
+    t->host_ns     = host_launch_ns(b->sc, op, groups);
     int shape      = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
     t->sm_shape    = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
@@ -213,11 +218,16 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
                          pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads,
                                               op->head_dim, op->causal, op->backward, &src),
                          PN_FLOOR_ATTN);
-    t->host_ns = host_launch_ns(hw, op, 1);
+    t->host_ns = host_launch_ns(b->sc, op, 1);
     break;
-  case PN_OP_MEM:
-    t->work_ns   = floored(hw, pn_cost_memory_class_ns(hw, op->bytes, mem_class(op)), PN_FLOOR_MEM);
-    t->host_ns   = host_launch_ns(hw, op, 1);
+  case PN_OP_MEM: {
+    /* an op standing for several kernels occupies its stream at least their floors */
+    int kernels  = MAX(op->kernels, 1);
+    double ns    = op->torch_kernel > 0
+                       ? pn_cost_torch_kernel_ns(hw, op->bytes, (PnTorchKernel)(op->torch_kernel - 1), op->seq_q)
+                       : pn_cost_memory_class_ns(hw, op->bytes, mem_class(op));
+    t->work_ns   = fmax(ns, hw->kernel_floor_ns[PN_FLOOR_MEM] * (double)kernels);
+    t->host_ns   = host_launch_ns(b->sc, op, kernels);
     t->host_sync = op->host_reads ? PN_HOST_SYNC_TASK : PN_HOST_SYNC_NONE;
     t->scaling   = PN_SCALE_MEMORY;
     /* TE's persistent norm kernels run on sm_count - margin SMs (NVTE_*_LAYERNORM_SM_MARGIN). */
@@ -227,6 +237,7 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
         t->sms = (int16_t)(hw->sm_count - margin);
     }
     break;
+  }
   case PN_OP_COMM:
     pn__nccl_task(b, op->coll, op->bytes, op->group, t);
     if (op->group == PN_GROUP_EP && op->coll == PN_COLL_ALL_TO_ALL &&

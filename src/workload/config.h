@@ -62,6 +62,23 @@ typedef enum {
   PN_CUDA_GRAPH_MAMBA          = 1u << 5,
 } PnCudaGraphModule;
 
+/* Megatron-LM --transformer-impl: the layer spec of pretrain_gpt.py (gpt_builders.py
+ * _get_transformer_layer_spec): Transformer Engine's modules, or Megatron-Core's own ("local":
+ * tensor_parallel ColumnParallelLinear / RowParallelLinear over torch.matmul, a torch or Apex norm,
+ * DotProductAttention). */
+typedef enum { PN_TRANSFORMER_IMPL_TE, PN_TRANSFORMER_IMPL_LOCAL } PnTransformerImpl;
+/* Megatron-Core AttnBackend (transformer/enums.py; --attention-backend, default auto): with TE
+ * layers, which TE attention runs (flash, fused = cuDNN, unfused = TE's UnfusedDotProductAttention,
+ * auto = TE's choice, a fused one on Hopper); local = Megatron-Core's DotProductAttention. The local
+ * layer spec always runs DotProductAttention. */
+typedef enum {
+  PN_ATTN_BACKEND_AUTO,
+  PN_ATTN_BACKEND_FLASH,
+  PN_ATTN_BACKEND_FUSED,
+  PN_ATTN_BACKEND_UNFUSED,
+  PN_ATTN_BACKEND_LOCAL
+} PnAttnBackend;
+
 /* Megatron-Core cuda_graph_impl (transformer_config.py): none; per-layer graphs recorded by
  * Megatron's CudaGraphManager (local; the deprecated enable_cuda_graph) or made by TE's
  * make_graphed_callables (transformer_engine; the deprecated external_cuda_graph); or the whole
@@ -117,10 +134,11 @@ typedef struct {
   /* Megatron-LM's fusion switches (--no-masked-softmax-fusion, --no-bias-swiglu-fusion /
    * --no-bias-gelu-fusion, --no-bias-dropout-fusion, --no-rope-fusion, --no-persist-layer-norm),
    * all on by default as in Megatron-LM. The op model prices the fused kernels, and the dense
-   * MLP's unfused bias and activation as the extra memory-bound passes they make (ops.c); any
-   * other switch turned off is carried so that the loader can say it is not priced. masked_softmax_fusion and
-   * persist_layer_norm act only on Megatron's own softmax and Apex's LayerNorm, which the simulated
-   * Transformer Engine layers do not use. */
+   * MLP's unfused bias and activation and the unfused rotary embedding as the extra kernels they
+   * run (ops.c); any other switch turned off is carried so that the loader can say it is not
+   * priced. masked_softmax_fusion acts on the softmax of Megatron-Core's DotProductAttention (the
+   * unfused attention, ops.c); persist_layer_norm only on Apex's LayerNorm, whose kernels the norm
+   * class prices either way. */
   bool masked_softmax_fusion;
   bool bias_activation_fusion;
   bool bias_dropout_fusion;
@@ -134,6 +152,8 @@ typedef struct {
    * parallel cross entropy ("te"; Megatron-Bridge's performance recipes) */
   bool cross_entropy_loss_fusion;
   PnCeFusionImpl cross_entropy_fusion_impl;
+  PnTransformerImpl transformer_impl; /* default transformer_engine */
+  PnAttnBackend attention_backend;    /* default auto */
 } PnTrainingConfig;
 
 typedef struct {

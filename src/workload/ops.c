@@ -16,6 +16,10 @@ typedef struct {
   int64_t vocab_tp;
   bool sp, fp8, cs, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
   bool act_unfused;     /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
+  bool rope_unfused;    /* rope without apply_rope_fusion: Megatron-Core's _apply_rotary_pos_emb_bshd */
+  bool unfused_attn;    /* DotProductAttention (local layers, attention_backend local / unfused) */
+  bool softmax_fused;   /* its scale-mask-softmax as one fused kernel (TE's, or Apex's with masked_softmax_fusion) */
+  bool attn_dropout;    /* attention_dropout > 0 with the unfused attention (flash attention drops inside) */
   bool wgrad_fusion;    /* gradient_accumulation_fusion: wgrad GEMMs add into main_grad themselves */
   PnDtype main_grad_dt; /* main_grad's dtype: fp32 with grad_reduce_in_fp32, else bf16 */
   /* the cross entropy's bytes per logit, forward and backward, and what the forward keeps */
@@ -89,6 +93,13 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->swiglu       = d->gated;
   d->bias         = m->add_bias_linear;
   d->act_unfused  = !sc->training.bias_activation_fusion;
+  d->rope_unfused = d->rope && !sc->training.apply_rope_fusion;
+  d->unfused_attn = pn_workload_unfused_attention(sc);
+  /* Megatron-Core's FusedScaleMaskSoftmax takes its fused kernel only for 16 < sk <= 4096 (and
+   * shapes divisible by 4); TE's UnfusedDotProductAttention has TE's own fused softmax */
+  d->softmax_fused = sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE ||
+                     (sc->training.masked_softmax_fusion && d->s > 16 && d->s <= 4096 && d->s % 4 == 0);
+  d->attn_dropout = d->unfused_attn && m->attention_dropout > 0.0;
   d->wgrad_fusion = sc->training.gradient_accumulation_fusion;
   d->main_grad_dt = sc->ddp.grad_reduce_in_fp32 ? PN_DT_FP32 : PN_DT_BF16;
   ce_bytes(&sc->training, d);
@@ -418,6 +429,126 @@ static void push_attn(GArray *out, const Dims *d, PnPhase phase, bool backward, 
   g_array_append_val(out, o);
 }
 
+/* One of the unfused paths' PyTorch kernels (ops.h), `kernels` launches, priced at the bandwidth
+ * measured for it against a copy at this sequence length. */
+static void push_torch(GArray *out, const Dims *d, const char *name, PnPhase phase, PnTorchKernel kernel, double bytes,
+                       int kernels, double saved)
+{
+  push_mem(out, name, phase, bytes, saved);
+  PnOp *o         = &g_array_index(out, PnOp, out->len - 1);
+  o->torch_kernel = (uint8_t)(kernel + 1);
+  o->kernels      = (uint8_t)kernels;
+  o->seq_q        = d->s;
+}
+
+/* The last op appended stands for `kernels` kernels. */
+static void set_kernels(GArray *out, int kernels) { g_array_index(out, PnOp, out->len - 1).kernels = (uint8_t)kernels; }
+
+/* A strided-batched bf16 GEMM of `batch` matrices (torch.bmm / baddbmm): one kernel. */
+static void push_bmm(GArray *out, const char *name, PnPhase phase, int64_t batch, int64_t m, int64_t n, int64_t k,
+                     double saved)
+{
+  push_gemm(out, name, NULL, phase, PN_GEMM_NONE, PN_DT_BF16, m, n, k, saved);
+  PnOp *o  = &g_array_index(out, PnOp, out->len - 1);
+  o->batch = batch;
+  o->flops *= (double)batch;
+}
+
+/* Elements of the [B, s, s] attention scores of this GPU (B = micro-batch x heads / TP). */
+static double unfused_scores(const Dims *d)
+{
+  return (double)d->b * (double)(d->heads / d->tp) * (double)d->s * (double)d->s;
+}
+
+/* What Megatron-Core's DotProductAttention forward keeps for its backward: q and the k, v the
+ * GEMMs read (expanded over the query groups), the probabilities (softmax's output), with dropout
+ * its 1-byte mask and the dropped probabilities (the second GEMM's input), and the context, which
+ * the projection keeps as its input. */
+static double unfused_attn_saved(const Dims *d)
+{
+  double q = (double)d->T * (double)d->q_tp, sc = unfused_scores(d);
+  return q * 2.0 * 4.0 + sc * 2.0 + (d->attn_dropout ? sc * 3.0 : 0.0);
+}
+
+/* DotProductAttention forward (ops.h, "Unfused attention"); the first op carries `saved`. */
+static void push_attn_unfused_fwd(GArray *out, const Dims *d, PnPhase phase, double saved)
+{
+  int64_t B = d->b * (d->heads / d->tp), s = d->s;
+  double sc = unfused_scores(d), q = (double)d->T * (double)d->q_tp;
+  bool gqa = d->groups < d->heads;
+  if (gqa)
+    push_torch(out, d, "attn_kv_repeat", phase, PN_TK_REPEAT_INTERLEAVE, 2.0 * 4.0 * q, 2, 0.0);
+  push_bmm(out, "attn_qk", phase, B, s, s, d->kvc, gqa ? 0.0 : saved);
+  if (gqa)
+    g_array_index(out, PnOp, out->len - 2).saved_bytes = saved;
+  if (d->softmax_fused) {
+    push_mem(out, "attn_softmax", phase, sc * 4.0, 0.0);
+  } else {
+    push_torch(out, d, "attn_mask_fill", phase, PN_TK_MASKED_FILL, sc * 4.0 + (double)s * (double)s, 1, 0.0);
+    push_torch(out, d, "attn_softmax", phase, PN_TK_SOFTMAX_FWD, sc * 4.0, 1, 0.0);
+  }
+  if (d->attn_dropout) {
+    push_torch(out, d, "attn_dropout", phase, PN_TK_DROPOUT_FWD, sc * 5.0, 1, 0.0);
+    mark_rng(out, true);
+  }
+  push_bmm(out, "attn_pv", phase, B, s, d->kvc, s, 0.0);
+  push_torch(out, d, "attn_context_copy", phase, PN_TK_CONTEXT_COPY, 4.0 * q, 1, 0.0);
+}
+
+/* Its backward, as autograd runs it. */
+static void push_attn_unfused_bwd(GArray *out, const Dims *d, PnPhase B_)
+{
+  int64_t B = d->b * (d->heads / d->tp), s = d->s;
+  double sc = unfused_scores(d), q = (double)d->T * (double)d->q_tp, kv = (double)d->T * (double)d->kv_tp;
+  push_bmm(out, "attn_dp", B_, B, s, s, d->kvc, 0.0);
+  push_bmm(out, "attn_dv", B_, B, s, d->kvc, s, 0.0);
+  if (d->attn_dropout) {
+    push_torch(out, d, "attn_dropout_bwd", B_, PN_TK_DROPOUT_BWD, sc * 5.0, 1, 0.0);
+    mark_rng(out, true);
+  }
+  if (d->softmax_fused) {
+    push_mem(out, "attn_softmax_bwd", B_, sc * 6.0, 0.0);
+  } else {
+    /* softmax's backward is two kernels (an elementwise product, then the reduction kernel),
+     * both in the measured row */
+    push_torch(out, d, "attn_softmax_bwd", B_, PN_TK_SOFTMAX_BWD, sc * 6.0, 2, 0.0);
+    /* masked_fill_ ran in place on a view of baddbmm's output, so autograd goes through
+     * AsStridedBackward and CopySlices (torch.profiler of the module on the H100,
+     * hwprofiles/calibration/h100-sxm/unfused_attn_module.json): a zero-filled base gradient
+     * (2 B / score) and five device-to-device copies of the scores' gradient (4 B / score each)
+     * at a copy's bandwidth, and masked_fill's backward as an in-place masked_fill_ on the copy
+     * (the forward's kernel, at its speed) */
+    push_mem(out, "attn_inplace_view_bwd", B_, sc * (2.0 + 5.0 * 4.0), 0.0);
+    set_kernels(out, 6);
+    push_torch(out, d, "attn_mask_fill_bwd", B_, PN_TK_MASKED_FILL, sc * 4.0 + (double)s * (double)s, 1, 0.0);
+  }
+  push_bmm(out, "attn_dq", B_, B, s, d->kvc, s, 0.0);
+  push_bmm(out, "attn_dk", B_, B, s, d->kvc, s, 0.0);
+  /* baddbmm's backward scales both gradients by alpha (a multiply each, maybe_multiply) */
+  push_mem(out, "attn_scale_bwd", B_, 2.0 * 4.0 * q, 0.0);
+  set_kernels(out, 2);
+  if (d->groups < d->heads) { /* repeat_interleave's backward sums the copies of k and v */
+    push_mem(out, "attn_kv_repeat_bwd", B_, 2.0 * (2.0 * q + 2.0 * kv), 0.0);
+    set_kernels(out, 2);
+  }
+}
+
+/* The rotary embedding of q and k: TE's fused kernel (read + write, 4 B per element), or without
+ * apply_rope_fusion Megatron-Core's _apply_rotary_pos_emb_bshd per tensor: t * cos, the negated
+ * half, the cat of rotate_half, * sin, the sum and the final cat with the pass-through part, 24 B per
+ * element over 6 kernels, plus the cos / sin of the [s, d] frequencies (6 small kernels); its
+ * autograd backward likewise. */
+static void push_rope(GArray *out, const Dims *d, PnPhase phase, bool backward)
+{
+  double elems = (double)d->T * (double)(d->q_tp + d->kv_tp);
+  if (!d->rope_unfused) {
+    push_mem(out, backward ? "rope_bwd" : "rope", phase, elems * 4.0, 0.0);
+    return;
+  }
+  push_torch(out, d, backward ? "rope_bwd" : "rope", phase, backward ? PN_TK_ROPE_BWD : PN_TK_ROPE_FWD, elems * 24.0,
+             backward ? 12 : 24, 0.0);
+}
+
 /* Activation bytes the core attention keeps: q, k, v (bf16, after rope) and o + LSE. */
 static double attn_qkv_bytes(const Dims *d) { return (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0; }
 static double attn_o_lse_bytes(const Dims *d)
@@ -636,16 +767,22 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", "qkv_in_cast", phase, d->q_tp + 2 * d->kv_tp,
                   keep * hsp * d->e);
   if (d->rope)
-    push_mem(out, "rope", phase, (double)d->T * (double)(d->q_tp + d->kv_tp) * 4.0, 0.0);
-  push_cp_fwd(out, d, phase);
-  double attn_saved = attn_qkv_bytes(d) + (selective ? 0.0 : attn_o_lse_bytes(d));
-  push_attn(out, d, phase, false, keep * attn_saved);
-  push_cp_fwd_after(out, d, phase);
+    push_rope(out, d, phase, false);
+  if (d->unfused_attn) {
+    /* selective recompute checkpoints the core attention: it keeps its inputs q, k, v */
+    double saved = phase == PN_PHASE_FWD && selective ? attn_qkv_bytes(d) : unfused_attn_saved(d);
+    push_attn_unfused_fwd(out, d, phase, keep * saved);
+  } else {
+    push_cp_fwd(out, d, phase);
+    double attn_saved = attn_qkv_bytes(d) + (selective ? 0.0 : attn_o_lse_bytes(d));
+    push_attn(out, d, phase, false, keep * attn_saved);
+    push_cp_fwd_after(out, d, phase);
+  }
 
   /* proj input: in fp8 the transposed fp8 copy; in bf16 attention's o, unless selective recompute
    * dropped it from the attention or the CP a2a made a separate tensor. */
   double proj_in    = (double)d->T * (double)d->q_tp;
-  double proj_saved = d->fp8 ? proj_in : ((selective || cp_a2a(d)) ? proj_in * 2.0 : 0.0);
+  double proj_saved = d->fp8 ? proj_in : ((selective || cp_a2a(d)) && !d->unfused_attn ? proj_in * 2.0 : 0.0);
   push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
   push_mem(out, "dropout_add", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
   mark_rng(out, d->dropout);
@@ -737,18 +874,24 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   push_row_bwd(out, d, "proj_dgrad", "proj_wgrad", "proj_dy_cast", "proj_dgrad_ag", "proj_dy_transpose", "proj_dgrad",
                "proj_wgrad", B, d->q_tp);
 
-  if (gran == PN_RECOMPUTE_SELECTIVE) {
-    /* Megatron's checkpointed core attention re-runs its forward (CP exchange included) when
-     * autograd reaches it, i.e. here. */
-    push_cp_fwd(out, d, PN_PHASE_RECOMPUTE);
-    push_attn(out, d, PN_PHASE_RECOMPUTE, false, attn_o_lse_bytes(d));
-    push_cp_fwd_after(out, d, PN_PHASE_RECOMPUTE);
+  if (d->unfused_attn) {
+    if (gran == PN_RECOMPUTE_SELECTIVE)
+      push_attn_unfused_fwd(out, d, PN_PHASE_RECOMPUTE, unfused_attn_saved(d) - attn_qkv_bytes(d));
+    push_attn_unfused_bwd(out, d, B);
+  } else {
+    if (gran == PN_RECOMPUTE_SELECTIVE) {
+      /* Megatron's checkpointed core attention re-runs its forward (CP exchange included) when
+       * autograd reaches it, i.e. here. */
+      push_cp_fwd(out, d, PN_PHASE_RECOMPUTE);
+      push_attn(out, d, PN_PHASE_RECOMPUTE, false, attn_o_lse_bytes(d));
+      push_cp_fwd_after(out, d, PN_PHASE_RECOMPUTE);
+    }
+    push_cp_bwd_before(out, d, B);
+    push_attn(out, d, B, true, 0.0);
+    push_cp_bwd_after(out, d, B);
   }
-  push_cp_bwd_before(out, d, B);
-  push_attn(out, d, B, true, 0.0);
-  push_cp_bwd_after(out, d, B);
   if (d->rope)
-    push_mem(out, "rope_bwd", B, (double)d->T * (double)(d->q_tp + d->kv_tp) * 4.0, 0.0);
+    push_rope(out, d, B, true);
   push_column_bwd(out, d, "qkv_dgrad", "qkv_wgrad", "qkv_dy_cast", "qkv_dgrad_ag", "qkv_in_transpose", "qkv_wgrad_rs",
                   "qkv_dgrad", "qkv_wgrad", B, d->q_tp + 2 * d->kv_tp);
   push_norm_bwd(out, d, "ln1_bwd", "residual_grad_add", B);
@@ -939,6 +1082,13 @@ void pn_workload_fp8_weight_ops(const PnScenario *sc, GArray *out)
 /* ---- parameters ---- */
 
 bool pn_workload_is_moe(const PnScenario *sc) { return sc->model.num_moe_experts > 0; }
+
+bool pn_workload_unfused_attention(const PnScenario *sc)
+{
+  PnAttnBackend be = sc->training.attention_backend;
+  return sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL || be == PN_ATTN_BACKEND_UNFUSED ||
+         be == PN_ATTN_BACKEND_LOCAL;
+}
 
 int64_t pn_workload_expert_dp(const PnScenario *sc)
 {

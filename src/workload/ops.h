@@ -54,7 +54,7 @@
  * Memory ops (`bytes` = read + written, bf16 = 2 B/elem, fp32 = 4):
  *   norm fwd: read x, write y (1 B/elem in fp8: TE's norm writes the fp8 GEMM input) = Tsp*h*(2+e)
  *   norm bwd: read dy, x; write dx = Tsp*h*6; then the residual-branch gradient add, Tsp*h*6
- *   rope fwd/bwd (position_embedding_type "rope"): read+write q and k = T*(q+kv)/tp*4
+ *   rope fwd/bwd (position_embedding_type "rope", TE's fused kernel): read+write q and k = T*(q+kv)/tp*4
  *   activation fwd: swiglu T*f/tp*6 (read 2f, write f); gelu/relu^2 T*f/tp*4
  *   activation bwd: swiglu T*f/tp*10; others T*f/tp*6
  *   dropout+residual add fwd: Tsp*h*6 (+1 mask byte when hidden_dropout > 0); its backward is
@@ -92,6 +92,45 @@
  * k layers together before their backwards: sched/ may reorder the RECOMPUTE ops of k
  * consecutive layers; pn_workload_layer_is_recomputed() says which layers the block method
  * recomputes.
+ *
+ * Megatron-Core's local layers (training.transformer_impl "local": the layer spec pretrain_gpt.py
+ * builds without Transformer Engine, gpt_layer_specs.py get_gpt_layer_local_spec). Their TP
+ * communication is the same as above: tensor_parallel/layers.py
+ * LinearWithGradAccumulationAndAsyncCommunication gathers the SP input synchronously before the
+ * forward GEMM, and in the backward launches the input's all-gather before the dgrad GEMM and the
+ * dgrad's reduce-scatter (all-reduce without SP) before the wgrad GEMM, both async_op=True beside
+ * them; RowParallelLinear's reduce-scatter / all-reduce (mappings.py) is synchronous after its GEMM,
+ * and its backward all-gather before the dgrad. So the op list is the TE one with these changes:
+ * no fp8 (io/ refuses it), no userbuffers (overlap/ gates them off), no TE module Python
+ * (sched/emit.c), and the core attention below. Not modelled: the bias gradients' reductions of
+ * biased linears (TE fuses them into the GEMM epilogue), Apex's vs torch's norm kernels (one class).
+ *
+ * Unfused attention (training.transformer_impl "local", or attention_backend "unfused" / "local":
+ * Megatron-Core's DotProductAttention; TE's UnfusedDotProductAttention runs the same kernels with
+ * TE's fused softmax). np = heads/tp, B = b*np matrices, s = seq_length (no CP), sc = B*s*s scores,
+ * q = T*q_tp elements:
+ *   forward: [GQA: repeat_interleave of k and v, 2 kernels, 4 B per output element each]; QK^T
+ *     as torch.baddbmm (batch B, m = s, n = s, k = d); the scale-mask-softmax: one fused kernel
+ *     (4 B / score; TE's, or Apex's with masked_softmax_fusion for 16 < s <= 4096) or the causal
+ *     masked_fill_ in place (4 B / score + the s*s mask) and torch's softmax (4 B / score);
+ *     [attention_dropout > 0: dropout, 5 B / score with its 1-byte mask]; PV as torch.bmm (B, s,
+ *     d, s); the context's permute().contiguous() (4 B / element of q).
+ *   backward (autograd): dP and dV (bmm, (B, s, s, d) and (B, s, d, s)), [dropout's backward,
+ *     5 B / score], softmax's backward (6 B / score, 2 kernels) [unfused: because masked_fill_ ran
+ *     in place on a view of the GEMM's output, autograd's AsStrided / CopySlices passes, a zero
+ *     fill and five copies, 22 B / score in 6 kernels, and masked_fill's backward, in place on the
+ *     copy at the forward kernel's speed, 4 B / score + mask; as torch.profiler lists them], dQ and dK (bmm, (B, s, d,
+ * s) each), baddbmm's scaling of both (2 kernels, 4 B per element), [GQA: the sums of the repeated k, v gradients, 2
+ * kernels]. FLOPs: all s*s scores are computed (no causal skipping): forward 4*B*s*s*d, backward twice. Saved: q, the
+ * expanded k and v, the probabilities (2 B / score), with dropout its mask and the dropped probabilities (3 B / score),
+ * the context (the projection's input), all on the first op; selective recompute keeps only q, k, v and recomputes the
+ * rest before the backward. Priced: the batched GEMMs from the profile's bmm_bf16 table, the torch kernels at their
+ * measured bandwidth relative to a copy (hw/profile.h PnTorchKernel); the fused softmax (no Apex or TE on the
+ * measurement machine) and the small scale / sum kernels by the copy class. RoPE without apply_rope_fusion
+ * (Megatron-Core's _apply_rotary_pos_emb_bshd per q and k): 24 B per element in 6 kernels (t * cos, the negated half,
+ * rotate_half's cat, * sin, the sum, the cat with the pass-through part) plus 6 small kernels on the [s, d]
+ * frequencies, forward; its backward 24 B per element in 6 kernels per tensor; priced as the measured unfused RoPE
+ * kernels.
  *
  * Mixture of experts (num_moe_experts = E > 0: every layer; Megatron-Core MoELayer with
  * TEGroupedMLP, router top-k, token dispatcher), per GPU, balanced routing (the published runs
@@ -158,24 +197,29 @@ typedef enum { PN_NODE_ATTN, PN_NODE_DISPATCH, PN_NODE_MLP, PN_NODE_COMBINE, PN_
 
 typedef struct {
   PnOpKind kind;
-  const char *name;    /* static: "ln1", "qkv", "qkv_ag", ... */
-  const char *ub_slot; /* static TE userbuffers slot ("qkv_fprop", ...) of TP GEMMs and their
-                          adjacent SP collectives; NULL otherwise */
-  uint8_t phase;       /* PnPhase: FWD, BWD, RECOMPUTE, OPTIM */
-  uint8_t role;        /* PnGemmRole; PN_GEMM_NONE for non-GEMMs */
-  PnDtype dtype;       /* GEMM input dtype (fp8 when training.precision == fp8); COMM: element
-                          dtype moved; bf16 otherwise */
-  int64_t m, n, k;     /* GEMM, per GPU: C[m,n] = A[m,k] B[k,n] */
-  int64_t groups;      /* GEMM: TE grouped GEMM of `groups` GEMMs of this shape (local experts); 1 otherwise */
-  uint8_t node;        /* PnLayerNode of layer ops; PN_NODE_ATTN elsewhere */
-  bool te_wgrad;       /* GEMM: a wgrad TE can defer to backward_dw() (delay_wgrad_compute) */
-  PnDtype accum_into;  /* GEMM wgrad with gradient-accumulation fusion: adds into main_grad of this
-                          dtype (PN_DT_FP32 or PN_DT_BF16); PN_DT_NONE: writes its output */
-  bool side;           /* runs on the shared-expert stream (moe_shared_expert_overlap) */
-  bool join_side;      /* the first op that needs the side ops before it */
-  bool host_reads;     /* the host reads its result (a device-to-host copy it waits for) before it goes on */
-  bool rng;            /* MEM: draws dropout's random numbers and writes or reads its mask (hidden_dropout > 0) */
-  int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU */
+  const char *name;     /* static: "ln1", "qkv", "qkv_ag", ... */
+  const char *ub_slot;  /* static TE userbuffers slot ("qkv_fprop", ...) of TP GEMMs and their
+                           adjacent SP collectives; NULL otherwise */
+  uint8_t phase;        /* PnPhase: FWD, BWD, RECOMPUTE, OPTIM */
+  uint8_t role;         /* PnGemmRole; PN_GEMM_NONE for non-GEMMs */
+  PnDtype dtype;        /* GEMM input dtype (fp8 when training.precision == fp8); COMM: element
+                           dtype moved; bf16 otherwise */
+  int64_t m, n, k;      /* GEMM, per GPU: C[m,n] = A[m,k] B[k,n] */
+  int64_t groups;       /* GEMM: TE grouped GEMM of `groups` GEMMs of this shape (local experts); 1 otherwise */
+  uint8_t node;         /* PnLayerNode of layer ops; PN_NODE_ATTN elsewhere */
+  bool te_wgrad;        /* GEMM: a wgrad TE can defer to backward_dw() (delay_wgrad_compute) */
+  PnDtype accum_into;   /* GEMM wgrad with gradient-accumulation fusion: adds into main_grad of this
+                           dtype (PN_DT_FP32 or PN_DT_BF16); PN_DT_NONE: writes its output */
+  bool side;            /* runs on the shared-expert stream (moe_shared_expert_overlap) */
+  bool join_side;       /* the first op that needs the side ops before it */
+  bool host_reads;      /* the host reads its result (a device-to-host copy it waits for) before it goes on */
+  bool rng;             /* MEM: draws dropout's random numbers and writes or reads its mask (hidden_dropout > 0) */
+  uint8_t torch_kernel; /* MEM: 1 + the PnTorchKernel it is priced as (the unfused paths' PyTorch kernels,
+                           at sequence length seq_q); 0: by its memory class */
+  uint8_t kernels;      /* MEM: kernels the op stands for (launches, floors); 0 = 1 */
+  int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU; GEMM: `batch` > 0 is a
+                                                             strided-batched GEMM of that many
+                                                             matrices (torch.bmm), one kernel */
   bool causal;
   bool backward;      /* ATTN: backward kernel */
   double bytes;       /* MEM: bytes read + written; COMM: S in nccl-tests convention
@@ -247,6 +291,9 @@ double pn_workload_layer_expert_params(const PnScenario *sc);
 /* Expert data-parallel size: tp*cp*dp / (etp*ep); 1 for dense models. */
 int64_t pn_workload_expert_dp(const PnScenario *sc);
 bool pn_workload_is_moe(const PnScenario *sc);
+/* Whether the core attention is Megatron-Core's DotProductAttention or TE's unfused one (batched
+ * GEMMs over the [B, s, s] scores): transformer_impl local, or attention_backend unfused / local. */
+bool pn_workload_unfused_attention(const PnScenario *sc);
 /* Of which weight matrices (the fp8-cast ones). */
 double pn_workload_layer_linear_params(const PnScenario *sc);
 /* Word embedding (padded_vocab/tp rows) + learned position embedding (replicated). */

@@ -15,7 +15,11 @@ accum=("$C"/h100-sxm/gemm_accum.json)
 # the dropout class (mb_torch_mem.py) was measured on the H100 only: the H200 profile has no
 # dropout curve and prices dropout at its HBM figure, as before
 torch_mem=("$C"/h100-sxm/torch_mem.json)
-h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}")
+# the unfused attention's batched GEMMs and PyTorch kernels (mb_unfused_attn.py) were measured on
+# the H100 only: the H200 profile has no bmm_bf16 table nor torch_kernel_vs_copy curves, and prices
+# them as one folded GEMM of its gemm_bf16 table and at its copy bandwidth
+unfused=("$C"/h100-sxm/unfused_attn.json)
+h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}")
 h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base

@@ -58,4 +58,27 @@ rc=0; "$bin" compare "$tmp/nodump.log" 2>"$tmp/err" >/dev/null || rc=$?
 [ $rc = 2 ] && grep -q "no argument dump" "$tmp/err" || fail "a log without a dump needs a scenario: $(cat "$tmp/err")"
 rc=0; "$bin" compare "$tmp/missing.log" 2>"$tmp/err" >/dev/null || rc=$?
 [ $rc = 2 ] || fail "a missing log should exit 2"
-echo "compare: $log parsed and compared"
+# Real Megatron-LM runs on our H100 (microbench/megatron_runs.sh; local layers, no TE or Apex).
+# By hand from llama-local-h100.log, iterations 6..30 (ms): 977.4 958.2 981.8 909.1 966.0 975.0
+# 941.7 922.3 1028.7 945.3 986.4 939.0 904.4 898.4 902.3 928.2 956.6 1054.0 935.6 894.1 891.6
+# 897.7 941.5 888.8 925.5; sorted, the 13th of 25 is the median: 939.0 ms; min 888.8, max 1054.0;
+# max allocated (the largest of its two memory lines) 24037.94 MiB = 23.4746 GiB. gpt-local-h100.log: median 646.7 ms (min 571.0, max
+# 764.2). The argument dump gives the scenario, the log's warning that TE and Apex are missing
+# gives torch's AdamW, and the dump's bf16 run reduces its gradients in fp32.
+for run in "llama-local 0.9390 0.8888 1.0540" "gpt-local 0.6467 0.5710 0.7642"; do
+  set -- $run
+  "$bin" compare "tests/data/megatron/$1-h100.log" -f json >"$tmp/$1.json" 2>"$tmp/err" || fail "$1: $(cat "$tmp/err")"
+  near "$(get "$tmp/$1.json" measured_step_s)" "$2" 1e-9 || fail "$1: median $(get "$tmp/$1.json" measured_step_s)"
+  near "$(get "$tmp/$1.json" measured_step_s_min)" "$3" 1e-9 || fail "$1: min"
+  near "$(get "$tmp/$1.json" measured_step_s_max)" "$4" 1e-9 || fail "$1: max"
+  [ "$(get "$tmp/$1.json" skipped_iterations)" = 5 ] || fail "$1: skipped_iterations"
+  grep -q "the log says Transformer Engine and Apex are not installed" "$tmp/err" || fail "$1: the TE / Apex warning"
+done
+near "$(get "$tmp/llama-local.json" measured_max_allocated_gib)" 23.4746 1e-4 || fail "llama-local: max allocated"
+# the scenario the dump gives is the launch line's (imported with the two keys the log's warning sets)
+"$bin" import megatron-args -s training.fused_adam=false -s comm_overlap.transformer_engine=false \
+  -o "$tmp/launch.json" -- $(cat tests/data/megatron/llama-local-h100.launch) 2>/dev/null || fail "import the launch line"
+"$bin" compare tests/data/megatron/llama-local-h100.log "$tmp/launch.json" -f json >"$tmp/given.json" 2>/dev/null
+[ "$(get "$tmp/given.json" predicted_step_s)" = "$(get "$tmp/llama-local.json" predicted_step_s)" ] ||
+  fail "the dump's scenario and the launch line's differ"
+echo "compare: $log and the Megatron-LM runs parsed and compared"

@@ -96,7 +96,8 @@ for ignored in "ignored: FOO=bar (not modelled)" "ignored: --lr 3e-4 (not modell
   "ignored: --data-path /data/a 0.5 /data/b (not modelled)"; do
   grep -qxF "penumbra import: $ignored" "$tmp/err" || fail "expected \"$ignored\" on stderr: $(cat "$tmp/err")"
 done
-grep -q "apply_rope_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
+grep -q "bias_dropout_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
+! grep -q "apply_rope_fusion: false is not priced" "$tmp/err" || fail "the unfused RoPE is priced, not warned"
 ! grep -q "gradient_accumulation_fusion: false is not priced" "$tmp/err" || fail "gradient_accumulation_fusion off is priced, not warned"
 [ "$(grep -c . "$tmp/err")" -le 8 ] || fail "too much on stderr: $(cat "$tmp/err")"
 
@@ -172,9 +173,40 @@ grep -q "warning: --spec my.module layer_spec: a custom layer spec" "$tmp/err" |
 grep -q "custom layer spec --spec my.module layer_spec" "$tmp/moe.json" || fail "--spec must be recorded"
 grep -q "virtual-pipeline-model-parallel-size: not an argument" "$tmp/err" || fail "the legacy spelling must be said"
 
-# CUDA graphs: the deprecated spellings (arguments.py ~611-641) land on cuda_graph_impl / _modules
+# the local layers and the attention backends (training.transformer_impl / attention_backend), and
+# gradient reduction in fp32, Megatron-LM's default with --bf16 (arguments.py) unless
+# --grad-reduce-in-bf16; export gives each back
 small=(--num-layers 2 --hidden-size 64 --num-attention-heads 2 --seq-length 64 --max-position-embeddings 64
   --global-batch-size 8 --vocab-size 100 --bf16)
+while IFS='|' read -r args impl backend fp32 back; do
+  eval "set -- $args"
+  "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/impl.json" -- "${small[@]}" "$@" 2>"$tmp/err" ||
+    fail "import $args: $(cat "$tmp/err")"
+  [ "$(key "$tmp/impl.json" training transformer_impl 2>/dev/null || echo absent)" = "$impl" ] ||
+    fail "$args: transformer_impl, expected $impl"
+  [ "$(key "$tmp/impl.json" training attention_backend 2>/dev/null || echo absent)" = "$backend" ] ||
+    fail "$args: attention_backend, expected $backend"
+  [ "$(key "$tmp/impl.json" ddp grad_reduce_in_fp32)" = "$fp32" ] || fail "$args: grad_reduce_in_fp32, expected $fp32"
+  ! grep -q "not modelled in this version" "$tmp/err" || fail "$args: modelled now: $(cat "$tmp/err")"
+  "$bin" export megatron-args "$tmp/impl.json" >"$tmp/impl.args" 2>/dev/null || fail "export $args"
+  for w in $back; do grep -q -- " $w" "$tmp/impl.args" || fail "$args: export lacks $w: $(cat "$tmp/impl.args")"; done
+done <<'IMPL'
+|absent|absent|true|
+--transformer-impl local|"local"|absent|true|--transformer-impl local
+--attention-backend unfused --grad-reduce-in-bf16|absent|"unfused"|false|--attention-backend unfused --grad-reduce-in-bf16
+--transformer-impl local --attention-backend local --accumulate-allreduce-grads-in-fp32|"local"|"local"|true|local
+--main-grads-dtype bf16|absent|absent|false|--grad-reduce-in-bf16
+IMPL
+# what Megatron-LM refuses with the local layers: fp8 and context parallelism (exit 2, one line)
+for bad in "--fp8-format hybrid|/training/transformer_impl" "--context-parallel-size 2|/parallel/context_parallel_size"; do
+  rc=0
+  "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/bad-impl.json" -- "${small[@]}" --transformer-impl local \
+    ${bad%%|*} 2>"$tmp/err" >/dev/null || rc=$?
+  [ $rc = 2 ] && [ "$(grep -c . "$tmp/err")" -ge 1 ] && grep -q -- "${bad##*|}" "$tmp/err" && [ ! -e "$tmp/bad-impl.json" ] ||
+    fail "--transformer-impl local ${bad%%|*}: exit $rc: $(cat "$tmp/err")"
+done
+
+# CUDA graphs: the deprecated spellings (arguments.py ~611-641) land on cuda_graph_impl / _modules
 while IFS='|' read -r args impl mods; do
   eval "set -- $args"
   "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/cg.json" -- "${small[@]}" "$@" 2>"$tmp/err" ||

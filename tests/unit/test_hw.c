@@ -580,12 +580,21 @@ START_TEST(test_curve_eval)
   ck_assert_close(pn_curve_eval(&lc, 2048.0, -1), 0.4);
   ck_assert_close(pn_curve_eval(&lc, 1.0, -1), 0.2);
   /* A heap-allocated profile frees its tables. */
-  PnHwProfile *p       = g_new0(PnHwProfile, 1);
-  p->gemm_sm_scaling.n = 2;
-  p->gemm_sm_scaling.x = g_new0(double, 2);
-  p->gemm_sm_scaling.y = g_new0(double, 2);
-  p->gemm_bf16.n       = 1;
-  p->gemm_bf16.pts     = g_new0(PnGemmPoint, 1);
+  PnHwProfile *p                            = g_new0(PnHwProfile, 1);
+  p->gemm_sm_scaling.n                      = 2;
+  p->gemm_sm_scaling.x                      = g_new0(double, 2);
+  p->gemm_sm_scaling.y                      = g_new0(double, 2);
+  p->gemm_bf16.n                            = 1;
+  p->gemm_bf16.pts                          = g_new0(PnGemmPoint, 1);
+  p->bmm_bf16.n                             = 1;
+  p->bmm_bf16.pts                           = g_new0(PnGemmPoint, 1);
+  p->torch_kernel_vs_copy[PN_TK_ROPE_BWD].n = 2;
+  p->torch_kernel_vs_copy[PN_TK_ROPE_BWD].x = g_new0(double, 2);
+  p->torch_kernel_vs_copy[PN_TK_ROPE_BWD].y = g_new0(double, 2);
+  PnHwProfile *copy                         = pn_hw_profile_copy(p); /* its own tables and curves */
+  ck_assert(copy->bmm_bf16.pts != p->bmm_bf16.pts);
+  ck_assert(copy->torch_kernel_vs_copy[PN_TK_ROPE_BWD].x != p->torch_kernel_vs_copy[PN_TK_ROPE_BWD].x);
+  pn_hw_profile_free(copy);
   pn_hw_profile_free(p);
   pn_hw_profile_free(NULL);
 }
@@ -613,9 +622,9 @@ END_TEST
 START_TEST(test_gemm_accum_cost)
 {
   PnHwProfile hw       = {0};
-  PnGemmPoint plain[]  = {{4096, 4096, 4096, 1000.0}};
-  PnGemmPoint accum[]  = {{4096, 4096, 4096, 1200.0}};
-  PnGemmPoint plain8[] = {{4096, 4096, 4096, 600.0}};
+  PnGemmPoint plain[]  = {{.m = 4096, .n = 4096, .k = 4096, .ns = 1000.0}};
+  PnGemmPoint accum[]  = {{.m = 4096, .n = 4096, .k = 4096, .ns = 1200.0}};
+  PnGemmPoint plain8[] = {{.m = 4096, .n = 4096, .k = 4096, .ns = 600.0}};
   hw.gemm_bf16         = (PnGemmTable){.n = 1, .pts = plain};
   hw.gemm_fp8          = (PnGemmTable){.n = 1, .pts = plain8};
   hw.gemm_accum[0][1]  = (PnGemmTable){.n = 1, .pts = accum};
@@ -627,6 +636,94 @@ START_TEST(test_gemm_accum_cost)
   ck_assert_double_eq(pn_cost_gemm_accum_ns(&hw, 4096, 4096, 4096, PN_DT_BF16, PN_DT_BF16, NULL), 1000.0);
   ck_assert_double_eq(pn_cost_gemm_accum_ns(&hw, 4096, 4096, 4096, PN_DT_FP8, PN_DT_FP32, NULL), 600.0);
   ck_assert_double_eq(pn_cost_gemm_ns(&hw, 4096, 4096, 4096, PN_DT_BF16, NULL), 1000.0);
+}
+END_TEST
+
+/* A strided-batched GEMM from the bmm_bf16 table, the GEMM rule with log2(batch) as a fourth
+ * dimension and 2 batch m n k FLOPs. With M = 1024 x 1024 x 64 and two points, batch 8 in
+ * 30000 ns (rate r8 = 2 x 8 M / 30000) and batch 32 in 60000 ns (r32 = 2 x 32 M / 60000):
+ *   batch 8 (exact)  -> 2 x 8 M / r8 = 30000 ns, PN_COST_TABLE;
+ *   batch 16 (1 from each in log2, equal weights) -> rate sqrt(r8 r32),
+ *     2 x 16 M / sqrt(r8 r32) = sqrt(30000 x 60000) = 42426.41 ns, PN_COST_INTERPOLATED;
+ *   k = 1024 (4 from both in log2, beyond 2) -> the folded GEMM (8 x 1024, 1024, 1024) of gemm_bf16.
+ * An empty table prices every bmm as that folded GEMM: (8 x 1024, 1024, 64) at its 25000 ns. A
+ * batch of 0 or 1 is one GEMM: a table of such points prices as the same points in gemm_bf16,
+ * bit for bit (random tables and queries, the roofline included). */
+START_TEST(test_cost_bmm)
+{
+  PnHwProfile hw     = {.sm_count               = 132,
+                        .peak_bf16_flops_per_ns = 989e3,
+                        .gemm_efficiency        = 0.8,
+                        .gemm_tile_m            = 128,
+                        .gemm_tile_n            = 256,
+                        .hbm_bytes_per_ns       = 3350.0};
+  PnGemmPoint bmm[]  = {{.batch = 8, .m = 1024, .n = 1024, .k = 64, .ns = 30000.0},
+                        {.batch = 32, .m = 1024, .n = 1024, .k = 64, .ns = 60000.0}};
+  PnGemmPoint gemm[] = {{.m = 8 * 1024, .n = 1024, .k = 64, .ns = 25000.0},
+                        {.m = 8 * 1024, .n = 1024, .k = 1024, .ns = 90000.0}};
+  hw.gemm_bf16       = (PnGemmTable){.n = 2, .pts = gemm};
+  PnCostSource src;
+  ck_assert_double_eq_tol(pn_cost_bmm_ns(&hw, 8, 1024, 1024, 64, &src), 25000.0, 1e-9); /* no bmm table yet */
+  ck_assert_int_eq(src, PN_COST_TABLE);
+  hw.bmm_bf16 = (PnGemmTable){.n = 2, .pts = bmm};
+  ck_assert_double_eq_tol(pn_cost_bmm_ns(&hw, 8, 1024, 1024, 64, &src), 30000.0, 1e-9);
+  ck_assert_int_eq(src, PN_COST_TABLE);
+  ck_assert_double_eq_tol(pn_cost_bmm_ns(&hw, 16, 1024, 1024, 64, &src), sqrt(30000.0 * 60000.0), 1e-6);
+  ck_assert_int_eq(src, PN_COST_INTERPOLATED);
+  ck_assert_double_eq_tol(pn_cost_bmm_ns(&hw, 8, 1024, 1024, 1024, &src), 90000.0, 1e-9);
+  ck_assert_int_eq(src, PN_COST_TABLE);
+
+  GRand *rng = g_rand_new_with_seed(11);
+  for (int round = 0; round < 20; round++) {
+    int n          = g_rand_int_range(rng, 1, 200);
+    PnGemmPoint *p = g_new(PnGemmPoint, n);
+    for (int i = 0; i < n; i++)
+      p[i] = (PnGemmPoint){.m     = g_rand_int_range(rng, 1, 70000),
+                           .n     = g_rand_int_range(rng, 1, 70000),
+                           .k     = g_rand_int_range(rng, 1, 70000),
+                           .ns    = g_rand_double_range(rng, 1e3, 1e7),
+                           .batch = g_rand_int_range(rng, 0, 2)};
+    PnHwProfile one = hw, batched = hw;
+    one.gemm_bf16     = (PnGemmTable){.n = n, .pts = p};
+    one.bmm_bf16      = (PnGemmTable){0};
+    batched.gemm_bf16 = one.gemm_bf16;
+    batched.bmm_bf16  = one.gemm_bf16;
+    for (int q = 0; q < 100; q++) {
+      const PnGemmPoint *at = &p[g_rand_int_range(rng, 0, n)];
+      bool near             = g_rand_boolean(rng);
+      int64_t m = near ? at->m : g_rand_int_range(rng, 1, 70000), nn = near ? at->n : g_rand_int_range(rng, 1, 70000);
+      int64_t k =
+          near ? at->k * g_rand_int_range(rng, 1, 3) : g_rand_int_range(rng, 1, 70000); /* on a point, or near */
+      PnCostSource s1, s2;
+      double plain = pn_cost_gemm_ns(&one, m, nn, k, PN_DT_BF16, &s1);
+      ck_assert(pn_cost_bmm_ns(&batched, 1, m, nn, k, &s2) == plain);
+      ck_assert_int_eq(s1, s2);
+    }
+    g_free(p);
+  }
+  g_rand_free(rng);
+}
+END_TEST
+
+/* A PyTorch kernel of the unfused paths: the copy class's time over the kernel's ratio to a copy
+ * at its sequence length. Copy curve (1e8 B, 2000 B/ns), (1e9 B, 2500 B/ns): 1e9 B copy in
+ * 400000 ns. softmax_fwd's ratio (1024, 0.6), (4096, 0.4), log_x:
+ *   seq 2048 (halfway in log2) -> 0.5 -> 400000 / 0.5 = 800000 ns;
+ *   seq 512 (clamped)          -> 0.6 -> 666666.67 ns;   seq 8192 -> 0.4 -> 1000000 ns;
+ * a kernel without a curve (dropout_bwd) -> 1: the copy's 400000 ns; and a profile without a
+ * copy curve takes hbm_bytes_per_ns (3350): 1e9 / 3350 / 0.5 = 597014.9 ns at seq 2048. */
+START_TEST(test_cost_torch_kernel)
+{
+  double cx[] = {1e8, 1e9}, cy[] = {2000.0, 2500.0};
+  double sx[] = {1024, 4096}, sy[] = {0.6, 0.4};
+  PnHwProfile hw                             = {.hbm_bytes_per_ns = 3350.0};
+  hw.torch_kernel_vs_copy[PN_TK_SOFTMAX_FWD] = (PnCurve){.n = 2, .x = sx, .y = sy, .log_x = true};
+  ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(&hw, 1e9, PN_TK_SOFTMAX_FWD, 2048), 1e9 / 3350.0 / 0.5, 1e-6);
+  hw.mem_bandwidth[PN_MEM_COPY] = (PnCurve){.n = 2, .x = cx, .y = cy, .log_x = true};
+  ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(&hw, 1e9, PN_TK_SOFTMAX_FWD, 2048), 800000.0, 1e-6);
+  ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(&hw, 1e9, PN_TK_SOFTMAX_FWD, 512), 400000.0 / 0.6, 1e-6);
+  ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(&hw, 1e9, PN_TK_SOFTMAX_FWD, 8192), 1000000.0, 1e-6);
+  ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(&hw, 1e9, PN_TK_DROPOUT_BWD, 2048), 400000.0, 1e-6);
 }
 END_TEST
 
@@ -1792,6 +1889,8 @@ static Suite *hw_suite(void)
     suite_add_tcase(s, tc_);                                                                                           \
   } while (0)
   TC("gemm_accum_cost", test_gemm_accum_cost);
+  TC("cost_bmm", test_cost_bmm);
+  TC("cost_torch_kernel", test_cost_torch_kernel);
   TC("busbw_factor", test_busbw_factor);
   TC("maxmin_single_flow", test_mm_single_flow);
   TC("maxmin_two_equal_flows", test_mm_two_equal_flows);

@@ -1349,6 +1349,19 @@ START_TEST(test_hw_profile_errors)
       {"compute.kernel_floor_ns={\"attn\": {\"value\": 1, \"source\": \"x\"}}",
        "/compute/kernel_floor_ns/attn: unknown key*"},
       {"compute.kernel_floor_ns=5", "/compute/kernel_floor_ns: expected an object, got 5"},
+      /* the unfused attention's batched GEMMs and PyTorch kernels (calibration, optional) */
+      {"calibration.bmm_bf16={\"columns\": [\"m\", \"n\", \"k\", \"ns\"], \"rows\": [], \"source\": \"x\"}",
+       "/calibration/bmm_bf16/columns: missing column \"batch\" (expected batch, m, n, k, ns)"},
+      {"calibration.bmm_bf16={\"columns\": [\"batch\", \"m\", \"n\", \"k\", \"ns\"], \"rows\": [[8, 1, 2, 3]], "
+       "\"source\": \"x\"}",
+       "/calibration/bmm_bf16/rows/0: expected a row of 5 values (batch, m, n, k, ns), got 4 values"},
+      {"calibration.torch_kernel_vs_copy={\"softmax_fw\": {\"x\": [1024], \"y\": [0.5], \"source\": \"x\"}}",
+       "/calibration/torch_kernel_vs_copy/softmax_fw: unknown key (did you mean \"softmax_fwd\"?)"},
+      {"calibration.torch_kernel_vs_copy={\"softmax_fwd\": {\"x\": [0], \"y\": [0.5], \"source\": \"x\"}}",
+       "/calibration/torch_kernel_vs_copy/softmax_fwd/x/0: must be > 0 (log_x curve)"},
+      {"calibration.torch_kernel_vs_copy={\"dropout_bwd\": {\"x\": [512], \"y\": [1.0]}}",
+       "/calibration/torch_kernel_vs_copy/dropout_bwd/source: required key missing*"},
+      {"calibration.torch_kernel_vs_copy=[]", "/calibration/torch_kernel_vs_copy: expected an object*"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     cJSON *root = cJSON_Parse(text);
@@ -1513,6 +1526,175 @@ START_TEST(test_calib_torch_mem)
   pn_cal_data_clear(&d);
 }
 END_TEST
+
+/* mb_unfused_attn.py's rows through calibrate into the fixture profile.
+ *   bmm rows: QK^T and dP of (batch 8, m 512, n 512, k 64) in 30000 and 26000 ns -> one point at
+ *     their median, 28000 ns; PV, dV, dQ, dK of (8, 512, 64, 512) in 20000, 22000, 24000, 40000 ns
+ *     -> 23000 ns (the mean of the middle two); the table in (batch, m, n, k) order, so the
+ *     simulator prices bmm(8, 512, 512, 64) at 28000 ns, and replaying the rows gives errors
+ *     28000 / 30000 - 1 = -6.7% (QK^T) ... 23000 / 40000 - 1 = -42.5% (dK);
+ *   mem rows: softmax_fwd at seq 1024 with vs_copy 0.6 and 0.7 (two shapes) -> 0.65, at 2048 0.5;
+ *     repeat_interleave at 1024 0.8 -> curves x = (1024, 2048), y = (0.65, 0.5) and (1024), (0.8),
+ *     log_x; so 1e9 bytes of softmax at seq 1024 take the copy class's time of 1e9 bytes / 0.65;
+ *     an op the fits do not know, a "layer" row and a failed row are left out.
+ * The written profile loads back with the same table and curves (its sources name the file, and
+ * the provenance of the other tables does not); a later fit of one dropout_fwd row onto it keeps
+ * the table and the other kernels' curves. Malformed rows are refused with one line naming them. */
+#define BMM_ROW(op, m, n, k, ns)                                                                                       \
+  "{\"kind\": \"bmm\", \"op\": \"" op "\", \"batch\": 8, \"m\": " #m ", \"n\": " #n ", \"k\": " #k                     \
+  ", \"seq\": 512, \"head_dim\": 64, \"median_ns\": " #ns "}"
+/* A kernel moving 1e9 bytes in `ns`; its curve point is the copy class's time for 1e9 bytes over
+ * `ns` (the clone's ratio, vs_copy, is carried, not fitted). */
+#define MEM_ROW(op, seq, ns)                                                                                           \
+  "{\"kind\": \"mem\", \"op\": \"" op "\", \"seq\": " #seq ", \"moved_bytes\": 1e9, \"median_ns\": " #ns ", "          \
+  "\"gbps\": 1428.6, \"copy_gbps\": 2500, \"vs_copy\": 0.5}"
+
+/* An unfused_attn result file of `rows` (NULL-terminated) in `dir` (g_free). */
+static char *unfused_doc(const char *dir, const char *name, const char *const *rows)
+{
+  g_autofree char *joined = g_strjoinv(", ", (char **)rows);
+  g_autofree char *json =
+      g_strdup_printf("{\"schema_version\": 1, \"kind\": \"unfused_attn\", " HOST_ENV ", \"results\": [%s]}", joined);
+  return write_text(dir, name, json);
+}
+
+START_TEST(test_calib_unfused_attn)
+{
+  g_autofree char *dir     = tmp_dir();
+  const char *const rows[] = {BMM_ROW("qk", 512, 512, 64, 30000),
+                              BMM_ROW("pv", 512, 64, 512, 20000),
+                              BMM_ROW("dp", 512, 512, 64, 26000),
+                              BMM_ROW("dv", 512, 64, 512, 22000),
+                              BMM_ROW("dq", 512, 64, 512, 24000),
+                              BMM_ROW("dk", 512, 64, 512, 40000),
+                              MEM_ROW("softmax_fwd", 1024, 600000),
+                              MEM_ROW("softmax_fwd", 1024, 700000),
+                              MEM_ROW("softmax_fwd", 2048, 800000),
+                              MEM_ROW("repeat_interleave", 1024, 500000),
+                              MEM_ROW("fused_softmax", 1024, 400000),
+                              "{\"kind\": \"bmm\", \"status\": \"oom\"}",
+                              "{\"kind\": \"layer\", \"op\": \"dot_product_attention\", \"seq\": 2048, "
+                              "\"fwd_ns\": 1e6, \"bwd_ns\": 2e6}",
+                              NULL};
+  g_autofree char *ua      = unfused_doc(dir, "unfused_attn.json", rows);
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GString) prov = g_string_new(NULL);
+  g_autoptr(GError) e     = NULL;
+  ck_assert_msg(pn_calib_read_results(ua, &d, prov, &e), "%s", e ? e->message : "");
+  ck_assert_int_eq(d.bmm->len, 6);
+  ck_assert_int_eq(d.torch_kernels->len, 4);
+  ck_assert_str_eq(prov->str, ""); /* its table and curves name their file themselves */
+  g_autofree char *base    = data("hwprofiles/test-gpu.json");
+  g_autoptr(PnHwProfile) p = pn_hw_profile_load(base, &e);
+  ck_assert_ptr_nonnull(p);
+  PnCalFitted f;
+  ck_assert(pn_calib_fit(&d, p, &f, &e));
+  ck_assert_int_eq(f.bmm_points, 2);
+  ck_assert_int_eq(f.torch_kernel_points[PN_TK_SOFTMAX_FWD], 2);
+  ck_assert_int_eq(f.torch_kernel_points[PN_TK_REPEAT_INTERLEAVE], 1);
+  g_autofree char *out = g_build_filename(dir, "out.json", NULL);
+  ck_assert_msg(pn_calib_write_profile(base, out, p, &f, prov->str, &e), "%s", e ? e->message : "");
+  g_autoptr(PnHwProfile) back = pn_hw_profile_load(out, &e);
+  ck_assert_msg(back != NULL, "%s", e ? e->message : "");
+  const PnHwProfile *both[] = {p, back};
+  for (int i = 0; i < 2; i++) {
+    const PnHwProfile *q = both[i];
+    ck_assert_int_eq(q->bmm_bf16.n, 2);
+    const PnGemmPoint *b0 = &q->bmm_bf16.pts[0], *b1 = &q->bmm_bf16.pts[1];
+    ck_assert(b0->batch == 8 && b0->m == 512 && b0->n == 64 && b0->k == 512 && b0->ns == 23000.0);
+    ck_assert(b1->batch == 8 && b1->m == 512 && b1->n == 512 && b1->k == 64 && b1->ns == 28000.0);
+    ck_assert_double_eq_tol(pn_cost_bmm_ns(q, 8, 512, 512, 64, NULL), 28000.0, 1e-6);
+    const PnCurve *sm = &q->torch_kernel_vs_copy[PN_TK_SOFTMAX_FWD],
+                  *ri = &q->torch_kernel_vs_copy[PN_TK_REPEAT_INTERLEAVE];
+    double copy_ns    = pn_cost_memory_class_ns(p, 1e9, PN_MEM_COPY); /* the fit's copy class: the base's */
+    ck_assert(sm->n == 2 && sm->log_x && sm->x[0] == 1024 && sm->x[1] == 2048);
+    ck_assert_double_eq_tol(sm->y[0], 0.5 * (copy_ns / 600000.0 + copy_ns / 700000.0), 1e-12);
+    ck_assert_double_eq_tol(sm->y[1], copy_ns / 800000.0, 1e-12);
+    ck_assert(ri->n == 1 && ri->x[0] == 1024);
+    ck_assert_double_eq_tol(ri->y[0], copy_ns / 500000.0, 1e-12);
+    for (int k = 0; k < PN_TK_N; k++)
+      if (k != PN_TK_SOFTMAX_FWD && k != PN_TK_REPEAT_INTERLEAVE)
+        ck_assert_int_eq(q->torch_kernel_vs_copy[k].n, 0);
+    /* a row's own bytes at its own length price to its time: 1e9 bytes at 2048 take 800 us */
+    ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(q, 1e9, PN_TK_SOFTMAX_FWD, 2048), 800000.0, 1e-6);
+    ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(q, 1e9, PN_TK_SOFTMAX_FWD, 1024), copy_ns / sm->y[0], 1e-6);
+  }
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(out, &text, NULL, NULL));
+  ck_assert(strstr(text, "mb_unfused_attn.py bmm rows); ") && strstr(text, "unfused_attn.json (NVIDIA H100 80GB HBM3"));
+
+  /* the replay: the table's points exactly; the rows against the median of their shape; the
+   * kernels at the copy's time over their curve */
+  PnCalCheck c;
+  pn_calib_check(&d, back, &c);
+  ck_assert_int_eq(c.bmm->len, 2);
+  for (guint i = 0; i < c.bmm->len; i++)
+    ck_assert_double_eq_tol(g_array_index(c.bmm, double, i), 0.0, 1e-12);
+  ck_assert_int_eq(c.bmm_rows->len, 6);
+  ck_assert_double_eq_tol(g_array_index(c.bmm_rows, double, 0), 28000.0 / 30000.0 - 1.0, 1e-9);
+  ck_assert_double_eq_tol(g_array_index(c.bmm_rows, double, 5), 23000.0 / 40000.0 - 1.0, 1e-9);
+  ck_assert_int_eq(c.torch_kernels->len, 4);
+  ck_assert_double_eq_tol(g_array_index(c.torch_kernels, double, 0),
+                          pn_cost_torch_kernel_ns(back, 1e9, PN_TK_SOFTMAX_FWD, 1024) / 600000.0 - 1.0, 1e-9);
+  ck_assert_double_eq_tol(g_array_index(c.torch_kernels, double, 2), 0.0, 1e-9);
+  pn_cal_check_clear(&c);
+  pn_cal_data_clear(&d);
+
+  /* a fit of one dropout_fwd row onto that profile keeps its table and the other curves */
+  const char *const drop_rows[] = {MEM_ROW("dropout_fwd", 4096, 350000), NULL};
+  g_autofree char *drop         = unfused_doc(dir, "dropout.json", drop_rows);
+  pn_cal_data_init(&d);
+  ck_assert_msg(pn_calib_read_results(drop, &d, prov, &e), "%s", e ? e->message : "");
+  g_autoptr(PnHwProfile) p2 = pn_hw_profile_load(out, &e);
+  ck_assert(pn_calib_fit(&d, p2, &f, &e));
+  g_autofree char *out2 = g_build_filename(dir, "out2.json", NULL);
+  ck_assert_msg(pn_calib_write_profile(out, out2, p2, &f, prov->str, &e), "%s", e ? e->message : "");
+  g_autoptr(PnHwProfile) back2 = pn_hw_profile_load(out2, &e);
+  ck_assert_msg(back2 != NULL, "%s", e ? e->message : "");
+  ck_assert_int_eq(back2->bmm_bf16.n, 2);
+  ck_assert_int_eq(back2->torch_kernel_vs_copy[PN_TK_SOFTMAX_FWD].n, 2);
+  ck_assert_int_eq(back2->torch_kernel_vs_copy[PN_TK_REPEAT_INTERLEAVE].n, 1);
+  ck_assert_int_eq(back2->torch_kernel_vs_copy[PN_TK_DROPOUT_FWD].n, 1);
+  ck_assert_double_eq_tol(pn_cost_torch_kernel_ns(back2, 1e9, PN_TK_DROPOUT_FWD, 4096), 350000.0, 1e-6);
+  pn_cal_data_clear(&d);
+
+  /* malformed rows: one line naming the file and the row's JSON path */
+  struct {
+    const char *row, *rest;
+  } bad[] = {
+      {"{\"kind\": \"bmm\", \"op\": \"qk\", \"batch\": 8, \"m\": 512, \"n\": 512, \"median_ns\": 1}",
+       "/results/0/k: expected an integer from 1 to 1000000000"},
+      {"{\"kind\": \"bmm\", \"op\": \"qk\", \"batch\": 0, \"m\": 512, \"n\": 512, \"k\": 64, \"median_ns\": 1}",
+       "/results/0/batch: expected an integer from 1 to 1000000000"},
+      {"{\"kind\": \"mem\", \"op\": \"softmax_fwd\", \"seq\": 1024.5, \"moved_bytes\": 1, \"median_ns\": 1, "
+       "\"vs_copy\": 1}",
+       "/results/0/seq: expected an integer from 1 to 1000000000"},
+      {"{\"kind\": \"mem\", \"op\": \"softmax_fwd\", \"seq\": 1024, \"moved_bytes\": 1, \"median_ns\": 1, "
+       "\"vs_copy\": \"half\"}",
+       "/results/0/vs_copy: expected a non-negative number"},
+      {"{\"kind\": \"mem\", \"op\": \"softmax_fwd\", \"seq\": 1024, \"moved_bytes\": 1, \"median_ns\": 1e16, "
+       "\"vs_copy\": 1}",
+       "/results/0/median_ns: 1e+16 ns is absurdly long (at most 1e15)"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_autofree char *json =
+        g_strdup_printf("{\"schema_version\": 1, \"kind\": \"unfused_attn\", \"results\": [%s]}", bad[i].row);
+    g_autofree char *path = write_text(dir, "r.json", json);
+    PnCalData d3;
+    pn_cal_data_init(&d3);
+    g_autoptr(GError) e3 = NULL;
+    ck_assert(!pn_calib_read_results(path, &d3, NULL, &e3));
+    pn_cal_data_clear(&d3);
+    assert_one_line(e3);
+    g_autofree char *want = g_strdup_printf("%s: %s", path, bad[i].rest);
+    ck_assert_msg(strcmp(e3->message, want) == 0, "got  %s\nwant %s", e3->message, want);
+  }
+  rm_rf(dir);
+}
+END_TEST
+#undef BMM_ROW
+#undef MEM_ROW
 
 /* Small launch and host_torch results through calibrate into the fixture profile, stating each
  * derivation (calib.h):
@@ -1695,6 +1877,13 @@ START_TEST(test_hw_profile_cache)
   ck_assert_int_eq(a->n_shape_contention, b->n_shape_contention);
   assert_curve_eq(&a->gemm_sm_scaling, &b->gemm_sm_scaling);
   assert_curve_eq(&a->mem_bandwidth[0], &b->mem_bandwidth[0]);
+  ck_assert(a->bmm_bf16.n > 0 && a->bmm_bf16.pts != b->bmm_bf16.pts);
+  ck_assert_int_eq(a->bmm_bf16.n, b->bmm_bf16.n);
+  ck_assert(memcmp(a->bmm_bf16.pts, b->bmm_bf16.pts, (size_t)a->bmm_bf16.n * sizeof *a->bmm_bf16.pts) == 0);
+  for (int k = 0; k < PN_TK_N; k++) {
+    ck_assert(a->torch_kernel_vs_copy[k].n > 0 && a->torch_kernel_vs_copy[k].log_x);
+    assert_curve_eq(&a->torch_kernel_vs_copy[k], &b->torch_kernel_vs_copy[k]);
+  }
   for (int i = 0; i < a->n_shape_contention; i++)
     for (int v = 0; v < 2; v++)
       assert_curve_eq(&a->shape_contention[i].curve[v], &b->shape_contention[i].curve[v]);
@@ -2785,6 +2974,7 @@ static Suite *io_suite(void)
       {"calib_host", test_calib_host},
       {"calib_gemm_accum", test_calib_gemm_accum},
       {"calib_torch_mem", test_calib_torch_mem},
+      {"calib_unfused_attn", test_calib_unfused_attn},
       {"calib_host_errors", test_calib_host_errors},
       {"report_json", test_report_json},
       {"report_text", test_report_text},

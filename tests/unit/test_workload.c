@@ -68,6 +68,8 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->training.bias_activation_fusion               = true; /* the loader's default, as Megatron-LM's */
   sc->training.gradient_accumulation_fusion         = true; /* likewise */
   sc->training.fused_adam                           = true;
+  sc->training.apply_rope_fusion                    = true;
+  sc->training.masked_softmax_fusion                = true;
   sc->parallel.tensor_model_parallel_size           = tp;
   sc->parallel.pipeline_model_parallel_size         = pp;
   sc->parallel.virtual_pipeline_model_parallel_size = vp;
@@ -1492,6 +1494,141 @@ START_TEST(test_param_lists)
 }
 END_TEST
 
+/* Megatron-Core's DotProductAttention (transformer_impl local), by hand: Llama3-8B at TP 2 with SP,
+ * seq 8192 -> s = 4096 here, mbs 2: np = 32/2 = 16 heads, B = 32 matrices, q = T*q_tp = 8192*2048,
+ * GQA 4:1. */
+START_TEST(test_unfused_attention)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 2, true, 1, 1, 1);
+  sc.training.seq_length            = 4096;
+  sc.training.micro_batch_size      = 2;
+  sc.training.transformer_impl      = PN_TRANSFORMER_IMPL_LOCAL;
+  sc.training.apply_rope_fusion     = true;
+  sc.training.masked_softmax_fusion = false;
+  const double B = 2.0 * 16.0, s = 4096.0, d = 128.0, scores = B * s * s, q = 8192.0 * 2048.0, kv = 8192.0 * 512.0;
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  ck_assert_ptr_null(find(f, "core_attn"));
+  ck_assert_ptr_null(find(b, "core_attn_bwd"));
+  /* forward, in issue order: repeat_interleave, QK^T, masked_fill_, softmax, PV, the context copy */
+  const char *order[] = {"attn_kv_repeat", "attn_qk", "attn_mask_fill", "attn_softmax", "attn_pv", "attn_context_copy"};
+  for (gsize i = 1; i < G_N_ELEMENTS(order); i++)
+    ck_assert_int_eq(index_of(f, order[i]), index_of(f, order[i - 1]) + 1);
+  const PnOp *qk = find(f, "attn_qk"), *pv = find(f, "attn_pv");
+  ck_assert_int_eq(qk->kind, PN_OP_GEMM);
+  ck_assert_int_eq(qk->batch, 32);
+  ck_assert_int_eq(qk->m, 4096);
+  ck_assert_int_eq(qk->n, 4096);
+  ck_assert_int_eq(qk->k, 128);
+  ck_assert_int_eq(pv->m, 4096);
+  ck_assert_int_eq(pv->n, 128);
+  ck_assert_int_eq(pv->k, 4096);
+  /* no causal skipping: 2 B s^2 d per GEMM */
+  ck_assert_double_eq(qk->flops, 2.0 * B * s * s * d);
+  ck_assert_double_eq(pv->flops, 2.0 * B * s * s * d);
+  ck_assert_double_eq(find(f, "attn_kv_repeat")->bytes, 8.0 * q);
+  ck_assert_int_eq(find(f, "attn_kv_repeat")->kernels, 2);
+  ck_assert_double_eq(find(f, "attn_mask_fill")->bytes, 4.0 * scores + s * s);
+  ck_assert_int_eq(find(f, "attn_mask_fill")->torch_kernel, PN_TK_MASKED_FILL + 1);
+  ck_assert_double_eq(find(f, "attn_softmax")->bytes, 4.0 * scores);
+  ck_assert_int_eq(find(f, "attn_softmax")->torch_kernel, PN_TK_SOFTMAX_FWD + 1);
+  ck_assert_int_eq(find(f, "attn_softmax")->seq_q, 4096);
+  ck_assert_double_eq(find(f, "attn_context_copy")->bytes, 4.0 * q);
+  /* saved: q, expanded k and v, the context (2 B each), the probabilities (2 B / score) */
+  ck_assert_double_eq(find(f, "attn_kv_repeat")->saved_bytes, 8.0 * q + 2.0 * scores);
+  ck_assert_double_eq(find(f, "proj")->saved_bytes, 0.0);
+  ck_assert_ptr_null(find(f, "attn_dropout"));
+  /* backward: 4 batched GEMMs (twice the forward's FLOPs), softmax's and masked_fill's backward,
+   * the in-place view's autograd passes (22 B / score in 6 kernels), the scales, the GQA sums */
+  double bwd_gemm = 0.0;
+  for (guint i = 0; i < b->len; i++) {
+    const PnOp *o = &g_array_index(b, PnOp, i);
+    if (o->kind == PN_OP_GEMM && o->batch > 0)
+      bwd_gemm += o->flops;
+  }
+  ck_assert_double_eq(bwd_gemm, 8.0 * B * s * s * d);
+  ck_assert_double_eq(find(b, "attn_softmax_bwd")->bytes, 6.0 * scores);
+  ck_assert_double_eq(find(b, "attn_inplace_view_bwd")->bytes, 22.0 * scores);
+  ck_assert_int_eq(find(b, "attn_inplace_view_bwd")->kernels, 6);
+  ck_assert_int_eq(find(b, "attn_mask_fill_bwd")->torch_kernel, PN_TK_MASKED_FILL + 1);
+  ck_assert_double_eq(find(b, "attn_mask_fill_bwd")->bytes, 4.0 * scores + s * s);
+  ck_assert_double_eq(find(b, "attn_scale_bwd")->bytes, 8.0 * q);
+  ck_assert_double_eq(find(b, "attn_kv_repeat_bwd")->bytes, 2.0 * (2.0 * q + 2.0 * kv));
+  /* TP communication is the TE list's: AG before qkv, RS after proj */
+  ck_assert_int_lt(index_of(f, "qkv_ag"), index_of(f, "qkv"));
+  ck_assert_int_gt(index_of(f, "proj_rs"), index_of(f, "proj"));
+
+  /* with the fused softmax (masked_softmax_fusion, s <= 4096) and attention dropout 0.1 */
+  sc.training.masked_softmax_fusion = true;
+  sc.model.attention_dropout        = 0.1;
+  g_autoptr(GArray) f2              = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b2              = layer(&sc, PN_PHASE_BWD);
+  ck_assert_ptr_null(find(f2, "attn_mask_fill"));
+  ck_assert_int_eq(find(f2, "attn_softmax")->torch_kernel, 0);
+  ck_assert_double_eq(find(f2, "attn_dropout")->bytes, 5.0 * scores);
+  ck_assert(find(f2, "attn_dropout")->rng);
+  ck_assert_double_eq(find(f2, "attn_kv_repeat")->saved_bytes, 8.0 * q + 5.0 * scores);
+  ck_assert_ptr_null(find(b2, "attn_inplace_view_bwd"));
+  ck_assert_double_eq(find(b2, "attn_dropout_bwd")->bytes, 5.0 * scores);
+  /* the fused kernel stops at 4096: longer sequences take torch's path */
+  sc.training.seq_length = 8192;
+  g_autoptr(GArray) f3   = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_nonnull(find(f3, "attn_mask_fill"));
+
+  /* selective recompute keeps q, k, v and recomputes the rest before the backward */
+  sc.training.seq_length             = 4096;
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+  sc.recompute.recompute_modules     = PN_RECOMPUTE_MODULE_CORE_ATTN;
+  g_autoptr(GArray) f4               = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b4               = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(f4, "attn_kv_repeat")->saved_bytes, 8192.0 * (2048.0 + 2.0 * 512.0) * 2.0);
+  int rq = -1;
+  for (guint i = 0; i < b4->len; i++)
+    if (strcmp(g_array_index(b4, PnOp, i).name, "attn_qk") == 0 &&
+        g_array_index(b4, PnOp, i).phase == PN_PHASE_RECOMPUTE)
+      rq = (int)i;
+  ck_assert_int_ge(rq, 0);
+  ck_assert_int_lt(rq, index_of(b4, "attn_dp"));
+
+  /* TE's layers with attention_backend "unfused": the same kernels with TE's fused softmax */
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_NONE;
+  sc.training.transformer_impl       = PN_TRANSFORMER_IMPL_TE;
+  sc.training.masked_softmax_fusion  = false;
+  sc.training.attention_backend      = PN_ATTN_BACKEND_UNFUSED;
+  g_autoptr(GArray) f5               = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_nonnull(find(f5, "attn_qk"));
+  ck_assert_ptr_null(find(f5, "attn_mask_fill"));
+  sc.training.attention_backend = PN_ATTN_BACKEND_FLASH;
+  g_autoptr(GArray) f6          = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_nonnull(find(f6, "core_attn"));
+}
+END_TEST
+
+/* The rotary embedding without apply_rope_fusion: 24 B per element of q and k, 24 kernels forward
+ * (6 big + 6 small per tensor), 12 backward; with fusion, TE's one kernel at 4 B. */
+START_TEST(test_unfused_rope)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  g_strlcpy(sc.model.position_embedding_type, "rope", sizeof sc.model.position_embedding_type);
+  sc.training.apply_rope_fusion = true;
+  const double elems            = 8192.0 * (4096.0 + 1024.0);
+  g_autoptr(GArray) f           = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(f, "rope")->bytes, 4.0 * elems);
+  ck_assert_int_eq(find(f, "rope")->torch_kernel, 0);
+  sc.training.apply_rope_fusion = false;
+  g_autoptr(GArray) f2          = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b2          = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(f2, "rope")->bytes, 24.0 * elems);
+  ck_assert_int_eq(find(f2, "rope")->kernels, 24);
+  ck_assert_int_eq(find(f2, "rope")->torch_kernel, PN_TK_ROPE_FWD + 1);
+  ck_assert_double_eq(find(b2, "rope_bwd")->bytes, 24.0 * elems);
+  ck_assert_int_eq(find(b2, "rope_bwd")->kernels, 12);
+  ck_assert_int_eq(find(b2, "rope_bwd")->torch_kernel, PN_TK_ROPE_BWD + 1);
+}
+END_TEST
+
 static Suite *workload_suite(void)
 {
   Suite *s = suite_create("workload");
@@ -1517,6 +1654,8 @@ static Suite *workload_suite(void)
       {"cp_p2p", test_cp_p2p},
       {"padded_vocab", test_padded_vocab},
       {"cross_entropy_bytes", test_cross_entropy_bytes},
+      {"unfused_attention", test_unfused_attention},
+      {"unfused_rope", test_unfused_rope},
       {"params", test_params},
       {"param_lists", test_param_lists},
       {"head_and_embedding", test_head_and_embedding},
