@@ -14,7 +14,7 @@
 # With PROFILE=1 each run also records iterations 11-12 with torch.profiler and keeps the summary of
 # what the GPU did (microbench/profile_summary.py -> OUT_DIR/NAME-profile.json).
 #
-#   microbench/megatron_runs.sh MEGATRON_LM_DIR OUT_DIR [NAME ...]   (default: all four)
+#   microbench/megatron_runs.sh MEGATRON_LM_DIR OUT_DIR [NAME ...]   (default: the first four)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$1 out=$2
@@ -48,6 +48,20 @@ for n in "${names[@]}"; do
   llama-local-tiny)
     run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 --max-position-embeddings 256 ;;
   gpt-local-tiny) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 --max-position-embeddings 256 ;;
+  # the tiny runs at half the layers (-l), half the micro-batches (-m) or both: their differences
+  # split the host's step into per layer and micro-batch, per micro-batch and per step parts
+  llama-local-tiny-l8) run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 \
+    --max-position-embeddings 256 --num-layers 8 ;;
+  llama-local-tiny-m4) run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 \
+    --max-position-embeddings 256 --global-batch-size 8 ;;
+  llama-local-tiny-l8-m4) run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 \
+    --max-position-embeddings 256 --num-layers 8 --global-batch-size 8 ;;
+  gpt-local-tiny-l6) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 \
+    --max-position-embeddings 256 --num-layers 6 ;;
+  gpt-local-tiny-m4) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 \
+    --max-position-embeddings 256 --global-batch-size 16 ;;
+  gpt-local-tiny-l6-m4) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 \
+    --max-position-embeddings 256 --num-layers 6 --global-batch-size 16 ;;
   *) echo "unknown run $n" >&2 ;;
   esac
 done

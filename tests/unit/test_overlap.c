@@ -2199,6 +2199,70 @@ START_TEST(test_host_prices)
 }
 END_TEST
 
+/* The local layers' unfused attention as emitted and priced, by hand: B = 1 x 16/2 = 8 matrices of
+ * s = 4096; a batched GEMM without a bmm table is one GEMM of (B x m, n, k); softmax is the copy
+ * class's time over its curve (0.5 here), masked_fill's backward the forward's kernel; an op of k
+ * kernels costs its host k launches and occupies its stream at least k floors; no TE module
+ * Python with the local layers, and userbuffers are off. */
+START_TEST(test_local_prices)
+{
+  g_autofree char *hw                = round_profile("round-local", 400, 50, true);
+  g_autoptr(PnScenario) sc           = load_json(TP_JSON(""), hw, NULL);
+  sc->training.transformer_impl      = PN_TRANSFORMER_IMPL_LOCAL;
+  sc->training.masked_softmax_fusion = false;
+  sc->training.apply_rope_fusion     = false;
+  sc->hw->host = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .module_ns = 300, .collective_ns = 500};
+  sc->hw->kernel_floor_ns[PN_FLOOR_MEM] = 7777;
+  PnCurve *c                            = &sc->hw->torch_kernel_vs_copy[PN_TK_SOFTMAX_FWD];
+  c->n = 1, c->log_x = true, c->x = g_new(double, 1), c->y = g_new(double, 1);
+  c->x[0] = 4096, c->y[0] = 0.5;
+  g_autoptr(GError) err = NULL;
+  PnPlan plan;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  ck_assert_msg(pn_overlap_resolve(sc, &plan, warnings, &err), "%s", err ? err->message : "?");
+  ck_assert(!plan.tp_comm_overlap);
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnBuildInfo info     = {0};
+  ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
+  const double B = 8.0, s = 4096.0, scores = B * s * s;
+  int seen = 0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
+    const PnTask *t = &pn_graph_tasks(g)[id];
+    if (t->kind != PN_TASK_COMPUTE || t->layer != 0)
+      continue;
+    double per = t->phase == PN_PHASE_BWD ? 2000.0 : 1000.0;
+    if (strcmp(t->label, "qkv") == 0) {
+      ck_assert_double_eq((double)t->host_ns, per); /* no module_ns */
+      seen++;
+    } else if (strcmp(t->label, "attn_qk") == 0) {
+      double want =
+          fmax(pn_cost_gemm_ns(sc->hw, 8 * 4096, 4096, 128, PN_DT_BF16, NULL), sc->hw->kernel_floor_ns[PN_FLOOR_GEMM]);
+      ck_assert_double_eq_tol(t->work_ns, want, 1e-6 * want);
+      ck_assert_double_eq((double)t->host_ns, per);
+      seen++;
+    } else if (strcmp(t->label, "attn_softmax") == 0) {
+      double want = fmax(pn_cost_memory_class_ns(sc->hw, 4.0 * scores, PN_MEM_COPY) / 0.5, 7777.0);
+      ck_assert_double_eq_tol(t->work_ns, want, 1e-6 * want);
+      seen++;
+    } else if (strcmp(t->label, "attn_mask_fill_bwd") == 0) {
+      double want = pn_cost_torch_kernel_ns(sc->hw, 4.0 * scores + s * s, PN_TK_MASKED_FILL, 4096);
+      ck_assert_double_eq_tol(t->work_ns, fmax(want, 7777.0), 1e-6 * want);
+      seen++;
+    } else if (strcmp(t->label, "attn_inplace_view_bwd") == 0) {
+      ck_assert_double_eq((double)t->host_ns, 6.0 * per);
+      ck_assert(t->work_ns >= 6.0 * 7777.0);
+      seen++;
+    } else if (strcmp(t->label, "rope") == 0 && t->phase == PN_PHASE_FWD) {
+      ck_assert_double_eq((double)t->host_ns, 24.0 * per);
+      ck_assert(t->work_ns >= 24.0 * 7777.0);
+      seen++;
+    }
+  }
+  ck_assert_int_eq(seen, 6);
+  pn_build_info_clear(&info);
+}
+END_TEST
+
 /* ==== CUDA graphs (overlap/graphs.c, sched/graphs.c) ========================================== */
 
 #define GRAPH_JSON(model, par)                                                                                         \
@@ -2542,6 +2606,7 @@ static Suite *overlap_suite(void)
       {"properties", test_properties},
       {"monotone_no_link_contention", test_monotone_no_link_contention},
       {"host_prices", test_host_prices},
+      {"local_prices", test_local_prices},
       {"graphs_per_layer", test_graphs_per_layer},
       {"graphs_ub_chunks", test_graphs_ub_chunks},
       {"graphs_moe_router", test_graphs_moe_router},
