@@ -11,7 +11,8 @@
 # *-tiny:      the same layer structure, layer count and micro-batch count at hidden 256 and
 #              sequence 256, so that the GPU's work is negligible and the step time is the host's:
 #              what Megatron-LM's Python costs per layer and micro-batch.
-# With PROFILE=1 each run also records iterations 11-12 with torch.profiler and keeps the summary of
+# TRAIN_ITERS=N sets the iterations (default 30; gpt-local is committed at 100: its step keeps
+# getting faster until about iteration 20). With PROFILE=1 each run also records iterations 11-12 with torch.profiler and keeps the summary of
 # what the GPU did (microbench/profile_summary.py -> OUT_DIR/NAME-profile.json).
 #
 #   microbench/megatron_runs.sh MEGATRON_LM_DIR OUT_DIR [NAME ...]   (default: the first four)
@@ -20,7 +21,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$1 out=$2
 common=(--transformer-impl local --no-masked-softmax-fusion --no-gradient-accumulation-fusion
   --no-persist-layer-norm --bf16 --lr 1e-4 --min-lr 1e-5 --lr-decay-style cosine --weight-decay 0.1
-  --clip-grad 1.0 --adam-beta2 0.95 --train-iters 30 --log-interval 1 --log-throughput
+  --clip-grad 1.0 --adam-beta2 0.95 --train-iters "${TRAIN_ITERS:-30}" --log-interval 1 --log-throughput
   --eval-iters 0 --eval-interval 1000 --mock-data --tokenizer-type NullTokenizer
   --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --distributed-backend nccl)
 llama=(--num-layers 16 --ffn-hidden-size 5632 --num-attention-heads 16 --group-query-attention --num-query-groups 4
