@@ -606,9 +606,9 @@ static void warn(GPtrArray *warnings, const PnIoCtx *ctx, const char *ptr, const
  * classes are measured on the fused kernels): said, never silently simulated as fused. The dense
  * MLP's unfused bias and activation are priced (workload/ops.c, act_unfused_bytes), and so are
  * gradient_accumulation_fusion off (the main_grad add after each wgrad, workload/ops.c push_wgrad),
- * the unfused rotary embedding and masked_softmax_fusion off (the unfused attention's torch
- * softmax; ops.c push_rope, push_attn_unfused_fwd). persist_layer_norm chooses among Apex's
- * LayerNorm kernels, which the norm class prices either way. */
+ * the unfused rotary embedding, masked_softmax_fusion off (the unfused attention's torch softmax)
+ * and the eager bias-dropout-add (ops.c push_rope, push_attn_unfused_fwd, push_bda). persist_layer_norm chooses among
+ * Apex's LayerNorm kernels, which the norm class prices either way. */
 static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray *warnings)
 {
   const PnTrainingConfig *tr = &sc->training;
@@ -618,7 +618,6 @@ static void unfused_warnings(const PnIoCtx *ctx, const PnScenario *sc, GPtrArray
   } fusions[] = {
       {tr->bias_activation_fusion || sc->model.num_moe_experts == 0, "/training/bias_activation_fusion",
        "the experts' unfused bias and activation kernels (the dense MLP's are priced)"},
-      {tr->bias_dropout_fusion, "/training/bias_dropout_fusion", "the unfused bias, dropout and residual-add kernels"},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(fusions); i++)
     if (!fusions[i].on)

@@ -134,11 +134,11 @@ typedef struct {
   /* Megatron-LM's fusion switches (--no-masked-softmax-fusion, --no-bias-swiglu-fusion /
    * --no-bias-gelu-fusion, --no-bias-dropout-fusion, --no-rope-fusion, --no-persist-layer-norm),
    * all on by default as in Megatron-LM. The op model prices the fused kernels, and the dense
-   * MLP's unfused bias and activation and the unfused rotary embedding as the extra kernels they
-   * run (ops.c); any other switch turned off is carried so that the loader can say it is not
-   * priced. masked_softmax_fusion acts on the softmax of Megatron-Core's DotProductAttention (the
-   * unfused attention, ops.c); persist_layer_norm only on Apex's LayerNorm, whose kernels the norm
-   * class prices either way. */
+   * MLP's unfused bias and activation, the unfused rotary embedding and the eager
+   * bias-dropout-add as the extra kernels they run (ops.c); the MoE experts' unfused bias and
+   * activation are carried so that the loader can say they are not priced. masked_softmax_fusion acts on the softmax of
+   * Megatron-Core's DotProductAttention (the unfused attention, ops.c); persist_layer_norm only on Apex's LayerNorm,
+   * whose kernels the norm class prices either way. */
   bool masked_softmax_fusion;
   bool bias_activation_fusion;
   bool bias_dropout_fusion;

@@ -17,6 +17,7 @@ typedef struct {
   bool sp, fp8, cs, tp_comm, gated, rope, dropout, layernorm, swiglu, bias;
   bool act_unfused;     /* bias_activation_fusion off: the dense MLP's bias and activation as separate kernels */
   bool rope_unfused;    /* rope without apply_rope_fusion: Megatron-Core's _apply_rotary_pos_emb_bshd */
+  bool bda_unfused;     /* bias_dropout_fusion off: bias add, dropout and residual add as separate kernels */
   bool unfused_attn;    /* DotProductAttention (local layers, attention_backend local / unfused) */
   bool softmax_fused;   /* its scale-mask-softmax as one fused kernel (TE's, or Apex's with masked_softmax_fusion) */
   bool attn_dropout;    /* attention_dropout > 0 with the unfused attention (flash attention drops inside) */
@@ -94,6 +95,7 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->bias         = m->add_bias_linear;
   d->act_unfused  = !sc->training.bias_activation_fusion;
   d->rope_unfused = d->rope && !sc->training.apply_rope_fusion;
+  d->bda_unfused  = !sc->training.bias_dropout_fusion;
   d->unfused_attn = pn_workload_unfused_attention(sc);
   /* Megatron-Core's FusedScaleMaskSoftmax takes its fused kernel only for 16 < sk <= 4096 (and
    * shapes divisible by 4); TE's UnfusedDotProductAttention has TE's own fused softmax */
@@ -556,6 +558,28 @@ static double attn_o_lse_bytes(const Dims *d)
   return (double)d->T * (double)d->q_tp * 2.0 + (double)d->T * (double)(d->heads / d->tp) * 4.0;
 }
 
+/* The bias-dropout-add after the attention and after the MLP (fusions/fused_bias_dropout.py):
+ * with bias_dropout_fusion, one compiled kernel, 6 B per element (+1 for dropout's mask); without
+ * it, _bias_dropout_add_func runs eagerly: x + bias (4 B, with biases), torch's dropout (5 B with
+ * its mask, only when hidden_dropout > 0) and residual + out (6 B). The mask is what it keeps. */
+static void push_bda(GArray *out, const Dims *d, const char *bias_name, const char *drop_name, const char *add_name,
+                     PnPhase phase, double keep)
+{
+  const double hsp = (double)d->Tsp * (double)d->h;
+  if (!d->bda_unfused) {
+    push_mem(out, add_name, phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
+    mark_rng(out, d->dropout);
+    return;
+  }
+  if (d->bias)
+    push_mem(out, bias_name, phase, hsp * 4.0, 0.0);
+  if (d->dropout) {
+    push_mem(out, drop_name, phase, hsp * 5.0, keep * hsp);
+    mark_rng(out, true);
+  }
+  push_mem(out, add_name, phase, hsp * 6.0, 0.0);
+}
+
 /* ---- mixture of experts (ops.h) ---- */
 
 static bool moe_permute_separate(const Dims *d) { return d->dispatcher != PN_MOE_DISPATCHER_FLEX; }
@@ -663,9 +687,7 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   } else {
     push_comm(out, "moe_combine_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
   }
-  const double hsp = (double)d->Tsp * (double)d->h;
-  push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
-  mark_rng(out, d->dropout);
+  push_bda(out, d, "bias_add2", "dropout2", "dropout_add2", phase, keep);
   if (d->shared_overlap && !moe_permute_separate(d))
     mark_join_side(out); /* flex: no unpermutation kernel; the residual add takes the sum */
   tag_node(out, node, PN_NODE_COMBINE);
@@ -784,8 +806,7 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   double proj_in    = (double)d->T * (double)d->q_tp;
   double proj_saved = d->fp8 ? proj_in : ((selective || cp_a2a(d)) && !d->unfused_attn ? proj_in * 2.0 : 0.0);
   push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
-  push_mem(out, "dropout_add", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
-  mark_rng(out, d->dropout);
+  push_bda(out, d, "bias_add", "dropout", "dropout_add", phase, keep);
 
   if (d->moe) {
     moe_forward(out, d, phase, keep);
@@ -800,8 +821,7 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
     push_mem(out, "act_unfused", phase, fc1_out * act_unfused_bytes(d, false), 0.0);
   push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
                keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
-  push_mem(out, "dropout_add2", phase, hsp * (6.0 + (d->dropout ? 1.0 : 0.0)), keep * (d->dropout ? hsp : 0.0));
-  mark_rng(out, d->dropout);
+  push_bda(out, d, "bias_add2", "dropout2", "dropout_add2", phase, keep);
   tag_node(out, mlp, PN_NODE_MLP);
 }
 

@@ -96,8 +96,8 @@ for ignored in "ignored: FOO=bar (not modelled)" "ignored: --lr 3e-4 (not modell
   "ignored: --data-path /data/a 0.5 /data/b (not modelled)"; do
   grep -qxF "penumbra import: $ignored" "$tmp/err" || fail "expected \"$ignored\" on stderr: $(cat "$tmp/err")"
 done
-grep -q "bias_dropout_fusion: false is not priced" "$tmp/err" || fail "an unfused switch must be said"
-! grep -q "apply_rope_fusion: false is not priced" "$tmp/err" || fail "the unfused RoPE is priced, not warned"
+# the fusions switched off on that line are priced now, none said as not priced
+! grep -q "false is not priced" "$tmp/err" || fail "the unfused RoPE and bias-dropout-add are priced, not warned"
 ! grep -q "gradient_accumulation_fusion: false is not priced" "$tmp/err" || fail "gradient_accumulation_fusion off is priced, not warned"
 [ "$(grep -c . "$tmp/err")" -le 8 ] || fail "too much on stderr: $(cat "$tmp/err")"
 
@@ -161,7 +161,7 @@ KEYS
   --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 64 --vocab-size 32000 \
   --bf16 --num-experts 16 --moe-router-topk 4 --moe-ffn-hidden-size 512 --expert-model-parallel-size 8 \
   --moe-token-dispatcher-type alltoall --pipeline-model-parallel-size 2 --virtual-pipeline-model-parallel-size 2 \
-  --spec my.module layer_spec >"$tmp/moe.json" 2>"$tmp/err" || fail "MoE import: $(cat "$tmp/err")"
+  --spec my.module layer_spec --no-bias-gelu-fusion >"$tmp/moe.json" 2>"$tmp/err" || fail "MoE import: $(cat "$tmp/err")"
 for kv in "model num_moe_experts 16" "model moe_router_topk 4" "model moe_ffn_hidden_size 512" \
   "parallel expert_model_parallel_size 8" 'parallel moe_token_dispatcher_type "alltoall"' \
   "parallel virtual_pipeline_model_parallel_size 2" "hardware num_gpus 16" "model ffn_hidden_size 4096" \
@@ -170,6 +170,8 @@ for kv in "model num_moe_experts 16" "model moe_router_topk 4" "model moe_ffn_hi
   [ "$(key "$tmp/moe.json" "$1" "$2")" = "$3" ] || fail "$1.$2: expected $3, got $(key "$tmp/moe.json" "$1" "$2")"
 done
 grep -q "warning: --spec my.module layer_spec: a custom layer spec" "$tmp/err" || fail "--spec must be warned about"
+grep -q "bias_activation_fusion: false is not priced.*the experts' unfused bias and activation" "$tmp/err" ||
+  fail "an unfused switch that is not priced must be said: $(cat "$tmp/err")"
 grep -q "custom layer spec --spec my.module layer_spec" "$tmp/moe.json" || fail "--spec must be recorded"
 grep -q "virtual-pipeline-model-parallel-size: not an argument" "$tmp/err" || fail "the legacy spelling must be said"
 

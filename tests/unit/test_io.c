@@ -1033,6 +1033,22 @@ static char *write_text(const char *dir, const char *name, const char *text)
   return p;
 }
 
+/* A results file of `kind` with the one `row` is refused by pn_calib_read_results with the one
+ * line "<file>: <rest>". */
+static void assert_bad_results(const char *dir, const char *kind, const char *row, const char *rest)
+{
+  g_autofree char *json = g_strdup_printf("{\"schema_version\": 1, \"kind\": \"%s\", \"results\": [%s]}", kind, row);
+  g_autofree char *path = write_text(dir, "r.json", json);
+  PnCalData d;
+  pn_cal_data_init(&d);
+  g_autoptr(GError) e = NULL;
+  ck_assert(!pn_calib_read_results(path, &d, NULL, &e));
+  pn_cal_data_clear(&d);
+  assert_one_line(e);
+  g_autofree char *want = g_strdup_printf("%s: %s", path, rest);
+  ck_assert_msg(strcmp(e->message, want) == 0, "got  %s\nwant %s", e->message, want);
+}
+
 /* The fixture file `rel` with its first `from` replaced by `to` (g_free). */
 static char *fixture_with(const char *rel, const char *from, const char *to)
 {
@@ -1677,19 +1693,8 @@ START_TEST(test_calib_unfused_attn)
        "\"vs_copy\": 1}",
        "/results/0/median_ns: 1e+16 ns is absurdly long (at most 1e15)"},
   };
-  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
-    g_autofree char *json =
-        g_strdup_printf("{\"schema_version\": 1, \"kind\": \"unfused_attn\", \"results\": [%s]}", bad[i].row);
-    g_autofree char *path = write_text(dir, "r.json", json);
-    PnCalData d3;
-    pn_cal_data_init(&d3);
-    g_autoptr(GError) e3 = NULL;
-    ck_assert(!pn_calib_read_results(path, &d3, NULL, &e3));
-    pn_cal_data_clear(&d3);
-    assert_one_line(e3);
-    g_autofree char *want = g_strdup_printf("%s: %s", path, bad[i].rest);
-    ck_assert_msg(strcmp(e3->message, want) == 0, "got  %s\nwant %s", e3->message, want);
-  }
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++)
+    assert_bad_results(dir, "unfused_attn", bad[i].row, bad[i].rest);
   rm_rf(dir);
 }
 END_TEST
@@ -1826,19 +1831,8 @@ START_TEST(test_calib_host_errors)
        "/results/0/gpu_ns: 1e+16 ns is absurdly long (at most 1e15)"},
   };
   g_autofree char *dir = tmp_dir();
-  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *json =
-        g_strdup_printf("{\"schema_version\": 1, \"kind\": \"%s\", \"results\": [%s]}", cases[i].kind, cases[i].row);
-    g_autofree char *path = write_text(dir, "r.json", json);
-    PnCalData d;
-    pn_cal_data_init(&d);
-    g_autoptr(GError) e = NULL;
-    ck_assert(!pn_calib_read_results(path, &d, NULL, &e));
-    pn_cal_data_clear(&d);
-    assert_one_line(e);
-    g_autofree char *want = g_strdup_printf("%s: %s", path, cases[i].rest);
-    ck_assert_msg(strcmp(e->message, want) == 0, "got  %s\nwant %s", e->message, want);
-  }
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++)
+    assert_bad_results(dir, cases[i].kind, cases[i].row, cases[i].rest);
   rm_rf(dir);
 }
 END_TEST

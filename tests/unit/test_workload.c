@@ -70,6 +70,7 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->training.fused_adam                           = true;
   sc->training.apply_rope_fusion                    = true;
   sc->training.masked_softmax_fusion                = true;
+  sc->training.bias_dropout_fusion                  = true;
   sc->parallel.tensor_model_parallel_size           = tp;
   sc->parallel.pipeline_model_parallel_size         = pp;
   sc->parallel.virtual_pipeline_model_parallel_size = vp;
@@ -249,6 +250,25 @@ START_TEST(test_dropout_ops)
     const PnOp *o = &g_array_index(b, PnOp, i);
     ck_assert(!o->rng || (o->kind == PN_OP_MEM && strstr(o->name, "dropout") != NULL));
   }
+  /* bias_dropout_fusion off: Megatron-Core's eager _bias_dropout_add_func, x + bias (4 B, biased
+   * models only), dropout (5 B with its mask, kept) and residual + out (6 B); the backward as fused */
+  sc.training.bias_dropout_fusion = false;
+  sc.model.add_bias_linear        = true;
+  g_autoptr(GArray) fu            = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) bu            = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(fu, "bias_add")->bytes, 4.0 * hsp);
+  ck_assert_double_eq(find(fu, "dropout")->bytes, 5.0 * hsp);
+  ck_assert(find(fu, "dropout")->rng && !find(fu, "dropout_add")->rng);
+  ck_assert_double_eq(find(fu, "dropout")->saved_bytes, hsp);
+  ck_assert_double_eq(find(fu, "dropout_add")->bytes, 6.0 * hsp);
+  ck_assert_int_eq(index_of(fu, "dropout"), index_of(fu, "bias_add") + 1);
+  ck_assert_int_eq(index_of(fu, "dropout_add"), index_of(fu, "dropout") + 1);
+  ck_assert_ptr_nonnull(find(fu, "dropout2"));
+  ck_assert_double_eq(find(bu, "dropout_add_bwd")->bytes, 5.0 * hsp);
+  sc.model.hidden_dropout = 0.0;
+  g_autoptr(GArray) fn    = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(fn, "dropout"));
+  ck_assert_double_eq(find(fn, "dropout_add")->bytes, 6.0 * hsp);
 }
 END_TEST
 
