@@ -58,7 +58,9 @@
  *   activation fwd: swiglu T*f/tp*6 (read 2f, write f); gelu/relu^2 T*f/tp*4
  *   activation bwd: swiglu T*f/tp*10; others T*f/tp*6
  *   dropout+residual add fwd: Tsp*h*6 (+1 mask byte when hidden_dropout > 0); its backward is
- *     an op only with dropout (Tsp*h*5); attention dropout is ignored (flash attention).
+ *     an op only with dropout (Tsp*h*5); attention dropout is ignored (flash attention). Without
+ *     bias_dropout_fusion, three eager kernels: bias add Tsp*h*4 (biased models), dropout Tsp*h*5
+ *     (with hidden_dropout), residual add Tsp*h*6.
  *   fp8 casts (training.precision == fp8; TE delayed/current scaling on Hopper, which needs a
  *     transposed copy of every wgrad/dgrad operand): forward cast_transpose of the row-parallel
  *     GEMM inputs (attention out, activation out): read bf16, write fp8 + fp8^T = 4 B/elem;
