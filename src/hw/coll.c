@@ -1,6 +1,10 @@
 /* coll.c — collective cost on the span of its group (see coll.h for the model). */
 #include "hw/coll.h"
 
+/* PAT's per-rank latency term in NCCL's tuner (src/graph/tuning.cc: "+ nRanks * 2.8; Still a
+ * linear part"). */
+#define PN_NCCL_PAT_RANK_NS 2800.0
+
 #include <math.h>
 
 const char *pn_coll_kind_name(PnCollKind k)
@@ -188,9 +192,13 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
     }
   }
 
-  /* Latency: ring hops, intra-node ones over NVLink and one network crossing per node; or a
-   * tree/PAT over the nodes (2 log2(nodes) network hops plus the intra-node ring), whichever
-   * NCCL's tuner would find shorter. */
+  /* Latency: ring hops, intra-node ones over NVLink and one network crossing per node; or, where
+   * NCCL has a logarithmic algorithm for the collective (src/graph/tuning.cc), whichever its tuner
+   * would find shorter: the tree for an all-reduce (2 log2(nodes) network hops plus the intra-node
+   * chain, each way); PAT for an all-gather or reduce-scatter, which NCCL enables only with one
+   * GPU per node (ncclPatEnable: nNodes == nRanks), at log2(nodes) x net_hop / 3.5 plus its linear
+   * 2.8 us per rank. With several GPUs per node an all-gather or reduce-scatter rings over every
+   * rank (NCCL has no tree for them): latency linear in the group. */
   double per_pass = s->kind == PN_COLL_ALL_REDUCE ? 2.0 : 1.0;
   double ring_lat;
   if (!multinode) {
@@ -199,9 +207,14 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
     ring_lat = hw->nccl_net_hop_ns;
   } else {
     double net_hops = per_pass * nodes, nvl_hops = hops - net_hops;
-    ring_lat        = net_hops * hw->nccl_net_hop_ns + fmax(0.0, nvl_hops) * hw->nccl_nvlink_hop_ns;
-    double tree_lat = per_pass * (2.0 * ceil(log2(nodes)) * hw->nccl_net_hop_ns + (k - 1.0) * hw->nccl_nvlink_hop_ns);
-    ring_lat        = fmin(ring_lat, tree_lat);
+    ring_lat = net_hops * hw->nccl_net_hop_ns + fmax(0.0, nvl_hops) * hw->nccl_nvlink_hop_ns;
+    if (s->kind == PN_COLL_ALL_REDUCE) {
+      double tree_lat = 2.0 * (2.0 * ceil(log2(nodes)) * hw->nccl_net_hop_ns + (k - 1.0) * hw->nccl_nvlink_hop_ns);
+      ring_lat        = fmin(ring_lat, tree_lat);
+    } else if (k == 1.0) {
+      double pat_lat = floor(log2(nodes)) * hw->nccl_net_hop_ns / 3.5 + n * PN_NCCL_PAT_RANK_NS;
+      ring_lat       = fmin(ring_lat, pat_lat);
+    }
   }
   out->latency_ns = hw->nccl_base_latency_ns + ring_lat;
   if (!multinode && n == 2.0 && hw->nccl_pair_latency_ns[s->kind] > 0.0)

@@ -1738,6 +1738,51 @@ START_TEST(test_coll_nics_per_node)
 }
 END_TEST
 
+/* NCCL's latency per collective over nodes (src/graph/tuning.cc): an all-gather or reduce-scatter
+ * has no tree; with several GPUs per node it rings over every rank, with one GPU per node PAT may
+ * be shorter. Base 10000, NVLink hop 1000, network hop 5000 ns:
+ *   reduce-scatter, 16 ranks 8 per node: ring 2 x 5000 + 13 x 1000 = 23000 -> 33000 (the
+ *     all-reduce's tree would give 17000: not NCCL's for a reduce-scatter);
+ *   all-gather, 48 ranks 1 per node: min(ring 48 x 5000 = 240000, PAT floor(log2 48) x 5000 / 3.5
+ *     + 48 x 2800 = 141542.857) -> 151542.857; reduce-scatter, 4 ranks 1 per node: PAT 2 x 5000 /
+ *     3.5 + 4 x 2800 = 14057.143 against the ring's 20000 -> 24057.143;
+ *   all-reduce, 16 ranks 8 per node: min(ring 4 x 5000 + 26 x 1000, tree 2 (2 x 5000 + 7 x 1000))
+ *     = 34000 -> 44000. */
+START_TEST(test_coll_latency_algorithms)
+{
+  PnHwProfile hw = {.name                  = "lat",
+                    .sm_count              = 132,
+                    .gpus_per_node         = 8,
+                    .nics_per_node         = 8,
+                    .nvlink_bytes_per_ns   = 400.0,
+                    .nic_bytes_per_ns      = 50.0,
+                    .nccl_base_latency_ns  = 10000.0,
+                    .nccl_nvlink_hop_ns    = 1000.0,
+                    .nccl_net_hop_ns       = 5000.0,
+                    .nccl_ctas_nvlink      = 16,
+                    .nccl_ctas_net         = 16,
+                    .nccl_p2p_ctas         = 8,
+                    .nccl_cta_bytes_per_ns = 1e6};
+  struct {
+    PnCollKind kind;
+    int ranks, per_node;
+    double want_ns;
+  } cases[] = {{PN_COLL_REDUCE_SCATTER, 16, 8, 33000.0},
+               {PN_COLL_ALL_GATHER, 16, 8, 33000.0},
+               {PN_COLL_ALL_GATHER, 48, 1, 10000.0 + 5.0 * 5000.0 / 3.5 + 48.0 * 2800.0},
+               {PN_COLL_REDUCE_SCATTER, 4, 1, 10000.0 + 2.0 * 5000.0 / 3.5 + 4.0 * 2800.0},
+               {PN_COLL_ALL_REDUCE, 16, 8, 44000.0}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    PnCollSpec spec = {
+        .kind = cases[i].kind, .bytes = 1 << 20, .ranks = cases[i].ranks, .ranks_per_node = cases[i].per_node};
+    PnCollCost c;
+    pn_coll_cost(&hw, &spec, &c);
+    ck_assert_msg(fabs(c.latency_ns - cases[i].want_ns) < 1e-6, "case %zu: %.3f, expected %.3f", (size_t)i,
+                  c.latency_ns, cases[i].want_ns);
+  }
+}
+END_TEST
+
 /* The executor charges a GPU's NIC for the GPUs that share it. test_hw() (NIC 50 bytes/ns) with 8
  * GPUs a node: a collective (GPU 2) moving 50000 bytes over the NIC only takes 1000 ns with 8 NICs,
  * 2000 with 4 (25 bytes/ns each); a P2P leg from GPU 0 to GPU 1 of 40000 bytes across nodes (latency 100 on both sides)
@@ -1914,6 +1959,7 @@ static Suite *hw_suite(void)
   TC("cost_gemm_table_exact", test_cost_gemm_table_exact);
   TC("coll_table_group_sizes", test_coll_table_group_sizes);
   TC("coll_nics_per_node", test_coll_nics_per_node);
+  TC("coll_latency_algorithms", test_coll_latency_algorithms);
   TC("exec_chain", test_exec_chain);
   TC("exec_streams_concurrent", test_exec_streams_concurrent);
   TC("exec_dependency", test_exec_dependency);
