@@ -117,6 +117,7 @@ static char *report_json(const PnMeasured *m, const PnResult *r)
     pn_jsonw_double(w, k, r->exposed_comm_s[c]);
   }
   pn_jsonw_double(w, "bubble", r->bubble_s);
+  pn_jsonw_double(w, "host_bound", r->host_bound_s); /* of the bubble and exposed time: waiting for launches */
   pn_jsonw_end(w);
   pn_jsonw_end(w);
   return pn_jsonw_free_to_string(w);
@@ -146,6 +147,9 @@ static char *report_text(const PnMeasured *m, const PnResult *r)
       g_string_append_printf(s, "  exposed %-6s  %8.4f s  %5.1f%%\n", pn_comm_class_name(c), r->exposed_comm_s[c],
                              100.0 * r->exposed_comm_s[c] / t);
   g_string_append_printf(s, "  bubble          %8.4f s  %5.1f%%\n", r->bubble_s, 100.0 * r->bubble_s / t);
+  if (r->host_bound_s > 0.0)
+    g_string_append_printf(s, "    host-bound    %8.4f s  %5.1f%%  (the GPU waiting for the host's launches)\n",
+                           r->host_bound_s, 100.0 * r->host_bound_s / t);
   g_string_append_printf(s, "  (exposed communication in all: %.4f s)\n", exposed_s(r));
   return g_string_free(s, FALSE);
 }

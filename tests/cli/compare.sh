@@ -81,4 +81,10 @@ near "$(get "$tmp/llama-local.json" measured_max_allocated_gib)" 23.4746 1e-4 ||
 "$bin" compare tests/data/megatron/llama-local-h100.log "$tmp/launch.json" -f json >"$tmp/given.json" 2>/dev/null
 [ "$(get "$tmp/given.json" predicted_step_s)" = "$(get "$tmp/llama-local.json" predicted_step_s)" ] ||
   fail "the dump's scenario and the launch line's differ"
+# a host-bound run says how much of its step waits for the host's launches (text and JSON)
+"$bin" compare tests/data/megatron/gpt-local-tiny-h100.log >"$tmp/tiny.txt" 2>/dev/null || fail "compare the tiny run"
+grep -q "^    host-bound  .*(the GPU waiting for the host's launches)" "$tmp/tiny.txt" || fail "host-bound line: $(cat "$tmp/tiny.txt")"
+"$bin" compare tests/data/megatron/gpt-local-tiny-h100.log -f json 2>/dev/null |
+  python3 -c 'import json,sys; d=json.load(sys.stdin)["predicted_breakdown_s"]; sys.exit(not (0 < d["host_bound"] <= d["bubble"] + 1e-9))' ||
+  fail "predicted_breakdown_s.host_bound"
 echo "compare: $log and the Megatron-LM runs parsed and compared"
