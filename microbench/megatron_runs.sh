@@ -42,27 +42,21 @@ run() {
 }
 names=("${@:3}")
 [ ${#names[@]} -eq 0 ] && names=(llama-local gpt-local llama-local-tiny gpt-local-tiny)
+tiny=(--hidden-size 256 --seq-length 256 --max-position-embeddings 256)
 for n in "${names[@]}"; do
   case $n in
   llama-local) run $n 240 "${common[@]}" "${llama[@]}" --hidden-size 2048 --seq-length 2048 --max-position-embeddings 2048 ;;
   gpt-local) run $n 200 "${common[@]}" "${gpt[@]}" --hidden-size 2048 --seq-length 1024 --max-position-embeddings 1024 ;;
-  llama-local-tiny)
-    run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 --max-position-embeddings 256 ;;
-  gpt-local-tiny) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 --max-position-embeddings 256 ;;
+  llama-local-tiny) run $n 150 "${common[@]}" "${llama[@]}" "${tiny[@]}" ;;
+  gpt-local-tiny) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" ;;
   # the tiny runs at half the layers (-l), half the micro-batches (-m) or both: their differences
   # split the host's step into per layer and micro-batch, per micro-batch and per step parts
-  llama-local-tiny-l8) run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 \
-    --max-position-embeddings 256 --num-layers 8 ;;
-  llama-local-tiny-m4) run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 \
-    --max-position-embeddings 256 --global-batch-size 8 ;;
-  llama-local-tiny-l8-m4) run $n 150 "${common[@]}" "${llama[@]}" --hidden-size 256 --seq-length 256 \
-    --max-position-embeddings 256 --num-layers 8 --global-batch-size 8 ;;
-  gpt-local-tiny-l6) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 \
-    --max-position-embeddings 256 --num-layers 6 ;;
-  gpt-local-tiny-m4) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 \
-    --max-position-embeddings 256 --global-batch-size 16 ;;
-  gpt-local-tiny-l6-m4) run $n 150 "${common[@]}" "${gpt[@]}" --hidden-size 256 --seq-length 256 \
-    --max-position-embeddings 256 --num-layers 6 --global-batch-size 16 ;;
+  llama-local-tiny-l8) run $n 150 "${common[@]}" "${llama[@]}" "${tiny[@]}" --num-layers 8 ;;
+  llama-local-tiny-m4) run $n 150 "${common[@]}" "${llama[@]}" "${tiny[@]}" --global-batch-size 8 ;;
+  llama-local-tiny-l8-m4) run $n 150 "${common[@]}" "${llama[@]}" "${tiny[@]}" --num-layers 8 --global-batch-size 8 ;;
+  gpt-local-tiny-l6) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" --num-layers 6 ;;
+  gpt-local-tiny-m4) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" --global-batch-size 16 ;;
+  gpt-local-tiny-l6-m4) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" --num-layers 6 --global-batch-size 16 ;;
   *) echo "unknown run $n" >&2 ;;
   esac
 done

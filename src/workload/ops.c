@@ -479,10 +479,8 @@ static void push_attn_unfused_fwd(GArray *out, const Dims *d, PnPhase phase, dou
   double sc = unfused_scores(d), q = (double)d->T * (double)d->q_tp;
   bool gqa = d->groups < d->heads;
   if (gqa)
-    push_torch(out, d, "attn_kv_repeat", phase, PN_TK_REPEAT_INTERLEAVE, 2.0 * 4.0 * q, 2, 0.0);
+    push_torch(out, d, "attn_kv_repeat", phase, PN_TK_REPEAT_INTERLEAVE, 2.0 * 4.0 * q, 2, saved);
   push_bmm(out, "attn_qk", phase, B, s, s, d->kvc, gqa ? 0.0 : saved);
-  if (gqa)
-    g_array_index(out, PnOp, out->len - 2).saved_bytes = saved;
   if (d->softmax_fused) {
     push_mem(out, "attn_softmax", phase, sc * 4.0, 0.0);
   } else {

@@ -1690,6 +1690,26 @@ START_TEST(test_coll_table_group_sizes)
 }
 END_TEST
 
+/* Two-level nodes for the collective cost tests: 8 GPUs a node, NIC 50 and NVLink 400 bytes/ns,
+ * NCCL base latency 10000 ns, NVLink hop 1000, network hop 5000; channels and protocol not
+ * limiting. `nics` NICs a node. */
+static PnHwProfile coll_test_hw(int nics)
+{
+  return (PnHwProfile){.name                  = "coll",
+                       .sm_count              = 132,
+                       .gpus_per_node         = 8,
+                       .nics_per_node         = nics,
+                       .nvlink_bytes_per_ns   = 400.0,
+                       .nic_bytes_per_ns      = 50.0,
+                       .nccl_base_latency_ns  = 10000.0,
+                       .nccl_nvlink_hop_ns    = 1000.0,
+                       .nccl_net_hop_ns       = 5000.0,
+                       .nccl_ctas_nvlink      = 16,
+                       .nccl_ctas_net         = 16,
+                       .nccl_p2p_ctas         = 8,
+                       .nccl_cta_bytes_per_ns = 1e6};
+}
+
 /* A node with fewer NICs than GPUs shares them: NCCL sends each GPU's inter-node traffic through
  * its nearest NIC, and every GPU of a node crosses the network at once (each is in one of the
  * symmetric groups of a collective that spans nodes), so a GPU gets nics / gpus of the node's
@@ -1704,18 +1724,7 @@ END_TEST
  * Inside one node nothing changes: 8 GPUs, 8 per node, NVLink only. */
 START_TEST(test_coll_nics_per_node)
 {
-  PnHwProfile hw = {.name                  = "nics",
-                    .sm_count              = 132,
-                    .gpus_per_node         = 8,
-                    .nvlink_bytes_per_ns   = 400.0,
-                    .nic_bytes_per_ns      = 50.0,
-                    .nccl_base_latency_ns  = 10000.0,
-                    .nccl_nvlink_hop_ns    = 1000.0,
-                    .nccl_net_hop_ns       = 5000.0,
-                    .nccl_ctas_nvlink      = 16,
-                    .nccl_ctas_net         = 16,
-                    .nccl_p2p_ctas         = 8,
-                    .nccl_cta_bytes_per_ns = 1e6};
+  PnHwProfile hw = coll_test_hw(8);
   struct {
     int nics;
     double want_ns;
@@ -1750,19 +1759,7 @@ END_TEST
  *     = 34000 -> 44000. */
 START_TEST(test_coll_latency_algorithms)
 {
-  PnHwProfile hw = {.name                  = "lat",
-                    .sm_count              = 132,
-                    .gpus_per_node         = 8,
-                    .nics_per_node         = 8,
-                    .nvlink_bytes_per_ns   = 400.0,
-                    .nic_bytes_per_ns      = 50.0,
-                    .nccl_base_latency_ns  = 10000.0,
-                    .nccl_nvlink_hop_ns    = 1000.0,
-                    .nccl_net_hop_ns       = 5000.0,
-                    .nccl_ctas_nvlink      = 16,
-                    .nccl_ctas_net         = 16,
-                    .nccl_p2p_ctas         = 8,
-                    .nccl_cta_bytes_per_ns = 1e6};
+  PnHwProfile hw = coll_test_hw(8);
   struct {
     PnCollKind kind;
     int ranks, per_node;
