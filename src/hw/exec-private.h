@@ -57,7 +57,7 @@ enum {
   ST_OPENED  = 8, /* flag: the observer was told it opened */
   ST_NEEDED  = 16 /* flag, set at setup: a task other than its stream successor depends on it */
 };
-enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
+enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_HBM, RES_PER_GPU }; /* RES_HBM: only with HBM sharing */
 
 /* Growable arrays on the hot path: pointer/count/capacity (no out-of-line GArray calls). */
 #define VEC_PUSH(ptr, n, cap, x)                                                                                       \
@@ -70,7 +70,7 @@ enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
   } while (0)
 
 /* Per task, written once at setup: its links and the fields of its PnTask that dispatch, SM
- * sharing and completion read, in one 48-byte record (the 88-byte PnTask is not read during the
+ * sharing and completion read, in one 48-byte record (the 96-byte PnTask is not read during the
  * run). What other tasks read of it (its state) lives in a dense array of its own: a million
  * tasks do not fit in cache, and those remote touches are the executor's main cost. */
 typedef struct {
@@ -118,6 +118,8 @@ typedef struct {
   uint32_t task;    /* COMM: the task; leg: the sending task */
   uint32_t peer;    /* leg: the receiving task; COMM: PN_TASK_NONE */
   bool over_nic;    /* leg: crosses nodes (NIC, else NVLink) */
+  double hbm_coef;  /* HBM sharing: HBM bytes per nominal byte at each GPU it runs on (exec_links.c) */
+  double hbm_d;     /* HBM sharing: its demand on each of those GPUs' HBM while it flows (bytes/ns) */
 } Xfer;
 
 /* The compute time a GPU loses to SMs held by communication kernels (exec_kernels.c, "Compute lost
@@ -138,6 +140,8 @@ typedef struct {
   uint32_t n_run, cap_run;
   LostRt lost;
   PnResourceId res[RES_PER_GPU];
+  double comm_hbm; /* HBM sharing: the summed demand of the transfers flowing through this GPU (bytes/ns) */
+  double hbm_cap;  /* HBM sharing: the capacity of its HBM resource, what the transfers may use */
 } GpuRt;
 
 /* The host thread of one GPU (exec_host.c). */
@@ -201,6 +205,8 @@ typedef struct {
   double full_gemm_limit;
   double full_mem;
   bool fuse;       /* kernel chains (PnExecOptions.unfused off) */
+  bool hbm_on;     /* HBM sharing (profile hbm_share): hbm_d and the RES_HBM resources exist */
+  float *hbm_d;    /* per task: a COMPUTE task's HBM demand at full speed (bytes/ns), else 0 */
   bool track_lost; /* the observer asks for the compute lost to SM contention */
   uint32_t n_ended;
   const PnExecObserver *obs; /* NULL: none */
@@ -295,6 +301,10 @@ void pn__end_task(Exec *ex, PnTaskId t);
 void pn__refresh_gpu(Exec *ex, uint32_t gpu);
 void pn__on_task_done(PnEngine *eng, void *ctx, uint64_t arg); /* a compute kernel's or a delay's end */
 /* exec_links.c */
+/* HBM bytes per nominal byte of a COMM task's transfer and of a P2P leg, at each GPU it runs on
+ * (exec_links.c). */
+double pn__comm_hbm_coef(const PnTask *tk);
+double pn__leg_hbm_coef(bool over_nic);
 void pn__start_leg(Exec *ex, uint32_t xi);
 void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg); /* a COMM task's latency has elapsed */
 void pn__solve_links(Exec *ex);

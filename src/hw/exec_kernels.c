@@ -130,13 +130,51 @@ static void lost_refresh(Exec *ex, uint32_t gpu, double frac)
  * completion event, and the next one starts in place. Times, rates and rounding are those of the
  * kernels run one by one; only the dispatch work and the events between them are saved. */
 
-/* The rate kernel `s` gets alone on its GPU with `avail` SMs free: refresh_gpu's one-kernel case. */
-static inline double alone_rate(Exec *ex, PnTaskId s, double avail)
+/* ---- HBM ----
+ *
+ * With HBM sharing on (exec.h, "HBM"), a GPU's users ask d_i = r_i * D_i of its HBM (a compute
+ * kernel at SM rate r_i with demand D_i at full speed, PnTask.hbm_bytes over its work) and
+ * e = sum of its transfers' demands (exec_links.c). When they ask more than the capacity C, each
+ * is served the same fraction of what it asks:
+ *     phi = min(1, C / (sum_i d_i + e)),   kernel i runs at r_i * phi,
+ * and the transfers may use phi * e of the GPU's HBM resource in the max-min solver (C when
+ * phi = 1: the resource then binds only if they alone ask more than C). Demands are what each
+ * would use unshared, so phi depends only on the GPU's running kernels and flowing transfers: it
+ * changes when one starts or ends there (each marks the GPU), and a lone kernel chain's rates
+ * can still be projected kernel by kernel. */
+static inline double hbm_phi(const Exec *ex, const GpuRt *g, double compute_demand)
+{
+  double total = compute_demand + g->comm_hbm, cap = ex->hw->hbm_bytes_per_ns;
+  return total > cap ? cap / total : 1.0;
+}
+
+/* What the transfers of GPU `g` may use of its HBM, given phi. */
+static void hbm_set_cap(Exec *ex, GpuRt *g, double phi)
+{
+  double cap = phi < 1.0 && g->comm_hbm > 0.0 ? phi * g->comm_hbm : ex->hw->hbm_bytes_per_ns;
+  if (cap != g->hbm_cap) {
+    g->hbm_cap = cap;
+    pn_maxmin_set_capacity(ex->mm, g->res[RES_HBM], cap);
+    ex->mm_dirty = true;
+    need_settle(ex);
+  }
+}
+
+/* The SM rate kernel `s` gets alone on its GPU with `avail` SMs free: refresh_gpu's one-kernel case. */
+static inline double alone_sm_rate(Exec *ex, PnTaskId s, double avail)
 {
   const TaskRt *k = &ex->rt[s];
   double lim      = (double)k->sms;
   bool own        = lim > 0.0 && lim < avail;
   return sm_rate(ex, k, own ? lim : avail, own);
+}
+
+/* Its rate, HBM sharing included (`sm`: its SM rate). */
+static inline double alone_rate_of(Exec *ex, PnTaskId s, double sm)
+{
+  if (!ex->hbm_on)
+    return sm;
+  return sm * hbm_phi(ex, &ex->gpus[ex->rt[s].gpu], sm * (double)ex->hbm_d[s]);
 }
 
 /* The fraction lost by kernel `s`, alone on its GPU at `rate` with `avail` SMs free: none when
@@ -180,9 +218,11 @@ static void chain_advance(Exec *ex, Run *r)
     if (end > now)
       break;
     chain_step(ex, r, end);
-    r->rate = alone_rate(ex, r->task, r->avail);
+    /* projected: no transfer shares its GPU's HBM, and a lone kernel never asks more than it has */
+    double sm = alone_sm_rate(ex, r->task, r->avail);
+    r->rate   = sm;
     if (ex->track_lost && r->avail < (double)ex->hw->sm_count) /* alone on its GPU since the last refresh */
-      lost_mark(ex, ex->rt[r->task].gpu, end, lost_alone(ex, r->task, r->rate, r->avail));
+      lost_mark(ex, ex->rt[r->task].gpu, end, lost_alone(ex, r->task, sm, r->avail));
   }
 }
 
@@ -215,7 +255,7 @@ static void run_set_rate(Exec *ex, Run *r, double rate, bool alone, double avail
         break;
       s   = ex->rt[s].queue_next;
       rem = ex->rt[s].work;
-      kr  = alone_rate(ex, s, avail);
+      kr  = alone_sm_rate(ex, s, avail); /* no transfer shares the HBM when projected (chain_advance) */
     }
     r->projected = true;
     r->avail     = avail;
@@ -254,17 +294,24 @@ static double water_fill(const GpuRt *g, double avail, double *share)
   return level;
 }
 
-/* The summed rate of a GPU's running compute tasks with `avail` SMs free (`share`: water_fill's
- * scratch); `set`: each task is moved to its rate. */
-static double fill_rates(Exec *ex, GpuRt *g, double avail, double *share, bool set)
+/* The summed SM rate of a GPU's running compute tasks with `avail` SMs free (`share`: water_fill's
+ * scratch, then their SM rates); `set`: each task is moved to its rate, HBM sharing included, and
+ * *phi (not NULL then) is the GPU's HBM fraction. */
+static double fill_rates(Exec *ex, GpuRt *g, double avail, double *share, bool set, double *phi)
 {
-  double level = water_fill(g, avail, share), sum = 0.0;
+  double level = water_fill(g, avail, share), sum = 0.0, demand = 0.0;
   for (uint32_t i = 0; i < g->n_run; i++) {
-    double s    = share[i] < 0.0 ? level : share[i];
-    double rate = sm_rate(ex, &ex->rt[g->run[i].task], s, share[i] >= 0.0);
-    sum += rate;
-    if (set)
-      run_set_rate(ex, &g->run[i], rate, false, 0.0);
+    PnTaskId t = g->run[i].task;
+    share[i]   = sm_rate(ex, &ex->rt[t], share[i] < 0.0 ? level : share[i], share[i] >= 0.0);
+    sum += share[i];
+    if (ex->hbm_on)
+      demand += share[i] * (double)ex->hbm_d[t];
+  }
+  if (set) {
+    double f = ex->hbm_on ? hbm_phi(ex, g, demand) : 1.0;
+    for (uint32_t i = 0; i < g->n_run; i++)
+      run_set_rate(ex, &g->run[i], share[i] * f, false, 0.0);
+    *phi = f;
   }
   return sum;
 }
@@ -285,15 +332,21 @@ void pn__refresh_gpu(Exec *ex, uint32_t gpu)
   if (n == 0) {
     if (lost_due(ex, g, avail))
       lost_refresh(ex, gpu, 0.0);
+    if (ex->hbm_on)
+      hbm_set_cap(ex, g, 1.0);
     return;
   }
   if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
     Run *r = &g->run[0];
     chain_advance(ex, r);
-    double rate = alone_rate(ex, r->task, avail);
+    double sm   = alone_sm_rate(ex, r->task, avail);
+    double rate = alone_rate_of(ex, r->task, sm);
     if (lost_due(ex, g, avail))
-      lost_refresh(ex, gpu, lost_alone(ex, r->task, rate, avail));
-    run_set_rate(ex, r, rate, true, avail);
+      lost_refresh(ex, gpu, lost_alone(ex, r->task, sm, avail));
+    /* a chain is projected unless transfers share the HBM: each of its kernels changes what they may use */
+    run_set_rate(ex, r, rate, !(ex->hbm_on && g->comm_hbm > 0.0), avail);
+    if (ex->hbm_on)
+      hbm_set_cap(ex, g, sm > 0.0 ? rate / sm : 1.0);
     return;
   }
   for (uint32_t i = 0; i < n; i++)
@@ -302,9 +355,12 @@ void pn__refresh_gpu(Exec *ex, uint32_t gpu)
     ex->cap_shares = 2 * n;
     ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
   }
-  double rates = fill_rates(ex, g, avail, ex->shares, true);
+  double phi   = 1.0;
+  double rates = fill_rates(ex, g, avail, ex->shares, true, &phi);
+  if (ex->hbm_on)
+    hbm_set_cap(ex, g, phi);
   if (lost_due(ex, g, avail))
-    lost_refresh(ex, gpu, avail < n_sm ? 1.0 - rates / fill_rates(ex, g, n_sm, ex->shares, false) : 0.0);
+    lost_refresh(ex, gpu, avail < n_sm ? 1.0 - rates / fill_rates(ex, g, n_sm, ex->shares, false, NULL) : 0.0);
 }
 
 /* ---- completion ---- */

@@ -3,8 +3,37 @@
  * their latencies has elapsed; settle re-solves the sharing and moves the completions. A GPU's NIC
  * resource stands for its rail NIC, which it shares with pn_hw_profile_gpus_per_nic GPUs of its
  * node sending the same traffic at the same time: each byte the GPU moves across nodes costs the
- * NIC that many. */
+ * NIC that many.
+ *
+ * HBM (exec.h, "HBM"): with HBM sharing on, a transfer also uses the HBM resource of each GPU it
+ * runs on, at `hbm_coef` HBM bytes per nominal byte, from NCCL's data path (src/device/prims_simple.h
+ * and the transports): a collective's peer writes each chunk into this GPU's FIFO buffer, the
+ * kernel reads it there and writes it to the output or reads the local input to reduce it into the
+ * next send: 3 HBM bytes per wire byte received (NCCL_HBM_PER_WIRE_BYTE). A userbuffers or copy
+ * transfer writes straight into the peer's buffer: 1 read where it is sent, 1 write where it lands,
+ * and each GPU both sends and receives: 2 (DIRECT_HBM_PER_WIRE_BYTE). A P2P leg over NVLink: 4
+ * touches per byte between its two ends (the sender's copy into a FIFO and the receiver's copy
+ * out, or the receiver's copy out of the sender's FIFO into its FIFO-less buffer: 2 each); across
+ * nodes each end copies once and the NIC reads or writes once: 3 each. Its demand on a GPU's HBM,
+ * what it asks before any sharing, is hbm_coef times the rate it could run at alone: its bound, or
+ * the tightest of its links. */
 #include "hw/exec-private.h"
+
+#define NCCL_HBM_PER_WIRE_BYTE 3.0
+#define DIRECT_HBM_PER_WIRE_BYTE 2.0
+#define LEG_NVL_HBM_PER_BYTE 2.0
+#define LEG_NIC_HBM_PER_BYTE 3.0
+
+double pn__comm_hbm_coef(const PnTask *tk)
+{
+  double nvl = tk->nvlink_bytes, nic = tk->nic_bytes, total = fmax(nvl, nic);
+  if (!(total > 0.0))
+    return 0.0;
+  double per = tk->coll.bytes > 0.0f ? NCCL_HBM_PER_WIRE_BYTE : DIRECT_HBM_PER_WIRE_BYTE;
+  return per * (nvl + nic) / total; /* nominal unit: a byte on the dominant link */
+}
+
+double pn__leg_hbm_coef(bool over_nic) { return over_nic ? LEG_NIC_HBM_PER_BYTE : LEG_NVL_HBM_PER_BYTE; }
 
 static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg);
 static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg);
@@ -28,11 +57,39 @@ void pn__start_leg(Exec *ex, uint32_t xi)
   ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
 }
 
-/* Starts the transfer of an xfer as a max-min flow (the latency has elapsed). */
-static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, const double *coef, double total,
-                     double bound)
+/* HBM sharing: a transfer's demand joins (sign 1) or leaves (-1) the HBM of the GPUs it runs on,
+ * whose compute rates and transfer capacity are then refreshed. */
+static void hbm_join(Exec *ex, const Xfer *x, double sign)
 {
-  Xfer *x            = &ex->xf[xi];
+  uint32_t g0 = ex->rt[x->task].gpu, g1 = x->peer == PN_TASK_NONE ? g0 : ex->rt[x->peer].gpu;
+  ex->gpus[g0].comm_hbm += sign * x->hbm_d;
+  if (ex->gpus[g0].comm_hbm < 1e-9)
+    ex->gpus[g0].comm_hbm = 0.0; /* rounding: none left when none flows */
+  mark_gpu(ex, g0);
+  if (g1 != g0) {
+    ex->gpus[g1].comm_hbm += sign * x->hbm_d;
+    if (ex->gpus[g1].comm_hbm < 1e-9)
+      ex->gpus[g1].comm_hbm = 0.0;
+    mark_gpu(ex, g1);
+  }
+}
+
+/* Starts the transfer of an xfer as a max-min flow (the latency has elapsed). With HBM sharing the
+ * HBM resources of its GPU(s) are appended to its `n` link resources (room for 2 more). */
+static void add_flow(Exec *ex, uint32_t xi, int n, PnResourceId *res, double *coef, double total, double bound)
+{
+  Xfer *x = &ex->xf[xi];
+  if (ex->hbm_on && x->hbm_coef > 0.0) {
+    double alone = bound > 0.0 ? bound : HUGE_VAL; /* the rate its links would give it alone */
+    for (int k = 0; k < n; k++)
+      alone = fmin(alone, pn_maxmin_resource_capacity(ex->mm, res[k]) / coef[k]);
+    x->hbm_d    = x->hbm_coef * alone;
+    uint32_t g0 = ex->rt[x->task].gpu, g1 = x->peer == PN_TASK_NONE ? g0 : ex->rt[x->peer].gpu;
+    res[n] = ex->gpus[g0].res[RES_HBM], coef[n++] = x->hbm_coef;
+    if (g1 != g0)
+      res[n] = ex->gpus[g1].res[RES_HBM], coef[n++] = x->hbm_coef;
+    hbm_join(ex, x, 1.0);
+  }
   bool placed        = false;
   PnFlowId f         = pn_maxmin_add_flow_placed(ex->mm, n, res, coef, bound, &placed);
   x->flow            = f;
@@ -79,8 +136,8 @@ void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
   }
   /* Nominal unit: a byte on the dominant resource; the other one is used in proportion. */
   const GpuRt *g = &ex->gpus[ex->rt[t].gpu];
-  PnResourceId res[4];
-  double coef[4];
+  PnResourceId res[6];
+  double coef[6];
   int n = 0;
   if (nvl > 0.0) {
     res[n] = g->res[RES_NVL_TX], coef[n++] = nvl / total;
@@ -104,10 +161,10 @@ static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
     leg_done(ex, xi);
     return;
   }
-  PnResourceId res[2] = {ex->gpus[ex->rt[x->task].gpu].res[x->over_nic ? RES_NIC_TX : RES_NVL_TX],
+  PnResourceId res[4] = {ex->gpus[ex->rt[x->task].gpu].res[x->over_nic ? RES_NIC_TX : RES_NVL_TX],
                          ex->gpus[ex->rt[x->peer].gpu].res[x->over_nic ? RES_NIC_RX : RES_NVL_RX]};
   double share        = x->over_nic ? pn_hw_profile_gpus_per_nic(ex->hw) : 1.0;
-  double coef[2]      = {share, share};
+  double coef[4]      = {share, share};
   add_flow(ex, xi, 2, res, coef, x->nvl_bytes, x->bound);
 }
 
@@ -117,6 +174,8 @@ static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg)
   uint32_t xi = (uint32_t)arg;
   Xfer *x     = &ex->xf[xi];
   pn_maxmin_remove_flow(ex->mm, x->flow);
+  if (ex->hbm_on && x->hbm_coef > 0.0)
+    hbm_join(ex, x, -1.0);
   x->flow      = -1;
   x->ev        = 0;
   ex->mm_dirty = true;

@@ -126,6 +126,16 @@ typedef struct {
   char cpu[128];             /* information: the host CPU measured ("" = not recorded) */
 } PnHostProfile;
 
+/* HBM bandwidth shared by a GPU's concurrent users (exec.h, "HBM"): on when the profile has an
+ * "hbm_share" section. The capacity is hbm_bytes_per_ns (what copy kernels reach); a compute
+ * kernel's demand is the bytes it moves to and from HBM over its time alone (PnTask.hbm_bytes):
+ * memory-bound kernels their bytes, attention its inputs and outputs, a GEMM its FLOPs times the
+ * bytes per FLOP below, fitted by `calibrate` from GEMMs timed beside copying spinners. */
+typedef struct {
+  bool on;
+  double gemm_bytes_per_flop[2]; /* [0] bf16, [1] fp8 inputs: a GEMM's effective HBM demand per FLOP */
+} PnHbmShare;
+
 typedef struct PnHwProfile {
   char name[64];
   char gpu[64];
@@ -143,6 +153,7 @@ typedef struct PnHwProfile {
   double kernel_floor_ns[PN_FLOOR_N]; /* shortest time a kernel of each class occupies its stream in a CUDA graph,
                                          kernel_launch_ns aside (ramp and tail); 0 = none */
   PnHostProfile host;
+  PnHbmShare hbm_share;
   /* node and links (per GPU, per direction) */
   int gpus_per_node;
   double nvlink_bytes_per_ns;    /* NCCL ring bus bandwidth ceiling inside a node */

@@ -71,6 +71,11 @@ static const HwScalar host_scalars[] = {
     HW_NONNEG("graph_layer_bwd_ns", host.graph_layer_bwd_ns, 1e9),
     HW_NONNEG("python_loop_ns", host.python_loop_ns, 1e6),
 };
+/* the optional "hbm_share" section (PnHbmShare): present = HBM sharing on */
+static const HwScalar hbm_share_scalars[] = {
+    HW_NONNEG("gemm_bf16_bytes_per_flop", hbm_share.gemm_bytes_per_flop[0], 1e3),
+    HW_NONNEG("gemm_fp8_bytes_per_flop", hbm_share.gemm_bytes_per_flop[1], 1e3),
+};
 static const HwScalar network_scalars[] = {
     HW_INT("gpus_per_node", gpus_per_node, 1, 100000),
     HW_RATE("nvlink_bytes_per_ns", nvlink_bytes_per_ns, 1e-3, 1e6),
@@ -121,6 +126,7 @@ static const HwSection compute_section      = HW_SECTION("compute", compute_scal
 static const HwSection floor_section        = HW_SECTION("kernel_floor_ns", floor_scalars, true, NULL);
 static const HwSection host_section         = HW_SECTION("host", host_scalars, true, "cpu");
 static const HwSection network_section      = HW_SECTION("network", network_scalars, false, NULL);
+static const HwSection hbm_share_section    = HW_SECTION("hbm_share", hbm_share_scalars, false, NULL);
 static const HwSection nccl_section         = HW_SECTION("nccl", nccl_scalars, false, NULL);
 static const HwSection pair_busbw_section   = HW_SECTION("nccl_pair_busbw", pair_busbw_scalars, false, NULL);
 static const HwSection pair_latency_section = HW_SECTION("nccl_pair_latency_ns", pair_latency_scalars, false, NULL);
@@ -130,12 +136,12 @@ static const HwSection cta_busbw_section    = HW_SECTION("nccl_cta_busbw", cta_b
   {                                                                                                                    \
     .key = k, .kind = PN_FIELD_CUSTOM                                                                                  \
   }
-static const PnField top_keys[]         = {KEY("schema_version"), KEY("name"),        KEY("gpu"),     KEY("calibrated"),
-                                           KEY("description"),    KEY("compute"),     KEY("network"), KEY("nccl"),
-                                           KEY("host"),           KEY("calibration"), {.key = NULL}};
-static const PnField scalar_keys[]      = {KEY("value"), KEY("source"), KEY("unit"), KEY("note"), {.key = NULL}};
-static const PnField curve_keys[]       = {KEY("x"), KEY("y"), KEY("log_x"), KEY("source"), KEY("note"), {.key = NULL}};
-static const PnField table_keys[]       = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
+static const PnField top_keys[]    = {KEY("schema_version"), KEY("name"),      KEY("gpu"),         KEY("calibrated"),
+                                      KEY("description"),    KEY("compute"),   KEY("network"),     KEY("nccl"),
+                                      KEY("host"),           KEY("hbm_share"), KEY("calibration"), {.key = NULL}};
+static const PnField scalar_keys[] = {KEY("value"), KEY("source"), KEY("unit"), KEY("note"), {.key = NULL}};
+static const PnField curve_keys[]  = {KEY("x"), KEY("y"), KEY("log_x"), KEY("source"), KEY("note"), {.key = NULL}};
+static const PnField table_keys[]  = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
 static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("mem_sm_scaling"),
                                            KEY("coll_size_efficiency"),
@@ -855,6 +861,11 @@ static gboolean profile_convert(const PnIoCtx *ctx, const cJSON *root, PnHwProfi
     return FALSE;
   if (cJSON_GetObjectItemCaseSensitive(root, "host") != NULL && !read_host(ctx, root, p, error))
     return FALSE;
+  if (cJSON_GetObjectItemCaseSensitive(root, "hbm_share") != NULL) {
+    if (!read_scalars(ctx, root, "", &hbm_share_section, p, error))
+      return FALSE;
+    p->hbm_share.on = true;
+  }
   const cJSON *cal = cJSON_GetObjectItemCaseSensitive(root, "calibration");
   return cal == NULL || read_calibration(ctx, cal, p, error);
 }

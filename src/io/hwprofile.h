@@ -3,8 +3,8 @@
  * Format (schema_version 1): top-level "schema_version", "name", "gpu" (strings, at most 63
  * bytes), optional "description", optional "calibrated": "YYYY-MM-DD" (the day the calibration
  * data was measured, a calendar day from 2000-01-01 to 2099-12-31; `penumbra calibrate` writes
- * it), and the sections "compute", "network", "nccl" (required), "host" and "calibration" (optional). Every scalar
- * of compute / network / nccl is required and is written
+ * it), and the sections "compute", "network", "nccl" (required), "host", "hbm_share" and "calibration" (optional).
+ * Every scalar of compute / network / nccl is required and is written
  *   {"value": <number>, "source": "<where the number comes from>"}
  * (optional "unit" and "note" strings are allowed): a number without a non-empty source is an
  * error, because datasheet placeholders must stay distinguishable from measurements. Integer
@@ -19,6 +19,9 @@
  * sync_ns, graph_launch_ns, graph_layer_fwd_ns, graph_layer_bwd_ns (ns in [0, 1e9]) and
  * python_loop_ns (ns in [0, 1e6]), and "cpu": {"value": "<CPU name, at most 127 bytes>",
  * "source": "..."}. What is absent is 0: a profile without them has no host model and no floors.
+ * The "hbm_share" section (profile.h, PnHbmShare), when present, turns HBM sharing on: it holds
+ * gemm_bf16_bytes_per_flop and gemm_fp8_bytes_per_flop (sourced scalars in [0, 1e3], both
+ * required; `penumbra calibrate` writes them).
  *
  * calibration entries, each optional:
  *   curves gemm_sm_scaling, mem_sm_scaling, coll_size_efficiency:

@@ -210,7 +210,10 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
     t->work_ns     = floored(hw, ns, PN_FLOOR_GEMM) * (double)groups;
     t->host_ns     = host_launch_ns(b->sc, op, groups);
     int shape      = pn_hw_profile_nearest_contention(hw, op->m, op->n, op->k, op->dtype == PN_DT_FP8);
-    t->sm_shape    = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
+    /* its effective HBM demand: FLOPs times the bytes per FLOP measured beside copying spinners */
+    t->hbm_bytes = (float)(2.0 * (double)op->m * (double)op->n * (double)op->k * (double)groups *
+                           (double)MAX(op->batch, 1) * hw->hbm_share.gemm_bytes_per_flop[op->dtype == PN_DT_FP8]);
+    t->sm_shape  = shape >= 0 && shape < 255 ? (uint8_t)(shape + 1) : 0;
     break;
   }
   case PN_OP_ATTN:
@@ -219,6 +222,12 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
                                               op->head_dim, op->causal, op->backward, &src),
                          PN_FLOOR_ATTN);
     t->host_ns = host_launch_ns(b->sc, op, 1);
+    /* flash attention reads Q, K, V and writes O once (bf16); its backward also reads O and dO and
+     * writes dQ, dK, dV: what it asks of HBM beyond its tiles, which stay on chip */
+    t->hbm_bytes =
+        (float)(2.0 * (double)op->batch * (double)op->head_dim *
+                ((double)op->seq_q * (double)op->heads * 2.0 + (double)op->seq_kv * (double)op->kv_heads * 2.0) *
+                (op->backward ? 2.0 : 1.0));
     break;
   case PN_OP_MEM: {
     /* an op standing for several kernels occupies its stream at least their floors */
@@ -227,6 +236,7 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
                        ? pn_cost_torch_kernel_ns(hw, op->bytes, (PnTorchKernel)(op->torch_kernel - 1), op->seq_q)
                        : pn_cost_memory_class_ns(hw, op->bytes, mem_class(op));
     t->work_ns   = fmax(ns, hw->kernel_floor_ns[PN_FLOOR_MEM] * (double)kernels);
+    t->hbm_bytes = (float)op->bytes; /* reads + writes */
     t->host_ns   = host_launch_ns(b->sc, op, kernels);
     t->host_sync = op->host_reads ? PN_HOST_SYNC_TASK : PN_HOST_SYNC_NONE;
     t->scaling   = PN_SCALE_MEMORY;

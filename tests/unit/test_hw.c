@@ -1566,10 +1566,12 @@ static void chain_tasks(GRand *rng, PnGraph *g, uint32_t n_target)
  * per GPU, in time order, and the same compute lost to SM contention (up to rounding; never more
  * than the busy time); every task closes once unfused, and a kept task (keep_whole, the iteration
  * ends of sim.c) closes on its own; a kernel of absurd length fails both runs with the same error. */
-START_TEST(test_exec_chains_match_unfused)
+static void check_chains_match_unfused(bool hbm)
 {
   PnHwProfile hw      = test_hw();
   hw.kernel_launch_ns = 3;
+  hw.hbm_share.on     = hbm;
+  hw.hbm_bytes_per_ns = 300.0;
   double cx[] = {16, 66, 132}, cy[] = {0.2, 0.6, 1.0}, my[] = {0.5, 0.9, 1.0}, sy[] = {0.1, 0.5, 1.0};
   hw.gemm_sm_scaling       = (PnCurve){.n = 3, .x = cx, .y = cy};
   hw.mem_sm_scaling        = (PnCurve){.n = 3, .x = cx, .y = my};
@@ -1583,7 +1585,10 @@ START_TEST(test_exec_chains_match_unfused)
   for (int inst = 0; inst < 40; inst++) {
     g_autoptr(PnGraph) g = pn_graph_new(3);
     chain_tasks(rng, g, 600);
-    uint32_t n  = pn_graph_n_tasks(g);
+    uint32_t n = pn_graph_n_tasks(g);
+    for (PnTaskId t = 0; hbm && t < n; t++) /* HBM demands from 0 to 400 bytes/ns: some over the capacity */
+      if (pn_graph_task(g, t)->kind == PN_TASK_COMPUTE)
+        pn_graph_task(g, t)->hbm_bytes = (float)(pn_graph_task(g, t)->work_ns * g_rand_double_range(rng, 0, 400));
     int conns[] = {1, 2, 8};
     for (int ci = 0; ci < 3; ci++) {
       PnExecResult r[2];
@@ -1637,6 +1642,60 @@ START_TEST(test_exec_chains_match_unfused)
   ck_assert(g_error_matches(e0, PN_EXEC_ERROR, PN_EXEC_ERROR_HORIZON));
   ck_assert_str_eq(e0->message, e1->message);
   g_rand_free(rng);
+}
+
+START_TEST(test_exec_chains_match_unfused) { check_chains_match_unfused(false); }
+END_TEST
+
+/* The same with HBM sharing on: a chain's kernels each ask their own share of the HBM. */
+START_TEST(test_exec_chains_match_unfused_hbm) { check_chains_match_unfused(true); }
+END_TEST
+
+/* HBM sharing (exec.h, "HBM"), capacity C = 1000 bytes/ns, no launch cost.
+ * 1. Two memory kernels side by side, each 1000 ns of work asking D = 900 bytes/ns alone; the SMs
+ *    split 66 / 66 and the memory curve gives each r = 0.9 there. They ask 2 * 0.9 * 900 = 1620:
+ *    phi = 1000 / 1620, each runs at 0.9 * phi = 5/9 and ends at 1800 (without sharing: 1000 / 0.9
+ *    -> 1112).
+ * 2. A GEMM asking D = 800 beside a copy-engine transfer (no SMs) of 100,000 bytes on NVLink
+ *    (400 bytes/ns alone). A userbuffers-like transfer touches HBM twice per byte: it asks
+ *    e = 2 * 400 = 800; phi = 1000 / 1600 = 0.625: the GEMM runs at 0.625, the transfer may use
+ *    phi * e = 500 of the HBM, i.e. 250 bytes/ns: it ends at 400, the GEMM has 750 ns of work left
+ *    and ends at 1150. An NCCL collective (3 HBM bytes per wire byte) asks 1200: phi = 0.5, the
+ *    transfer runs at 600 / 3 = 200 and ends at 500, the GEMM at 500 + 750 = 1250. Without
+ *    sharing: 250 and 1000. */
+START_TEST(test_exec_hbm_share)
+{
+  PnHwProfile hw      = test_hw();
+  hw.hbm_bytes_per_ns = 1000.0;
+  double x[] = {1, 66, 132}, y[] = {0.01, 0.9, 1.0};
+  hw.mem_sm_scaling = (PnCurve){.n = 3, .x = x, .y = y};
+  for (int on = 0; on < 2; on++) {
+    hw.hbm_share.on      = on;
+    g_autoptr(PnGraph) g = pn_graph_new(1);
+    PnTask m             = compute(0, PN_STREAM_COMPUTE, 1000);
+    m.scaling            = PN_SCALE_MEMORY;
+    m.hbm_bytes          = 900000;
+    PnTaskId a           = add(g, m, 0, NULL);
+    m.stream             = PN_STREAM_SHARED_EXPERT;
+    PnTaskId b           = add(g, m, 0, NULL);
+    PnExecResult r       = run_ok(g, &hw, 8);
+    ck_span(r, a, 0, on ? 1800 : 1112);
+    ck_span(r, b, 0, on ? 1800 : 1112);
+    pn_exec_result_clear(&r);
+    for (int nccl = 0; nccl < 2; nccl++) {
+      g_autoptr(PnGraph) g2 = pn_graph_new(1);
+      PnTask k              = compute(0, PN_STREAM_COMPUTE, 1000);
+      k.hbm_bytes           = 800000;
+      PnTaskId c            = add(g2, k, 0, NULL);
+      PnTask x2             = comm(0, PN_STREAM_TP_COMM, 0, 0, 100000, 0);
+      x2.coll.bytes         = nccl ? 100000.0f : 0.0f;
+      PnTaskId t            = add(g2, x2, 0, NULL);
+      r                     = run_ok(g2, &hw, 8);
+      ck_span(r, t, 0, !on ? 250 : nccl ? 500 : 400);
+      ck_span(r, c, 0, !on ? 1000 : nccl ? 1250 : 1150);
+      pn_exec_result_clear(&r);
+    }
+  }
 }
 END_TEST
 
@@ -1978,6 +2037,8 @@ static Suite *hw_suite(void)
   TC("exec_property", test_exec_property_random);
   TC("exec_chain_times", test_exec_chain_times);
   TC("exec_chains_match_unfused", test_exec_chains_match_unfused);
+  TC("exec_chains_match_unfused_hbm", test_exec_chains_match_unfused_hbm);
+  TC("exec_hbm_share", test_exec_hbm_share);
 #undef TC
   return s;
 }
