@@ -34,6 +34,10 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f);
 void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
 
 /* The leave-one-out replay of every table of `p` (loo.c): out->loo and out->points. */
+/* hbm.c: the GEMMs' HBM bytes per FLOP (profile hbm_share) from GEMMs beside copying spinners, and
+ * the replay of every measured pair of HBM users. */
+void pn__calib_fit_hbm(const PnCalData *d, PnHwProfile *p, PnCalFitted *f);
+void pn__calib_check_hbm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
 void pn__calib_check_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
 
 #endif

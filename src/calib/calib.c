@@ -11,9 +11,9 @@ GQuark pn_calib_error_quark(void) { return g_quark_from_static_string("pn-calib-
 
 const char *pn_cal_kind_name(PnCalKind k)
 {
-  static const char *const names[PN_CAL_KINDS] = {"gemm",       "gemm_contention", "attention",         "memory",
-                                                  "collective", "copy_engine",     "gemm_nccl_overlap", "launch",
-                                                  "host_torch", "gemm_accum",      "torch_mem",         "unfused_attn"};
+  static const char *const names[PN_CAL_KINDS] = {
+      "gemm",   "gemm_contention", "attention",  "memory",    "collective",   "copy_engine", "gemm_nccl_overlap",
+      "launch", "host_torch",      "gemm_accum", "torch_mem", "unfused_attn", "hbm_share"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
@@ -34,12 +34,13 @@ void pn_cal_data_init(PnCalData *d)
   d->accum         = g_array_new(FALSE, FALSE, sizeof(PnCalGemmAccum));
   d->bmm           = g_array_new(FALSE, FALSE, sizeof(PnCalGemm));
   d->torch_kernels = g_array_new(FALSE, FALSE, sizeof(PnCalTorchKernel));
+  d->hbm           = g_array_new(FALSE, FALSE, sizeof(PnCalHbm));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm,  &d->contention, &d->attn,   &d->memory, &d->coll, &d->copy,         &d->nccl_overlap,
-                    &d->floor, &d->host,       &d->layers, &d->accum,  &d->bmm,  &d->torch_kernels};
+  GArray **all[] = {&d->gemm,  &d->contention, &d->attn,   &d->memory, &d->coll, &d->copy,          &d->nccl_overlap,
+                    &d->floor, &d->host,       &d->layers, &d->accum,  &d->bmm,  &d->torch_kernels, &d->hbm};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }
@@ -538,5 +539,6 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
     f->copy                   = true;
   }
   pn__calib_fit_host(d, p, &f->host);
+  pn__calib_fit_hbm(d, p, f); /* after the HBM figure, its capacity */
   return TRUE;
 }

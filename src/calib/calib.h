@@ -19,6 +19,10 @@
  *   - torch_kernel_vs_copy (its "mem" rows): per PyTorch kernel, x = sequence length, y = the
  *     median of its measured bandwidth over a copy's at that length;
  *   - hbm_bytes_per_ns: median bandwidth of the memory-bound kernels moving >= 256 MiB;
+ *   - hbm_share (hbm.c): a GEMM's HBM bytes per FLOP, bf16 and fp8, from its slowdown beside a
+ *     spinner copying on k SMs over beside an idle one (mb_gemm_contention's spinner_mem rows,
+ *     with the spinner's bandwidth from mb_hbm_share's copy_alone rows; mb_hbm_share's
+ *     gemm_beside_copy rows); turns HBM sharing on;
  *   - mem_bandwidth_<class>: bandwidth vs size of each kernel class (copy, norm, activation,
  *     optimizer) from 64 MiB up (smaller timings are launch-dominated), median over its kernels;
  *   - per collective on 2 GPUs: the large-size bus bandwidth (nccl_pair_busbw), the NCCL base
@@ -83,7 +87,14 @@ typedef struct {
   double ratio;
 } PnCalGemmAccum;
 
-typedef enum { PN_CAL_SPINNER, PN_CAL_SM_TARGET, PN_CAL_SPINNER_SM_TARGET, PN_CAL_OTHER } PnCalVariant;
+/* spinner_mem: the spinner's CTAs copy 8 MiB each in a loop (HBM traffic beside the GEMM) */
+typedef enum {
+  PN_CAL_SPINNER,
+  PN_CAL_SM_TARGET,
+  PN_CAL_SPINNER_SM_TARGET,
+  PN_CAL_SPINNER_MEM,
+  PN_CAL_OTHER
+} PnCalVariant;
 
 typedef struct {
   int64_t m, n, k;
@@ -91,7 +102,28 @@ typedef struct {
   PnCalVariant variant;
   int sms_held;
   double slowdown;
+  double baseline_ns; /* the same GEMM alone with all SMs, timed alternately (0 = not recorded) */
 } PnCalContention;
+
+/* How HBM bandwidth is shared on one GPU (microbench/mb_hbm_share.cu, kind "hbm_share"): two
+ * users A and B, each alone and both at once (bytes/ns; for a GEMM, A is its speed relative to
+ * the GEMM beside an idle spinner on the same SMs: a_alone = 1). */
+typedef enum {
+  PN_CAL_HBM_COPY_ALONE, /* A: a copying spinner on sms_a SMs (`spinner` layout: mb_gemm_contention's) */
+  PN_CAL_HBM_COPY_PAIR,  /* A on sms_a SMs, B on sms_b SMs, two copy kernels */
+  PN_CAL_HBM_CE,         /* A: a copy-engine D2D copy, B: a copy kernel on sms_b SMs */
+  PN_CAL_HBM_GEMM        /* A: a GEMM on the other SMs, B: a copying spinner on sms_b SMs */
+} PnCalHbmMode;
+
+typedef struct {
+  PnCalHbmMode mode;
+  bool spinner_layout; /* COPY_ALONE: the spinner's layout (8 MiB per CTA), else the "hbm" layout */
+  int sms_a, sms_b;
+  double a_alone, a_with, b_alone, b_with;
+  int64_t m, n, k; /* GEMM */
+  bool fp8;
+  double gemm_plain_ns, gemm_idle_ns; /* GEMM: alone with all SMs, and beside the idle spinner */
+} PnCalHbm;
 
 typedef struct {
   PnCollKind kind;
@@ -110,6 +142,11 @@ typedef struct {
   int nranks;
   bool sm_margin; /* the GEMM restricted to the SMs the collective leaves (TE set_sm_margin) */
   double rate;    /* GEMM speed while the collective ran, relative to the same GEMM alone */
+  PnCollKind kind;
+  double bytes;         /* the collective's nccl-tests size */
+  double coll_alone_ns; /* the collective alone */
+  double coll_slowdown; /* its time beside the GEMMs over its time alone */
+  double gemm_alone_ns; /* one GEMM alone with all SMs */
 } PnCalNcclOverlap;
 
 typedef struct {
@@ -163,6 +200,7 @@ typedef enum {
   PN_CAL_KIND_GEMM_ACCUM,
   PN_CAL_KIND_TORCH_MEM,
   PN_CAL_KIND_UNFUSED_ATTN,
+  PN_CAL_KIND_HBM_SHARE,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -194,6 +232,7 @@ typedef struct {
   GArray *accum;         /* of PnCalGemmAccum */
   GArray *bmm;           /* of PnCalGemm (with batch): the unfused attention's torch.bmm / baddbmm */
   GArray *torch_kernels; /* of PnCalTorchKernel */
+  GArray *hbm;           /* of PnCalHbm */
   int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -232,6 +271,11 @@ typedef struct {
   int bmm_points;                   /* points of the bmm_bf16 table fitted (0: kept as it was) */
   int torch_kernel_points[PN_TK_N]; /* points of each torch_kernel_vs_copy curve fitted (0: kept) */
   PnCalOrigin unfused_from;         /* where the unfused_attn rows were measured */
+  int hbm_share_rows[2];            /* [fp8]: GEMMs beside copying spinners their pressure and demand were fitted on */
+  int hbm_curve_points;             /* points of the hbm_pressure curve (and mem_sm_scaling) fitted (0: kept) */
+  bool hbm_curve_scaled;            /* that curve was measured on another GPU model, scaled to this one's HBM */
+  PnCalOrigin hbm_share_from;       /* where the hbm_share rows (the spinner's bandwidth) were measured */
+  PnCalOrigin hbm_contention_from;  /* where the gemm_contention rows (spinner_mem) were measured */
   PnCalHostFitted host;
 } PnCalFitted;
 
@@ -293,6 +337,13 @@ typedef struct {
   GArray *floor_copy;          /* a copy issued on a stream: max(memory floor, bytes / copy bandwidth) +
                                   kernel_launch_ns against the gpu_floor stream rows */
   GArray *floor_gemm;          /* same for a GEMM: max(GEMM floor, its table price) + kernel_launch_ns */
+  /* HBM sharing (hbm.c), with the profile's hbm_share on: */
+  GArray *hbm_gemm;      /* a GEMM's slowdown beside a copying spinner over beside an idle one */
+  GArray *hbm_spinner;   /* the copying spinner's bandwidth beside the GEMM (as a time error) */
+  GArray *hbm_pair;      /* two copy kernels on disjoint SMs at once: each one's bandwidth */
+  GArray *hbm_ce;        /* a copy-engine copy beside a copy kernel: each one's bandwidth */
+  GArray *hbm_nccl_gemm; /* a GEMM beside a real NCCL collective: its rate, SMs held and HBM shared */
+  GArray *hbm_nccl_coll; /* the collective's slowdown beside the GEMMs */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

@@ -96,6 +96,12 @@ static void check_init(PnCalCheck *out)
   out->host_layer_tiny     = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_copy          = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_gemm          = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_gemm            = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_spinner         = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_pair            = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_ce              = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_nccl_gemm       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_nccl_coll       = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_by_group       = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
 }
@@ -278,6 +284,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   check_contention(d, p, out);
   check_memory(d, p, out);
   pn__calib_check_host(d, p, out);
+  pn__calib_check_hbm(d, p, out);
   pn__calib_check_loo(d, p, out);
 }
 
@@ -305,7 +312,13 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->floor_gemm,
                     &c->bmm,
                     &c->bmm_rows,
-                    &c->torch_kernels};
+                    &c->torch_kernels,
+                    &c->hbm_gemm,
+                    &c->hbm_spinner,
+                    &c->hbm_pair,
+                    &c->hbm_ce,
+                    &c->hbm_nccl_gemm,
+                    &c->hbm_nccl_coll};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
   g_clear_pointer(&c->coll_groups, g_array_unref);

@@ -67,6 +67,16 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
       continue;
     g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
   }
+  GArray *hbm[]           = {c->hbm_gemm, c->hbm_spinner, c->hbm_pair, c->hbm_ce, c->hbm_nccl_gemm, c->hbm_nccl_coll};
+  const char *hbm_names[] = {"HBM: GEMM beside a copying spinner", "HBM: the spinner beside the GEMM",
+                             "HBM: two copy kernels at once",      "HBM: copy engine beside a copy",
+                             "HBM: GEMM rate beside NCCL",         "HBM: NCCL time beside the GEMM"};
+  for (size_t h = 0; h < G_N_ELEMENTS(hbm); h++) {
+    g_autoptr(GArray) sorted = g_array_copy(hbm[h]);
+    double med               = pn_calib_median(sorted);
+    if (!check_line(out, hbm_names[h], hbm[h], tol))
+      g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
+  }
   for (guint k = 1; k + 1 < c->coll_groups->len; k++) {
     g_autofree char *what =
         g_strdup_printf("collectives, %d GPUs from the others", g_array_index(c->coll_groups, int, k));

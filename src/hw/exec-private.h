@@ -43,6 +43,7 @@
 #include <math.h>
 
 #include "hw/exec.h"
+#include "hw/hbm.h"
 #include "hw/maxmin.h"
 
 #define PN_EXEC_CEIL_SLACK_NS 1e-6
@@ -57,7 +58,7 @@ enum {
   ST_OPENED  = 8, /* flag: the observer was told it opened */
   ST_NEEDED  = 16 /* flag, set at setup: a task other than its stream successor depends on it */
 };
-enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_HBM, RES_PER_GPU }; /* RES_HBM: only with HBM sharing */
+enum { RES_NVL_TX = 0, RES_NVL_RX, RES_NIC_TX, RES_NIC_RX, RES_PER_GPU };
 
 /* Growable arrays on the hot path: pointer/count/capacity (no out-of-line GArray calls). */
 #define VEC_PUSH(ptr, n, cap, x)                                                                                       \
@@ -87,8 +88,10 @@ typedef struct {
   uint8_t cont;      /* COMPUTE: continues its stream predecessor's kernel chain (see "Kernel chains") */
   int8_t cls;        /* COMM, P2P: PnCommClass, PN_CLASS_NONE when outside 0..PN_CLASS_N-1 */
   uint16_t tag;      /* the observer's tag (COMM, P2P) */
+  float hbm_d;       /* COMPUTE, HBM sharing: its HBM demand at full speed (bytes/ns; 0: none) */
+  float hbm_pi;      /* COMPUTE, HBM sharing: its HBM pressure per SM */
 } TaskRt;
-G_STATIC_ASSERT(sizeof(TaskRt) == 48);
+G_STATIC_ASSERT(sizeof(TaskRt) == 56);
 
 /* A running compute kernel, or kernel chain: `task` is the chain's kernel running now, `last` its
  * final one (== task for a lone kernel). */
@@ -104,6 +107,15 @@ typedef struct {
   PnEventId ev;        /* completion event, 0 before the first refresh */
 } Run;
 
+/* HBM sharing: a flowing transfer's place in its GPUs' HBM (Xfer.h). */
+typedef struct {
+  double d;         /* what it needs of each of its GPUs' HBM (bytes/ns) */
+  float f[2];       /* the fraction of that need it is served at its task's GPU and its peer's */
+  float w[2];       /* its pressure on each */
+  uint32_t gpu[2];  /* those GPUs (the same twice for a COMM task) */
+  uint32_t slot[2]; /* its slot in each GPU's hbm_slots */
+} XferHbm;
+
 /* What a transfer moves is copied here at setup, so that starting its flow reads no PnTask or
  * leg: those are cold by then (that one cache miss per transfer was 6% of a 405B run). */
 typedef struct {
@@ -118,9 +130,16 @@ typedef struct {
   uint32_t task;    /* COMM: the task; leg: the sending task */
   uint32_t peer;    /* leg: the receiving task; COMM: PN_TASK_NONE */
   bool over_nic;    /* leg: crosses nodes (NIC, else NVLink) */
-  double hbm_coef;  /* HBM sharing: HBM bytes per nominal byte at each GPU it runs on (exec_links.c) */
-  double hbm_d;     /* HBM sharing: its demand on each of those GPUs' HBM while it flows (bytes/ns) */
+  float hbm_coef;   /* HBM bytes per nominal byte at each GPU it runs on (exec_links.c; used with HBM sharing) */
+  XferHbm h;        /* HBM sharing, while it flows */
 } Xfer;
+
+/* A GPU's flowing transfers, for the rare times their HBM share binds them: slots stay where they
+ * are, so a transfer that ends frees its own and touches no other transfer. */
+typedef struct {
+  uint32_t xi; /* the transfer */
+  bool live;
+} HbmSlot;
 
 /* The compute time a GPU loses to SMs held by communication kernels (exec_kernels.c, "Compute lost
  * to SM contention"), kept only for an observer that asks for it: the fraction lost since
@@ -140,8 +159,15 @@ typedef struct {
   uint32_t n_run, cap_run;
   LostRt lost;
   PnResourceId res[RES_PER_GPU];
-  double comm_hbm; /* HBM sharing: the summed demand of the transfers flowing through this GPU (bytes/ns) */
-  double hbm_cap;  /* HBM sharing: the capacity of its HBM resource, what the transfers may use */
+  double comm_hbm;    /* HBM sharing: the summed need of the transfers flowing through this GPU (bytes/ns) */
+  double comm_w;      /* HBM sharing: their summed pressure (hw/hbm.h) */
+  double hbm_f;       /* HBM sharing: the fraction of their need they are served (1: all) */
+  double k_need, k_w; /* HBM sharing: its running kernels' summed need and pressure, as of its last refresh */
+  bool hbm_free;      /* HBM sharing: then every user of its HBM got all it needs */
+  HbmSlot *hbm_slots; /* HBM sharing: those transfers, in slots (free ones listed in hbm_free_slots) */
+  uint32_t n_hbm_slots, cap_hbm_slots, n_hbm_live;
+  uint32_t *hbm_free_slots;
+  uint32_t n_hbm_free_slots, cap_hbm_free_slots;
 } GpuRt;
 
 /* The host thread of one GPU (exec_host.c). */
@@ -198,15 +224,19 @@ typedef struct {
   uint32_t n_dirty, cap_dirty;
   uint32_t *flow_xfer; /* PnFlowId -> xfer */
   uint32_t n_flow_xfer;
-  double *shares; /* water-filling scratch */
+  double *shares;       /* water-filling scratch */
+  PnHbmUser *hbm_users; /* HBM sharing scratch */
+  uint32_t cap_hbm_users;
   uint32_t cap_shares;
   GArray *changed;  /* of PnFlowId */
   double full_gemm; /* curve value with all SMs (0 when the curve is empty) */
   double full_gemm_limit;
   double full_mem;
   bool fuse;       /* kernel chains (PnExecOptions.unfused off) */
-  bool hbm_on;     /* HBM sharing (profile hbm_share): hbm_d and the RES_HBM resources exist */
-  float *hbm_d;    /* per task: a COMPUTE task's HBM demand at full speed (bytes/ns), else 0 */
+  bool hbm_on;     /* HBM sharing (profile hbm_share) */
+  double *hbm_tab; /* pn_hbm_capacity at every PN_EXEC_HBM_STEP of pressure, up to its last point (hbm_at) */
+  uint32_t n_hbm_tab;
+  double hbm_u;    /* pn_hbm_unloaded */
   bool track_lost; /* the observer asks for the compute lost to SM contention */
   uint32_t n_ended;
   const PnExecObserver *obs; /* NULL: none */
@@ -222,6 +252,21 @@ typedef struct {
   PnTimeNs *host_since; /* per hardware queue: since when its head waits for its launch, -1 when it does not */
   GArray *host_waits;   /* of PnHostWait: the compute stream's waits (the run's result) */
 } Exec;
+
+/* pn_hbm_capacity(hw, w) from the table: exact where the curve's points lie on the grid (the
+ * measured SM counts), within its curvature over one step elsewhere. The executor asks it on
+ * every refresh and transfer of a GPU sharing HBM: a binary search there was 15% of a run. */
+#define PN_EXEC_HBM_STEP 0.25
+static inline double hbm_at(const Exec *ex, double w)
+{
+  if (!(w > 0.0))
+    return 0.0;
+  double pos = w / PN_EXEC_HBM_STEP;
+  if (pos >= (double)(ex->n_hbm_tab - 1))
+    return ex->hbm_tab[ex->n_hbm_tab - 1];
+  uint32_t i = (uint32_t)pos;
+  return ex->hbm_tab[i] + (pos - (double)i) * (ex->hbm_tab[i + 1] - ex->hbm_tab[i]);
+}
 
 static inline int st(const Exec *ex, PnTaskId t) { return ex->state[t] & ST_MASK; }
 static inline void set_st(Exec *ex, PnTaskId t, int s) { ex->state[t] = (uint8_t)((ex->state[t] & ~ST_MASK) | s); }
@@ -305,6 +350,9 @@ void pn__on_task_done(PnEngine *eng, void *ctx, uint64_t arg); /* a compute kern
  * (exec_links.c). */
 double pn__comm_hbm_coef(const PnTask *tk);
 double pn__leg_hbm_coef(bool over_nic);
+/* HBM sharing: the transfers of GPU `gpu` are served the fraction `f` of what they need there
+ * (exec_links.c: each flow's bound follows). */
+void pn__hbm_serve(Exec *ex, uint32_t gpu, double f);
 void pn__start_leg(Exec *ex, uint32_t xi);
 void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg); /* a COMM task's latency has elapsed */
 void pn__solve_links(Exec *ex);

@@ -16,12 +16,11 @@
  *    dispatches its tasks strictly in issue order; with c > 1, stream s uses queue s % c and each
  *    queue dispatches in issue order.
  *
- *  - HBM: with the profile's hbm_share on, each GPU's HBM bandwidth (hbm_bytes_per_ns, C) is
- *    shared by its running compute kernels (a kernel asks its SM rate times PnTask.hbm_bytes over
- *    its work) and the transfers flowing through it (HBM bytes per byte moved, from NCCL's and
- *    userbuffers' data paths, times the rate each could run at alone). When they ask more than C,
- *    each is served the same fraction phi = C / (what they ask) of it: kernels run at phi times
- *    their SM rate, and the transfers share phi times their demand through an HBM resource of the
+ *  - HBM: with the profile's hbm_share on, each GPU's HBM is shared by its running compute
+ *    kernels and the transfers flowing through it, in proportion to the pressure each puts on it
+ *    (hw/hbm.h: the requests each keeps in flight; what HBM delivers grows with the total, as a
+ *    copy kernel's bandwidth grows with its SMs). A kernel served less than it needs runs that
+ *    much slower; the transfers share what they are served through an HBM resource of the
  *    max-min solver (exec_kernels.c "HBM", exec_links.c). Off: nothing of it is set up.
  *  - The host: one thread per GPU launches its tasks in issue order, host_ns each, and waits at
  *    the synchronizations the tasks name (graph.h, "The host"; exec_host.c); a task starts no

@@ -21,6 +21,8 @@
  */
 #include "hw/exec-private.h"
 
+#include "hw/hbm.h"
+
 #include <string.h>
 
 /* Speed of a compute kernel given `sms` SMs, relative to all SMs. `own_limit`: the kernel was
@@ -132,32 +134,54 @@ static void lost_refresh(Exec *ex, uint32_t gpu, double frac)
 
 /* ---- HBM ----
  *
- * With HBM sharing on (exec.h, "HBM"), a GPU's users ask d_i = r_i * D_i of its HBM (a compute
- * kernel at SM rate r_i with demand D_i at full speed, PnTask.hbm_bytes over its work) and
- * e = sum of its transfers' demands (exec_links.c). When they ask more than the capacity C, each
- * is served the same fraction of what it asks:
- *     phi = min(1, C / (sum_i d_i + e)),   kernel i runs at r_i * phi,
- * and the transfers may use phi * e of the GPU's HBM resource in the max-min solver (C when
- * phi = 1: the resource then binds only if they alone ask more than C). Demands are what each
- * would use unshared, so phi depends only on the GPU's running kernels and flowing transfers: it
- * changes when one starts or ends there (each marks the GPU), and a lone kernel chain's rates
- * can still be projected kernel by kernel. */
-static inline double hbm_phi(const Exec *ex, const GpuRt *g, double compute_demand)
-{
-  double total = compute_demand + g->comm_hbm, cap = ex->hw->hbm_bytes_per_ns;
-  return total > cap ? cap / total : 1.0;
-}
+ * With HBM sharing on (hw/hbm.h), a GPU's HBM is shared by its running kernels (kernel i at SM
+ * share s_i and SM rate r_i presses pi_i * s_i and needs r_i * D_i, D_i its demand at full
+ * speed, at most what it would get alone) and its transfers, one user here: their summed
+ * pressure and need (exec_links.c). Each kernel runs at r_i * served_i / need_i; the transfers
+ * are served the same fraction of their need each, which bounds their flows in the max-min solver
+ * (pn__hbm_serve). Needs and pressures are what each would use unshared, so the fractions change
+ * only when a kernel or a transfer starts or ends on the GPU (each marks it). A kernel alone, no
+ * transfer beside it, is never slowed: a lone chain's rates are its SM rates, projected as
+ * before. */
 
-/* What the transfers of GPU `g` may use of its HBM, given phi. */
-static void hbm_set_cap(Exec *ex, GpuRt *g, double phi)
+/* Shares GPU `g`'s HBM among its n running kernels (SM shares sms[i], SM rates rate[i]) and its
+ * transfers: phi[i] = the fraction of its need kernel i is served; the transfers are told theirs. */
+static void hbm_fractions(Exec *ex, uint32_t gpu, const double *sms, const double *rate, double *phi)
 {
-  double cap = phi < 1.0 && g->comm_hbm > 0.0 ? phi * g->comm_hbm : ex->hw->hbm_bytes_per_ns;
-  if (cap != g->hbm_cap) {
-    g->hbm_cap = cap;
-    pn_maxmin_set_capacity(ex->mm, g->res[RES_HBM], cap);
-    ex->mm_dirty = true;
-    need_settle(ex);
+  GpuRt *g   = &ex->gpus[gpu];
+  uint32_t n = g->n_run;
+  if (ex->cap_hbm_users < n + 1) {
+    ex->cap_hbm_users = 2 * (n + 1);
+    ex->hbm_users     = g_renew(PnHbmUser, ex->hbm_users, ex->cap_hbm_users);
   }
+  PnHbmUser *u = ex->hbm_users;
+  double w_all = g->comm_w, need_all = g->comm_hbm;
+  for (uint32_t i = 0; i < n; i++) {
+    PnTaskId t      = g->run[i].task;
+    const TaskRt *k = &ex->rt[t];
+    u[i]            = (PnHbmUser){.w = (double)k->hbm_pi * sms[i], .need = rate[i] * (double)k->hbm_d};
+    w_all += u[i].w;
+    need_all += u[i].need;
+  }
+  double fx   = 1.0;
+  g->k_need   = need_all - g->comm_hbm;
+  g->k_w      = w_all - g->comm_w;
+  g->hbm_free = need_all <= hbm_at(ex, w_all);
+  if (g->hbm_free) { /* everyone gets what it needs (most refreshes) */
+    for (uint32_t i = 0; i < n; i++)
+      phi[i] = 1.0;
+  } else {
+    for (uint32_t i = 0; i < n; i++)
+      u[i].need = fmin(u[i].need, hbm_at(ex, u[i].w));
+    u[n] = (PnHbmUser){.w = g->comm_w, .need = g->comm_hbm};
+    pn_hbm_share(ex->hw, u, (int)n + 1);
+    for (uint32_t i = 0; i < n; i++)
+      phi[i] = u[i].need > 0.0 && u[i].served < u[i].need ? u[i].served / u[i].need : 1.0;
+    if (u[n].need > 0.0 && u[n].served < u[n].need)
+      fx = fmax(u[n].served / u[n].need, 1e-9);
+  }
+  if (fx != g->hbm_f)
+    pn__hbm_serve(ex, gpu, fx);
 }
 
 /* The SM rate kernel `s` gets alone on its GPU with `avail` SMs free: refresh_gpu's one-kernel case. */
@@ -167,14 +191,6 @@ static inline double alone_sm_rate(Exec *ex, PnTaskId s, double avail)
   double lim      = (double)k->sms;
   bool own        = lim > 0.0 && lim < avail;
   return sm_rate(ex, k, own ? lim : avail, own);
-}
-
-/* Its rate, HBM sharing included (`sm`: its SM rate). */
-static inline double alone_rate_of(Exec *ex, PnTaskId s, double sm)
-{
-  if (!ex->hbm_on)
-    return sm;
-  return sm * hbm_phi(ex, &ex->gpus[ex->rt[s].gpu], sm * (double)ex->hbm_d[s]);
 }
 
 /* The fraction lost by kernel `s`, alone on its GPU at `rate` with `avail` SMs free: none when
@@ -294,24 +310,25 @@ static double water_fill(const GpuRt *g, double avail, double *share)
   return level;
 }
 
-/* The summed SM rate of a GPU's running compute tasks with `avail` SMs free (`share`: water_fill's
- * scratch, then their SM rates); `set`: each task is moved to its rate, HBM sharing included, and
- * *phi (not NULL then) is the GPU's HBM fraction. */
-static double fill_rates(Exec *ex, GpuRt *g, double avail, double *share, bool set, double *phi)
+/* The summed SM rate of a GPU's running compute tasks with `avail` SMs free (`share`: scratch of
+ * 3 * n_run: water_fill's, then their SM shares, SM rates and HBM fractions); `set`: each task is
+ * moved to its rate, HBM sharing included. */
+static double fill_rates(Exec *ex, GpuRt *g, double avail, double *share, bool set)
 {
-  double level = water_fill(g, avail, share), sum = 0.0, demand = 0.0;
-  for (uint32_t i = 0; i < g->n_run; i++) {
-    PnTaskId t = g->run[i].task;
-    share[i]   = sm_rate(ex, &ex->rt[t], share[i] < 0.0 ? level : share[i], share[i] >= 0.0);
-    sum += share[i];
-    if (ex->hbm_on)
-      demand += share[i] * (double)ex->hbm_d[t];
+  uint32_t n   = g->n_run;
+  double *rate = share + n, *phi = share + 2 * n;
+  double level = water_fill(g, avail, share), sum = 0.0;
+  for (uint32_t i = 0; i < n; i++) {
+    bool own = share[i] >= 0.0;
+    share[i] = own ? share[i] : level;
+    rate[i]  = sm_rate(ex, &ex->rt[g->run[i].task], share[i], own);
+    sum += rate[i];
   }
   if (set) {
-    double f = ex->hbm_on ? hbm_phi(ex, g, demand) : 1.0;
-    for (uint32_t i = 0; i < g->n_run; i++)
-      run_set_rate(ex, &g->run[i], share[i] * f, false, 0.0);
-    *phi = f;
+    if (ex->hbm_on)
+      hbm_fractions(ex, (uint32_t)(g - ex->gpus), share, rate, phi);
+    for (uint32_t i = 0; i < n; i++)
+      run_set_rate(ex, &g->run[i], ex->hbm_on ? rate[i] * phi[i] : rate[i], false, 0.0);
   }
   return sum;
 }
@@ -332,35 +349,46 @@ void pn__refresh_gpu(Exec *ex, uint32_t gpu)
   if (n == 0) {
     if (lost_due(ex, g, avail))
       lost_refresh(ex, gpu, 0.0);
-    if (ex->hbm_on)
-      hbm_set_cap(ex, g, 1.0);
+    if (ex->hbm_on) {
+      g->k_need = g->k_w = 0.0;
+      g->hbm_free        = true; /* transfers alone: each presses and needs what it would alone */
+      if (g->hbm_f != 1.0)
+        pn__hbm_serve(ex, gpu, 1.0);
+    }
     return;
   }
   if (n == 1) { /* most refreshes (one kernel on the compute stream): the water-filling below, unrolled */
     Run *r = &g->run[0];
     chain_advance(ex, r);
-    double sm   = alone_sm_rate(ex, r->task, avail);
-    double rate = alone_rate_of(ex, r->task, sm);
+    double sm = alone_sm_rate(ex, r->task, avail), phi = 1.0;
+    bool hbm = ex->hbm_on && g->comm_hbm > 0.0; /* alone, a kernel is never slowed by HBM */
+    if (hbm) {
+      double lim = (double)ex->rt[r->task].sms, sms = lim > 0.0 && lim < avail ? lim : avail;
+      hbm_fractions(ex, gpu, &sms, &sm, &phi);
+    } else if (ex->hbm_on) { /* alone: never slowed (its need is at most what it would get) */
+      const TaskRt *k = &ex->rt[r->task];
+      double lim      = (double)k->sms;
+      g->k_need       = sm * (double)k->hbm_d;
+      g->k_w          = (double)k->hbm_pi * (lim > 0.0 && lim < avail ? lim : avail);
+      g->hbm_free     = true;
+      if (g->hbm_f != 1.0)
+        pn__hbm_serve(ex, gpu, 1.0);
+    }
     if (lost_due(ex, g, avail))
       lost_refresh(ex, gpu, lost_alone(ex, r->task, sm, avail));
     /* a chain is projected unless transfers share the HBM: each of its kernels changes what they may use */
-    run_set_rate(ex, r, rate, !(ex->hbm_on && g->comm_hbm > 0.0), avail);
-    if (ex->hbm_on)
-      hbm_set_cap(ex, g, sm > 0.0 ? rate / sm : 1.0);
+    run_set_rate(ex, r, sm * phi, !hbm, avail);
     return;
   }
   for (uint32_t i = 0; i < n; i++)
     chain_advance(ex, &g->run[i]); /* which kernel of a chain runs decides its sm_limit */
-  if (ex->cap_shares < n) {
-    ex->cap_shares = 2 * n;
+  if (ex->cap_shares < 3 * n) {
+    ex->cap_shares = 6 * n;
     ex->shares     = g_renew(double, ex->shares, ex->cap_shares);
   }
-  double phi   = 1.0;
-  double rates = fill_rates(ex, g, avail, ex->shares, true, &phi);
-  if (ex->hbm_on)
-    hbm_set_cap(ex, g, phi);
+  double rates = fill_rates(ex, g, avail, ex->shares, true);
   if (lost_due(ex, g, avail))
-    lost_refresh(ex, gpu, avail < n_sm ? 1.0 - rates / fill_rates(ex, g, n_sm, ex->shares, false, NULL) : 0.0);
+    lost_refresh(ex, gpu, avail < n_sm ? 1.0 - rates / fill_rates(ex, g, n_sm, ex->shares, false) : 0.0);
 }
 
 /* ---- completion ---- */

@@ -5,8 +5,8 @@
  * node sending the same traffic at the same time: each byte the GPU moves across nodes costs the
  * NIC that many.
  *
- * HBM (exec.h, "HBM"): with HBM sharing on, a transfer also uses the HBM resource of each GPU it
- * runs on, at `hbm_coef` HBM bytes per nominal byte, from NCCL's data path (src/device/prims_simple.h
+ * HBM (exec.h, "HBM"): with HBM sharing on, a transfer also needs the HBM of each GPU it runs on,
+ * `hbm_coef` HBM bytes per nominal byte, from NCCL's data path (src/device/prims_simple.h
  * and the transports): a collective's peer writes each chunk into this GPU's FIFO buffer, the
  * kernel reads it there and writes it to the output or reads the local input to reduce it into the
  * next send: 3 HBM bytes per wire byte received (NCCL_HBM_PER_WIRE_BYTE). A userbuffers or copy
@@ -57,38 +57,108 @@ void pn__start_leg(Exec *ex, uint32_t xi)
   ex->xf[xi].ev = pn_engine_schedule(ex->eng, at_ns(ex, dur_ns(lat, 0), x->task), on_leg_ready, ex, xi);
 }
 
-/* HBM sharing: a transfer's demand joins (sign 1) or leaves (-1) the HBM of the GPUs it runs on,
- * whose compute rates and transfer capacity are then refreshed. */
-static void hbm_join(Exec *ex, const Xfer *x, double sign)
+/* The rate the flow of transfer `xi` may reach: its own bound, and the fraction of its HBM need it
+ * is served at its ends (its need is hbm_coef times the rate it could run at alone). */
+static double hbm_bound(const Exec *ex, uint32_t xi)
 {
-  uint32_t g0 = ex->rt[x->task].gpu, g1 = x->peer == PN_TASK_NONE ? g0 : ex->rt[x->peer].gpu;
-  ex->gpus[g0].comm_hbm += sign * x->hbm_d;
-  if (ex->gpus[g0].comm_hbm < 1e-9)
-    ex->gpus[g0].comm_hbm = 0.0; /* rounding: none left when none flows */
-  mark_gpu(ex, g0);
-  if (g1 != g0) {
-    ex->gpus[g1].comm_hbm += sign * x->hbm_d;
-    if (ex->gpus[g1].comm_hbm < 1e-9)
-      ex->gpus[g1].comm_hbm = 0.0;
-    mark_gpu(ex, g1);
+  const Xfer *x    = &ex->xf[xi];
+  const XferHbm *h = &ex->xf[xi].h;
+  double f         = fmin(h->f[0], h->f[1]);
+  if (!(f < 1.0))
+    return x->bound;
+  double b = f * h->d / (double)x->hbm_coef;
+  return x->bound > 0.0 ? fmin(x->bound, b) : b;
+}
+
+void pn__hbm_serve(Exec *ex, uint32_t gpu, double f)
+{
+  GpuRt *g = &ex->gpus[gpu];
+  g->hbm_f = f;
+  for (uint32_t i = 0; i < g->n_hbm_slots; i++) {
+    if (!g->hbm_slots[i].live)
+      continue;
+    uint32_t xi                    = g->hbm_slots[i].xi;
+    XferHbm *h                     = &ex->xf[xi].h;
+    double b                       = hbm_bound(ex, xi);
+    h->f[h->gpu[0] == gpu ? 0 : 1] = (float)f;
+    double nb                      = hbm_bound(ex, xi);
+    if (nb != b) {
+      pn_maxmin_set_bound(ex->mm, ex->xf[xi].flow, nb);
+      ex->mm_dirty = true;
+      need_settle(ex);
+    }
   }
 }
 
-/* Starts the transfer of an xfer as a max-min flow (the latency has elapsed). With HBM sharing the
- * HBM resources of its GPU(s) are appended to its `n` link resources (room for 2 more). */
-static void add_flow(Exec *ex, uint32_t xi, int n, PnResourceId *res, double *coef, double total, double bound)
+/* A transfer's need and pressure join (sign 1) or leave (-1) the HBM of its GPU at end `end`;
+ * the kernels there are refreshed unless nothing can change for them. */
+static void hbm_join_gpu(Exec *ex, uint32_t xi, int end, double sign)
+{
+  XferHbm *h   = &ex->xf[xi].h;
+  uint32_t gpu = h->gpu[end];
+  GpuRt *g     = &ex->gpus[gpu];
+  g->comm_hbm += sign * h->d;
+  g->comm_w += sign * (double)h->w[end];
+  if (sign > 0.0) {
+    uint32_t slot;
+    if (g->n_hbm_free_slots > 0) {
+      slot = g->hbm_free_slots[--g->n_hbm_free_slots];
+    } else {
+      slot = g->n_hbm_slots;
+      VEC_PUSH(g->hbm_slots, g->n_hbm_slots, g->cap_hbm_slots, ((HbmSlot){0}));
+    }
+    g->hbm_slots[slot] = (HbmSlot){.xi = xi, .live = true};
+    h->slot[end]       = slot;
+    h->f[end]          = (float)g->hbm_f;
+    g->n_hbm_live++;
+  } else {
+    g->hbm_slots[h->slot[end]].live = false;
+    VEC_PUSH(g->hbm_free_slots, g->n_hbm_free_slots, g->cap_hbm_free_slots, h->slot[end]);
+    g->n_hbm_live--;
+  }
+  if (g->n_hbm_live == 0) /* rounding: none left when none flows */
+    g->comm_hbm = g->comm_w = 0.0;
+  /* Its kernels need a refresh unless every user stays served all it needs: one leaving a GPU where
+   * all were, or joining one where all still are (sum of needs within what the summed pressure
+   * gets); a projected chain is re-decided whatever (it is projected only with no transfer). */
+  bool free = g->hbm_free && (sign < 0.0 || g->k_need + g->comm_hbm <= hbm_at(ex, g->k_w + g->comm_w));
+  if (g->n_run > 0 && (!free || (g->n_run == 1 && g->run[0].projected)))
+    mark_gpu(ex, gpu);
+}
+
+/* Joins (1) or leaves (-1) its GPUs' HBM. Joining, `sms` are the SMs its kernels hold at each end:
+ * its pressure there is those SMs, each copying as a streaming kernel's CTA does, and no less than
+ * what it needs at the unloaded rate (Little's law: a copy engine's transfer holds no SM). */
+static void hbm_join(Exec *ex, uint32_t xi, double sign, uint32_t g0, uint32_t g1, const int sms[2])
+{
+  XferHbm *h = &ex->xf[xi].h;
+  if (sign > 0.0) {
+    h->gpu[0] = g0;
+    h->gpu[1] = g1;
+    for (int e = 0; e < 2; e++)
+      h->w[e] = (float)fmax((double)sms[e], h->d / ex->hbm_u);
+  }
+  hbm_join_gpu(ex, xi, 0, sign);
+  if (h->gpu[1] != h->gpu[0])
+    hbm_join_gpu(ex, xi, 1, sign);
+}
+
+/* Starts the transfer of an xfer as a max-min flow (the latency has elapsed); with HBM sharing it
+ * joins its GPUs' HBM, whose share may bound it. */
+static void add_flow(Exec *ex, uint32_t xi, int n, const PnResourceId *res, const double *coef, double total,
+                     double bound)
 {
   Xfer *x = &ex->xf[xi];
-  if (ex->hbm_on && x->hbm_coef > 0.0) {
+  if (ex->hbm_on && x->hbm_coef > 0.0f) {
     double alone = bound > 0.0 ? bound : HUGE_VAL; /* the rate its links would give it alone */
     for (int k = 0; k < n; k++)
       alone = fmin(alone, pn_maxmin_resource_capacity(ex->mm, res[k]) / coef[k]);
-    x->hbm_d    = x->hbm_coef * alone;
-    uint32_t g0 = ex->rt[x->task].gpu, g1 = x->peer == PN_TASK_NONE ? g0 : ex->rt[x->peer].gpu;
-    res[n] = ex->gpus[g0].res[RES_HBM], coef[n++] = x->hbm_coef;
-    if (g1 != g0)
-      res[n] = ex->gpus[g1].res[RES_HBM], coef[n++] = x->hbm_coef;
-    hbm_join(ex, x, 1.0);
+    XferHbm *h = &ex->xf[xi].h;
+    h->d       = (double)x->hbm_coef * alone;
+    h->f[0] = h->f[1] = 1.0f;
+    const TaskRt *a = &ex->rt[x->task], *b = x->peer == PN_TASK_NONE ? a : &ex->rt[x->peer];
+    hbm_join(ex, xi, 1.0, a->gpu, b->gpu, (const int[2]){a->sms, b->sms});
+    bound = hbm_bound(ex, xi);
   }
   bool placed        = false;
   PnFlowId f         = pn_maxmin_add_flow_placed(ex->mm, n, res, coef, bound, &placed);
@@ -136,8 +206,8 @@ void pn__on_comm_ready(PnEngine *eng, void *ctx, uint64_t arg)
   }
   /* Nominal unit: a byte on the dominant resource; the other one is used in proportion. */
   const GpuRt *g = &ex->gpus[ex->rt[t].gpu];
-  PnResourceId res[6];
-  double coef[6];
+  PnResourceId res[4];
+  double coef[4];
   int n = 0;
   if (nvl > 0.0) {
     res[n] = g->res[RES_NVL_TX], coef[n++] = nvl / total;
@@ -161,10 +231,10 @@ static void on_leg_ready(PnEngine *eng, void *ctx, uint64_t arg)
     leg_done(ex, xi);
     return;
   }
-  PnResourceId res[4] = {ex->gpus[ex->rt[x->task].gpu].res[x->over_nic ? RES_NIC_TX : RES_NVL_TX],
+  PnResourceId res[2] = {ex->gpus[ex->rt[x->task].gpu].res[x->over_nic ? RES_NIC_TX : RES_NVL_TX],
                          ex->gpus[ex->rt[x->peer].gpu].res[x->over_nic ? RES_NIC_RX : RES_NVL_RX]};
   double share        = x->over_nic ? pn_hw_profile_gpus_per_nic(ex->hw) : 1.0;
-  double coef[4]      = {share, share};
+  double coef[2]      = {share, share};
   add_flow(ex, xi, 2, res, coef, x->nvl_bytes, x->bound);
 }
 
@@ -174,8 +244,8 @@ static void on_xfer_done(PnEngine *eng, void *ctx, uint64_t arg)
   uint32_t xi = (uint32_t)arg;
   Xfer *x     = &ex->xf[xi];
   pn_maxmin_remove_flow(ex->mm, x->flow);
-  if (ex->hbm_on && x->hbm_coef > 0.0)
-    hbm_join(ex, x, -1.0);
+  if (ex->hbm_on && x->hbm_coef > 0.0f)
+    hbm_join(ex, xi, -1.0, 0, 0, NULL);
   x->flow      = -1;
   x->ev        = 0;
   ex->mm_dirty = true;

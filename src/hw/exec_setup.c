@@ -149,11 +149,16 @@ static gboolean validate_legs(const PnGraph *g, const PnHwProfile *hw, PnTaskId 
 void pn__exec_free(Exec *ex)
 {
   if (ex->gpus)
-    for (uint32_t i = 0; i < ex->n_gpus; i++)
+    for (uint32_t i = 0; i < ex->n_gpus; i++) {
       g_free(ex->gpus[i].run);
+      g_free(ex->gpus[i].hbm_slots);
+      g_free(ex->gpus[i].hbm_free_slots);
+    }
   g_free(ex->gpus);
   g_free(ex->rt);
-  g_free(ex->hbm_d);
+
+  g_free(ex->hbm_tab);
+  g_free(ex->hbm_users);
   g_free(ex->leg_xfer);
   g_free(ex->state);
   g_free(ex->xf);
@@ -209,12 +214,17 @@ static void exec_init(Exec *ex, uint32_t n_gpus, const PnHwProfile *hw, const Pn
     gp->res[RES_NVL_RX] = nvl > 0.0 ? pn_maxmin_add_resource(ex->mm, nvl) : -1;
     gp->res[RES_NIC_TX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
     gp->res[RES_NIC_RX] = nic > 0.0 ? pn_maxmin_add_resource(ex->mm, nic) : -1;
-    gp->res[RES_HBM]    = -1;
+    gp->hbm_f           = 1.0;
+    gp->hbm_free        = true;
   }
-  ex->hbm_on = hw->hbm_share.on && hw->hbm_bytes_per_ns > 0.0;
-  for (uint32_t i = 0; ex->hbm_on && i < n_gpus; i++) {
-    ex->gpus[i].res[RES_HBM] = pn_maxmin_add_resource(ex->mm, hw->hbm_bytes_per_ns);
-    ex->gpus[i].hbm_cap      = hw->hbm_bytes_per_ns;
+  ex->hbm_on = hw->hbm_share.on && hw->hbm_share.pressure.n > 0 && pn_hbm_unloaded(hw) > 0.0;
+  if (ex->hbm_on) {
+    const PnCurve *c = &hw->hbm_share.pressure;
+    ex->n_hbm_tab    = (uint32_t)ceil(c->x[c->n - 1] / PN_EXEC_HBM_STEP) + 2;
+    ex->hbm_tab      = g_new(double, ex->n_hbm_tab);
+    ex->hbm_u        = pn_hbm_unloaded(hw);
+    for (uint32_t i = 0; i < ex->n_hbm_tab; i++)
+      ex->hbm_tab[i] = pn_hbm_capacity(hw, i * PN_EXEC_HBM_STEP);
   }
   size_t n_sq = (size_t)n_gpus * PN_STREAM_N;
   size_t n_gq = (size_t)n_gpus * ex->n_queues;
@@ -240,8 +250,6 @@ static void exec_reserve(Exec *ex, uint32_t n)
   ex->waiter  = g_new(uint32_t, n);
   ex->xf      = g_new(Xfer, 2 * (size_t)n + 1);
   ex->cap_set = n;
-  if (ex->hbm_on)
-    ex->hbm_d = g_new0(float, n ? n : 1);
   pn_mem_hint_large(ex->rt, (size_t)n * sizeof(TaskRt));
   pn_mem_hint_large(ex->waiter, (size_t)n * sizeof(uint32_t));
 }
@@ -287,8 +295,10 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
     switch (tk->kind) {
     case PN_TASK_COMPUTE:
       r->work = tk->work_ns + (tk->graphed ? 0.0 : hw->kernel_launch_ns); /* a graph replays without the gap */
-      if (ex->hbm_on && tk->hbm_bytes > 0.0f && r->work > 0.0) /* alone it cannot ask more than the capacity */
-        ex->hbm_d[t] = (float)fmin((double)tk->hbm_bytes / r->work, hw->hbm_bytes_per_ns);
+      if (ex->hbm_on && tk->hbm_bytes > 0.0f && r->work > 0.0) {
+        r->hbm_d  = (float)((double)tk->hbm_bytes / r->work);
+        r->hbm_pi = tk->hbm_pi > 0.0f ? tk->hbm_pi : 1.0f;
+      }
       break;
     case PN_TASK_DELAY:
       r->work = tk->work_ns;
@@ -336,7 +346,7 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
                                      .nvl_bytes = tk->nvlink_bytes,
                                      .nic_bytes = tk->nic_bytes,
                                      .bound     = tk->max_bytes_per_ns,
-                                     .hbm_coef  = pn__comm_hbm_coef(tk)};
+                                     .hbm_coef  = (float)pn__comm_hbm_coef(tk)};
       r->aux                = ex->n_xfers - 1;
     } else if (tk->kind == PN_TASK_P2P) {
       r->aux = tk->leg_first;
@@ -401,7 +411,7 @@ static gboolean setup_legs(Exec *ex, const PnGraph *g, GError **error)
                                                               .nvl_bytes = l->bytes,
                                                               .bound     = b1 > 0.0 && b2 > 0.0 ? fmin(b1, b2) : (b1 > 0.0 ? b1 : b2),
                                                               .over_nic  = l->over_nic,
-                                                              .hbm_coef  = pn__leg_hbm_coef(l->over_nic)};
+                                                              .hbm_coef  = (float)pn__leg_hbm_coef(l->over_nic)};
       ex->leg_xfer[tk->leg_first + k]                = ex->n_xfers - 1;
       ex->leg_xfer[ex->tasks[l->peer].leg_first + j] = ex->n_xfers - 1;
     }

@@ -107,7 +107,8 @@ typedef struct {
   uint32_t dep_first; /* into PnGraph.deps */
   uint32_t dep_count;
   float host_ns;   /* host time to launch this task (framework + driver), spent before it */
-  float hbm_bytes; /* COMPUTE: bytes it moves to and from HBM, for HBM sharing (profile hbm_share); 0: none */
+  float hbm_bytes; /* COMPUTE: bytes it moves to and from HBM, for HBM sharing (hw/hbm.h); 0: none */
+  float hbm_pi;    /* COMPUTE: its HBM pressure per SM (hw/hbm.h); 0: 1, a streaming kernel's */
   union {
     double work_ns;   /* COMPUTE, DELAY */
     struct {          /* COMM: the NCCL collective it is, for reports (the executor never reads it) */
@@ -131,7 +132,7 @@ typedef enum { PN_PHASE_FWD, PN_PHASE_BWD, PN_PHASE_RECOMPUTE, PN_PHASE_OPTIM, P
  * (torch.cuda.synchronize). */
 typedef enum { PN_HOST_SYNC_NONE = 0, PN_HOST_SYNC_TASK, PN_HOST_SYNC_DEVICE } PnHostSync;
 
-G_STATIC_ASSERT(sizeof(PnTask) == 96); /* host_sync, graphed and host_ns fill what was padding; hbm_bytes adds 8 */
+G_STATIC_ASSERT(sizeof(PnTask) == 96); /* host_sync, graphed and host_ns fill what was padding; hbm_* add 8 */
 
 /* Tasks and dependencies are plain arrays with their own capacity, not GArrays: a graph is
  * built one task at a time (400k for Llama 3.1 405B), and appending is then a store rather than

@@ -176,6 +176,20 @@ static void mark_dirty(PnMaxMin *mm, PnResourceId r)
 
 static inline void recompute_usage(PnMaxMin *mm, Res *r);
 
+void pn_maxmin_set_bound(PnMaxMin *mm, PnFlowId f, double bound)
+{
+  g_assert(f >= 0 && (guint)f < mm->flows->len);
+  g_assert(!isnan(bound));
+  Flow *fl = flow_at(mm, f);
+  g_assert(fl->active && (fl->n > 0 || bound > 0.0));
+  double b = bound > 0.0 ? bound : 0.0;
+  if (fl->bound == b)
+    return;
+  fl->bound = b;
+  for (int k = 0; k < fl->n; k++)
+    mark_dirty(mm, fl->elems[k].r);
+}
+
 void pn_maxmin_set_capacity(PnMaxMin *mm, PnResourceId r, double capacity)
 {
   g_assert(r >= 0 && (guint)r < mm->res->len);

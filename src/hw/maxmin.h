@@ -52,6 +52,9 @@ PnFlowId pn_maxmin_add_flow(PnMaxMin *mm, int n, const PnResourceId *res, const 
 PnFlowId pn_maxmin_add_flow_placed(PnMaxMin *mm, int n, const PnResourceId *res, const double *coef, double bound,
                                    bool *placed);
 void pn_maxmin_remove_flow(PnMaxMin *mm, PnFlowId f);
+/* Changes an active flow's bound (<= 0: none); the next solve re-solves the flows that share a
+ * resource with it. */
+void pn_maxmin_set_bound(PnMaxMin *mm, PnFlowId f, double bound);
 
 /* Re-solves what changed since the last call. Fills `changed` (if not NULL) with the ids of
  * active flows whose rate differs from before the call (new flows included). */

@@ -126,14 +126,18 @@ typedef struct {
   char cpu[128];             /* information: the host CPU measured ("" = not recorded) */
 } PnHostProfile;
 
-/* HBM bandwidth shared by a GPU's concurrent users (exec.h, "HBM"): on when the profile has an
- * "hbm_share" section. The capacity is hbm_bytes_per_ns (what copy kernels reach); a compute
- * kernel's demand is the bytes it moves to and from HBM over its time alone (PnTask.hbm_bytes):
- * memory-bound kernels their bytes, attention its inputs and outputs, a GEMM its FLOPs times the
- * bytes per FLOP below, fitted by `calibrate` from GEMMs timed beside copying spinners. */
+/* HBM bandwidth shared by a GPU's concurrent users (hw/hbm.h): on when the profile has an
+ * "hbm_share" section. A compute kernel's demand is the bytes it moves to and from HBM over its
+ * time alone (PnTask.hbm_bytes): memory-bound kernels their bytes, attention its inputs and
+ * outputs, a GEMM its FLOPs times the bytes per FLOP below; its pressure per SM is 1 for
+ * memory-bound kernels and gemm_pressure for GEMMs and attention. Both GEMM figures are fitted
+ * by `calibrate` from GEMMs timed beside copying spinners (calib/hbm.c). */
 typedef struct {
   bool on;
-  double gemm_bytes_per_flop[2]; /* [0] bf16, [1] fp8 inputs: a GEMM's effective HBM demand per FLOP */
+  double gemm_bytes_per_flop[2]; /* [0] bf16, [1] fp8 inputs: a GEMM's HBM demand per FLOP */
+  double gemm_pressure[2];       /* the same: its pressure per SM, in SM-equivalents of a streaming copy */
+  PnCurve pressure;              /* x = pressure (SM-equivalents), y = bytes/ns HBM delivers: a copy kernel alone
+                                    on x SMs */
 } PnHbmShare;
 
 typedef struct PnHwProfile {

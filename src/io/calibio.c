@@ -67,6 +67,8 @@ static PnCalVariant variant_of(const char *v)
     return PN_CAL_SM_TARGET;
   if (strcmp(v, "spinner_sm_target") == 0)
     return PN_CAL_SPINNER_SM_TARGET;
+  if (strcmp(v, "spinner_mem") == 0)
+    return PN_CAL_SPINNER_MEM;
   return PN_CAL_OTHER;
 }
 
@@ -145,7 +147,11 @@ static gboolean read_contention_row(const PnIoCtx *ctx, const cJSON *row, gsize 
                        strcmp(row_str(row, "dtype"), "fp8") == 0,
                        variant_of(row_str(row, "variant")),
                        (int)held,
-                       slow};
+                       slow,
+                       0.0};
+  const cJSON *base = get(row, "baseline_ns");
+  if (cJSON_IsNumber(base))
+    DUR("baseline_ns", c.baseline_ns);
   if (slow > 0)
     g_array_append_val(d->contention, c);
   return TRUE;
@@ -268,8 +274,21 @@ static gboolean read_nccl_overlap_row(const PnIoCtx *ctx, const cJSON *row, gsiz
   /* covered rows only ("single" rows time one GEMM that outlives the collective) */
   if (strcmp(row_str(row, "mode"), "covered") == 0 && cJSON_IsNumber(r)) {
     NUM("gemm_rate_while_overlapped", rate);
-    PnCalNcclOverlap o = {(int64_t)m, (int64_t)n, (int64_t)kk, (int)ctas, (int)nr, cJSON_IsTrue(get(row, "sm_margin")),
-                          rate};
+    PnCalNcclOverlap o = {.m         = (int64_t)m,
+                          .n         = (int64_t)n,
+                          .k         = (int64_t)kk,
+                          .ctas      = (int)ctas,
+                          .nranks    = (int)nr,
+                          .sm_margin = cJSON_IsTrue(get(row, "sm_margin")),
+                          .rate      = rate};
+    int kind           = coll_kind(row_str(row, "collective"));
+    o.kind             = kind >= 0 ? (PnCollKind)kind : PN_COLL_ALL_GATHER;
+    if (kind >= 0 && cJSON_IsNumber(get(row, "coll_slowdown"))) { /* the collective's side, for the HBM check */
+      NUM("size_bytes", o.bytes);
+      DUR("coll_alone_ns", o.coll_alone_ns);
+      NUM("coll_slowdown", o.coll_slowdown);
+      DUR("gemm_alone_ns", o.gemm_alone_ns);
+    }
     if (rate > 0 && nr >= 2)
       g_array_append_val(d->nccl_overlap, o);
   }
@@ -378,6 +397,72 @@ static gboolean read_host_torch_row(const PnIoCtx *ctx, const cJSON *row, gsize 
   return TRUE;
 }
 
+/* A row of mb_hbm_share (kind "hbm_share"): two users of one GPU's HBM alone and together. Rows
+ * whose figures are missing (a measurement that timed out) are left out. */
+static gboolean read_hbm_share_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  const char *mode = row_str(row, "mode");
+  PnCalHbm h       = {0};
+  double v;
+#define HBM_NUM(key, dst)                                                                                              \
+  do {                                                                                                                 \
+    if (!cJSON_IsNumber(get(row, key)))                                                                                \
+      return TRUE;                                                                                                     \
+    NUM(key, dst);                                                                                                     \
+  } while (0)
+  if (strcmp(mode, "copy_alone") == 0) {
+    h.mode           = PN_CAL_HBM_COPY_ALONE;
+    h.spinner_layout = strcmp(row_str(row, "layout"), "spinner") == 0;
+    INT("sms", v, 1);
+    h.sms_a = (int)v;
+    HBM_NUM("bytes_per_ns", h.a_alone);
+    h.a_with = h.a_alone;
+  } else if (strcmp(mode, "copy_pair") == 0) {
+    h.mode = PN_CAL_HBM_COPY_PAIR;
+    INT("sms_a", v, 1);
+    h.sms_a = (int)v;
+    INT("sms_b", v, 1);
+    h.sms_b = (int)v;
+    HBM_NUM("a_alone_bytes_per_ns", h.a_alone);
+    HBM_NUM("a_bytes_per_ns", h.a_with);
+    HBM_NUM("b_alone_bytes_per_ns", h.b_alone);
+    HBM_NUM("b_bytes_per_ns", h.b_with);
+  } else if (strcmp(mode, "ce_beside_copy") == 0) {
+    h.mode = PN_CAL_HBM_CE;
+    INT("copy_sms", v, 1);
+    h.sms_b = (int)v;
+    HBM_NUM("ce_alone_bytes_per_ns", h.a_alone);
+    HBM_NUM("ce_beside_bytes_per_ns", h.a_with);
+    HBM_NUM("copy_alone_bytes_per_ns", h.b_alone);
+    HBM_NUM("copy_beside_bytes_per_ns", h.b_with);
+  } else if (strcmp(mode, "gemm_beside_copy") == 0) {
+    h.mode = PN_CAL_HBM_GEMM;
+    INT("m", v, 1);
+    h.m = (int64_t)v;
+    INT("n", v, 1);
+    h.n = (int64_t)v;
+    INT("k", v, 1);
+    h.k   = (int64_t)v;
+    h.fp8 = strcmp(row_str(row, "dtype"), "fp8") == 0;
+    INT("sms_held", v, 1);
+    h.sms_b = (int)v;
+    double copy_ns;
+    HBM_NUM("gemm_plain_ns", h.gemm_plain_ns);
+    HBM_NUM("gemm_idle_ns", h.gemm_idle_ns);
+    HBM_NUM("gemm_copy_ns", copy_ns);
+    HBM_NUM("copy_alone_bytes_per_ns", h.b_alone);
+    HBM_NUM("copy_beside_bytes_per_ns", h.b_with);
+    h.a_alone = 1.0;
+    h.a_with  = copy_ns > 0.0 ? h.gemm_idle_ns / copy_ns : 0.0;
+  } else {
+    return TRUE;
+  }
+#undef HBM_NUM
+  if (h.a_alone > 0.0 && h.a_with > 0.0 && (h.mode == PN_CAL_HBM_COPY_ALONE || (h.b_alone > 0.0 && h.b_with > 0.0)))
+    g_array_append_val(d->hbm, h);
+  return TRUE;
+}
+
 /* The kind of a result file, or -1 for a kind the fits do not read (its rows are skipped). */
 static int kind_of(const char *name)
 {
@@ -444,14 +529,14 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   const cJSON *sms = get(env, "sm_count");
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
-  static const RowReader readers[PN_CAL_KINDS] = {read_gemm_row,         read_contention_row, read_attention_row,
-                                                  read_memory_row,       read_collective_row, read_copy_engine_row,
-                                                  read_nccl_overlap_row, read_launch_row,     read_host_torch_row,
-                                                  read_gemm_accum_row,   read_torch_mem_row,  read_unfused_attn_row};
-  const char *k                                = kind->valuestring;
-  int kind_id                                  = kind_of(k);
-  RowReader read                               = kind_id >= 0 ? readers[kind_id] : NULL;
-  gsize i                                      = 0;
+  static const RowReader readers[PN_CAL_KINDS] = {
+      read_gemm_row,        read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
+      read_copy_engine_row, read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row,
+      read_torch_mem_row,   read_unfused_attn_row, read_hbm_share_row};
+  const char *k  = kind->valuestring;
+  int kind_id    = kind_of(k);
+  RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
+  gsize i        = 0;
   const cJSON *row;
   cJSON_ArrayForEach(row, results)
   {
@@ -719,6 +804,26 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
                                          src);
     cJSON_AddItemToObject(cal, "gemm_sm_limit_scaling", curve_json(&p->gemm_sm_limit_scaling, s));
   }
+  if (f->hbm_curve_points > 0) {
+    const PnCalOrigin *o = &f->hbm_share_from;
+    g_autofree char *scaled =
+        f->hbm_curve_scaled
+            ? g_strdup_printf("; measured on the %s, scaled to this GPU's hbm_bytes_per_ns: the same unloaded rate per "
+                              "SM, saturating at this GPU's bandwidth",
+                              o->gpu)
+            : g_strdup("");
+    g_autofree char *s = g_strdup_printf(
+        "HBM bandwidth delivered under pressure x (SM-equivalents of a streaming copy): a copy kernel alone on x SMs, "
+        "one "
+        "CTA per SM, 2 GiB per direction (microbench mb_hbm_share copy_alone rows, layout hbm, median per x; "
+        "bytes/ns, read + write)%s; %s (%s, %s)",
+        scaled, o->files, o->gpu, o->date[0] ? o->date : "date not recorded");
+    cJSON_AddItemToObject(cal, "hbm_pressure", curve_json(&p->hbm_share.pressure, s));
+    g_autofree char *m = g_strdup_printf("a memory-bound kernel on x SMs: y = hbm_pressure(x) / hbm_pressure(all SMs) "
+                                         "(it presses x: hw/hbm.h); from the same rows%s",
+                                         f->hbm_curve_scaled ? ", scaled" : "");
+    cJSON_AddItemToObject(cal, "mem_sm_scaling", curve_json(&p->mem_sm_scaling, m));
+  }
   if (f->coll)
     add_coll_entries(cal, p, src);
   if (p->n_contention_points > 0) {
@@ -967,6 +1072,40 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
  * measurements (a 10^7-fold slowdown, a 10^12 bytes/ns copy) is then an error, not an unusable
  * profile. An output written in place (standard output, a FIFO) cannot be read back: it is
  * written unchecked. */
+/* The "hbm_share" section (HBM sharing on) from the GEMMs timed beside copying spinners (calib/hbm.c),
+ * before "calibration". */
+static void set_hbm_share_fitted(cJSON *root, const PnHwProfile *p, const PnCalFitted *f)
+{
+  if (f->hbm_curve_points == 0)
+    return;
+  bool fresh = get(root, "hbm_share") == NULL;
+  cJSON *sec = object_at(root, "hbm_share");
+  if (fresh && get(root, "calibration")) /* the large tables stay last */
+    cJSON_AddItemToObject(root, "calibration", cJSON_DetachItemFromObjectCaseSensitive(root, "calibration"));
+  static const char *const keys[2][2] = {{"gemm_bf16_bytes_per_flop", "gemm_fp8_bytes_per_flop"},
+                                         {"gemm_bf16_pressure_per_sm", "gemm_fp8_pressure_per_sm"}};
+  for (int fp8 = 0; fp8 < 2; fp8++) {
+    if (f->hbm_share_rows[fp8] == 0)
+      continue;
+    for (int what = 0; what < 2; what++) {
+      g_autofree char *source = g_strdup_printf(
+          "a %s GEMM's HBM %s: with its %s, the pair that best replays its %d measured slowdowns beside a spinner "
+          "copying on k SMs (over beside an idle spinner on the same SMs), and the spinner's own bandwidth beside it "
+          "where measured, when HBM serves its users in proportion to their pressure (hw/hbm.h, calib/hbm.c); "
+          "measured by microbench/ (%s; %s) and fitted by penumbra calibrate",
+          fp8 ? "fp8" : "bf16",
+          what ? "pressure per SM, in SM-equivalents of a streaming copy" : "demand per FLOP (bytes)",
+          what ? "demand per FLOP" : "pressure per SM", f->hbm_share_rows[fp8], f->hbm_contention_from.files,
+          f->hbm_share_from.files);
+      cJSON *item = cJSON_CreateObject();
+      cJSON_AddNumberToObject(item, "value",
+                              what ? p->hbm_share.gemm_pressure[fp8] : p->hbm_share.gemm_bytes_per_flop[fp8]);
+      cJSON_AddStringToObject(item, "source", source);
+      put_item(sec, keys[what][fp8], item);
+    }
+  }
+}
+
 static gboolean write_loadable(const char *out_path, const char *text, GError **error)
 {
   g_autoptr(PnOut) out = pn_out_open(out_path, error);
@@ -1020,6 +1159,7 @@ gboolean pn_calib_write_profile(const char *base_path, const char *out_path, con
   set_fitted_scalars(root, p, f, src);
   set_launch_fitted(root, p, &f->host);
   set_host_fitted(root, p, &f->host);
+  set_hbm_share_fitted(root, p, f);
   cJSON *cal = calibration_json(p, f, src, cJSON_GetObjectItemCaseSensitive(root, "calibration"));
   if (get(root, "calibration"))
     cJSON_ReplaceItemInObjectCaseSensitive(root, "calibration", cal);

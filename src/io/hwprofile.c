@@ -75,6 +75,8 @@ static const HwScalar host_scalars[] = {
 static const HwScalar hbm_share_scalars[] = {
     HW_NONNEG("gemm_bf16_bytes_per_flop", hbm_share.gemm_bytes_per_flop[0], 1e3),
     HW_NONNEG("gemm_fp8_bytes_per_flop", hbm_share.gemm_bytes_per_flop[1], 1e3),
+    HW_NONNEG("gemm_bf16_pressure_per_sm", hbm_share.gemm_pressure[0], 1e3),
+    HW_NONNEG("gemm_fp8_pressure_per_sm", hbm_share.gemm_pressure[1], 1e3),
 };
 static const HwScalar network_scalars[] = {
     HW_INT("gpus_per_node", gpus_per_node, 1, 100000),
@@ -126,7 +128,7 @@ static const HwSection compute_section      = HW_SECTION("compute", compute_scal
 static const HwSection floor_section        = HW_SECTION("kernel_floor_ns", floor_scalars, true, NULL);
 static const HwSection host_section         = HW_SECTION("host", host_scalars, true, "cpu");
 static const HwSection network_section      = HW_SECTION("network", network_scalars, false, NULL);
-static const HwSection hbm_share_section    = HW_SECTION("hbm_share", hbm_share_scalars, false, NULL);
+static const HwSection hbm_share_section    = HW_SECTION("hbm_share", hbm_share_scalars, true, NULL);
 static const HwSection nccl_section         = HW_SECTION("nccl", nccl_scalars, false, NULL);
 static const HwSection pair_busbw_section   = HW_SECTION("nccl_pair_busbw", pair_busbw_scalars, false, NULL);
 static const HwSection pair_latency_section = HW_SECTION("nccl_pair_latency_ns", pair_latency_scalars, false, NULL);
@@ -144,6 +146,7 @@ static const PnField curve_keys[]  = {KEY("x"), KEY("y"), KEY("log_x"), KEY("sou
 static const PnField table_keys[]  = {KEY("columns"), KEY("rows"), KEY("source"), KEY("note"), {.key = NULL}};
 static const PnField calibration_keys[] = {KEY("gemm_sm_scaling"),
                                            KEY("mem_sm_scaling"),
+                                           KEY("hbm_pressure"),
                                            KEY("coll_size_efficiency"),
                                            KEY("gemm_sm_limit_scaling"),
                                            KEY("coll_efficiency_all_gather"),
@@ -540,6 +543,7 @@ static gboolean read_curves(const PnIoCtx *ctx, const cJSON *cal, const char *pt
   } curves[] = {
       {"gemm_sm_scaling", offsetof(PnHwProfile, gemm_sm_scaling), false},
       {"mem_sm_scaling", offsetof(PnHwProfile, mem_sm_scaling), false},
+      {"hbm_pressure", offsetof(PnHwProfile, hbm_share.pressure), false},
       {"coll_size_efficiency", offsetof(PnHwProfile, coll_size_efficiency), true},
       {"gemm_sm_limit_scaling", offsetof(PnHwProfile, gemm_sm_limit_scaling), false},
       {"coll_efficiency_all_gather", offsetof(PnHwProfile, coll_efficiency[0]), true},

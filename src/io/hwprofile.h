@@ -19,12 +19,13 @@
  * sync_ns, graph_launch_ns, graph_layer_fwd_ns, graph_layer_bwd_ns (ns in [0, 1e9]) and
  * python_loop_ns (ns in [0, 1e6]), and "cpu": {"value": "<CPU name, at most 127 bytes>",
  * "source": "..."}. What is absent is 0: a profile without them has no host model and no floors.
- * The "hbm_share" section (profile.h, PnHbmShare), when present, turns HBM sharing on: it holds
- * gemm_bf16_bytes_per_flop and gemm_fp8_bytes_per_flop (sourced scalars in [0, 1e3], both
- * required; `penumbra calibrate` writes them).
+ * The "hbm_share" section (profile.h, PnHbmShare), when present with the calibration curve
+ * hbm_pressure, turns HBM sharing on (hw/hbm.h): it holds gemm_bf16_bytes_per_flop,
+ * gemm_fp8_bytes_per_flop, gemm_bf16_pressure_per_sm and gemm_fp8_pressure_per_sm (optional
+ * sourced scalars in [0, 1e3]; an absent one is 0; `penumbra calibrate` writes them).
  *
  * calibration entries, each optional:
- *   curves gemm_sm_scaling, mem_sm_scaling, coll_size_efficiency:
+ *   curves gemm_sm_scaling, mem_sm_scaling, hbm_pressure, coll_size_efficiency:
  *     {"x": [...], "y": [...], "log_x": bool, "source": "..."} — same length, x strictly
  *     ascending, finite, y >= 1e-6, x > 0 when log_x (default: true for coll_size_efficiency only);
  *   tables gemm_bf16, gemm_fp8 (columns m, n, k, ns) and attn_bf16 (columns batch, seq, heads,

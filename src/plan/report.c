@@ -21,8 +21,8 @@ static const char *const not_simulated[] = {
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
     "userbuffers kernels at their own rate: priced at num_sm NCCL channels (too slow with NVLink multicast)",
-    "the slowdown of an NCCL collective by the GEMMs beside it (overlapped communication is predicted slightly too "
-    "fast), and the GEMM's side of that contention only as the SMs-held model says",
+    "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "
+    "predicted slightly too fast); a copy engine's share of HBM beside kernels",
     "failures, restarts and checkpoints: --goodput stands for them",
 };
 

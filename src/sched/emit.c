@@ -228,6 +228,7 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
         (float)(2.0 * (double)op->batch * (double)op->head_dim *
                 ((double)op->seq_q * (double)op->heads * 2.0 + (double)op->seq_kv * (double)op->kv_heads * 2.0) *
                 (op->backward ? 2.0 : 1.0));
+    t->hbm_pi = (float)hw->hbm_share.gemm_pressure[0]; /* a tensor-core kernel's, as a bf16 GEMM's */
     break;
   case PN_OP_MEM: {
     /* an op standing for several kernels occupies its stream at least their floors */

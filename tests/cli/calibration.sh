@@ -19,8 +19,11 @@ torch_mem=("$C"/h100-sxm/torch_mem.json)
 # the H100 only: the H200 profile has no bmm_bf16 table nor torch_kernel_vs_copy curves, and prices
 # them as one folded GEMM of its gemm_bf16 table and at its copy bandwidth
 unfused=("$C"/h100-sxm/unfused_attn.json)
-h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}")
-h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}")
+# HBM sharing (mb_hbm_share.cu) was measured on the H100: the H200 profile takes its pressure curve
+# scaled to its own HBM figure (calib/hbm.c) and fits its GEMMs' pressure from its own contention rows
+hbm=("$C"/h100-sxm/hbm_share.json)
+h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}" "${hbm[@]}")
+h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}" "${hbm[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base
 # starts without one, which the fit adds right after "gpu"
@@ -46,7 +49,11 @@ before=$(date -u +%F)
 "$bin" calibrate "$tmp/undated.json" --base hwprofiles/h200-sxm.json -o "$tmp/today.json" >/dev/null
 after=$(date -u +%F)
 grep -Eq "^	\"calibrated\":	\"($before|$after)\",\$" "$tmp/today.json" || { echo "FAIL: undated results not dated $before"; head -5 "$tmp/today.json"; exit 1; }
-"$bin" calibrate --check --profile hwprofiles/h100-sxm.json "${h100[@]}"
+"$bin" calibrate --check --profile hwprofiles/h100-sxm.json "${h100[@]}" | tee "$tmp/h100-check.txt"
+# HBM sharing replayed (reported): every GEMM beside a copying spinner, the copy pairs within 1%
+grep -Eq "HBM: GEMM beside a copying spinner +84 " "$tmp/h100-check.txt" &&
+  grep -Eq "HBM: two copy kernels at once +12 +[0-9.]+% +[0-9.]+% +0\.[0-9]+% +100\.0%" "$tmp/h100-check.txt" ||
+  { echo "FAIL: HBM sharing rows not replayed as fitted"; grep HBM "$tmp/h100-check.txt"; exit 1; }
 "$bin" calibrate --check --profile hwprofiles/h200-sxm.json "${h200[@]}"
 # the GEMM-beside-NCCL rows (8 x H200) are read and replayed (reported, not fitted: README)
 "$bin" calibrate --check --profile hwprofiles/h200-sxm.json "$C"/h200-sxm-8gpu/gemm_nccl_overlap.json >"$tmp/ovl.txt"

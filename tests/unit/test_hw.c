@@ -14,6 +14,7 @@
 #include "hw/cost.h"
 #include "hw/exec.h"
 #include "hw/graph.h"
+#include "hw/hbm.h"
 #include "hw/maxmin.h"
 #include "hw/profile.h"
 
@@ -1571,7 +1572,8 @@ static void check_chains_match_unfused(bool hbm)
   PnHwProfile hw      = test_hw();
   hw.kernel_launch_ns = 3;
   hw.hbm_share.on     = hbm;
-  hw.hbm_bytes_per_ns = 300.0;
+  double hx[] = {1, 40, 132}, hy[] = {10, 250, 300};
+  hw.hbm_share.pressure = (PnCurve){.n = 3, .x = hx, .y = hy};
   double cx[] = {16, 66, 132}, cy[] = {0.2, 0.6, 1.0}, my[] = {0.5, 0.9, 1.0}, sy[] = {0.1, 0.5, 1.0};
   hw.gemm_sm_scaling       = (PnCurve){.n = 3, .x = cx, .y = cy};
   hw.mem_sm_scaling        = (PnCurve){.n = 3, .x = cx, .y = my};
@@ -1588,7 +1590,8 @@ static void check_chains_match_unfused(bool hbm)
     uint32_t n = pn_graph_n_tasks(g);
     for (PnTaskId t = 0; hbm && t < n; t++) /* HBM demands from 0 to 400 bytes/ns: some over the capacity */
       if (pn_graph_task(g, t)->kind == PN_TASK_COMPUTE)
-        pn_graph_task(g, t)->hbm_bytes = (float)(pn_graph_task(g, t)->work_ns * g_rand_double_range(rng, 0, 400));
+        pn_graph_task(g, t)->hbm_bytes = (float)(pn_graph_task(g, t)->work_ns * g_rand_double_range(rng, 0, 400)),
+                         pn_graph_task(g, t)->hbm_pi = (float)g_rand_double_range(rng, 0.1, 1.0);
     int conns[] = {1, 2, 8};
     for (int ci = 0; ci < 3; ci++) {
       PnExecResult r[2];
@@ -1651,48 +1654,82 @@ END_TEST
 START_TEST(test_exec_chains_match_unfused_hbm) { check_chains_match_unfused(true); }
 END_TEST
 
-/* HBM sharing (exec.h, "HBM"), capacity C = 1000 bytes/ns, no launch cost.
- * 1. Two memory kernels side by side, each 1000 ns of work asking D = 900 bytes/ns alone; the SMs
- *    split 66 / 66 and the memory curve gives each r = 0.9 there. They ask 2 * 0.9 * 900 = 1620:
- *    phi = 1000 / 1620, each runs at 0.9 * phi = 5/9 and ends at 1800 (without sharing: 1000 / 0.9
- *    -> 1112).
- * 2. A GEMM asking D = 800 beside a copy-engine transfer (no SMs) of 100,000 bytes on NVLink
- *    (400 bytes/ns alone). A userbuffers-like transfer touches HBM twice per byte: it asks
- *    e = 2 * 400 = 800; phi = 1000 / 1600 = 0.625: the GEMM runs at 0.625, the transfer may use
- *    phi * e = 500 of the HBM, i.e. 250 bytes/ns: it ends at 400, the GEMM has 750 ns of work left
- *    and ends at 1150. An NCCL collective (3 HBM bytes per wire byte) asks 1200: phi = 0.5, the
- *    transfer runs at 600 / 3 = 200 and ends at 500, the GEMM at 500 + 750 = 1250. Without
- *    sharing: 250 and 1000. */
+/* hw/hbm.h's rule: F from the curve (w below the first point: its slope u from 0; flat past the
+ * last), and weighted water-filling. Users (w 50, need 100) and (w 50, need 2000): W = 100,
+ * F = 1200, 12 per unit: the first needs 100 <= 600, met; the other gets the remaining 1100. Three
+ * users of need above their share (w 10, 20, 30; F(60) = 1040): each is served w * 1040 / 60.
+ * Nobody pressing: nothing delivered. */
+START_TEST(test_hbm_share_rule)
+{
+  PnHwProfile hw = test_hw();
+  double px[] = {1, 50, 100}, py[] = {20, 1000, 1200};
+  hw.hbm_share.pressure = (PnCurve){.n = 3, .x = px, .y = py};
+  ck_assert_double_eq_tol(pn_hbm_unloaded(&hw), 20.0, 1e-12);
+  ck_assert_double_eq_tol(pn_hbm_capacity(&hw, 0.5), 10.0, 1e-12);
+  ck_assert_double_eq_tol(pn_hbm_capacity(&hw, 75.0), 1100.0, 1e-9);
+  ck_assert_double_eq_tol(pn_hbm_capacity(&hw, 1e9), 1200.0, 1e-9);
+  ck_assert_double_eq(pn_hbm_capacity(&hw, 0.0), 0.0);
+  PnHbmUser u[3] = {{.w = 50, .need = 100}, {.w = 50, .need = 2000}};
+  pn_hbm_share(&hw, u, 2);
+  ck_assert_double_eq_tol(u[0].served, 100.0, 1e-9);
+  ck_assert_double_eq_tol(u[1].served, 1100.0, 1e-9);
+  PnHbmUser v[3] = {{.w = 10, .need = 1e4}, {.w = 20, .need = 1e4}, {.w = 30, .need = 1e4}};
+  pn_hbm_share(&hw, v, 3);
+  for (int i = 0; i < 3; i++)
+    ck_assert_double_eq_tol(v[i].served, v[i].w * 1040.0 / 60.0, 1e-9);
+  PnHbmUser z = {.w = 0, .need = 0};
+  pn_hbm_share(&hw, &z, 1);
+  ck_assert_double_eq(z.served, 0.0);
+}
+END_TEST
+
+/* HBM sharing (hw/hbm.h) on a 100-SM GPU whose HBM delivers F(w) = 20 w bytes/ns under pressure
+ * w <= 50 SM-equivalents, 1000 + 4 (w - 50) up to w = 100, 1200 beyond (u = 20); the memory
+ * kernels' SM curve is F(s) / F(100); no launch cost.
+ * 1. Two memory kernels side by side, 1000 ns of work asking D = 1200 bytes/ns alone: 50 SMs
+ *    each, SM rate 1000 / 1200, need 1000 each, pressure 50 each. W = 100, F = 1200: each is
+ *    served 600 of its 1000: rate 0.5, both end at 2000 (without sharing: 1200).
+ * 2. A GEMM of pressure 0.5 per SM on all 100 SMs (w = 50) asking D = 1500 (capped at what it
+ *    gets alone, F(50) = 1000) beside a copy-engine transfer of 100,000 bytes on NVLink (500
+ *    bytes/ns alone), 2 HBM bytes per byte: need 1000, pressure 1000 / 20 = 50. W = 100, F = 1200,
+ *    12 per unit of pressure: each is served 600 of its 1000: the transfer runs at 300 bytes/ns
+ *    and ends at 334 (333.3 rounded up), the GEMM at 0.6 until then, and ends at
+ *    334 + 1000 - 0.6 * 334 = 1133.6 -> 1134. An NCCL transfer (3 per byte) needs 1500, presses
+ *    75: W = 125, F = 1200, 9.6 per unit: the GEMM is served 480 (0.48), the transfer 720 (240
+ *    bytes/ns): 417 (416.7) and 417 + 1000 - 0.48 * 417 -> 1217. Without sharing: 200 and 1000. */
 START_TEST(test_exec_hbm_share)
 {
-  PnHwProfile hw      = test_hw();
-  hw.hbm_bytes_per_ns = 1000.0;
-  double x[] = {1, 66, 132}, y[] = {0.01, 0.9, 1.0};
-  hw.mem_sm_scaling = (PnCurve){.n = 3, .x = x, .y = y};
+  PnHwProfile hw         = test_hw();
+  hw.sm_count            = 100;
+  hw.nvlink_bytes_per_ns = 500;
+  double px[] = {1, 50, 100}, py[] = {20, 1000, 1200}, my[] = {20.0 / 1200, 1000.0 / 1200, 1.0};
+  hw.hbm_share.pressure = (PnCurve){.n = 3, .x = px, .y = py};
+  hw.mem_sm_scaling     = (PnCurve){.n = 3, .x = px, .y = my};
   for (int on = 0; on < 2; on++) {
     hw.hbm_share.on      = on;
     g_autoptr(PnGraph) g = pn_graph_new(1);
     PnTask m             = compute(0, PN_STREAM_COMPUTE, 1000);
     m.scaling            = PN_SCALE_MEMORY;
-    m.hbm_bytes          = 900000;
+    m.hbm_bytes          = 1.2e6f;
     PnTaskId a           = add(g, m, 0, NULL);
     m.stream             = PN_STREAM_SHARED_EXPERT;
     PnTaskId b           = add(g, m, 0, NULL);
     PnExecResult r       = run_ok(g, &hw, 8);
-    ck_span(r, a, 0, on ? 1800 : 1112);
-    ck_span(r, b, 0, on ? 1800 : 1112);
+    ck_span(r, a, 0, on ? 2000 : 1200);
+    ck_span(r, b, 0, on ? 2000 : 1200);
     pn_exec_result_clear(&r);
     for (int nccl = 0; nccl < 2; nccl++) {
       g_autoptr(PnGraph) g2 = pn_graph_new(1);
       PnTask k              = compute(0, PN_STREAM_COMPUTE, 1000);
-      k.hbm_bytes           = 800000;
+      k.hbm_bytes           = 1.5e6f;
+      k.hbm_pi              = 0.5f;
       PnTaskId c            = add(g2, k, 0, NULL);
       PnTask x2             = comm(0, PN_STREAM_TP_COMM, 0, 0, 100000, 0);
       x2.coll.bytes         = nccl ? 100000.0f : 0.0f;
       PnTaskId t            = add(g2, x2, 0, NULL);
       r                     = run_ok(g2, &hw, 8);
-      ck_span(r, t, 0, !on ? 250 : nccl ? 500 : 400);
-      ck_span(r, c, 0, !on ? 1000 : nccl ? 1250 : 1150);
+      ck_span(r, t, 0, !on ? 200 : nccl ? 417 : 334);
+      ck_span(r, c, 0, !on ? 1000 : nccl ? 1217 : 1134);
       pn_exec_result_clear(&r);
     }
   }
@@ -2039,6 +2076,7 @@ static Suite *hw_suite(void)
   TC("exec_chains_match_unfused", test_exec_chains_match_unfused);
   TC("exec_chains_match_unfused_hbm", test_exec_chains_match_unfused_hbm);
   TC("exec_hbm_share", test_exec_hbm_share);
+  TC("hbm_share_rule", test_hbm_share_rule);
 #undef TC
   return s;
 }
