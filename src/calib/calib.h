@@ -105,6 +105,18 @@ typedef struct {
   double baseline_ns; /* the same GEMM alone with all SMs, timed alternately (0 = not recorded) */
 } PnCalContention;
 
+/* A real NCCL collective on 2+ GPUs beside a copy kernel on k SMs, or beside an idle spinner
+ * holding them (microbench/mb_copy_nccl_overlap.cu, kind "copy_nccl_overlap", mode coll_beside). */
+typedef struct {
+  PnCollKind kind;
+  int nranks, ctas;               /* ctas: the SMs its kernel was seen to hold */
+  int k;                          /* SMs of the copy (or the idle spinner) */
+  bool copy;                      /* beside a copy kernel, else an idle spinner */
+  double busbw;                   /* the collective alone, bytes/ns of bus bandwidth */
+  double slowdown;                /* its time beside the copy (or spinner) over alone */
+  double copy_alone, copy_beside; /* the copy's bandwidth on its k SMs (copy rows) */
+} PnCalCopyNccl;
+
 /* How HBM bandwidth is shared on one GPU (microbench/mb_hbm_share.cu, kind "hbm_share"): two
  * users A and B, each alone and both at once (bytes/ns; for a GEMM, A is its speed relative to
  * the GEMM beside an idle spinner on the same SMs: a_alone = 1). */
@@ -201,6 +213,7 @@ typedef enum {
   PN_CAL_KIND_TORCH_MEM,
   PN_CAL_KIND_UNFUSED_ATTN,
   PN_CAL_KIND_HBM_SHARE,
+  PN_CAL_KIND_COPY_NCCL,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -233,6 +246,7 @@ typedef struct {
   GArray *bmm;           /* of PnCalGemm (with batch): the unfused attention's torch.bmm / baddbmm */
   GArray *torch_kernels; /* of PnCalTorchKernel */
   GArray *hbm;           /* of PnCalHbm */
+  GArray *copy_nccl;     /* of PnCalCopyNccl */
   int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -274,6 +288,8 @@ typedef struct {
   int hbm_share_rows[2];            /* [fp8]: GEMMs beside copying spinners their pressure and demand were fitted on */
   int hbm_curve_points;             /* points of the hbm_pressure curve (and mem_sm_scaling) fitted (0: kept) */
   bool hbm_curve_scaled;            /* that curve was measured on another GPU model, scaled to this one's HBM */
+  int hbm_nccl_rows;                /* collectives beside copy kernels nccl_bytes_per_busbw_byte was fitted on */
+  PnCalOrigin hbm_nccl_from;        /* where they were measured */
   PnCalOrigin hbm_share_from;       /* where the hbm_share rows (the spinner's bandwidth) were measured */
   PnCalOrigin hbm_contention_from;  /* where the gemm_contention rows (spinner_mem) were measured */
   PnCalHostFitted host;
@@ -344,6 +360,8 @@ typedef struct {
   GArray *hbm_ce;        /* a copy-engine copy beside a copy kernel: each one's bandwidth */
   GArray *hbm_nccl_gemm; /* a GEMM beside a real NCCL collective: its rate, SMs held and HBM shared */
   GArray *hbm_nccl_coll; /* the collective's slowdown beside the GEMMs */
+  GArray *hbm_copy_nccl; /* a real NCCL collective's slowdown beside a copy kernel on k SMs (fitted: bytes per byte) */
+  GArray *hbm_nccl_copy; /* that copy kernel's bandwidth beside the collective (as a time error) */
 } PnCalCheck;
 
 void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);

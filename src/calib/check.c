@@ -102,6 +102,8 @@ static void check_init(PnCalCheck *out)
   out->hbm_ce              = g_array_new(FALSE, FALSE, sizeof(double));
   out->hbm_nccl_gemm       = g_array_new(FALSE, FALSE, sizeof(double));
   out->hbm_nccl_coll       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_copy_nccl       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->hbm_nccl_copy       = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_by_group       = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
   out->coll_group_loo      = g_ptr_array_new_with_free_func((GDestroyNotify)g_array_unref);
 }
@@ -318,7 +320,9 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->hbm_pair,
                     &c->hbm_ce,
                     &c->hbm_nccl_gemm,
-                    &c->hbm_nccl_coll};
+                    &c->hbm_nccl_coll,
+                    &c->hbm_copy_nccl,
+                    &c->hbm_nccl_copy};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
   g_clear_pointer(&c->coll_groups, g_array_unref);

@@ -19,6 +19,9 @@
  * pi (sm - k) and needs r b (FLOPs per ns alone), r its SM rate beside the idle spinner, at most
  * F(pi (sm - k)). A grid over pi in [0.02, 1] (step 0.01) and b in [0, 0.006] (step 5e-5); the
  * error is not smooth (min, max), a grid cannot be misled by that.
+ *
+ * NCCL's HBM bytes per bus-bandwidth byte: from collectives beside copy kernels ("NCCL
+ * collectives beside copy kernels" below).
  */
 #include "calib/calib-private.h"
 
@@ -201,10 +204,69 @@ static double fit_cost(const PnHwProfile *p, const GArray *rows, bool fp8, doubl
   return s;
 }
 
+/* ---- NCCL collectives beside copy kernels ----
+ *
+ * mb_copy_nccl_overlap's rows, replayed on the GPU they were measured on (the measured copy curve,
+ * unscaled: the profile being fitted may be another GPU's): the copy on k SMs presses k and needs
+ * what it moves alone; the collective presses the SMs its kernel holds (at least its need over the
+ * unloaded rate, as the executor has it) and needs c HBM bytes per byte of its bus bandwidth
+ * alone. Its predicted slowdown is need / served. c is fitted (a grid over [1, 8], step 0.01)
+ * to the slowdowns' squared log errors: an NCCL property, the same on any GPU. */
+
+/* `m`: `p` with the measured copy curve as its pressure curve (points owned by the caller). */
+static bool measured_curve(const PnCalData *d, const PnHwProfile *p, PnHwProfile *m, double **x, double **y)
+{
+  int n                 = copy_points(d, x, y);
+  *m                    = *p;
+  m->hbm_share.pressure = (PnCurve){.n = n, .x = *x, .y = *y};
+  return n >= 2;
+}
+
+static double copy_nccl_pred(const PnHwProfile *m, const PnCalCopyNccl *c, double per_byte, double *copy_served)
+{
+  double need    = per_byte * c->busbw;
+  PnHbmUser u[2] = {{.w = (double)c->k, .need = c->copy_alone},
+                    {.w = fmax((double)c->ctas, need / pn_hbm_unloaded(m)), .need = need}};
+  pn_hbm_share(m, u, 2);
+  *copy_served = u[0].served;
+  return u[1].served > 0.0 ? fmax(1.0, need / u[1].served) : 1.0;
+}
+
+static void fit_nccl(const PnCalData *d, PnHwProfile *p, PnCalFitted *f)
+{
+  double *x = NULL, *y = NULL;
+  PnHwProfile m;
+  int n = 0;
+  for (guint i = 0; i < d->copy_nccl->len; i++)
+    n += g_array_index(d->copy_nccl, PnCalCopyNccl, i).copy;
+  if (n > 0 && measured_curve(d, p, &m, &x, &y)) {
+    double best = HUGE_VAL;
+    for (int s = 100; s <= 800; s++) {
+      double c = s * 0.01, cost = 0.0, served;
+      for (guint i = 0; i < d->copy_nccl->len; i++) {
+        const PnCalCopyNccl *r = &g_array_index(d->copy_nccl, PnCalCopyNccl, i);
+        if (r->copy) {
+          double e = log(copy_nccl_pred(&m, r, c, &served) / r->slowdown);
+          cost += e * e;
+        }
+      }
+      if (cost < best) {
+        best                                   = cost;
+        p->hbm_share.nccl_bytes_per_busbw_byte = c;
+      }
+    }
+    f->hbm_nccl_rows = n;
+    f->hbm_nccl_from = d->origin[PN_CAL_KIND_COPY_NCCL];
+  }
+  g_free(x);
+  g_free(y);
+}
+
 void pn__calib_fit_hbm(const PnCalData *d, PnHwProfile *p, PnCalFitted *f)
 {
   if (!fit_curves(d, p, f))
     return;
+  fit_nccl(d, p, f);
   f->hbm_share_from      = d->origin[PN_CAL_KIND_HBM_SHARE];
   f->hbm_contention_from = d->origin[PN_CAL_KIND_CONTENTION];
   p->hbm_share.on        = true;
@@ -268,6 +330,21 @@ void pn__calib_check_hbm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *o
     else if (h->mode == PN_CAL_HBM_CE) /* a transfer presses what it needs at the unloaded rate */
       check_pair(p, out->hbm_ce, h->a_alone / u0, h->a_alone, h->a_with, h->sms_b, h->b_alone, h->b_with);
   }
+  /* a real NCCL collective beside a copy kernel, on the GPU it was measured on */
+  double *x = NULL, *y = NULL;
+  PnHwProfile m;
+  if (d->copy_nccl->len > 0 && p->hbm_share.nccl_bytes_per_busbw_byte > 0.0 && measured_curve(d, p, &m, &x, &y))
+    for (guint i = 0; i < d->copy_nccl->len; i++) {
+      const PnCalCopyNccl *c = &g_array_index(d->copy_nccl, PnCalCopyNccl, i);
+      double served;
+      if (!c->copy)
+        continue;
+      pn__calib_push_err(out->hbm_copy_nccl, copy_nccl_pred(&m, c, p->hbm_share.nccl_bytes_per_busbw_byte, &served),
+                         c->slowdown);
+      pn__calib_push_err(out->hbm_nccl_copy, c->copy_beside, served); /* bandwidths: as a time error */
+    }
+  g_free(x);
+  g_free(y);
   /* a GEMM beside a real NCCL collective: the SMs the collective holds, then the HBM both press
    * (the collective: its CTAs, as the executor's transfers) */
   for (guint i = 0; i < d->nccl_overlap->len; i++) {
@@ -278,13 +355,14 @@ void pn__calib_check_hbm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *o
     int s    = pn_hw_profile_nearest_contention(p, o->m, o->n, o->k, false);
     const PnCurve *curve =
         s >= 0 && p->shape_contention[s].curve[0].n > 0 ? &p->shape_contention[s].curve[0] : &p->gemm_sm_scaling;
-    double r  = curve->n > 0 ? pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0)
-                             : (double)(p->sm_count - held) / p->sm_count;
-    double wg = p->hbm_share.gemm_pressure[0] * (double)(p->sm_count - held);
-    double ng = fmin(r * 2.0 * (double)o->m * (double)o->n * (double)o->k / o->gemm_alone_ns *
-                         p->hbm_share.gemm_bytes_per_flop[0],
-                     pn_hbm_capacity(p, wg));
-    double nc = 3.0 * wire_rate(o->kind, o->nranks, o->bytes, o->coll_alone_ns); /* NCCL's, exec_links.c */
+    double r   = curve->n > 0 ? pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0)
+                              : (double)(p->sm_count - held) / p->sm_count;
+    double wg  = p->hbm_share.gemm_pressure[0] * (double)(p->sm_count - held);
+    double ng  = fmin(r * 2.0 * (double)o->m * (double)o->n * (double)o->k / o->gemm_alone_ns *
+                          p->hbm_share.gemm_bytes_per_flop[0],
+                      pn_hbm_capacity(p, wg));
+    double per = p->hbm_share.nccl_bytes_per_busbw_byte > 0.0 ? p->hbm_share.nccl_bytes_per_busbw_byte : 3.0;
+    double nc  = per * wire_rate(o->kind, o->nranks, o->bytes, o->coll_alone_ns); /* as exec_links.c */
     PnHbmUser u[2] = {{.w = wg, .need = ng}, {.w = fmax((double)held, nc / u0), .need = nc}};
     pn_hbm_share(p, u, 2);
     pn__calib_push_err(out->hbm_nccl_gemm, ng > 0.0 ? r * u[0].served / ng : r, o->rate);

@@ -67,9 +67,11 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
       continue;
     g_string_append_printf(out, "  %-34s %+15.2f%% (median of predicted/measured - 1)\n", "", med * 100.0);
   }
-  GArray *hbm[]           = {c->hbm_gemm, c->hbm_spinner, c->hbm_pair, c->hbm_ce, c->hbm_nccl_gemm, c->hbm_nccl_coll};
+  GArray *hbm[]           = {c->hbm_gemm,      c->hbm_spinner,   c->hbm_pair,      c->hbm_ce,
+                             c->hbm_copy_nccl, c->hbm_nccl_copy, c->hbm_nccl_gemm, c->hbm_nccl_coll};
   const char *hbm_names[] = {"HBM: GEMM beside a copying spinner", "HBM: the spinner beside the GEMM",
                              "HBM: two copy kernels at once",      "HBM: copy engine beside a copy",
+                             "HBM: NCCL time beside a copy",       "HBM: the copy beside NCCL",
                              "HBM: GEMM rate beside NCCL",         "HBM: NCCL time beside the GEMM"};
   for (size_t h = 0; h < G_N_ELEMENTS(hbm); h++) {
     g_autoptr(GArray) sorted = g_array_copy(hbm[h]);

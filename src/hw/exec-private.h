@@ -348,7 +348,7 @@ void pn__on_task_done(PnEngine *eng, void *ctx, uint64_t arg); /* a compute kern
 /* exec_links.c */
 /* HBM bytes per nominal byte of a COMM task's transfer and of a P2P leg, at each GPU it runs on
  * (exec_links.c). */
-double pn__comm_hbm_coef(const PnTask *tk);
+double pn__comm_hbm_coef(const PnHwProfile *hw, const PnTask *tk);
 double pn__leg_hbm_coef(bool over_nic);
 /* HBM sharing: the transfers of GPU `gpu` are served the fraction `f` of what they need there
  * (exec_links.c: each flow's bound follows). */

@@ -9,7 +9,9 @@
  * `hbm_coef` HBM bytes per nominal byte, from NCCL's data path (src/device/prims_simple.h
  * and the transports): a collective's peer writes each chunk into this GPU's FIFO buffer, the
  * kernel reads it there and writes it to the output or reads the local input to reduce it into the
- * next send: 3 HBM bytes per wire byte received (NCCL_HBM_PER_WIRE_BYTE). A userbuffers or copy
+ * next send: 3 HBM bytes per wire byte received, at least (NCCL_HBM_PER_WIRE_BYTE); the profile's
+ * hbm_share.nccl_bytes_per_busbw_byte, measured beside copy kernels on two H100s (calib/hbm.c),
+ * replaces it: 3.84 on two H100s, NCCL's staging adding traffic to some chunks. A userbuffers or copy
  * transfer writes straight into the peer's buffer: 1 read where it is sent, 1 write where it lands,
  * and each GPU both sends and receives: 2 (DIRECT_HBM_PER_WIRE_BYTE). A P2P leg over NVLink: 4
  * touches per byte between its two ends (the sender's copy into a FIFO and the receiver's copy
@@ -24,12 +26,14 @@
 #define LEG_NVL_HBM_PER_BYTE 2.0
 #define LEG_NIC_HBM_PER_BYTE 3.0
 
-double pn__comm_hbm_coef(const PnTask *tk)
+double pn__comm_hbm_coef(const PnHwProfile *hw, const PnTask *tk)
 {
   double nvl = tk->nvlink_bytes, nic = tk->nic_bytes, total = fmax(nvl, nic);
   if (!(total > 0.0))
     return 0.0;
-  double per = tk->coll.bytes > 0.0f ? NCCL_HBM_PER_WIRE_BYTE : DIRECT_HBM_PER_WIRE_BYTE;
+  double nccl =
+      hw->hbm_share.nccl_bytes_per_busbw_byte > 0.0 ? hw->hbm_share.nccl_bytes_per_busbw_byte : NCCL_HBM_PER_WIRE_BYTE;
+  double per = tk->coll.bytes > 0.0f ? nccl : DIRECT_HBM_PER_WIRE_BYTE;
   return per * (nvl + nic) / total; /* nominal unit: a byte on the dominant link */
 }
 

@@ -346,7 +346,7 @@ static gboolean setup_tasks(Exec *ex, const PnTask *tasks, const PnTaskId *deps,
                                      .nvl_bytes = tk->nvlink_bytes,
                                      .nic_bytes = tk->nic_bytes,
                                      .bound     = tk->max_bytes_per_ns,
-                                     .hbm_coef  = (float)pn__comm_hbm_coef(tk)};
+                                     .hbm_coef  = (float)pn__comm_hbm_coef(hw, tk)};
       r->aux                = ex->n_xfers - 1;
     } else if (tk->kind == PN_TASK_P2P) {
       r->aux = tk->leg_first;

@@ -134,10 +134,12 @@ typedef struct {
  * by `calibrate` from GEMMs timed beside copying spinners (calib/hbm.c). */
 typedef struct {
   bool on;
-  double gemm_bytes_per_flop[2]; /* [0] bf16, [1] fp8 inputs: a GEMM's HBM demand per FLOP */
-  double gemm_pressure[2];       /* the same: its pressure per SM, in SM-equivalents of a streaming copy */
-  PnCurve pressure;              /* x = pressure (SM-equivalents), y = bytes/ns HBM delivers: a copy kernel alone
-                                    on x SMs */
+  double gemm_bytes_per_flop[2];    /* [0] bf16, [1] fp8 inputs: a GEMM's HBM demand per FLOP */
+  double gemm_pressure[2];          /* the same: its pressure per SM, in SM-equivalents of a streaming copy */
+  double nccl_bytes_per_busbw_byte; /* HBM bytes an NCCL collective moves per byte of bus bandwidth, per GPU;
+                                       0: 3, its data path's least (hw/exec_links.c) */
+  PnCurve pressure;                 /* x = pressure (SM-equivalents), y = bytes/ns HBM delivers: a copy kernel alone
+                                       on x SMs */
 } PnHbmShare;
 
 typedef struct PnHwProfile {

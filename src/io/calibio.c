@@ -463,6 +463,41 @@ static gboolean read_hbm_share_row(const PnIoCtx *ctx, const cJSON *row, gsize i
   return TRUE;
 }
 
+/* A row of mb_copy_nccl_overlap (kind "copy_nccl_overlap"): a collective beside a copy kernel or
+ * an idle spinner; rows without their figures are left out. */
+static gboolean read_copy_nccl_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  if (strcmp(row_str(row, "mode"), "coll_beside") != 0)
+    return TRUE;
+  const char *beside = row_str(row, "beside");
+  int kind           = coll_kind(row_str(row, "collective"));
+  const char *keys[] = {"coll_busbw_alone_gbps", "coll_slowdown", "coll_sms_seen", "sms_held", "nranks"};
+  for (size_t k = 0; k < G_N_ELEMENTS(keys); k++)
+    if (!cJSON_IsNumber(get(row, keys[k])))
+      return TRUE;
+  if (kind < 0 || (strcmp(beside, "copy") != 0 && strcmp(beside, "idle") != 0))
+    return TRUE;
+  double v;
+  PnCalCopyNccl c = {.kind = (PnCollKind)kind, .copy = strcmp(beside, "copy") == 0};
+  NUM("coll_busbw_alone_gbps", c.busbw); /* GB/s = bytes/ns */
+  NUM("coll_slowdown", c.slowdown);
+  INT("coll_sms_seen", v, 0);
+  c.ctas = (int)v;
+  INT("sms_held", v, 0);
+  c.k = (int)v;
+  INT("nranks", v, 2);
+  c.nranks = (int)v;
+  if (c.copy) {
+    if (!cJSON_IsNumber(get(row, "copy_alone_bytes_per_ns")) || !cJSON_IsNumber(get(row, "copy_beside_bytes_per_ns")))
+      return TRUE;
+    NUM("copy_alone_bytes_per_ns", c.copy_alone);
+    NUM("copy_beside_bytes_per_ns", c.copy_beside);
+  }
+  if (c.busbw > 0.0 && c.slowdown > 0.0)
+    g_array_append_val(d->copy_nccl, c);
+  return TRUE;
+}
+
 /* The kind of a result file, or -1 for a kind the fits do not read (its rows are skipped). */
 static int kind_of(const char *name)
 {
@@ -532,7 +567,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   static const RowReader readers[PN_CAL_KINDS] = {
       read_gemm_row,        read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
       read_copy_engine_row, read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row,
-      read_torch_mem_row,   read_unfused_attn_row, read_hbm_share_row};
+      read_torch_mem_row,   read_unfused_attn_row, read_hbm_share_row, read_copy_nccl_row};
   const char *k  = kind->valuestring;
   int kind_id    = kind_of(k);
   RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
@@ -1078,6 +1113,24 @@ static void set_hbm_share_fitted(cJSON *root, const PnHwProfile *p, const PnCalF
 {
   if (f->hbm_curve_points == 0)
     return;
+  if (f->hbm_nccl_rows > 0) {
+    const PnCalOrigin *o    = &f->hbm_nccl_from;
+    g_autofree char *source = g_strdup_printf(
+        "HBM bytes an NCCL collective moves per byte of its bus bandwidth, per GPU: the value that best replays "
+        "the slowdown of %d all-gathers and reduce-scatters (128 and 512 MiB, 4-32 CTAs) beside a copy kernel on "
+        "16-128 SMs, when HBM serves its users in proportion to their pressure (the collective pressing its CTAs; "
+        "hw/hbm.h, calib/hbm.c), on the GPU measured (its own copy curve); an NCCL property, taken by every "
+        "profile; measured by microbench/mb_copy_nccl_overlap (%s, %s, %d GPUs, %s)",
+        f->hbm_nccl_rows, o->files, o->gpu, o->gpus, o->date[0] ? o->date : "date not recorded");
+    cJSON *item = cJSON_CreateObject();
+    cJSON_AddNumberToObject(item, "value", p->hbm_share.nccl_bytes_per_busbw_byte);
+    cJSON_AddStringToObject(item, "source", source);
+    bool fresh = get(root, "hbm_share") == NULL;
+    cJSON *s   = object_at(root, "hbm_share");
+    if (fresh && get(root, "calibration"))
+      cJSON_AddItemToObject(root, "calibration", cJSON_DetachItemFromObjectCaseSensitive(root, "calibration"));
+    put_item(s, "nccl_bytes_per_busbw_byte", item);
+  }
   bool fresh = get(root, "hbm_share") == NULL;
   cJSON *sec = object_at(root, "hbm_share");
   if (fresh && get(root, "calibration")) /* the large tables stay last */

@@ -77,6 +77,7 @@ static const HwScalar hbm_share_scalars[] = {
     HW_NONNEG("gemm_fp8_bytes_per_flop", hbm_share.gemm_bytes_per_flop[1], 1e3),
     HW_NONNEG("gemm_bf16_pressure_per_sm", hbm_share.gemm_pressure[0], 1e3),
     HW_NONNEG("gemm_fp8_pressure_per_sm", hbm_share.gemm_pressure[1], 1e3),
+    HW_NONNEG("nccl_bytes_per_busbw_byte", hbm_share.nccl_bytes_per_busbw_byte, 1e3),
 };
 static const HwScalar network_scalars[] = {
     HW_INT("gpus_per_node", gpus_per_node, 1, 100000),

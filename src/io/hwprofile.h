@@ -21,7 +21,8 @@
  * "source": "..."}. What is absent is 0: a profile without them has no host model and no floors.
  * The "hbm_share" section (profile.h, PnHbmShare), when present with the calibration curve
  * hbm_pressure, turns HBM sharing on (hw/hbm.h): it holds gemm_bf16_bytes_per_flop,
- * gemm_fp8_bytes_per_flop, gemm_bf16_pressure_per_sm and gemm_fp8_pressure_per_sm (optional
+ * gemm_fp8_bytes_per_flop, gemm_bf16_pressure_per_sm, gemm_fp8_pressure_per_sm and
+ * nccl_bytes_per_busbw_byte (optional
  * sourced scalars in [0, 1e3]; an absent one is 0; `penumbra calibrate` writes them).
  *
  * calibration entries, each optional:

@@ -40,7 +40,7 @@ static const PnEnumName activation_names[] = {{"gelu", PN_ACT_GELU},
                                               {"relu", PN_ACT_RELU},
                                               {NULL, 0}};
 static const PnEnumName norm_names[]      = {{"LayerNorm", PN_NORM_LAYERNORM}, {"RMSNorm", PN_NORM_RMSNORM}, {NULL, 0}};
-static const char *const position_names[] = {"rope", "learned_absolute", "none"};
+static const char *const position_names[] = {"rope", "yarn", "learned_absolute", "none"};
 
 G_STATIC_ASSERT(sizeof(PnActivation) == sizeof(int) && sizeof(PnNorm) == sizeof(int));
 G_STATIC_ASSERT(sizeof(((PnModelConfig *)0)->position_embedding_type) > sizeof "learned_absolute" - 1);
@@ -116,7 +116,7 @@ static gboolean model_convert(const PnIoCtx *ctx, const cJSON *obj, const char *
     if (!ok) {
       g_autofree char *got = pn__io_describe(pos);
       pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, pptr,
-                  "expected one of \"rope\", \"learned_absolute\", \"none\", got %s", got);
+                  "expected one of \"rope\", \"yarn\", \"learned_absolute\", \"none\", got %s", got);
       return FALSE;
     }
     g_strlcpy(m.position_embedding_type, pos->valuestring, sizeof m.position_embedding_type);

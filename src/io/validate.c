@@ -184,6 +184,11 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
     cJSON_AddBoolToObject(tr, "cross_entropy_loss_fusion", true);
     cJSON_AddStringToObject(tr, "cross_entropy_fusion_impl", "te");
   }
+  /* GPT-OSS's provider turns the bias-dropout-add fusion off (Megatron-Bridge v0.2.0, 25.11's
+   * release: models/gpt_oss/gpt_oss_provider.py, bias_dropout_fusion=False; still so at 067f987,
+   * models/gpt_oss/gpt_oss_bridge.py:74) */
+  if (f && strcmp(f, "gpt-oss-120b") == 0)
+    cJSON_AddBoolToObject(tr, "bias_dropout_fusion", false);
   cJSON *p = cJSON_AddObjectToObject(sc, "parallel");
   cJSON_AddNumberToObject(p, "tensor_model_parallel_size", (double)tp);
   cJSON_AddNumberToObject(p, "pipeline_model_parallel_size", (double)pp);

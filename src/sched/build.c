@@ -279,7 +279,7 @@ GArray *pn__optimizer_template(PnBuilder *b, uint32_t rank)
                               ? params / (double)(b->dp * b->cp) + experts / (double)pn_workload_expert_dp(b->sc)
                               : params + experts;
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
-  pn_workload_optimizer_ops(b->sc, local, ops);
+  pn_workload_optimizer_ops(b->sc, local, params + experts, ops);
   return tpl_from_ops(b, ops);
 }
 

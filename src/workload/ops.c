@@ -77,24 +77,29 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->s      = sc->training.seq_length;
   g_assert(d->heads % d->tp == 0 && d->groups % d->tp == 0);
   g_assert(d->s % d->cp == 0);
-  d->T            = d->s / d->cp * d->b;
-  d->sp           = sc->parallel.sequence_parallel && d->tp > 1;
-  d->tp_comm      = d->tp > 1;
-  d->Tsp          = d->sp ? d->T / d->tp : d->T;
-  d->q_tp         = d->heads * d->kvc / d->tp;
-  d->kv_tp        = d->groups * d->kvc / d->tp;
-  d->gated        = m->gated_linear_unit;
-  d->f_tp         = d->ffn / d->tp;
-  d->fc1_tp       = d->f_tp * (d->gated ? 2 : 1);
-  d->vocab_tp     = pn_workload_padded_vocab(sc) / d->tp;
-  d->fp8          = sc->training.precision == PN_PREC_FP8;
-  d->rope         = strcmp(m->position_embedding_type, "rope") == 0;
+  d->T        = d->s / d->cp * d->b;
+  d->sp       = sc->parallel.sequence_parallel && d->tp > 1;
+  d->tp_comm  = d->tp > 1;
+  d->Tsp      = d->sp ? d->T / d->tp : d->T;
+  d->q_tp     = d->heads * d->kvc / d->tp;
+  d->kv_tp    = d->groups * d->kvc / d->tp;
+  d->gated    = m->gated_linear_unit;
+  d->f_tp     = d->ffn / d->tp;
+  d->fc1_tp   = d->f_tp * (d->gated ? 2 : 1);
+  d->vocab_tp = pn_workload_padded_vocab(sc) / d->tp;
+  d->fp8      = sc->training.precision == PN_PREC_FP8;
+  /* YaRN is RoPE with scaled frequencies and a concentration factor (mscale) on cos / sin; the fused
+   * RoPE kernel takes no mscale, so Megatron-Core runs it unfused whenever mscale != 1, i.e. for
+   * every YaRN scaling factor above 1 (models/common/embeddings/yarn_rotary_pos_embedding.py,
+   * transformer/attention.py's apply_rotary_pos_emb path) */
+  bool yarn       = strcmp(m->position_embedding_type, "yarn") == 0;
+  d->rope         = yarn || strcmp(m->position_embedding_type, "rope") == 0;
   d->dropout      = m->hidden_dropout > 0.0;
   d->layernorm    = m->normalization == PN_NORM_LAYERNORM;
   d->swiglu       = d->gated;
   d->bias         = m->add_bias_linear;
   d->act_unfused  = !sc->training.bias_activation_fusion;
-  d->rope_unfused = d->rope && !sc->training.apply_rope_fusion;
+  d->rope_unfused = d->rope && (yarn || !sc->training.apply_rope_fusion);
   d->bda_unfused  = !sc->training.bias_dropout_fusion;
   d->unfused_attn = pn_workload_unfused_attention(sc);
   /* Megatron-Core's FusedScaleMaskSoftmax takes its fused kernel only for 16 < sk <= 4096 (and
@@ -267,10 +272,16 @@ static void push_norm_fwd(GArray *out, const Dims *d, const char *name, PnPhase 
   push_mem(out, name, phase, elems * (2.0 + out_e), saved);
 }
 
+static void set_kernels(GArray *out, int kernels);
+
+/* A norm's backward: TE's (and torch's) norm backward is two kernels, the main one and a
+ * finalize kernel reducing the per-CTA dgamma / dbeta partials
+ * (TransformerEngine common/layer_norm/ln_bwd_semi_cuda_kernel.cu). */
 static void push_norm_bwd(GArray *out, const Dims *d, const char *name, const char *add_name, PnPhase phase)
 {
   double elems = (double)d->Tsp * (double)d->h;
   push_mem(out, name, phase, elems * 6.0, 0.0);
+  set_kernels(out, 2);
   if (add_name)
     push_mem(out, add_name, phase, elems * 6.0, 0.0); /* residual branch + norm branch gradients */
 }
@@ -445,6 +456,36 @@ static void push_torch(GArray *out, const Dims *d, const char *name, PnPhase pha
 
 /* The last op appended stands for `kernels` kernels. */
 static void set_kernels(GArray *out, int kernels) { g_array_index(out, PnOp, out->len - 1).kernels = (uint8_t)kernels; }
+
+/* A bias's gradient as its own reduction over the rows of the output gradient (2 B per element
+ * read, the bias written): Megatron-Core builds proj, fc1 and fc2 with skip_bias_add, so TE
+ * computes no dbias in the GEMM (transformer/mlp.py, attention.py; TE module/linear.py); fc1's
+ * bias gradient leaves the bias-GeLU / SwiGLU backward whole and autograd sums it (a memset and
+ * a reduction: fusions/fused_bias_gelu.py), proj's and fc2's are reduced in the compiled
+ * bias-dropout-add's backward (two kernels). qkv's is fused into TE's wgrad GEMM. */
+static void push_dbias(GArray *out, const Dims *d, const char *name, PnPhase phase, double rows, double width)
+{
+  if (!d->bias)
+    return;
+  push_mem(out, name, phase, rows * width * 2.0 + width * 4.0, 0.0);
+  set_kernels(out, 2);
+}
+
+/* Megatron's DDP hook adds each 1-D parameter's gradient into main_grad (`main_grad.add_(grad)`,
+ * distributed/distributed_data_parallel.py: the norms' weights and biases and the linear biases
+ * have no wgrad GEMM to accumulate into it): one small kernel each, per layer backward. */
+static void push_param_grad_adds(GArray *out, const Dims *d, PnPhase phase)
+{
+  int n        = d->layernorm ? 4 : 2;
+  double elems = (double)n * (double)d->h;
+  if (d->bias) {
+    n += 4;
+    elems += (double)(d->q_tp + 2 * d->kv_tp) + 2.0 * (double)d->h + (double)d->fc1_tp;
+  }
+  double mg = d->main_grad_dt == PN_DT_FP32 ? 4.0 : 2.0;
+  push_mem(out, "param_grad_adds", phase, elems * (2.0 + 2.0 * mg), 0.0);
+  set_kernels(out, n);
+}
 
 /* A strided-batched bf16 GEMM of `batch` matrices (torch.bmm / baddbmm): one kernel. */
 static void push_bmm(GArray *out, const char *name, PnPhase phase, int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -873,12 +914,14 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
       push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
       mark_rng(out, true);
     }
+    push_dbias(out, d, "fc2_dbias", B, (double)d->Tsp, (double)d->h);
     push_row_bwd(out, d, "fc2_dgrad", "fc2_wgrad", "fc2_dy_cast", "fc2_dgrad_ag", "fc2_dy_transpose", "fc2_dgrad",
                  "fc2_wgrad", B, d->f_tp);
     double fc1_out = (double)d->T * (double)d->f_tp;
     push_mem(out, "act_bwd", B, fc1_out * (d->swiglu ? 10.0 : 6.0), 0.0);
     if (d->act_unfused && act_unfused_bytes(d, true) > 0.0)
       push_mem(out, "act_unfused_bwd", B, fc1_out * act_unfused_bytes(d, true), 0.0);
+    push_dbias(out, d, "fc1_dbias", B, (double)d->T, (double)d->fc1_tp);
     push_column_bwd(out, d, "fc1_dgrad", "fc1_wgrad", "fc1_dy_cast", "fc1_dgrad_ag", "fc1_in_transpose", "fc1_wgrad_rs",
                     "fc1_dgrad", "fc1_wgrad", B, d->fc1_tp);
     push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
@@ -889,6 +932,7 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
     push_mem(out, "dropout_add_bwd", B, hsp * 5.0, 0.0);
     mark_rng(out, true);
   }
+  push_dbias(out, d, "proj_dbias", B, (double)d->Tsp, (double)d->h);
   push_row_bwd(out, d, "proj_dgrad", "proj_wgrad", "proj_dy_cast", "proj_dgrad_ag", "proj_dy_transpose", "proj_dgrad",
                "proj_wgrad", B, d->q_tp);
 
@@ -913,6 +957,8 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   push_column_bwd(out, d, "qkv_dgrad", "qkv_wgrad", "qkv_dy_cast", "qkv_dgrad_ag", "qkv_in_transpose", "qkv_wgrad_rs",
                   "qkv_dgrad", "qkv_wgrad", B, d->q_tp + 2 * d->kv_tp);
   push_norm_bwd(out, d, "ln1_bwd", "residual_grad_add", B);
+  if (!d->moe)
+    push_param_grad_adds(out, d, B);
 }
 
 void pn_workload_layer_ops_with(const PnScenario *sc, PnPhase phase, PnRecomputeGranularity granularity, GArray *out)
@@ -1023,14 +1069,15 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
   }
 }
 
-void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out)
+void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, double params_unsharded, GArray *out)
 {
-  g_assert(sc && out && params_on_gpu >= 0.0);
+  g_assert(sc && out && params_on_gpu >= 0.0 && params_unsharded >= 0.0);
   push_mem(out, "grad_norm", PN_PHASE_OPTIM, params_on_gpu * 4.0, 0.0);
   if (sc->training.fused_adam)
     push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * ((4.0 + 3.0) * 4.0 + 2.0), 0.0);
   else
     push_mem(out, "adamw_torch_step", PN_PHASE_OPTIM, params_on_gpu * (80.0 + 6.0), 0.0);
+  push_mem(out, "zero_grad_buffer", PN_PHASE_OPTIM, params_unsharded * (sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0), 0.0);
 }
 
 /* ---- fp8 bookkeeping outside the layer lists (ops.h) ---- */

@@ -260,8 +260,11 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out);
  * _multi_tensor_adam with decoupled weight decay): param *= 1 - lr*wd (8 B), m.lerp_(g) (12),
  * v *= beta2 (8), v.addcmul_(g, g) (12), sqrt(v) into a new tensor (8), its div_ (8) and add_ of
  * eps (8), param.addcdiv_(m, denom) (16): 80 B/param, then Megatron's copy of the fp32 main params
- * into the bf16 model params (4 + 2): 86 B/param. Phase PN_PHASE_OPTIM. */
-void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, GArray *out);
+ * into the bf16 model params (4 + 2): 86 B/param. Then Megatron's zero_grad_buffer for the next
+ * step: the whole gradient buffer of the GPU's `params_unsharded` parameters zeroed (a memset of
+ * 4 B/param with grad_reduce_in_fp32, else 2; distributed/param_and_grad_buffer.py). Phase
+ * PN_PHASE_OPTIM. */
+void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, double params_unsharded, GArray *out);
 
 /* Delayed scaling's amax reduction, where Megatron's one fp8_autocast around a model chunk's
  * transformer block exits (forward, phase FWD) and where the block's first fp8 module ends its

@@ -20,8 +20,9 @@ torch_mem=("$C"/h100-sxm/torch_mem.json)
 # them as one folded GEMM of its gemm_bf16 table and at its copy bandwidth
 unfused=("$C"/h100-sxm/unfused_attn.json)
 # HBM sharing (mb_hbm_share.cu) was measured on the H100: the H200 profile takes its pressure curve
-# scaled to its own HBM figure (calib/hbm.c) and fits its GEMMs' pressure from its own contention rows
-hbm=("$C"/h100-sxm/hbm_share.json)
+# scaled to its own HBM figure (calib/hbm.c) and fits its GEMMs' pressure from its own contention rows;
+# NCCL's HBM bytes per byte (mb_copy_nccl_overlap.cu, two H100s) is NCCL's, taken by both
+hbm=("$C"/h100-sxm/hbm_share.json "$C"/h100-sxm-2gpu/copy_nccl_overlap.json)
 h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}" "${hbm[@]}")
 h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}" "${hbm[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
@@ -52,6 +53,7 @@ grep -Eq "^	\"calibrated\":	\"($before|$after)\",\$" "$tmp/today.json" || { echo
 "$bin" calibrate --check --profile hwprofiles/h100-sxm.json "${h100[@]}" | tee "$tmp/h100-check.txt"
 # HBM sharing replayed (reported): every GEMM beside a copying spinner, the copy pairs within 1%
 grep -Eq "HBM: GEMM beside a copying spinner +84 " "$tmp/h100-check.txt" &&
+  grep -Eq "HBM: NCCL time beside a copy +48 " "$tmp/h100-check.txt" &&
   grep -Eq "HBM: two copy kernels at once +12 +[0-9.]+% +[0-9.]+% +0\.[0-9]+% +100\.0%" "$tmp/h100-check.txt" ||
   { echo "FAIL: HBM sharing rows not replayed as fitted"; grep HBM "$tmp/h100-check.txt"; exit 1; }
 "$bin" calibrate --check --profile hwprofiles/h200-sxm.json "${h200[@]}"

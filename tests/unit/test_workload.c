@@ -540,6 +540,7 @@ START_TEST(test_bwd_order_and_slots)
       {"qkv_wgrad", "qkv_wgrad"},
       {"ln1_bwd", NULL},
       {"residual_grad_add", NULL},
+      {"param_grad_adds", NULL},
   };
   ck_assert_int_eq(b->len, G_N_ELEMENTS(exp));
   for (guint i = 0; i < G_N_ELEMENTS(exp); i++) {
@@ -791,24 +792,57 @@ START_TEST(test_head_and_embedding)
 }
 END_TEST
 
-/* Adam: (4 reads + 3 writes) * 4 B + 2 B bf16 copy = 30 B per param; grad norm 4 B per param. */
+/* Adam: (4 reads + 3 writes) * 4 B + 2 B bf16 copy = 30 B per param; grad norm 4 B per param; the
+ * next step's zeroed gradient buffer: 4 B per unsharded param with fp32 grads. */
 START_TEST(test_optimizer_ops)
 {
   PnScenario sc;
   scenario(&sc, 8, 1, false, 1, 1, 1);
   g_autoptr(GArray) o = ops_new();
-  pn_workload_optimizer_ops(&sc, 1e9, o);
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, o);
   ck_assert_double_eq(find(o, "adam_step")->bytes, 30e9);
+  ck_assert_double_eq(find(o, "zero_grad_buffer")->bytes, 32e9); /* the 8e9 unsharded grads, fp32 here */
   ck_assert_double_eq(find(o, "grad_norm")->bytes, 4e9);
   ck_assert_int_eq(find(o, "adam_step")->phase, PN_PHASE_OPTIM);
   /* torch.optim.AdamW (no fused Adam): eight fp32 foreach passes, 80 B/param, and the copy of the
    * main params into the bf16 ones, 6 (ops.h) */
   sc.training.fused_adam = false;
   g_autoptr(GArray) t    = ops_new();
-  pn_workload_optimizer_ops(&sc, 1e9, t);
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, t);
   ck_assert_ptr_null(find(t, "adam_step"));
   ck_assert_double_eq(find(t, "adamw_torch_step")->bytes, 86e9);
   ck_assert_double_eq(find(t, "grad_norm")->bytes, 4e9);
+}
+END_TEST
+
+/* What a layer's backward adds beyond its GEMMs for its small parameters (ops.c, push_dbias,
+ * push_param_grad_adds; TP 4 with SP, T = 8192, h = 4096): RMSNorm's backward is two kernels
+ * (main + dgamma finalize); without biases the DDP hook adds the two norm weights' gradients into
+ * fp32 main_grads, 2 kernels of 2 x 4096 elements x (2 + 2 x 4) B. With add_bias_linear and
+ * LayerNorm: fc2's and proj's bias gradients reduced over the sequence shard (2048 rows x 4096,
+ * 2 B read, 4096 x 4 B written), fc1's over all 8192 rows of its 14336 / 4 x 2 (gated) columns,
+ * two kernels each; the hook then adds 8 parameters: 4 norm vectors, the qkv bias (1024 + 2 x 256),
+ * proj's and fc2's (4096 each) and fc1's (7168). */
+START_TEST(test_small_param_grads)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  ck_assert_int_eq(find(b, "ln1_bwd")->kernels, 2);
+  ck_assert_ptr_null(find(b, "fc1_dbias"));
+  const PnOp *adds = find(b, "param_grad_adds");
+  ck_assert_int_eq(adds->kernels, 2);
+  ck_assert_double_eq(adds->bytes, 2.0 * 4096 * 10.0);
+  sc.model.add_bias_linear = true;
+  sc.model.normalization   = PN_NORM_LAYERNORM;
+  g_autoptr(GArray) c      = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(c, "fc2_dbias")->bytes, 2048.0 * 4096 * 2.0 + 4096 * 4.0);
+  ck_assert_double_eq(find(c, "proj_dbias")->bytes, 2048.0 * 4096 * 2.0 + 4096 * 4.0);
+  ck_assert_double_eq(find(c, "fc1_dbias")->bytes, 8192.0 * 7168 * 2.0 + 7168 * 4.0);
+  ck_assert_int_eq(find(c, "fc1_dbias")->kernels, 2);
+  adds = find(c, "param_grad_adds");
+  ck_assert_int_eq(adds->kernels, 8);
+  ck_assert_double_eq(adds->bytes, (4.0 * 4096 + 1024 + 2 * 256 + 2 * 4096 + 7168) * 10.0);
 }
 END_TEST
 
@@ -1646,6 +1680,12 @@ START_TEST(test_unfused_rope)
   ck_assert_double_eq(find(b2, "rope_bwd")->bytes, 24.0 * elems);
   ck_assert_int_eq(find(b2, "rope_bwd")->kernels, 12);
   ck_assert_int_eq(find(b2, "rope_bwd")->torch_kernel, PN_TK_ROPE_BWD + 1);
+  /* YaRN runs unfused whatever apply_rope_fusion says (its mscale is not 1) */
+  g_strlcpy(sc.model.position_embedding_type, "yarn", sizeof sc.model.position_embedding_type);
+  sc.training.apply_rope_fusion = true;
+  g_autoptr(GArray) f3          = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(f3, "rope")->bytes, 24.0 * elems);
+  ck_assert_int_eq(find(f3, "rope")->torch_kernel, PN_TK_ROPE_FWD + 1);
 }
 END_TEST
 
@@ -1680,6 +1720,7 @@ static Suite *workload_suite(void)
       {"param_lists", test_param_lists},
       {"head_and_embedding", test_head_and_embedding},
       {"optimizer_ops", test_optimizer_ops},
+      {"small_param_grads", test_small_param_grads},
       {"ops_well_formed", test_ops_well_formed},
       {"model_flops_per_token", test_model_flops_per_token},
       {"model_flops_405b_full_attention", test_model_flops_405b_full_attention},
