@@ -663,6 +663,24 @@ static void moe_shared_backward(GArray *out, const Dims *d, PnPhase B)
                   "shared_fc1_in_transpose", "shared_fc1_wgrad_rs", NULL, NULL, B, d->sfc1_tp);
 }
 
+/* The experts' second linear returns its bias (skip_bias_add) and TEGroupedMLP._apply_bias adds it
+ * in Python, expert by expert (moe/experts.py): the output split per local expert, each chunk
+ * `t + bias * probs` (a multiply and an add), then a concatenation: 2 kernels per expert and one,
+ * about 10 B per output element (chunks read and written, the probabilities read, the
+ * concatenation read and written). Its backward: per expert the bias gradient (grad * probs, then
+ * a reduction over the rows) and the probabilities' gradient (grad * bias, a row reduction): 4
+ * kernels per expert, the output gradient read twice: 8 B per element. Measured on one H100 as
+ * PyTorch runs Megatron-Core's code (GPT-OSS-120B's shapes): 1.06 ms forward, 3.0 ms with the
+ * backward, at 65,536 rows of 2,880 over 16 experts. */
+static void push_expert_bias(GArray *out, const Dims *d, PnPhase phase, bool backward)
+{
+  if (!d->bias)
+    return;
+  double rh = (double)d->R * (double)d->h;
+  push_mem(out, backward ? "moe_fc2_bias_bwd" : "moe_fc2_bias", phase, rh * (backward ? 8.0 : 10.0), 0.0);
+  set_kernels(out, (int)MIN(255, backward ? 4 * d->L : 2 * d->L + 1));
+}
+
 static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
 {
   const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
@@ -708,6 +726,7 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   push_gemm(out, "moe_fc2", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->h, d->mf,
             keep * act_in * (d->fp8 ? 1.0 : 2.0));
   make_grouped(out, d->L);
+  push_expert_bias(out, d, phase, false);
   if (!a2a)
     push_mem(out, "unpermute", phase, rh * 4.0, 0.0);
   else if (d->ep > 1 && d->L > 1)
@@ -771,6 +790,7 @@ static void moe_backward(GArray *out, const Dims *d)
   double act_in = (double)d->R * (double)d->mf;
   if (d->fp8)
     push_cast(out, d, "moe_fc2_dy_cast", B, rh, 4.0, false);
+  push_expert_bias(out, d, B, true);
   push_dgrad(out, "moe_fc2_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
   make_grouped(out, d->L);
   push_wgrad(out, d, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf, d->L, true);

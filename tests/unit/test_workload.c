@@ -1229,7 +1229,18 @@ START_TEST(test_moe_ops)
   ck_assert_double_eq(fc1->flops + fc2->flops, 2.0 * 8192 * 4096 * (4096 + 2048));
   const PnOp *router = find(f, "router");
   ck_assert(router->m == 4096 && router->n == 16 && router->k == 4096);
-  ck_assert_ptr_null(find(f, "fc1")); /* no dense MLP */
+  ck_assert_ptr_null(find(f, "fc1"));          /* no dense MLP */
+  ck_assert_ptr_null(find(f, "moe_fc2_bias")); /* no biases (llama-like) */
+  /* with biases, TEGroupedMLP._apply_bias per local expert: 2 kernels each and the concatenation,
+   * 10 B per output element (R x h = 8192 x 4096); backward 4 kernels per expert, 8 B */
+  sc.model.add_bias_linear = true;
+  g_autoptr(GArray) fb     = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) bb     = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(fb, "moe_fc2_bias")->bytes, 8192.0 * 4096 * 10.0);
+  ck_assert_int_eq(find(fb, "moe_fc2_bias")->kernels, 5);
+  ck_assert_double_eq(find(bb, "moe_fc2_bias_bwd")->bytes, 8192.0 * 4096 * 8.0);
+  ck_assert_int_eq(find(bb, "moe_fc2_bias_bwd")->kernels, 8);
+  sc.model.add_bias_linear = false;
   /* nodes in schedule order: pre-dispatch, dispatch, experts, combine */
   uint8_t node = PN_NODE_ATTN;
   for (guint i = 0; i < f->len; i++) {
