@@ -20,8 +20,9 @@
  *    kernels and the transfers flowing through it, in proportion to the pressure each puts on it
  *    (hw/hbm.h: the requests each keeps in flight; what HBM delivers grows with the total, as a
  *    copy kernel's bandwidth grows with its SMs). A kernel served less than it needs runs that
- *    much slower; the transfers share what they are served through an HBM resource of the
- *    max-min solver (exec_kernels.c "HBM", exec_links.c). Off: nothing of it is set up.
+ *    much slower; a transfer served less than it needs is bounded to that fraction of the rate
+ *    its links would give it alone, in the max-min solver (exec_kernels.c "HBM", exec_links.c).
+ *    Off: nothing of it is set up.
  *  - The host: one thread per GPU launches its tasks in issue order, host_ns each, and waits at
  *    the synchronizations the tasks name (graph.h, "The host"; exec_host.c); a task starts no
  *    earlier than its launch. With no task costing its host anything this is skipped entirely.
