@@ -38,6 +38,10 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
  * the replay of every measured pair of HBM users. */
 void pn__calib_fit_hbm(const PnCalData *d, PnHwProfile *p, PnCalFitted *f);
 void pn__calib_check_hbm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
+/* A GEMM beside a real NCCL collective on all SMs (check.c): its rate relative to alone, from its
+ * shape's SMs-held curve (else the profile's) at the SMs the collective's CTAs leave (*held); < 0
+ * when the profile has no such curve. */
+double pn__calib_nccl_overlap_sm_rate(const PnHwProfile *p, const PnCalNcclOverlap *o, int *held);
 void pn__calib_check_loo(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out);
 
 #endif

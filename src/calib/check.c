@@ -205,20 +205,25 @@ static void check_coll(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out
 /* A GEMM beside a real NCCL collective: the executor gives it the SMs the collective's CTAs
  * leave, at its shape's SMs-held curve (measured beside a spinner that fills its SMs), and no
  * slowdown when it is already restricted to the other SMs. */
+double pn__calib_nccl_overlap_sm_rate(const PnHwProfile *p, const PnCalNcclOverlap *o, int *held)
+{
+  *held = o->ctas > 0 ? o->ctas : p->nccl_ctas_nvlink;
+  int s = pn_hw_profile_nearest_contention(p, o->m, o->n, o->k, false);
+  const PnCurve *curve =
+      s >= 0 && p->shape_contention[s].curve[0].n > 0 ? &p->shape_contention[s].curve[0] : &p->gemm_sm_scaling;
+  if (curve->n == 0)
+    return -1.0;
+  return pn_curve_eval(curve, p->sm_count - *held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
+}
+
 static void check_nccl_overlap(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
   for (guint i = 0; i < d->nccl_overlap->len; i++) {
     const PnCalNcclOverlap *o = &g_array_index(d->nccl_overlap, PnCalNcclOverlap, i);
-    int held                  = o->ctas > 0 ? o->ctas : p->nccl_ctas_nvlink;
     double pred               = 1.0;
-    if (!o->sm_margin) {
-      int s = pn_hw_profile_nearest_contention(p, o->m, o->n, o->k, false);
-      const PnCurve *curve =
-          s >= 0 && p->shape_contention[s].curve[0].n > 0 ? &p->shape_contention[s].curve[0] : &p->gemm_sm_scaling;
-      if (curve->n == 0)
-        continue;
-      pred = pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0);
-    }
+    int held;
+    if (!o->sm_margin && (pred = pn__calib_nccl_overlap_sm_rate(p, o, &held)) < 0.0)
+      continue;
     pn__calib_push_err(o->sm_margin ? out->nccl_overlap_margin : out->nccl_overlap, pred, o->rate);
   }
 }

@@ -226,7 +226,7 @@ static double copy_nccl_pred(const PnHwProfile *m, const PnCalCopyNccl *c, doubl
 {
   double need    = per_byte * c->busbw;
   PnHbmUser u[2] = {{.w = (double)c->k, .need = c->copy_alone},
-                    {.w = fmax((double)c->ctas, need / pn_hbm_unloaded(m)), .need = need}};
+                    {.w = pn_hbm_transfer_pressure(m, c->ctas, need), .need = need}};
   pn_hbm_share(m, u, 2);
   *copy_served = u[0].served;
   return u[1].served > 0.0 ? fmax(1.0, need / u[1].served) : 1.0;
@@ -328,7 +328,8 @@ void pn__calib_check_hbm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *o
     if (h->mode == PN_CAL_HBM_COPY_PAIR)
       check_pair(p, out->hbm_pair, h->sms_a, h->a_alone, h->a_with, h->sms_b, h->b_alone, h->b_with);
     else if (h->mode == PN_CAL_HBM_CE) /* a transfer presses what it needs at the unloaded rate */
-      check_pair(p, out->hbm_ce, h->a_alone / u0, h->a_alone, h->a_with, h->sms_b, h->b_alone, h->b_with);
+      check_pair(p, out->hbm_ce, pn_hbm_transfer_pressure(p, 0, h->a_alone), h->a_alone, h->a_with, h->sms_b,
+                 h->b_alone, h->b_with);
   }
   /* a real NCCL collective beside a copy kernel, on the GPU it was measured on */
   double *x = NULL, *y = NULL;
@@ -351,19 +352,16 @@ void pn__calib_check_hbm(const PnCalData *d, const PnHwProfile *p, PnCalCheck *o
     const PnCalNcclOverlap *o = &g_array_index(d->nccl_overlap, PnCalNcclOverlap, i);
     if (o->sm_margin || !(o->coll_alone_ns > 0.0) || !(o->gemm_alone_ns > 0.0) || !(o->coll_slowdown > 0.0))
       continue;
-    int held = o->ctas > 0 ? o->ctas : p->nccl_ctas_nvlink;
-    int s    = pn_hw_profile_nearest_contention(p, o->m, o->n, o->k, false);
-    const PnCurve *curve =
-        s >= 0 && p->shape_contention[s].curve[0].n > 0 ? &p->shape_contention[s].curve[0] : &p->gemm_sm_scaling;
-    double r   = curve->n > 0 ? pn_curve_eval(curve, p->sm_count - held, 1.0) / pn_curve_eval(curve, p->sm_count, 1.0)
-                              : (double)(p->sm_count - held) / p->sm_count;
-    double wg  = p->hbm_share.gemm_pressure[0] * (double)(p->sm_count - held);
-    double ng  = fmin(r * 2.0 * (double)o->m * (double)o->n * (double)o->k / o->gemm_alone_ns *
-                          p->hbm_share.gemm_bytes_per_flop[0],
-                      pn_hbm_capacity(p, wg));
-    double per = p->hbm_share.nccl_bytes_per_busbw_byte > 0.0 ? p->hbm_share.nccl_bytes_per_busbw_byte : 3.0;
-    double nc  = per * wire_rate(o->kind, o->nranks, o->bytes, o->coll_alone_ns); /* as exec_links.c */
-    PnHbmUser u[2] = {{.w = wg, .need = ng}, {.w = fmax((double)held, nc / u0), .need = nc}};
+    int held;
+    double r = pn__calib_nccl_overlap_sm_rate(p, o, &held);
+    if (r < 0.0)
+      continue;
+    double wg      = p->hbm_share.gemm_pressure[0] * (double)(p->sm_count - held);
+    double ng      = fmin(r * 2.0 * (double)o->m * (double)o->n * (double)o->k / o->gemm_alone_ns *
+                              p->hbm_share.gemm_bytes_per_flop[0],
+                          pn_hbm_capacity(p, wg));
+    double nc      = pn_hbm_nccl_bytes_per_byte(p) * wire_rate(o->kind, o->nranks, o->bytes, o->coll_alone_ns);
+    PnHbmUser u[2] = {{.w = wg, .need = ng}, {.w = pn_hbm_transfer_pressure(p, held, nc), .need = nc}};
     pn_hbm_share(p, u, 2);
     pn__calib_push_err(out->hbm_nccl_gemm, ng > 0.0 ? r * u[0].served / ng : r, o->rate);
     pn__calib_push_err(out->hbm_nccl_coll, nc > 0.0 && u[1].served > 0.0 ? nc / u[1].served : 1.0, o->coll_slowdown);

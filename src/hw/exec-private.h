@@ -236,7 +236,6 @@ typedef struct {
   bool hbm_on;     /* HBM sharing (profile hbm_share) */
   double *hbm_tab; /* pn_hbm_capacity at every PN_EXEC_HBM_STEP of pressure, up to its last point (hbm_at) */
   uint32_t n_hbm_tab;
-  double hbm_u;    /* pn_hbm_unloaded */
   bool track_lost; /* the observer asks for the compute lost to SM contention */
   uint32_t n_ended;
   const PnExecObserver *obs; /* NULL: none */

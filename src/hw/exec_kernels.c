@@ -185,12 +185,18 @@ static void hbm_fractions(Exec *ex, uint32_t gpu, const double *sms, const doubl
 }
 
 /* The SM rate kernel `s` gets alone on its GPU with `avail` SMs free: refresh_gpu's one-kernel case. */
+/* The SMs kernel `k` runs on alone with `avail` free: its own sm_limit when below them. */
+static inline double alone_sms(const TaskRt *k, double avail)
+{
+  double lim = (double)k->sms;
+  return lim > 0.0 && lim < avail ? lim : avail;
+}
+
 static inline double alone_sm_rate(Exec *ex, PnTaskId s, double avail)
 {
   const TaskRt *k = &ex->rt[s];
-  double lim      = (double)k->sms;
-  bool own        = lim > 0.0 && lim < avail;
-  return sm_rate(ex, k, own ? lim : avail, own);
+  double sms      = alone_sms(k, avail);
+  return sm_rate(ex, k, sms, sms < avail);
 }
 
 /* The fraction lost by kernel `s`, alone on its GPU at `rate` with `avail` SMs free: none when
@@ -363,13 +369,12 @@ void pn__refresh_gpu(Exec *ex, uint32_t gpu)
     double sm = alone_sm_rate(ex, r->task, avail), phi = 1.0;
     bool hbm = ex->hbm_on && g->comm_hbm > 0.0; /* alone, a kernel is never slowed by HBM */
     if (hbm) {
-      double lim = (double)ex->rt[r->task].sms, sms = lim > 0.0 && lim < avail ? lim : avail;
+      double sms = alone_sms(&ex->rt[r->task], avail);
       hbm_fractions(ex, gpu, &sms, &sm, &phi);
     } else if (ex->hbm_on) { /* alone: never slowed (its need is at most what it would get) */
       const TaskRt *k = &ex->rt[r->task];
-      double lim      = (double)k->sms;
       g->k_need       = sm * (double)k->hbm_d;
-      g->k_w          = (double)k->hbm_pi * (lim > 0.0 && lim < avail ? lim : avail);
+      g->k_w          = (double)k->hbm_pi * alone_sms(k, avail);
       g->hbm_free     = true;
       if (g->hbm_f != 1.0)
         pn__hbm_serve(ex, gpu, 1.0);

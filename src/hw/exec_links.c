@@ -9,9 +9,10 @@
  * `hbm_coef` HBM bytes per nominal byte, from NCCL's data path (src/device/prims_simple.h
  * and the transports): a collective's peer writes each chunk into this GPU's FIFO buffer, the
  * kernel reads it there and writes it to the output or reads the local input to reduce it into the
- * next send: 3 HBM bytes per wire byte received, at least (NCCL_HBM_PER_WIRE_BYTE); the profile's
+ * next send: 3 HBM bytes per wire byte received, at least; the profile's
  * hbm_share.nccl_bytes_per_busbw_byte, measured beside copy kernels on two H100s (calib/hbm.c),
- * replaces it: 3.84 on two H100s, NCCL's staging adding traffic to some chunks. A userbuffers or copy
+ * replaces it: 3.84 on two H100s, NCCL's staging adding traffic to some chunks
+ * (pn_hbm_nccl_bytes_per_byte). A userbuffers or copy
  * transfer writes straight into the peer's buffer: 1 read where it is sent, 1 write where it lands,
  * and each GPU both sends and receives: 2 (DIRECT_HBM_PER_WIRE_BYTE). A P2P leg over NVLink: 4
  * touches per byte between its two ends (the sender's copy into a FIFO and the receiver's copy
@@ -21,7 +22,6 @@
  * the tightest of its links. */
 #include "hw/exec-private.h"
 
-#define NCCL_HBM_PER_WIRE_BYTE 3.0
 #define DIRECT_HBM_PER_WIRE_BYTE 2.0
 #define LEG_NVL_HBM_PER_BYTE 2.0
 #define LEG_NIC_HBM_PER_BYTE 3.0
@@ -31,9 +31,7 @@ double pn__comm_hbm_coef(const PnHwProfile *hw, const PnTask *tk)
   double nvl = tk->nvlink_bytes, nic = tk->nic_bytes, total = fmax(nvl, nic);
   if (!(total > 0.0))
     return 0.0;
-  double nccl =
-      hw->hbm_share.nccl_bytes_per_busbw_byte > 0.0 ? hw->hbm_share.nccl_bytes_per_busbw_byte : NCCL_HBM_PER_WIRE_BYTE;
-  double per = tk->coll.bytes > 0.0f ? nccl : DIRECT_HBM_PER_WIRE_BYTE;
+  double per = tk->coll.bytes > 0.0f ? pn_hbm_nccl_bytes_per_byte(hw) : DIRECT_HBM_PER_WIRE_BYTE;
   return per * (nvl + nic) / total; /* nominal unit: a byte on the dominant link */
 }
 
@@ -140,7 +138,7 @@ static void hbm_join(Exec *ex, uint32_t xi, double sign, uint32_t g0, uint32_t g
     h->gpu[0] = g0;
     h->gpu[1] = g1;
     for (int e = 0; e < 2; e++)
-      h->w[e] = (float)fmax((double)sms[e], h->d / ex->hbm_u);
+      h->w[e] = (float)pn_hbm_transfer_pressure(ex->hw, sms[e], h->d);
   }
   hbm_join_gpu(ex, xi, 0, sign);
   if (h->gpu[1] != h->gpu[0])

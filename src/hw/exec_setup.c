@@ -222,7 +222,6 @@ static void exec_init(Exec *ex, uint32_t n_gpus, const PnHwProfile *hw, const Pn
     const PnCurve *c = &hw->hbm_share.pressure;
     ex->n_hbm_tab    = (uint32_t)ceil(c->x[c->n - 1] / PN_EXEC_HBM_STEP) + 2;
     ex->hbm_tab      = g_new(double, ex->n_hbm_tab);
-    ex->hbm_u        = pn_hbm_unloaded(hw);
     for (uint32_t i = 0; i < ex->n_hbm_tab; i++)
       ex->hbm_tab[i] = pn_hbm_capacity(hw, i * PN_EXEC_HBM_STEP);
   }

@@ -13,6 +13,16 @@ double pn_hbm_capacity(const PnHwProfile *hw, double w)
   return pn_curve_eval(c, w, 0.0);
 }
 
+double pn_hbm_nccl_bytes_per_byte(const PnHwProfile *hw)
+{
+  return hw->hbm_share.nccl_bytes_per_busbw_byte > 0.0 ? hw->hbm_share.nccl_bytes_per_busbw_byte : 3.0;
+}
+
+double pn_hbm_transfer_pressure(const PnHwProfile *hw, int sms, double need)
+{
+  return fmax((double)sms, need / pn_hbm_unloaded(hw));
+}
+
 double pn_hbm_unloaded(const PnHwProfile *hw)
 {
   const PnCurve *c = &hw->hbm_share.pressure;

@@ -34,6 +34,13 @@ typedef struct {
 double pn_hbm_capacity(const PnHwProfile *hw, double w);
 /* u: bytes/ns per SM-equivalent of pressure at no load (> 0 when the curve has points). */
 double pn_hbm_unloaded(const PnHwProfile *hw);
+/* HBM bytes an NCCL collective moves per byte of its bus bandwidth, per GPU: the profile's
+ * hbm_share.nccl_bytes_per_busbw_byte (measured), else 3, its data path's least (a peer writes
+ * each chunk into this GPU's FIFO, the kernel reads it there and writes it out or reads the local
+ * input it reduces: prims_simple.h). */
+double pn_hbm_nccl_bytes_per_byte(const PnHwProfile *hw);
+/* A transfer's pressure (above): the `sms` its kernel holds, at least its `need` over u. */
+double pn_hbm_transfer_pressure(const PnHwProfile *hw, int sms, double need);
 /* Shares F(sum of w) among the n users (weighted water-filling above); returns lambda. */
 double pn_hbm_share(const PnHwProfile *hw, PnHbmUser *users, int n);
 

@@ -190,18 +190,6 @@ void pn_maxmin_set_bound(PnMaxMin *mm, PnFlowId f, double bound)
     mark_dirty(mm, fl->elems[k].r);
 }
 
-void pn_maxmin_set_capacity(PnMaxMin *mm, PnResourceId r, double capacity)
-{
-  g_assert(r >= 0 && (guint)r < mm->res->len);
-  g_assert(capacity > 0.0 && isfinite(capacity));
-  Res *res = res_at(mm, r);
-  if (res->capacity == capacity)
-    return;
-  res->capacity = capacity;
-  if (res->n_users > 0)
-    mark_dirty(mm, r);
-}
-
 /* Incremental cases that need no solve. The allocation is the unique max-min fair one, and
  * these changes leave every other flow's rate where it is:
  *  - a bounded flow joins resources with no change pending, on each of which the usage plus its

@@ -37,9 +37,6 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnMaxMin, pn_maxmin_free)
 /* capacity > 0, in units per ns. */
 PnResourceId pn_maxmin_add_resource(PnMaxMin *mm, double capacity);
 double pn_maxmin_resource_capacity(const PnMaxMin *mm, PnResourceId r);
-/* Changes a resource's capacity (> 0); the next solve re-solves the flows that use it (a resource
- * nobody uses changes nothing). */
-void pn_maxmin_set_capacity(PnMaxMin *mm, PnResourceId r, double capacity);
 /* Sum over active flows of a_{f,r} * x_f after the last solve. */
 double pn_maxmin_resource_usage(const PnMaxMin *mm, PnResourceId r);
 
