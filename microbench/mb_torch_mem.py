@@ -29,7 +29,14 @@ of clock drift. Ops:
   - the same fused functions compiled with torch.compile, as Megatron-Core's jit_fuser compiles
     them (megatron/core/jit.py): bias_dropout_add (p = 0.1 and 0) and its backward, swiglu and
     swiglu_back, gelu and gelu_back (the tanh form of fused_bias_gelu.py);
-  - adam: torch.optim's fused AdamW step (fused=True) over fp32 params, 28 B per element moved.
+  - adam: torch.optim's fused AdamW step (fused=True) over fp32 params, 28 B per element moved;
+  - glu_clamp: the clamps a GLU's two halves get with activation_func_clamp_value (GPT-OSS), as
+    Megatron-Core's weighted_bias_quick_geglu_impl applies them before its fused kernel
+    (megatron/core/fusions/fused_bias_geglu.py: chunk, clamp each half, cat), forward (two clamps
+    and the cat: 16 B per element of a half) and backward through autograd (two clamp backwards
+    reading the saved halves and the gradient, the chunk's backward concatenating them: 20 B),
+    at [rows, ffn] halves (--glu-shapes).
+--ops NAME,... measures only the ops whose name starts with one of the NAMEs.
 """
 import argparse
 import json
@@ -103,14 +110,23 @@ def ce_forward_backward(logits_bf16):
     return x.to(torch.bfloat16)
 
 
+def glu_clamp(x: torch.Tensor, clamp_value: float) -> torch.Tensor:
+    """The prologue of weighted_bias_quick_geglu_impl when clamp_value is set."""
+    x_glu, x_linear = x.chunk(2, -1)
+    return torch.cat((x_glu.clamp(min=None, max=clamp_value), x_linear.clamp(min=-clamp_value, max=clamp_value)), -1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="torch_mem.json")
     ap.add_argument("--device", type=int, default=0)
     ap.add_argument("--shapes", default="8192x4096,16384x8192,32768x8192")
     ap.add_argument("--vocab", default="32768,131072")
+    ap.add_argument("--glu-shapes", default="65536x2880,32768x4096")
+    ap.add_argument("--ops", default="")
     ap.add_argument("--reps", type=int, default=20)
     a = ap.parse_args()
+    wanted = [w for w in a.ops.split(",") if w]
     torch.cuda.set_device(a.device)
     dev = torch.device("cuda", a.device)
     p = torch.cuda.get_device_properties(a.device)
@@ -135,6 +151,8 @@ def main():
     def measure(op, cls, moved, make, run, extra):
         """make() builds one input set; run(set) enqueues the op. Times the op and a bf16 clone of
         the same bytes alternately."""
+        if wanted and not any(op.startswith(w) for w in wanted):
+            return
         one = make()
         set_bytes = max(moved, 1)
         nsets = max(1, min(8, int(3 * l2 // set_bytes) + 1))
@@ -257,6 +275,32 @@ def main():
             opt.step()
             return opt
         measure("adam_fused", "optimizer", 28.0 * N, make_adam, lambda s: s.step(), {"elements": N})
+    def kernels_of(run, s):
+        """The CUDA kernels one call launches (torch.profiler), recorded in the row."""
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            run(s)
+            torch.cuda.synchronize()
+        return sorted(e.name[:80] for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+    for spec in a.glu_shapes.split(","):
+        R, Fh = (int(x) for x in spec.split("x"))
+        n = R * Fh
+        ex = {"tokens": R, "hidden": Fh}
+        measure("glu_clamp_fwd", "copy", 16.0 * n, lambda: rnd(R, 2 * Fh), lambda s: glu_clamp(s, 7.0), ex)
+
+        def make_clamp():
+            x = rnd(R, 2 * Fh, grad=True)
+            return x, glu_clamp(x, 7.0), rnd(R, 2 * Fh)
+        measure("glu_clamp_bwd", "copy", 20.0 * n, make_clamp,
+                lambda s: torch.autograd.grad(s[1], s[0], s[2], retain_graph=True), ex)
+        if results and results[-1]["op"] == "glu_clamp_bwd":
+            try:
+                results[-2]["kernels"] = kernels_of(lambda s: glu_clamp(s, 7.0), rnd(R, 2 * Fh))
+                st = make_clamp()
+                results[-1]["kernels"] = kernels_of(
+                    lambda s: torch.autograd.grad(s[1], s[0], s[2], retain_graph=True), st)
+            except Exception as e:  # noqa: BLE001 - the kernel list is information
+                results[-1]["kernels_error"] = str(e).splitlines()[0][:160]
     torch.cuda.synchronize()
     env["clocks_after"] = [smi(a.device)[0]]
     env["date_utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -56,7 +56,7 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   check_line(out, "GEMM on a stream, floor + launch", c->floor_gemm, tol);
   check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c->memory_other, tol);
   check_line(out, "batched GEMMs (torch.bmm)", c->bmm_rows, tol);
-  check_line(out, "unfused attention kernels, vs copy", c->torch_kernels, tol);
+  check_line(out, "PyTorch kernels, vs copy", c->torch_kernels, tol);
   check_line(out, "collectives, non-monotone outliers", c->coll_outliers, tol);
   GArray *beside[]    = {c->nccl_overlap, c->nccl_overlap_margin};
   const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};
@@ -192,7 +192,7 @@ static int fit_profile(const PnCalData *data, PnHwProfile *p, const char *base, 
     kernels += fitted.torch_kernel_points[k] > 0;
   g_autofree char *unfused_s =
       fitted.bmm_points || kernels
-          ? g_strdup_printf("%d batched GEMM points, %d unfused-attention kernel curves, ", fitted.bmm_points, kernels)
+          ? g_strdup_printf("%d batched GEMM points, %d PyTorch kernel curves, ", fitted.bmm_points, kernels)
           : g_strdup("");
   fprintf(say, "calibrated %s (%s): %d bf16 + %d fp8 GEMM points%s, %d attention points, %s%s%s%s%s%s%s%s\n", output,
           p->calibrated, fitted.gemm_bf16_points, fitted.gemm_fp8_points, accum_s, fitted.attn_points, unfused_s,

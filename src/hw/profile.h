@@ -89,7 +89,8 @@ typedef struct {
  * op model prices both with PN_TK_MASKED_FILL), softmax and
  * its backward, dropout of the probabilities and its backward (the [B, s, s] scores), the GQA
  * repeat_interleave of k and v, the context's permute().contiguous(), the unfused RoPE forward and
- * backward (five kernels each). */
+ * backward (five kernels each); and the clamps of a GLU's halves with activation_func_clamp_value
+ * (two clamps and a cat forward, nine kernels backward: microbench/mb_torch_mem.py glu_clamp). */
 typedef enum {
   PN_TK_MASKED_FILL,
   PN_TK_MASKED_FILL_BWD,
@@ -101,6 +102,8 @@ typedef enum {
   PN_TK_CONTEXT_COPY,
   PN_TK_ROPE_FWD,
   PN_TK_ROPE_BWD,
+  PN_TK_GLU_CLAMP_FWD,
+  PN_TK_GLU_CLAMP_BWD,
   PN_TK_N
 } PnTorchKernel;
 

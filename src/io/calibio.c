@@ -191,11 +191,26 @@ static gboolean read_memory_row(const PnIoCtx *ctx, const cJSON *row, gsize i, P
   return TRUE;
 }
 
-/* mb_torch_mem.py: only its "dropout" rows are fitted (the dropout memory class), and only from
- * 512 MiB moved: a smaller compiled call is bound by its Python dispatch, not by the kernel. The
+static int torch_kernel_of(const char *op);
+
+/* mb_torch_mem.py: its "dropout" rows are fitted (the dropout memory class), and only from 512 MiB
+ * moved: a smaller compiled call is bound by its Python dispatch, not by the kernel; its rows of a
+ * PnTorchKernel (the GLU clamps) are fitted as that kernel's ratio to a copy, x = the rows. The
  * other rows are a check of the classes mb_memory measures (microbench/README.md). */
 static gboolean read_torch_mem_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
 {
+  int k = torch_kernel_of(row_str(row, "op"));
+  if (k >= 0) {
+    double rows, bytes, ns, ratio;
+    INT("tokens", rows, 1);
+    NUM("moved_bytes", bytes);
+    DUR("median_ns", ns);
+    NUM("vs_copy", ratio);
+    PnCalTorchKernel t = {(PnTorchKernel)k, (int64_t)rows, bytes, ns, ratio};
+    if (ns > 0 && ratio > 0)
+      g_array_append_val(d->torch_kernels, t);
+    return TRUE;
+  }
   if (strcmp(row_str(row, "cls"), "dropout") != 0)
     return TRUE;
   double bytes, ns;
@@ -700,6 +715,10 @@ static void add_unfused_entries(cJSON *cal, const PnHwProfile *p, const PnCalFit
       [PN_TK_CONTEXT_COPY]      = "the context's permute().contiguous()",
       [PN_TK_ROPE_FWD]          = "the unfused rotary embedding (_apply_rotary_pos_emb_bshd, 5 kernels) forward",
       [PN_TK_ROPE_BWD]          = "the unfused rotary embedding's backward (5 kernels)",
+      [PN_TK_GLU_CLAMP_FWD] = "the clamps of a GLU's two halves and their concatenation (activation_func_clamp_value: "
+                              "fusions/fused_bias_geglu.py, 3 kernels), 16 B per element of a half",
+      [PN_TK_GLU_CLAMP_BWD] = "their backward through autograd (the clamps' masks and gradients, the chunk's "
+                              "concatenation: 9 kernels), 20 B per element of a half",
   };
   const PnCalOrigin *o = &f->unfused_from;
   if (f->bmm_points > 0) {
@@ -726,12 +745,15 @@ static void add_unfused_entries(cJSON *cal, const PnHwProfile *p, const PnCalFit
         cJSON_AddItemToObject(obj, key, cJSON_Duplicate(c, 1));
       continue;
     }
-    g_autofree char *s = g_strdup_printf(
-        "%s, as PyTorch runs it in Megatron-Core's unfused attention: x = sequence length, y = the median over the "
-        "shapes measured at that length of its bandwidth (bytes as the op model counts them) over the copy class's "
-        "for the same bytes (microbench mb_unfused_attn.py mem rows: the copy class's time over the measured "
-        "time); %s (%s, %s)",
-        what[k], o->files, o->gpu, o->date);
+    bool glu              = k == PN_TK_GLU_CLAMP_FWD || k == PN_TK_GLU_CLAMP_BWD;
+    const PnCalOrigin *ko = glu ? &f->torch_mem_from : o;
+    g_autofree char *s    = g_strdup_printf(
+           "%s, as PyTorch runs it in Megatron-Core's %s: x = %s, y = the median over the shapes measured at that "
+              "%s of its bandwidth (bytes as the op model counts them) over the copy class's for the same bytes "
+              "(microbench %s: the copy class's time over the measured time); %s (%s, %s)",
+           what[k], glu ? "MLP and experts" : "unfused attention",
+        glu ? "rows (tokens x top-k for experts)" : "sequence length", glu ? "x" : "length",
+        glu ? "mb_torch_mem.py glu_clamp rows" : "mb_unfused_attn.py mem rows", ko->files, ko->gpu, ko->date);
     cJSON_AddItemToObject(obj, key, curve_json(&p->torch_kernel_vs_copy[k], s));
   }
 }

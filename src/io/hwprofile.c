@@ -195,6 +195,8 @@ const char *const pn__io_torch_kernel_names[PN_TK_N] = {
     [PN_TK_CONTEXT_COPY]      = "context_copy",
     [PN_TK_ROPE_FWD]          = "rope_unfused_fwd",
     [PN_TK_ROPE_BWD]          = "rope_unfused_bwd",
+    [PN_TK_GLU_CLAMP_FWD]     = "glu_clamp_fwd",
+    [PN_TK_GLU_CLAMP_BWD]     = "glu_clamp_bwd",
 };
 
 static char *join(const char *const *names, int n)

@@ -120,7 +120,8 @@ extern const PnEnumName pn__io_precision_names[];
 extern const PnEnumName pn__io_cp_comm_names[];
 
 /* The names of PnTorchKernel, by value (hwprofile.c): the ops of microbench/mb_unfused_attn.py's
- * "mem" rows, and the keys of a profile's calibration.torch_kernel_vs_copy. */
+ * "mem" rows and of mb_torch_mem.py's glu_clamp rows, and the keys of a profile's
+ * calibration.torch_kernel_vs_copy. */
 extern const char *const pn__io_torch_kernel_names[PN_TK_N];
 
 /* The name of value v in table t (terminated by {NULL, 0}); "?" when t has none. */

@@ -29,6 +29,7 @@ const PnMegatronArg pn_megatron_args[] = {
     {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", PN_MEGATRON_VALUE},
     {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", PN_MEGATRON_VALUE},
     {"model.mtp_num_layers", "--mtp-num-layers", PN_MEGATRON_VALUE},
+    {"model.activation_func_clamp_value", "--activation-func-clamp-value", PN_MEGATRON_VALUE},
     {"hardware.num_gpus", "the launcher's world size (nodes x GPUs per node)", PN_MEGATRON_DERIVED},
     {"training.precision", "--bf16, --fp8-format", PN_MEGATRON_CUSTOM},
     {"training.fp8_recipe", "--fp8-recipe", PN_MEGATRON_VALUE},

@@ -591,6 +591,17 @@ char *pn_megatron_import(int argc, char **argv, const char *const *sets, int n_s
 
 /* ---- out of a scenario ---- */
 
+/* The shortest text that reads back as the same double. */
+static void shortest_double(PnScenarioValue *out, double v)
+{
+  for (int digits = 1; digits <= 17; digits++) {
+    g_autofree char *fmt = g_strdup_printf("%%.%dg", digits);
+    g_ascii_formatd(out->text, sizeof out->text, fmt, v);
+    if (g_ascii_strtod(out->text, NULL) == v)
+      break;
+  }
+}
+
 /* A model field as a user writes it in JSON (the model file's conversion table, io/model.c). */
 static void model_value(const PnModelConfig *m, const char *field, PnScenarioValue *out)
 {
@@ -608,19 +619,17 @@ static void model_value(const PnModelConfig *m, const char *field, PnScenarioVal
   case PN_FIELD_BOOL:
     g_strlcpy(out->text, *(const bool *)p ? "true" : "false", sizeof out->text);
     break;
-  case PN_FIELD_DOUBLE: /* the shortest text that reads back as the same double */
-    for (int digits = 1; digits <= 17; digits++) {
-      g_autofree char *fmt = g_strdup_printf("%%.%dg", digits);
-      g_ascii_formatd(out->text, sizeof out->text, fmt, *(const double *)p);
-      if (g_ascii_strtod(out->text, NULL) == *(const double *)p)
-        break;
-    }
+  case PN_FIELD_DOUBLE:
+    shortest_double(out, *(const double *)p);
     break;
   case PN_FIELD_ENUM:
     g_snprintf(out->text, sizeof out->text, "\"%s\"", pn__io_enum_name(f->names, *(const int *)p));
     break;
-  default: /* position_embedding_type, the one string */
-    g_snprintf(out->text, sizeof out->text, "\"%s\"", m->position_embedding_type);
+  default:
+    if (strcmp(field, "activation_func_clamp_value") == 0) /* 0: none, left out like the other zeros */
+      shortest_double(out, m->activation_func_clamp_value);
+    else /* position_embedding_type, the one string */
+      g_snprintf(out->text, sizeof out->text, "\"%s\"", m->position_embedding_type);
     break;
   }
 }

@@ -8,6 +8,7 @@
  */
 #include "io/model.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -83,6 +84,7 @@ const PnField pn__io_model_fields[] = {
      .max        = 1000,
      .absurd     = true,
      .null_value = 0},
+    {.key = "activation_func_clamp_value", .kind = PN_FIELD_CUSTOM},
     {.key = NULL},
 };
 
@@ -120,6 +122,14 @@ static gboolean model_convert(const PnIoCtx *ctx, const cJSON *obj, const char *
       return FALSE;
     }
     g_strlcpy(m.position_embedding_type, pos->valuestring, sizeof m.position_embedding_type);
+  }
+
+  /* Megatron-Core's TransformerConfig: None, or a finite clamp > 0 */
+  const cJSON *clamp = cJSON_GetObjectItemCaseSensitive(obj, "activation_func_clamp_value");
+  if (clamp != NULL && !cJSON_IsNull(clamp)) {
+    g_autofree char *cptr = pn__io_ptr_child(ptr, "activation_func_clamp_value");
+    if (!pn__io_get_double(ctx, clamp, cptr, 0.0, HUGE_VAL, true, &m.activation_func_clamp_value, error))
+      return FALSE;
   }
 
   /* defaults that depend on other fields */

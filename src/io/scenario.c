@@ -675,6 +675,14 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     warn(warnings, ctx, "/model/mtp_num_layers",
          "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)",
          sc->model.mtp_num_layers);
+  const PnModelConfig *mc = &sc->model;
+  if (mc->activation_func_clamp_value > 0.0 && !mc->gated_linear_unit)
+    warn(warnings, ctx, "/model/activation_func_clamp_value",
+         "clamps the halves of a gated linear unit: without one it changes nothing");
+  else if (mc->activation_func_clamp_value > 0.0 &&
+           (mc->num_moe_experts == 0 || mc->moe_shared_expert_intermediate_size > 0))
+    warn(warnings, ctx, "/model/activation_func_clamp_value",
+         "the clamps are priced in the routed experts only, not in a dense or shared-expert MLP");
   const PnRecomputeConfig *rc = &sc->recompute;
   if (rc->recompute_num_layers > 0 && rc->recompute_granularity != PN_RECOMPUTE_FULL)
     warn(warnings, ctx, "/recompute/recompute_num_layers", "ignored unless recompute_granularity is \"full\"");

@@ -118,6 +118,7 @@ typedef struct {
   int64_t moe_ffn_hidden_size;
   int64_t moe_shared_expert_intermediate_size;
   int64_t mtp_num_layers; /* multi-token prediction layers, 0 = none (Megatron None); validated, not simulated */
+  double activation_func_clamp_value; /* the GLU halves clamped to it before the activation (GPT-OSS), 0 = none */
 } PnModelConfig;
 
 typedef struct {

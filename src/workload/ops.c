@@ -37,6 +37,7 @@ typedef struct {
   int64_t mf, mfc1;            /* expert fc2 input width F/etp, fc1 output width F*(2 if gated)/etp */
   int64_t sf_tp, sfc1_tp;      /* shared experts: width/tp, fc1 output width/tp */
   bool shared_overlap;         /* moe_shared_expert_overlap with the alltoall dispatcher */
+  bool glu_clamp;              /* activation_func_clamp_value: the experts' GLU halves clamped (push_glu_clamp) */
 } Dims;
 
 /* Bytes per logit the loss moves (megatron/core/tensor_parallel/cross_entropy.py, fusions/
@@ -136,6 +137,7 @@ static void dims_init(const PnScenario *sc, Dims *d)
      * to move. The dispatcher test keeps op lists built without the gating (tests) consistent. */
     d->shared_overlap =
         sc->comm_overlap.moe_shared_expert_overlap && d->sf_tp > 0 && d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+    d->glu_clamp = d->gated && m->activation_func_clamp_value > 0.0;
   }
 }
 
@@ -681,6 +683,26 @@ static void push_expert_bias(GArray *out, const Dims *d, PnPhase phase, bool bac
   set_kernels(out, (int)MIN(255, backward ? 4 * d->L : 2 * d->L + 1));
 }
 
+/* The clamps of the experts' GLU halves (activation_func_clamp_value, GPT-OSS): Megatron-Core's
+ * weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py) chunks the fc1 output, clamps the
+ * gate half from above and the linear half on both sides and concatenates them before its fused
+ * kernel: 3 kernels, 16 B per element of a half (each clamp reads and writes a half, the cat reads
+ * both and writes the whole); the clamps keep their input (the fc1 output) for the backward. Its
+ * autograd backward: each clamp's mask and masked gradient, the chunk's backward concatenating the
+ * two (9 kernels on PyTorch 2.11), counted 20 B per element. Priced at their measured ratio to a
+ * copy (microbench mb_torch_mem.py glu_clamp: 0.63 and 0.40 on an H100). The unfused activation
+ * path clamps the same way without the forward's cat; it is priced alike. */
+static void push_glu_clamp(GArray *out, const Dims *d, PnPhase phase, bool backward, double keep)
+{
+  if (!d->glu_clamp)
+    return;
+  double half = (double)d->R * (double)d->mf;
+  push_torch(out, d, backward ? "moe_act_clamp_bwd" : "moe_act_clamp", phase,
+             backward ? PN_TK_GLU_CLAMP_BWD : PN_TK_GLU_CLAMP_FWD, half * (backward ? 20.0 : 16.0), backward ? 9 : 3,
+             backward ? 0.0 : keep * half * 4.0);
+  g_array_index(out, PnOp, out->len - 1).seq_q = d->R; /* the curve's x: rows */
+}
+
 static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
 {
   const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
@@ -720,6 +742,7 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   push_gemm(out, "moe_fc1", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->mfc1, d->h, keep * rh * d->e);
   make_grouped(out, d->L);
   double act_in = (double)d->R * (double)d->mf;
+  push_glu_clamp(out, d, phase, false, keep);
   push_mem(out, "moe_act", phase, act_in * (d->swiglu ? 6.0 : 4.0), keep * (double)d->R * (double)d->mfc1 * 2.0);
   if (d->fp8)
     push_cast(out, d, "moe_fc2_in_cast", phase, act_in, 4.0, false);
@@ -795,6 +818,7 @@ static void moe_backward(GArray *out, const Dims *d)
   make_grouped(out, d->L);
   push_wgrad(out, d, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf, d->L, true);
   push_mem(out, "moe_act_bwd", B, act_in * (d->swiglu ? 10.0 : 6.0), 0.0);
+  push_glu_clamp(out, d, B, true, 0.0);
   if (d->fp8)
     push_cast(out, d, "moe_fc1_dy_cast", B, (double)d->R * (double)d->mfc1, 4.0, false);
   push_dgrad(out, "moe_fc1_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->mfc1, d->h);

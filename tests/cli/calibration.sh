@@ -13,8 +13,8 @@ host=("$C"/h100-sxm/{launch,host_torch}.json)
 # applies the H100's ratios to its own plain GEMM table, and its source says where they come from
 accum=("$C"/h100-sxm/gemm_accum.json)
 # the dropout class (mb_torch_mem.py) was measured on the H100 only: the H200 profile has no
-# dropout curve and prices dropout at its HBM figure, as before
-torch_mem=("$C"/h100-sxm/torch_mem.json)
+# dropout curve and prices dropout at its HBM figure, as before; nor the GLU clamps' curves (at its copy bandwidth)
+torch_mem=("$C"/h100-sxm/torch_mem.json "$C"/h100-sxm/torch_mem_glu_clamp.json)
 # the unfused attention's batched GEMMs and PyTorch kernels (mb_unfused_attn.py) were measured on
 # the H100 only: the H200 profile has no bmm_bf16 table nor torch_kernel_vs_copy curves, and prices
 # them as one folded GEMM of its gemm_bf16 table and at its copy bandwidth

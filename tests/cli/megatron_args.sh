@@ -108,7 +108,7 @@ done
   --use-rotary-position-embeddings --vocab-size 32000 --seq-length 4096 --max-position-embeddings 4096 \
   --micro-batch-size 1 --global-batch-size 256 --bf16 --num-experts 16 --moe-router-topk 2 \
   --moe-ffn-hidden-size 1024 --moe-shared-expert-intermediate-size 512 --mtp-num-layers 1 \
-  --expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall \
+  --activation-func-clamp-value 7.5 --expert-model-parallel-size 8 --expert-tensor-parallel-size 1 --moe-token-dispatcher-type alltoall \
   --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 4 \
   --num-virtual-stages-per-pipeline-rank 2 --account-for-embedding-in-pipeline-split \
   --account-for-loss-in-pipeline-split --microbatch-group-size-per-virtual-pipeline-stage 4 \
@@ -130,6 +130,7 @@ model moe_router_topk 2
 model moe_ffn_hidden_size 1024
 model moe_shared_expert_intermediate_size 512
 model mtp_num_layers 1
+model activation_func_clamp_value 7.5
 hardware num_gpus 64
 parallel expert_model_parallel_size 8
 parallel expert_tensor_parallel_size 1

@@ -425,6 +425,14 @@ START_TEST(test_schema_errors)
   g_autofree char *jm3 =
       scenario_json("{\"base\": \"tiny\", \"position_embedding_type\": \"alibi\"}", NULL, NULL, NULL);
   expect_error(jm3, NULL, 0, PN_IO_ERROR_SCHEMA, "/model/position_embedding_type: expected one of*");
+  /* activation_func_clamp_value: Megatron-Core's None or a finite clamp > 0 */
+  g_autofree char *jm5 = scenario_json("{\"base\": \"tiny\", \"activation_func_clamp_value\": 0}", NULL, NULL, NULL);
+  expect_error(jm5, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/model/activation_func_clamp_value: expected a number in (0, inf), got 0");
+  g_autofree char *jm6 =
+      scenario_json("{\"base\": \"tiny\", \"activation_func_clamp_value\": \"7\"}", NULL, NULL, NULL);
+  expect_error(jm6, NULL, 0, PN_IO_ERROR_SCHEMA,
+               "/model/activation_func_clamp_value: expected a finite number, got \"7\"");
   g_autofree char *jm4 = scenario_json("42", NULL, NULL, NULL);
   expect_error(jm4, NULL, 0, PN_IO_ERROR_SCHEMA,
                "/model: expected a model name, a path ending in .json, or an inline model object, got 42");

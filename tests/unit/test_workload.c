@@ -1241,6 +1241,31 @@ START_TEST(test_moe_ops)
   ck_assert_double_eq(find(bb, "moe_fc2_bias_bwd")->bytes, 8192.0 * 4096 * 8.0);
   ck_assert_int_eq(find(bb, "moe_fc2_bias_bwd")->kernels, 8);
   sc.model.add_bias_linear = false;
+  /* activation_func_clamp_value: the GLU halves clamped and concatenated before the fused
+   * activation, 16 B per element of a half (R x F = 8192 x 2048), 3 kernels, keeping the fc1
+   * output (4 B per element of a half); the backward after the activation's, 20 B, 9 kernels;
+   * both priced at their measured ratio to a copy, x = the rows */
+  ck_assert_ptr_null(find(f, "moe_act_clamp"));
+  sc.model.activation_func_clamp_value = 7.0;
+  g_autoptr(GArray) fc                 = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) bc                 = layer(&sc, PN_PHASE_BWD);
+  const PnOp *cf = find(fc, "moe_act_clamp"), *cb = find(bc, "moe_act_clamp_bwd");
+  ck_assert_double_eq(cf->bytes, 8192.0 * 2048 * 16.0);
+  ck_assert_double_eq(cf->saved_bytes, 8192.0 * 2048 * 4.0);
+  ck_assert_int_eq(cf->kernels, 3);
+  ck_assert_int_eq(cf->torch_kernel, PN_TK_GLU_CLAMP_FWD + 1);
+  ck_assert_int_eq(cf->seq_q, 8192);
+  ck_assert_int_eq(index_of(fc, "moe_act"), index_of(fc, "moe_act_clamp") + 1);
+  ck_assert_double_eq(cb->bytes, 8192.0 * 2048 * 20.0);
+  ck_assert_double_eq(cb->saved_bytes, 0.0);
+  ck_assert_int_eq(cb->kernels, 9);
+  ck_assert_int_eq(cb->torch_kernel, PN_TK_GLU_CLAMP_BWD + 1);
+  ck_assert_int_eq(index_of(bc, "moe_act_clamp_bwd"), index_of(bc, "moe_act_bwd") + 1);
+  sc.model.gated_linear_unit = false; /* no halves to clamp */
+  g_autoptr(GArray) fn       = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(fn, "moe_act_clamp"));
+  sc.model.gated_linear_unit           = true;
+  sc.model.activation_func_clamp_value = 0.0;
   /* nodes in schedule order: pre-dispatch, dispatch, experts, combine */
   uint8_t node = PN_NODE_ATTN;
   for (guint i = 0; i < f->len; i++) {
