@@ -686,10 +686,32 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
   const PnRecomputeConfig *rc = &sc->recompute;
   if (rc->recompute_num_layers > 0 && rc->recompute_granularity != PN_RECOMPUTE_FULL)
     warn(warnings, ctx, "/recompute/recompute_num_layers", "ignored unless recompute_granularity is \"full\"");
-  if (rc->recompute_granularity == PN_RECOMPUTE_SELECTIVE && rc->recompute_modules != PN_RECOMPUTE_MODULE_CORE_ATTN)
-    warn(warnings, ctx, "/recompute/recompute_modules",
-         "only \"core_attn\" recomputation is simulated in this version: selective recompute runs as "
-         "[\"core_attn\"]");
+  /* TransformerConfig.__post_init__ (transformer_config.py): what Megatron-Core refuses */
+  if (rc->recompute_granularity == PN_RECOMPUTE_SELECTIVE) {
+    if (rc->recompute_modules & PN_RECOMPUTE_MODULE_MLA_UP_PROJ) {
+      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/recompute/recompute_modules",
+                  "\"mla_up_proj\" is only supported with multi-latent attention, which is not simulated");
+      return FALSE;
+    }
+    if ((rc->recompute_modules & (PN_RECOMPUTE_MODULE_MOE_ACT | PN_RECOMPUTE_MODULE_LAYERNORM)) &&
+        sc->training.precision == PN_PREC_FP8 && sc->training.fp8_recipe == PN_FP8_DELAYED) {
+      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/recompute/recompute_modules",
+                  "delayed scaling does not support moe_act and layernorm recompute for fp8 (Megatron-Core); "
+                  "use /training/fp8_recipe \"tensorwise\" or drop them");
+      return FALSE;
+    }
+    uint32_t moe_only = PN_RECOMPUTE_MODULE_MOE_ACT | PN_RECOMPUTE_MODULE_MOE | PN_RECOMPUTE_MODULE_SHARED_EXPERTS;
+    if ((rc->recompute_modules & moe_only) && sc->model.num_moe_experts == 0)
+      warn(warnings, ctx, "/recompute/recompute_modules",
+           "\"moe_act\", \"moe\" and \"shared_experts\" act on MoE layers only: a dense model recomputes none");
+    if ((rc->recompute_modules & PN_RECOMPUTE_MODULE_MLP) && sc->model.num_moe_experts > 0)
+      warn(warnings, ctx, "/recompute/recompute_modules",
+           "\"mlp\" acts on dense MLPs only (Megatron-Core skips it in MoE layers)");
+    if ((rc->recompute_modules & PN_RECOMPUTE_MODULE_LAYERNORM) && sc->model.num_moe_experts == 0 &&
+        sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE)
+      warn(warnings, ctx, "/recompute/recompute_modules",
+           "\"layernorm\" recomputes nothing here: Transformer Engine fuses a dense layer's norms into qkv and fc1");
+  }
   unfused_warnings(ctx, sc, warnings);
   if (sc->training.cuda_graph_modules != 0 && sc->training.cuda_graph_impl == PN_CUDA_GRAPH_IMPL_NONE)
     warn(warnings, ctx, "/training/cuda_graph_modules",

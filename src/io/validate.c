@@ -129,6 +129,26 @@ static PnValidationRow *skip(PnValidationRow *row, const char *fmt, ...)
   return row;
 }
 
+/* What Megatron-Bridge's performance scripts of a release set for an H100 MoE row beyond the layout
+ * its summary prints: the 25.11 starter pack (NVIDIA-NeMo/Megatron-Bridge@97ad8cc6f, "Added 25.11
+ * starter pack", the commit that published the 25.11 rows) gives both Qwen3 H100 presets
+ * moe_a2a_overlap=True (scripts/performance/configs/qwen/qwen3_workload_base_configs.py), which
+ * scripts/performance/utils/overrides.py turns into overlap_moe_expert_parallel_comm and
+ * delay_wgrad_compute on, moe_shared_expert_overlap off. (Its GPT-OSS H100 preset's
+ * recompute_modules act on nothing: no recipe of that pack sets recompute_granularity "selective".)
+ * The 25.09 pack (v0.1.0rc4, scripts/performance/configs/qwen3/ YAML files) sets none of them. */
+static bool bridge_pack_ep_overlap(const cJSON *rec, const char *model)
+{
+  static const char *const models[] = {"Qwen3-30B-A3B", "Qwen3-235B-A22B"};
+  const char *container             = str_or(obj_get(rec, "software"), "container", "");
+  if (strcmp(container, "NeMo 25.11") != 0)
+    return false;
+  for (gsize i = 0; i < G_N_ELEMENTS(models); i++)
+    if (strcmp(model, models[i]) == 0)
+      return true;
+  return false;
+}
+
 /* The scenario a record describes, as JSON: its layout, and the frameworks' defaults (Megatron-Bridge's
  * recipes, Megatron-LM's overlap flags) for what it leaves out. Sets row->layout; what had to be
  * assumed is appended to `notes` ("...; "). */
@@ -206,7 +226,10 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   }
   const cJSON *moe = obj_get(arch, "moe");
   long ep          = (long)num_or(par, "ep", 1);
-  bool ep_overlap  = cJSON_IsTrue(obj_get(obj_get(par, "overlap"), "overlap_moe_expert_parallel_comm"));
+  bool pack_ep     = moe && bridge_pack_ep_overlap(rec, row->model);
+  bool ep_overlap  = cJSON_IsTrue(obj_get(obj_get(par, "overlap"), "overlap_moe_expert_parallel_comm")) || pack_ep;
+  if (pack_ep)
+    g_string_append(notes, "EP overlap and delayed wgrad as the 25.11 pack sets them; ");
   if (moe) {
     /* Megatron-Bridge's MoE recipes: expert TP 1, the alltoall dispatcher of the model providers
      * unless the record names another, EP overlap and delayed wgrad only when it says so */
@@ -232,7 +255,7 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
     cJSON_AddStringToObject(co, "tp_comm_overlap_cfg", preset);
   if (moe) {
     cJSON_AddBoolToObject(co, "overlap_moe_expert_parallel_comm", ep_overlap);
-    cJSON_AddBoolToObject(co, "delay_wgrad_compute", cJSON_IsTrue(obj_get(par, "delay_wgrad_compute")));
+    cJSON_AddBoolToObject(co, "delay_wgrad_compute", cJSON_IsTrue(obj_get(par, "delay_wgrad_compute")) || pack_ep);
   }
   cJSON *env = cJSON_AddObjectToObject(sc, "env");
   /* Megatron-LM asserts one connection with TP / CP on Hopper; the MoE recipes run 8 or 32 */

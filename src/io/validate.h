@@ -2,7 +2,7 @@
  *
  * What it does: reads a file of published training-throughput records (the layout of
  * shared/validation/published-visible.json; a copy is in tests/data/validation/), turns every
- * complete H100 record of a dense model into a scenario, simulates it and compares the
+ * complete H100 record of a dense or MoE model into a scenario, simulates it and compares the
  * predicted step time with the published one (measured, or derived by the source's own
  * tokens/s/GPU: the step time does not depend on a FLOP convention).
  *
@@ -15,9 +15,13 @@
  *   - Megatron-LM README (2024 weak scaling): the flags it lists (overlap_grad_reduce,
  *     overlap_param_gather, tp_comm_overlap), sequence parallel with TP > 1, BF16,
  *     micro-batch 1 (not stated: an assumption reported with the row).
+ *   - Megatron-Bridge MoE rows: expert TP 1, the alltoall dispatcher unless the record names
+ *     another, and what the release's performance pack sets for that model on H100 (validate.c,
+ *     bridge_pack_ep_overlap: 25.11's Qwen3 presets run EP overlap with delayed wgrad), GPT-OSS as
+ *     its provider configures it (YaRN, bias-dropout-add fusion off).
  *   - A vocabulary the record leaves null comes from the model's tokenizer (Llama 2: 32000,
  *     GPT-3 (GPT-2 BPE): 50257 padded by Megatron, Nemotron: 256000).
- * Records are skipped, with the reason, when: not H100, configuration incomplete, MoE or MLA,
+ * Records are skipped, with the reason, when: not H100, configuration incomplete, MLA,
  * Megatron-FSDP, not pretraining, no step time or throughput, or the scenario does not load.
  */
 #ifndef PN_IO_VALIDATE_H

@@ -37,8 +37,8 @@ typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommT
 /* Megatron-Core moe_token_dispatcher_type; "allgather" is its default. */
 typedef enum { PN_MOE_DISPATCHER_ALLGATHER, PN_MOE_DISPATCHER_ALLTOALL, PN_MOE_DISPATCHER_FLEX } PnMoeDispatcher;
 
-/* Megatron-Core recompute_modules (selective recompute), as a bit set. Megatron's default is
- * ["core_attn"], the only module whose recomputation workload/ops.c simulates. */
+/* Megatron-Core recompute_modules (selective recompute), as a bit set; Megatron's default is
+ * ["core_attn"]. workload/ops.c simulates each (its Rc) but "mla_up_proj" (no MLA). */
 typedef enum {
   PN_RECOMPUTE_MODULE_CORE_ATTN      = 1u << 0,
   PN_RECOMPUTE_MODULE_MOE_ACT        = 1u << 1,

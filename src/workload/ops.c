@@ -38,6 +38,10 @@ typedef struct {
   int64_t sf_tp, sfc1_tp;      /* shared experts: width/tp, fc1 output width/tp */
   bool shared_overlap;         /* moe_shared_expert_overlap with the alltoall dispatcher */
   bool glu_clamp;              /* activation_func_clamp_value: the experts' GLU halves clamped (push_glu_clamp) */
+  /* selective recompute (Rc, rc_of) */
+  uint32_t rc_modules; /* recompute_modules */
+  bool norms_separate; /* the norms are modules of their own (local layers); TE fuses them into qkv / fc1 */
+  bool ln2_rc_blocked; /* the pre-MLP norm's recompute is disabled by the MoE router's CUDA graph */
 } Dims;
 
 /* Bytes per logit the loss moves (megatron/core/tensor_parallel/cross_entropy.py, fusions/
@@ -139,6 +143,16 @@ static void dims_init(const PnScenario *sc, Dims *d)
         sc->comm_overlap.moe_shared_expert_overlap && d->sf_tp > 0 && d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
     d->glu_clamp = d->gated && m->activation_func_clamp_value > 0.0;
   }
+  d->rc_modules     = sc->recompute.recompute_modules;
+  d->norms_separate = sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL;
+  /* TransformerLayer.__init__ (transformer_layer.py, can_recompute_pre_mlp_layernorm_for_cudagraph):
+   * with the MoE router in a TE-scoped CUDA graph the norm's output is a graph output in a static
+   * buffer, unless the preprocess is captured too with the alltoall dispatcher (and never beside
+   * moe_shared_expert_overlap) */
+  uint32_t graphs = sc->training.cuda_graph_impl == PN_CUDA_GRAPH_IMPL_TE ? sc->training.cuda_graph_modules : 0u;
+  d->ln2_rc_blocked =
+      d->moe && (graphs & PN_CUDA_GRAPH_MOE_ROUTER) &&
+      (d->shared_overlap || !(graphs & PN_CUDA_GRAPH_MOE_PREPROCESS) || d->dispatcher != PN_MOE_DISPATCHER_ALLTOALL);
 }
 
 /* ---- op constructors ---- */
@@ -683,6 +697,37 @@ static void push_expert_bias(GArray *out, const Dims *d, PnPhase phase, bool bac
   set_kernels(out, (int)MIN(255, backward ? 4 * d->L : 2 * d->L + 1));
 }
 
+/* Selective recompute (recompute_granularity "selective") as Megatron-Core applies each of its
+ * recompute_modules to a layer (transformer/transformer_layer.py, attention.py, moe/experts.py,
+ * moe/moe_layer.py, moe/shared_experts.py): a checkpointed piece keeps its input, drops what its
+ * ops would keep for the backward, and runs its forward again when autograd reaches it.
+ *   core_attn: the core attention (its q, k, v kept); layernorm: the norms that are modules of
+ *   their own (the local layers' two, and a MoE layer's pre-MLP norm; Transformer Engine fuses the
+ *   others into qkv / fc1), their output dropped, re-run before the first op needing it back;
+ *   moe_act: the experts' activation (with the GLU clamps), the fc2 input dropped, re-run before
+ *   fc2's backward; mlp: a dense layer's whole MLP (its TP collectives too); moe: the whole MoE
+ *   block from the router to the combine (its all-to-alls too); shared_experts: the shared
+ *   experts' MLP. */
+typedef struct {
+  bool attn, ln1, ln2, moe_act, mlp, moe, shared;
+} Rc;
+
+static Rc rc_of(const Dims *d, PnRecomputeGranularity gran)
+{
+  Rc r = {0};
+  if (gran != PN_RECOMPUTE_SELECTIVE)
+    return r;
+  uint32_t m = d->rc_modules;
+  r.attn     = m & PN_RECOMPUTE_MODULE_CORE_ATTN;
+  r.ln1      = (m & PN_RECOMPUTE_MODULE_LAYERNORM) && d->norms_separate;
+  r.ln2      = (m & PN_RECOMPUTE_MODULE_LAYERNORM) && (d->norms_separate || d->moe) && !d->ln2_rc_blocked;
+  r.moe_act  = (m & PN_RECOMPUTE_MODULE_MOE_ACT) && d->moe;
+  r.mlp      = (m & PN_RECOMPUTE_MODULE_MLP) && !d->moe;
+  r.moe      = (m & PN_RECOMPUTE_MODULE_MOE) && d->moe;
+  r.shared   = (m & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) && d->moe && d->sf_tp > 0;
+  return r;
+}
+
 /* The clamps of the experts' GLU halves (activation_func_clamp_value, GPT-OSS): Megatron-Core's
  * weighted_bias_quick_geglu_impl (fusions/fused_bias_geglu.py) chunks the fc1 output, clamps the
  * gate half from above and the linear half on both sides and concatenates them before its fused
@@ -703,22 +748,26 @@ static void push_glu_clamp(GArray *out, const Dims *d, PnPhase phase, bool backw
   g_array_index(out, PnOp, out->len - 1).seq_q = d->R; /* the curve's x: rows */
 }
 
-static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
+/* The MoE block from the router to the combine (MoELayer.forward): `keep` scales what its ops keep
+ * for the backward, `rc` its own checkpointed pieces. */
+static void moe_body(GArray *out, const Dims *d, PnPhase phase, double keep, const Rc *rc)
 {
   const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
-  const bool a2a = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
-  /* pre_dispatch_computation: norm, shared experts, router, permutation */
-  push_norm_fwd(out, d, "ln2", phase, 2.0, keep * (hm * 2.0 + norm_stats_bytes(d)));
+  const bool a2a  = d->dispatcher != PN_MOE_DISPATCHER_ALLGATHER;
+  const double sk = rc->shared ? 0.0 : keep;  /* checkpointed shared experts keep nothing */
+  const double ak = rc->moe_act ? 0.0 : keep; /* a checkpointed activation: the fc2 input dropped */
+  /* pre_dispatch_computation: shared experts, router, permutation; the router keeps the norm's
+   * output unless the norm is recomputed */
   if (!d->shared_overlap)
-    moe_shared_forward(out, d, phase, keep);
-  push_gemm(out, "router", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d->Tm, d->E, d->h, keep * hm * 2.0);
+    moe_shared_forward(out, d, phase, sk);
+  push_gemm(out, "router", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d->Tm, d->E, d->h, rc->ln2 ? 0.0 : keep * hm * 2.0);
   push_mem(out, "router_topk", phase, (double)d->Tm * (double)d->E * 12.0, keep * (double)d->Tm * (double)d->E * 4.0);
   g_array_index(out, PnOp, out->len - 1).host_reads = true; /* the dispatcher's token counts */
   if (a2a && moe_permute_separate(d))
     push_mem(out, "permute", phase, hm * 2.0 + hm * (double)d->topk * 2.0, 0.0);
   if (d->shared_overlap) {
     guint side = out->len;
-    moe_shared_forward(out, d, phase, keep);
+    moe_shared_forward(out, d, phase, sk);
     mark_side(out, side);
   }
 
@@ -742,12 +791,13 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   push_gemm(out, "moe_fc1", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->mfc1, d->h, keep * rh * d->e);
   make_grouped(out, d->L);
   double act_in = (double)d->R * (double)d->mf;
-  push_glu_clamp(out, d, phase, false, keep);
+  push_glu_clamp(out, d, phase, false, ak);
+  /* the fc1 output: what the activation keeps, or the checkpoint's input */
   push_mem(out, "moe_act", phase, act_in * (d->swiglu ? 6.0 : 4.0), keep * (double)d->R * (double)d->mfc1 * 2.0);
   if (d->fp8)
     push_cast(out, d, "moe_fc2_in_cast", phase, act_in, 4.0, false);
   push_gemm(out, "moe_fc2", NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->rows_e, d->h, d->mf,
-            keep * act_in * (d->fp8 ? 1.0 : 2.0));
+            ak * act_in * (d->fp8 ? 1.0 : 2.0));
   make_grouped(out, d->L);
   push_expert_bias(out, d, phase, false);
   if (!a2a)
@@ -768,6 +818,18 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
   } else {
     push_comm(out, "moe_combine_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_EP, moe_ag_bytes(d), PN_DT_BF16);
   }
+  tag_node(out, node, PN_NODE_COMBINE);
+}
+
+/* The MoE half of a layer: the pre-MLP norm, the MoE block, the bias-dropout-add. */
+static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep, const Rc *rc)
+{
+  const double hm = (double)d->Tm * (double)d->h;
+  /* a recomputed norm keeps its input only; a checkpointed MoE block keeps the norm's output */
+  double ln2_saved = rc->ln2 ? hm * 2.0 : hm * 2.0 + norm_stats_bytes(d);
+  push_norm_fwd(out, d, "ln2", phase, 2.0, keep * (ln2_saved + (rc->moe && rc->ln2 ? hm * 2.0 : 0.0)));
+  moe_body(out, d, phase, rc->moe ? 0.0 : keep, rc);
+  guint node = out->len;
   push_bda(out, d, "bias_add2", "dropout2", "dropout_add2", phase, keep);
   if (d->shared_overlap && !moe_permute_separate(d))
     mark_join_side(out); /* flex: no unpermutation kernel; the residual add takes the sum */
@@ -777,7 +839,7 @@ static void moe_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
 /* Backward of the MoE half of a layer (the mirror image of moe_forward), then the pre-MLP norm:
  * combine, mlp, dispatch, then the pre_dispatch part (node ATTN, with the attention backward
  * that follows). */
-static void moe_backward(GArray *out, const Dims *d)
+static void moe_backward(GArray *out, const Dims *d, const Rc *rc)
 {
   const PnPhase B = PN_PHASE_BWD;
   const double hm = (double)d->Tm * (double)d->h, rh = (double)d->R * (double)d->h;
@@ -785,6 +847,15 @@ static void moe_backward(GArray *out, const Dims *d)
   const double hsp = (double)d->Tsp * (double)d->h;
 
   guint node = out->len;
+  /* the recomputed norm and MoE block run when the block's output gradient arrives, i.e. first:
+   * their ops keep what they keep in a plain forward (live while the backward runs) */
+  if (rc->ln2)
+    push_norm_fwd(out, d, "ln2", PN_PHASE_RECOMPUTE, 2.0, hm * 2.0 + norm_stats_bytes(d));
+  if (rc->moe) {
+    const Rc inner = {.moe_act = rc->moe_act, .shared = rc->shared, .ln2 = false};
+    moe_body(out, d, PN_PHASE_RECOMPUTE, 1.0, &inner);
+  }
+  tag_node(out, node, PN_NODE_COMBINE);
   if (d->dropout) {
     push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
     mark_rng(out, true);
@@ -814,6 +885,15 @@ static void moe_backward(GArray *out, const Dims *d)
   if (d->fp8)
     push_cast(out, d, "moe_fc2_dy_cast", B, rh, 4.0, false);
   push_expert_bias(out, d, B, true);
+  if (rc->moe_act) {
+    /* the activation's checkpoint re-runs when fc2's output gradient arrives (experts.py:
+     * discard_output_and_register_recompute); fc2 saved its original input, cast again for fp8 */
+    double act_keep = (double)d->R * (double)d->mfc1 * 2.0;
+    push_glu_clamp(out, d, PN_PHASE_RECOMPUTE, false, 1.0);
+    push_mem(out, "moe_act", PN_PHASE_RECOMPUTE, act_in * (d->swiglu ? 6.0 : 4.0), act_keep + act_in * 2.0);
+    if (d->fp8)
+      push_cast(out, d, "moe_fc2_in_cast", PN_PHASE_RECOMPUTE, act_in, 4.0, false);
+  }
   push_dgrad(out, "moe_fc2_dgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf);
   make_grouped(out, d->L);
   push_wgrad(out, d, "moe_fc2_wgrad", NULL, B, d->gemm_dt, d->rows_e, d->h, d->mf, d->L, true);
@@ -853,33 +933,55 @@ static void moe_backward(GArray *out, const Dims *d)
   push_wgrad(out, d, "router_wgrad", NULL, B, PN_DT_BF16, d->Tm, d->E, d->h, 1, false);
   g_array_index(out, PnOp, out->len - 2).te_wgrad =
       false; /* a torch Linear: not deferred (its main_grad add follows) */
-  if (!d->shared_overlap)
+  if (!d->shared_overlap) {
+    if (rc->shared)
+      moe_shared_forward(out, d, PN_PHASE_RECOMPUTE, 1.0);
     moe_shared_backward(out, d, B);
+  }
   push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
+}
+
+/* A dense layer's MLP (the pre-MLP norm unless `norm` is false, fc1, the activation, fc2): `keep`
+ * scales what its ops keep; the norm keeps its input only when it is recomputed (`ln2_rc`). */
+static void mlp_forward(GArray *out, const Dims *d, PnPhase phase, double keep, bool ln2_rc, bool norm)
+{
+  const double hsp = (double)d->Tsp * (double)d->h;
+  guint mlp        = out->len;
+  if (norm)
+    push_norm_fwd(out, d, "ln2", phase, d->norm_e, keep * (hsp * 2.0 + (ln2_rc ? 0.0 : norm_stats_bytes(d))));
+  push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", "fc1_in_cast", phase, d->fc1_tp,
+                  ln2_rc ? 0.0 : keep * hsp * d->e);
+  double fc1_out = (double)d->T * (double)d->f_tp;
+  push_mem(out, "act", phase, fc1_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->fc1_tp * 2.0);
+  if (d->act_unfused && act_unfused_bytes(d, false) > 0.0)
+    push_mem(out, "act_unfused", phase, fc1_out * act_unfused_bytes(d, false), 0.0);
+  push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
+               keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
+  tag_node(out, mlp, PN_NODE_MLP);
 }
 
 /* The forward of one layer. `phase` FWD or RECOMPUTE; `gran` decides what FWD ops save. */
 static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecomputeGranularity gran)
 {
-  const bool full      = gran == PN_RECOMPUTE_FULL && phase == PN_PHASE_FWD;
-  const bool selective = gran == PN_RECOMPUTE_SELECTIVE;
-  const double hsp     = (double)d->Tsp * (double)d->h;
+  const bool full  = gran == PN_RECOMPUTE_FULL && phase == PN_PHASE_FWD;
+  const Rc rc      = rc_of(d, phase == PN_PHASE_FWD ? gran : PN_RECOMPUTE_NONE);
+  const double hsp = (double)d->Tsp * (double)d->h;
   /* Under full recompute the layer keeps only its input, charged to ln1. */
   double keep = full ? 0.0 : 1.0;
 
-  double ln1_saved = full ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d);
+  double ln1_saved = full || rc.ln1 ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d);
   push_norm_fwd(out, d, "ln1", phase, d->norm_e, ln1_saved);
   push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", "qkv_in_cast", phase, d->q_tp + 2 * d->kv_tp,
-                  keep * hsp * d->e);
+                  rc.ln1 ? 0.0 : keep * hsp * d->e);
   if (d->rope)
     push_rope(out, d, phase, false);
   if (d->unfused_attn) {
     /* selective recompute checkpoints the core attention: it keeps its inputs q, k, v */
-    double saved = phase == PN_PHASE_FWD && selective ? attn_qkv_bytes(d) : unfused_attn_saved(d);
+    double saved = phase == PN_PHASE_FWD && rc.attn ? attn_qkv_bytes(d) : unfused_attn_saved(d);
     push_attn_unfused_fwd(out, d, phase, keep * saved);
   } else {
     push_cp_fwd(out, d, phase);
-    double attn_saved = attn_qkv_bytes(d) + (selective ? 0.0 : attn_o_lse_bytes(d));
+    double attn_saved = attn_qkv_bytes(d) + (rc.attn ? 0.0 : attn_o_lse_bytes(d));
     push_attn(out, d, phase, false, keep * attn_saved);
     push_cp_fwd_after(out, d, phase);
   }
@@ -887,25 +989,27 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   /* proj input: in fp8 the transposed fp8 copy; in bf16 attention's o, unless selective recompute
    * dropped it from the attention or the CP a2a made a separate tensor. */
   double proj_in    = (double)d->T * (double)d->q_tp;
-  double proj_saved = d->fp8 ? proj_in : ((selective || cp_a2a(d)) && !d->unfused_attn ? proj_in * 2.0 : 0.0);
+  double proj_saved = d->fp8 ? proj_in : ((rc.attn || cp_a2a(d)) && !d->unfused_attn ? proj_in * 2.0 : 0.0);
   push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
   push_bda(out, d, "bias_add", "dropout", "dropout_add", phase, keep);
 
   if (d->moe) {
-    moe_forward(out, d, phase, keep);
+    moe_forward(out, d, phase, keep, &rc);
     return;
   }
-  guint mlp = out->len;
-  push_norm_fwd(out, d, "ln2", phase, d->norm_e, keep * (hsp * 2.0 + norm_stats_bytes(d)));
-  push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", "fc1_in_cast", phase, d->fc1_tp, keep * hsp * d->e);
-  double fc1_out = (double)d->T * (double)d->f_tp;
-  push_mem(out, "act", phase, fc1_out * (d->swiglu ? 6.0 : 4.0), keep * (double)d->T * (double)d->fc1_tp * 2.0);
-  if (d->act_unfused && act_unfused_bytes(d, false) > 0.0)
-    push_mem(out, "act_unfused", phase, fc1_out * act_unfused_bytes(d, false), 0.0);
-  push_row_fwd(out, d, "fc2", "fc2_in_cast", "fc2_rs", "fc2_fprop", phase, d->f_tp,
-               keep * fc1_out * (d->fp8 ? 1.0 : 2.0));
+  /* a checkpointed MLP keeps its input: the norm's input with TE (the norm is fc1's), its output
+   * for the local layers' own norm */
+  if (rc.mlp) {
+    guint at = out->len;
+    mlp_forward(out, d, phase, 0.0, false, true);
+    g_array_index(out, PnOp, at).saved_bytes =
+        keep * (hsp * 2.0 + (d->norms_separate && !rc.ln2 ? norm_stats_bytes(d) + hsp * 2.0 : 0.0));
+  } else {
+    mlp_forward(out, d, phase, keep, rc.ln2, true);
+  }
+  guint bda = out->len;
   push_bda(out, d, "bias_add2", "dropout2", "dropout_add2", phase, keep);
-  tag_node(out, mlp, PN_NODE_MLP);
+  tag_node(out, bda, PN_NODE_MLP);
 }
 
 /* CP exchange in the attention backward. */
@@ -947,13 +1051,19 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   const PnPhase B  = PN_PHASE_BWD;
   const double hsp = (double)d->Tsp * (double)d->h;
 
+  const Rc rc = rc_of(d, gran);
   if (gran == PN_RECOMPUTE_FULL)
     layer_forward(out, d, PN_PHASE_RECOMPUTE, PN_RECOMPUTE_NONE);
 
   if (d->moe) {
-    moe_backward(out, d);
+    moe_backward(out, d, &rc);
   } else {
     guint mlp = out->len;
+    /* a recomputed MLP (or its norm alone) re-runs when its output gradient arrives */
+    if (rc.ln2)
+      push_norm_fwd(out, d, "ln2", PN_PHASE_RECOMPUTE, d->norm_e, hsp * 2.0 + norm_stats_bytes(d));
+    if (rc.mlp) /* with TE the norm is fc1's and re-runs with it; the local layers' norm is outside */
+      mlp_forward(out, d, PN_PHASE_RECOMPUTE, 1.0, false, !d->norms_separate);
     if (d->dropout) {
       push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
       mark_rng(out, true);
@@ -981,11 +1091,11 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
                "proj_wgrad", B, d->q_tp);
 
   if (d->unfused_attn) {
-    if (gran == PN_RECOMPUTE_SELECTIVE)
+    if (rc.attn)
       push_attn_unfused_fwd(out, d, PN_PHASE_RECOMPUTE, unfused_attn_saved(d) - attn_qkv_bytes(d));
     push_attn_unfused_bwd(out, d, B);
   } else {
-    if (gran == PN_RECOMPUTE_SELECTIVE) {
+    if (rc.attn) {
       /* Megatron's checkpointed core attention re-runs its forward (CP exchange included) when
        * autograd reaches it, i.e. here. */
       push_cp_fwd(out, d, PN_PHASE_RECOMPUTE);
@@ -998,6 +1108,8 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   }
   if (d->rope)
     push_rope(out, d, B, true);
+  if (rc.ln1) /* the input norm's checkpoint re-runs when qkv's input gradient is wanted */
+    push_norm_fwd(out, d, "ln1", PN_PHASE_RECOMPUTE, d->norm_e, hsp * 2.0 + norm_stats_bytes(d));
   push_column_bwd(out, d, "qkv_dgrad", "qkv_wgrad", "qkv_dy_cast", "qkv_dgrad_ag", "qkv_in_transpose", "qkv_wgrad_rs",
                   "qkv_dgrad", "qkv_wgrad", B, d->q_tp + 2 * d->kv_tp);
   push_norm_bwd(out, d, "ln1_bwd", "residual_grad_add", B);

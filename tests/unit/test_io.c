@@ -589,6 +589,20 @@ START_TEST(test_semantic_errors)
   expect_extra_error("\"recompute\": {\"recompute_granularity\": \"full\", \"recompute_num_layers\": 9}",
                      PN_IO_ERROR_INVALID,
                      "/recompute/recompute_num_layers: 9 exceeds the 8 layers of a pipeline stage");
+  /* what Megatron-Core's TransformerConfig refuses of recompute_modules */
+  expect_extra_error("\"recompute\": {\"recompute_granularity\": \"selective\", \"recompute_modules\": "
+                     "[\"mla_up_proj\"]}",
+                     PN_IO_ERROR_INVALID,
+                     "/recompute/recompute_modules: \"mla_up_proj\" is only supported with multi-latent attention, "
+                     "which is not simulated");
+  g_autofree char *jd = scenario_json(NULL, NULL,
+                                      "{\"seq_length\": 4096, \"global_batch_size\": 8, \"precision\": \"fp8\", "
+                                      "\"fp8_recipe\": \"delayed\"}",
+                                      "\"recompute\": {\"recompute_granularity\": \"selective\", "
+                                      "\"recompute_modules\": [\"layernorm\"]}");
+  expect_error(jd, NULL, 0, PN_IO_ERROR_INVALID,
+               "/recompute/recompute_modules: delayed scaling does not support moe_act and layernorm recompute for "
+               "fp8 (Megatron-Core); use /training/fp8_recipe \"tensorwise\" or drop them");
   expect_extra_error("\"ddp\": {\"num_distributed_optimizer_instances\": 3}", PN_IO_ERROR_INVALID,
                      "/ddp/num_distributed_optimizer_instances: 3 does not divide data_parallel_size 8");
   /* account_for_*_in_pipeline_split: 8 layers + embedding + loss = 10 split over pp */

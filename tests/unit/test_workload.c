@@ -85,6 +85,7 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->comm_overlap.tp_comm_overlap                  = PN_TRI_UNSET;
   sc->comm_overlap.cp_comm_type                     = PN_CP_P2P;
   sc->recompute.recompute_granularity               = PN_RECOMPUTE_NONE;
+  sc->recompute.recompute_modules                   = PN_RECOMPUTE_MODULE_CORE_ATTN; /* Megatron's default */
   sc->env.cuda_device_max_connections               = 8;
 }
 
@@ -655,6 +656,143 @@ START_TEST(test_selective_recompute)
     if (g_array_index(b, PnOp, i).phase == PN_PHASE_RECOMPUTE)
       r = (int)i;
   ck_assert_int_eq(r + 1, index_of(b, "core_attn_bwd"));
+}
+END_TEST
+
+static const PnOp *find_in(const GArray *ops, const char *name, int phase)
+{
+  for (guint i = 0; i < ops->len; i++) {
+    const PnOp *o = &g_array_index(ops, PnOp, i);
+    if (strcmp(o->name, name) == 0 && o->phase == phase)
+      return o;
+  }
+  return NULL;
+}
+
+static int index_in(const GArray *ops, const char *name, int phase)
+{
+  const PnOp *o = find_in(ops, name, phase);
+  return o ? (int)(o - &g_array_index(ops, PnOp, 0)) : -1;
+}
+
+static double saved_of(const GArray *ops, int phase)
+{
+  double s = 0.0;
+  for (guint i = 0; i < ops->len; i++)
+    if (g_array_index(ops, PnOp, i).phase == phase)
+      s += g_array_index(ops, PnOp, i).saved_bytes;
+  return s;
+}
+
+/* Megatron-Core's recompute_modules, module by module, on the MoE layer of moe_scenario_ops
+ * (Tm = 4096 tokens of h 4096 enter it, R = 8192 rows reach the 2 local experts, F = 2048, fc1
+ * out 4096; RMSNorm: 4 B of statistics per token) and on Llama 3 8B's dense layer (TP 2, SP:
+ * 4096 tokens per norm). A checkpointed piece keeps its input, drops what its ops keep, and runs
+ * its forward again (phase RECOMPUTE) when autograd reaches it. */
+START_TEST(test_recompute_modules)
+{
+  const double hm = 4096.0 * 4096.0, R = 8192.0, F = 2048.0;
+  PnScenario sc;
+  moe_scenario_ops(&sc, 1, PN_MOE_DISPATCHER_ALLTOALL);
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+
+  /* layernorm: with TE the input norm is qkv's (nothing to recompute); the MoE layer's pre-MLP
+   * norm keeps its input only, the router no copy of its output; it re-runs first in the
+   * backward (the MoE block's output gradient), keeping its output and statistics meanwhile */
+  sc.recompute.recompute_modules = PN_RECOMPUTE_MODULE_LAYERNORM;
+  g_autoptr(GArray) lf           = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) lb           = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(lf, "ln2")->saved_bytes, hm * 2.0);
+  ck_assert_double_eq(find(lf, "router")->saved_bytes, 0.0);
+  ck_assert_int_eq(index_in(lb, "ln2", PN_PHASE_RECOMPUTE), 0);
+  ck_assert_double_eq(find_in(lb, "ln2", PN_PHASE_RECOMPUTE)->saved_bytes, hm * 2.0 + 4096.0 * 4.0);
+  ck_assert_int_eq(find_in(lb, "ln2", PN_PHASE_RECOMPUTE)->node, PN_NODE_COMBINE);
+  ck_assert_ptr_null(find_in(lb, "ln1", PN_PHASE_RECOMPUTE));
+  ck_assert_int_eq(count(lb, -1, PN_PHASE_RECOMPUTE), 1); /* and no core attention */
+  /* ... unless the router's TE graph holds the norm's output in a static buffer: Megatron-Core
+   * recomputes it then only with the preprocess captured too and the alltoall dispatcher */
+  sc.training.cuda_graph_impl    = PN_CUDA_GRAPH_IMPL_TE;
+  sc.training.cuda_graph_modules = PN_CUDA_GRAPH_MOE_ROUTER;
+  g_autoptr(GArray) gb           = layer(&sc, PN_PHASE_BWD);
+  ck_assert_int_eq(count(gb, -1, PN_PHASE_RECOMPUTE), 0);
+  sc.training.cuda_graph_modules = PN_CUDA_GRAPH_MOE_ROUTER | PN_CUDA_GRAPH_MOE_PREPROCESS;
+  g_autoptr(GArray) gb2          = layer(&sc, PN_PHASE_BWD);
+  ck_assert_int_eq(count(gb2, -1, PN_PHASE_RECOMPUTE), 1);
+  sc.training.cuda_graph_impl    = PN_CUDA_GRAPH_IMPL_NONE;
+  sc.training.cuda_graph_modules = 0;
+
+  /* moe_act: fc2 keeps no input (R x F bf16), the activation still keeps fc1's output (the
+   * checkpoint's input, R x 2F); the activation re-runs just before fc2's dgrad */
+  sc.recompute.recompute_modules = PN_RECOMPUTE_MODULE_MOE_ACT;
+  g_autoptr(GArray) af           = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) ab           = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(af, "moe_fc2")->saved_bytes, 0.0);
+  ck_assert_double_eq(find(af, "moe_act")->saved_bytes, R * 2.0 * F * 2.0);
+  ck_assert_double_eq(saved_of(lf, PN_PHASE_FWD) - saved_of(af, PN_PHASE_FWD), -hm * 2.0 - 4096.0 * 4.0 + R * F * 2.0);
+  const PnOp *ar = find_in(ab, "moe_act", PN_PHASE_RECOMPUTE);
+  ck_assert_double_eq(ar->bytes, find(af, "moe_act")->bytes);
+  ck_assert_int_eq(index_in(ab, "moe_act", PN_PHASE_RECOMPUTE) + 1, index_of(ab, "moe_fc2_dgrad"));
+  ck_assert_int_eq(count(ab, -1, PN_PHASE_RECOMPUTE), 1);
+  /* with the GLU clamps the checkpoint covers them: nothing of theirs kept, both re-run */
+  sc.model.activation_func_clamp_value = 7.0;
+  g_autoptr(GArray) cf                 = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) cb                 = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(cf, "moe_act_clamp")->saved_bytes, 0.0);
+  ck_assert_int_eq(index_in(cb, "moe_act_clamp", PN_PHASE_RECOMPUTE) + 1, index_in(cb, "moe_act", PN_PHASE_RECOMPUTE));
+  sc.model.activation_func_clamp_value = 0.0;
+
+  /* moe: the whole block from the router to the combine, its all-to-alls too, keeps nothing and
+   * re-runs (as node COMBINE) before the combine's backward; the norm keeps its output for it */
+  sc.recompute.recompute_modules  = PN_RECOMPUTE_MODULE_MOE;
+  g_autoptr(GArray) mf            = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) mb            = layer(&sc, PN_PHASE_BWD);
+  static const char *const body[] = {"router", "router_topk", "moe_fc1", "moe_act", "moe_fc2"};
+  for (gsize i = 0; i < G_N_ELEMENTS(body); i++)
+    ck_assert_msg(find(mf, body[i])->saved_bytes == 0.0, "%s keeps nothing", body[i]);
+  ck_assert_double_eq(find(mf, "ln2")->saved_bytes, hm * 2.0 + 4096.0 * 4.0);
+  ck_assert_ptr_nonnull(find_in(mb, "moe_dispatch_a2a", PN_PHASE_RECOMPUTE));
+  ck_assert_int_lt(index_in(mb, "moe_combine_a2a", PN_PHASE_RECOMPUTE), index_of(mb, "moe_combine_a2a_bwd"));
+  ck_assert_double_eq(sum_flops(mb, PN_OP_GEMM, PN_PHASE_RECOMPUTE),
+                      find(mf, "router")->flops + find(mf, "moe_fc1")->flops + find(mf, "moe_fc2")->flops);
+  for (guint i = 0; i < mb->len; i++)
+    if (g_array_index(mb, PnOp, i).phase == PN_PHASE_RECOMPUTE)
+      ck_assert_int_eq(g_array_index(mb, PnOp, i).node, PN_NODE_COMBINE);
+
+  /* a dense layer (Llama 3 8B, TP 2 with SP, TE): layernorm recomputes nothing (TE fuses both
+   * norms); mlp drops fc1's, the activation's and fc2's inputs, keeps the norm's input, and
+   * re-runs the MLP with its TP collectives when its output gradient arrives */
+  PnScenario dn;
+  scenario(&dn, 8, 2, true, 1, 1, 1);
+  const double hsp                   = 4096.0 * 4096.0;
+  g_autoptr(GArray) nf               = layer(&dn, PN_PHASE_FWD);
+  dn.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+  dn.recompute.recompute_modules     = PN_RECOMPUTE_MODULE_LAYERNORM;
+  g_autoptr(GArray) nlf              = layer(&dn, PN_PHASE_FWD);
+  g_autoptr(GArray) nlb              = layer(&dn, PN_PHASE_BWD);
+  ck_assert_double_eq(saved_of(nlf, PN_PHASE_FWD), saved_of(nf, PN_PHASE_FWD));
+  ck_assert_int_eq(count(nlb, -1, PN_PHASE_RECOMPUTE), 0);
+  dn.recompute.recompute_modules = PN_RECOMPUTE_MODULE_MLP;
+  g_autoptr(GArray) pf           = layer(&dn, PN_PHASE_FWD);
+  g_autoptr(GArray) pb           = layer(&dn, PN_PHASE_BWD);
+  ck_assert_double_eq(find(pf, "ln2")->saved_bytes, hsp * 2.0);
+  ck_assert_double_eq(find(pf, "fc1")->saved_bytes + find(pf, "act")->saved_bytes + find(pf, "fc2")->saved_bytes, 0.0);
+  ck_assert_ptr_nonnull(find_in(pb, "fc1_ag", PN_PHASE_RECOMPUTE));
+  ck_assert_ptr_nonnull(find_in(pb, "fc2_rs", PN_PHASE_RECOMPUTE));
+  ck_assert_int_lt(index_in(pb, "fc2", PN_PHASE_RECOMPUTE), index_of(pb, "fc2_dgrad"));
+  ck_assert_double_eq(sum_flops(pb, PN_OP_GEMM, PN_PHASE_RECOMPUTE), find(pf, "fc1")->flops + find(pf, "fc2")->flops);
+  ck_assert(pn_workload_layer_activation_bytes(&dn, PN_RECOMPUTE_SELECTIVE) <
+            pn_workload_layer_activation_bytes(&dn, PN_RECOMPUTE_NONE));
+  /* the local layers' norms are modules of their own: both recomputed, each before the first
+   * backward op that needs its output (qkv's, the MLP's) */
+  dn.training.transformer_impl   = PN_TRANSFORMER_IMPL_LOCAL;
+  dn.recompute.recompute_modules = PN_RECOMPUTE_MODULE_LAYERNORM;
+  g_autoptr(GArray) of           = layer(&dn, PN_PHASE_FWD);
+  g_autoptr(GArray) ob           = layer(&dn, PN_PHASE_BWD);
+  ck_assert_double_eq(find(of, "ln1")->saved_bytes, hsp * 2.0);
+  ck_assert_double_eq(find(of, "qkv")->saved_bytes + find(of, "fc1")->saved_bytes, 0.0);
+  ck_assert_int_lt(index_in(ob, "ln1", PN_PHASE_RECOMPUTE), index_of(ob, "qkv_dgrad"));
+  ck_assert_int_lt(index_in(ob, "ln2", PN_PHASE_RECOMPUTE), index_of(ob, "fc2_dgrad"));
+  ck_assert_int_eq(count(ob, -1, PN_PHASE_RECOMPUTE), 2);
 }
 END_TEST
 
@@ -1747,6 +1885,7 @@ static Suite *workload_suite(void)
       {"attention_flops", test_attention_flops},
       {"full_recompute", test_full_recompute},
       {"selective_recompute", test_selective_recompute},
+      {"recompute_modules", test_recompute_modules},
       {"cp_p2p", test_cp_p2p},
       {"padded_vocab", test_padded_vocab},
       {"cross_entropy_bytes", test_cross_entropy_bytes},
