@@ -159,8 +159,12 @@ def scenario(name, model=MODEL):
                         f"DP {dp} TP {tp} PP {pp}; measured in {RESULTS.get(dp * tp * pp, RESULTS[8])}"),
         "model": scenario_model(model),
         "hardware": {"profile": "h200-sxm", "num_gpus": dp * tp * pp},
+        # the harness applies RoPE as separate torch ops (apply_rope: a cat, two products, a sum per
+        # tensor) and SwiGLU as F.silu(g) * u, i.e. unfused: Megatron-LM's --no-rope-fusion and
+        # --no-bias-swiglu-fusion run the same kernels
         "training": {"seq_length": model["seq_length"], "micro_batch_size": model["micro_batch_size"],
-                     "global_batch_size": model["global_batch_size"], "precision": "bf16"},
+                     "global_batch_size": model["global_batch_size"], "precision": "bf16",
+                     "apply_rope_fusion": False, "bias_activation_fusion": False},
         "parallel": {"tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp,
                      "virtual_pipeline_model_parallel_size": None, "context_parallel_size": 1,
                      "sequence_parallel": tp > 1},

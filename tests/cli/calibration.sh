@@ -9,22 +9,17 @@ C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # the host and launch figures come from the H100 machine for both (no H200 host was measured)
 host=("$C"/h100-sxm/{launch,host_torch}.json)
-# the wgrad GEMMs accumulating into main_grad were measured on the H100 only: the H200 profile
-# applies the H100's ratios to its own plain GEMM table, and its source says where they come from
+# the wgrad GEMMs accumulating into main_grad, the memory-bound torch kernels (the dropout class,
+# the GLU clamps) and the unfused attention were measured on each GPU: each profile fits its own
 accum=("$C"/h100-sxm/gemm_accum.json)
-# the dropout class (mb_torch_mem.py) was measured on the H100 only: the H200 profile has no
-# dropout curve and prices dropout at its HBM figure, as before; nor the GLU clamps' curves (at its copy bandwidth)
 torch_mem=("$C"/h100-sxm/torch_mem.json "$C"/h100-sxm/torch_mem_glu_clamp.json)
-# the unfused attention's batched GEMMs and PyTorch kernels (mb_unfused_attn.py) were measured on
-# the H100 only: the H200 profile has no bmm_bf16 table nor torch_kernel_vs_copy curves, and prices
-# them as one folded GEMM of its gemm_bf16 table and at its copy bandwidth
 unfused=("$C"/h100-sxm/unfused_attn.json)
 # HBM sharing (mb_hbm_share.cu) was measured on the H100: the H200 profile takes its pressure curve
 # scaled to its own HBM figure (calib/hbm.c) and fits its GEMMs' pressure from its own contention rows;
 # NCCL's HBM bytes per byte (mb_copy_nccl_overlap.cu, two H100s) is NCCL's, taken by both
 hbm=("$C"/h100-sxm/hbm_share.json "$C"/h100-sxm-2gpu/copy_nccl_overlap.json)
 h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}" "${hbm[@]}")
-h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${accum[@]}" "${hbm[@]}")
+h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine,gemm_accum,torch_mem,unfused_attn}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${hbm[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base
 # starts without one, which the fit adds right after "gpu"
