@@ -91,6 +91,7 @@ const PnMegatronArg pn_megatron_args[] = {
     {"env.NCCL_MIN_CTAS", "NCCL_MIN_CTAS", PN_MEGATRON_ENVIRONMENT},
     {"env.NCCL_MAX_CTAS", "NCCL_MAX_CTAS", PN_MEGATRON_ENVIRONMENT},
     {"env.NCCL_NVLS_ENABLE", "NCCL_NVLS_ENABLE", PN_MEGATRON_ENVIRONMENT},
+    {"env.UB_SKIPMC", "UB_SKIPMC", PN_MEGATRON_ENVIRONMENT},
 };
 const size_t pn_megatron_n_args = G_N_ELEMENTS(pn_megatron_args);
 

@@ -193,6 +193,7 @@ static const PnField env_fields[] = {
     F_INT_NULL(PnEnvConfig, "NCCL_MIN_CTAS", nccl_min_ctas, 1, 64, false, 0),
     F_INT_NULL(PnEnvConfig, "NCCL_MAX_CTAS", nccl_max_ctas, 1, 64, false, 0),
     F_KIND(PnEnvConfig, "NCCL_NVLS_ENABLE", PN_FIELD_BOOL01, nccl_nvls_enable),
+    F_KIND(PnEnvConfig, "UB_SKIPMC", PN_FIELD_BOOL01, ub_skipmc),
     {.key = NULL},
 };
 

@@ -90,7 +90,7 @@ const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
         {
             .name    = "comm_overlap.tp_comm_overlap",
             .keys    = {"comm_overlap.tp_comm_overlap", "comm_overlap.tp_comm_overlap_cfg",
-                        "comm_overlap.transformer_engine"},
+                        "comm_overlap.transformer_engine", "env.UB_SKIPMC"},
             .gate    = pn__overlap_gate_tp,
             .applies = applies_tp,
             .is_on   = on_tp,

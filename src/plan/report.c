@@ -17,10 +17,9 @@ static const char *const not_simulated[] = {
     "MLA, Megatron-FSDP, NVLink SHARP",
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "
     "Python a published figure; without check_for_nan_in_loss_and_grad's syncs or a DGX host's speed",
-    "dropout's own cost on H200 (its dropout class was measured on the H100 only)",
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
-    "userbuffers kernels at their own rate: priced at num_sm NCCL channels (too slow with NVLink multicast)",
+    "userbuffers kernels without NVLink multicast (UB_SKIPMC=1) at their own rate: priced at num_sm NCCL channels",
     "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "
     "predicted slightly too fast); a copy engine's share of HBM beside kernels",
     "failures, restarts and checkpoints: --goodput stands for them",

@@ -14,8 +14,16 @@
 /* TE userbuffers: the last pipeline RS chunk runs with UB_MAX_SM CTAs (comm_gemm_overlap.cpp). */
 #define PN_UB_MAX_SM 32
 
-/* A userbuffers comm kernel inside the TP group (NVLink): `sms` CTAs push the data; sms == 0 is
- * a copy-engine transfer (ring_exchange with use_ce), which holds no SM. `bytes` per GPU. */
+/* A userbuffers comm kernel inside the TP group (NVLink): `sms` CTAs move the data; sms == 0 is
+ * a copy-engine transfer (ring_exchange with use_ce), which holds no SM. `bytes` per GPU.
+ * Its rate is not an NCCL channel's: on an NVSwitch system Transformer Engine (>= 1.6) runs the
+ * bulk and pipelined kernels through NVLink multicast (common/comm_gemm_overlap/userbuffers/
+ * userbuffers.cu, allgather2_userbuff_inplace and reducescatter2_userbuff_*: the all-gather writes
+ * its shard once and the switch replicates it, the reduce-scatter reduces in the switch; off only
+ * with UB_SKIPMC=1, userbuffers-host.cpp), so even the 2 blocks of the 405B preset's bulk slots
+ * move at the GPU's NVLink rate (a published figure: multicast is off on the machines we measure
+ * on); with UB_SKIPMC=1 each block pushes through NVLink IPC, priced as an NCCL channel's
+ * measured per-CTA rate. */
 static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask *t)
 {
   const PnHwProfile *hw = b->sc->hw;
@@ -24,8 +32,9 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
   t->sms                = (int16_t)sms;
   t->latency_ns         = steps * hw->nccl_nvlink_hop_ns;
   t->nvlink_bytes       = bytes;
-  t->max_bytes_per_ns =
-      sms > 0 ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns) : hw->nvlink_ce_bytes_per_ns;
+  double per_blocks =
+      b->sc->env.ub_skipmc ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns) : hw->nvlink_bytes_per_ns;
+  t->max_bytes_per_ns = sms > 0 ? per_blocks : hw->nvlink_ce_bytes_per_ns;
 }
 
 /* A side-stream collective `t` and its GEMM `gt`. Issued first, the collective runs beside the

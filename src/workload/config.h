@@ -219,6 +219,7 @@ typedef struct {
   int nccl_min_ctas; /* 0 = NCCL default */
   int nccl_max_ctas;
   bool nccl_nvls_enable;
+  bool ub_skipmc; /* UB_SKIPMC: Transformer Engine's userbuffers without NVLink multicast */
 } PnEnvConfig;
 
 typedef struct {

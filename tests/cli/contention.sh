@@ -17,7 +17,7 @@ echo "$text" | grep -B1 '^compute lost to SM contention' | head -1 | grep -q '^ 
   { echo "FAIL: $s: the contention line should follow the communication table"; exit 1; }
 echo "$line" | awk '{ gsub(/[(),]/, ""); for (i = 9; i + 2 <= NF; i += 2) if ($i + 0 < $(i + 2) + 0) exit 1 }' ||
   { echo "FAIL: $s: classes not largest first: $line"; exit 1; }
-case "$line" in *'(tp '*) ;; *) echo "FAIL: $s: TP overlap should lose the most compute: $line"; exit 1 ;; esac
+case "$line" in *'tp '*) ;; *) echo "FAIL: $s: TP overlap's comm kernels should take compute: $line"; exit 1 ;; esac
 
 # JSON: {dp, tp, pp, cp, ep, total} in the summary (before compute_s) and in each stage (after its compute_s)
 json=$("$bin" run "$s" --format json)

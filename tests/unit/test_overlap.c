@@ -1531,6 +1531,41 @@ START_TEST(test_bulk_exposes_excess)
 }
 END_TEST
 
+/* A userbuffers kernel's rate (tp_slots.c, ub_task): through NVLink multicast (TE's default on
+ * an NVSwitch system) its blocks move at the NVLink rate whatever their number; with UB_SKIPMC=1
+ * each block pushes at one NCCL channel's rate. The qkv_dgrad slot of test_bulk_exposes_excess
+ * (TE default bulk, 16 SMs): its all-gather moves 8,388,608 B; NVLink 20 B/ns, a channel
+ * 0.5 B/ns. Multicast: 8388608 / 20 = 419430.4 -> 419431 ns; UB_SKIPMC=1: 16 x 0.5 = 8 B/ns,
+ * 8388608 / 8 = 1048576 ns. */
+START_TEST(test_ub_multicast)
+{
+  g_autofree char *hw            = round_profile("round-ub-mc", 20, 0.5, true);
+  static const char *const env[] = {"", ", \"UB_SKIPMC\": 1"};
+  static const int64_t ns[]      = {419431, 1048576};
+  for (int i = 0; i < 2; i++) {
+    g_autofree char *json =
+        g_strdup_printf("{\"schema_version\": 1,\n"
+                        " \"model\": {\"num_layers\": 1, \"hidden_size\": 2048, \"ffn_hidden_size\": 8192, "
+                        "\"num_attention_heads\": 16,\n"
+                        "           \"vocab_size\": 1024, \"position_embedding_type\": \"rope\"},\n"
+                        " \"hardware\": {\"profile\": \"@HW@\", \"num_gpus\": 2},\n"
+                        " \"training\": {\"seq_length\": 4096, \"global_batch_size\": 1},\n"
+                        " \"parallel\": {\"tensor_model_parallel_size\": 2, \"sequence_parallel\": true},\n"
+                        " \"env\": {\"CUDA_DEVICE_MAX_CONNECTIONS\": 1%s},\n"
+                        " \"comm_overlap\": {\"tp_comm_overlap\": true}}",
+                        env[i]);
+    Run r;
+    run_graph(&r, json, hw);
+    ck_assert_int_eq(r.plan.ub[PN_UB_QKV_DGRAD].method, PN_UB_BULK);
+    g_autoptr(GArray) ag = tasks_of(&r, "qkv_dgrad_ag", PN_PHASE_BWD);
+    ck_assert_uint_eq(ag->len, 1);
+    PnTaskTime c = time_of(&r, ag, 0);
+    ck_assert_int_eq(c.end_ns - c.start_ns, ns[i]);
+    run_clear(&r);
+  }
+}
+END_TEST
+
 /* A copy-engine transfer holds no SM: the GEMM beside it runs at full speed; an SM-driven
  * comm kernel takes SMs from it. Linear SM scaling (no curve): a GEMM on s of 128 SMs runs at
  * s/128 of its speed. NVLink 20 B/ns so that the transfers outlast the GEMMs beside them.
@@ -2598,6 +2633,7 @@ static Suite *overlap_suite(void)
       {"registry_knobs_flip_plan", test_registry_knobs_flip_plan},
       {"pipeline_rs_exposes_one_chunk", test_pipeline_rs_exposes_one_chunk},
       {"bulk_exposes_excess", test_bulk_exposes_excess},
+      {"ub_multicast", test_ub_multicast},
       {"userbuffers_memory_follows_gating", test_userbuffers_memory_follows_gating},
       {"copy_engine_vs_sm_kernel", test_copy_engine_vs_sm_kernel},
       {"max_connections_dispatch", test_max_connections_dispatch},
