@@ -13,7 +13,8 @@ const char *pn_cal_kind_name(PnCalKind k)
 {
   static const char *const names[PN_CAL_KINDS] = {
       "gemm",   "gemm_contention", "attention",  "memory",    "collective",   "copy_engine", "gemm_nccl_overlap",
-      "launch", "host_torch",      "gemm_accum", "torch_mem", "unfused_attn", "hbm_share",   "copy_nccl_overlap"};
+      "launch", "host_torch",      "gemm_accum", "torch_mem", "unfused_attn", "hbm_share",   "copy_nccl_overlap",
+      "p2p_sm"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
@@ -36,13 +37,14 @@ void pn_cal_data_init(PnCalData *d)
   d->torch_kernels = g_array_new(FALSE, FALSE, sizeof(PnCalTorchKernel));
   d->hbm           = g_array_new(FALSE, FALSE, sizeof(PnCalHbm));
   d->copy_nccl     = g_array_new(FALSE, FALSE, sizeof(PnCalCopyNccl));
+  d->p2p           = g_array_new(FALSE, FALSE, sizeof(PnCalP2p));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm,  &d->contention,   &d->attn,          &d->memory, &d->coll,
-                    &d->copy,  &d->nccl_overlap, &d->floor,         &d->host,   &d->layers,
-                    &d->accum, &d->bmm,          &d->torch_kernels, &d->hbm,    &d->copy_nccl};
+  GArray **all[] = {&d->gemm,          &d->contention, &d->attn,      &d->memory, &d->coll,  &d->copy,
+                    &d->nccl_overlap,  &d->floor,      &d->host,      &d->layers, &d->accum, &d->bmm,
+                    &d->torch_kernels, &d->hbm,        &d->copy_nccl, &d->p2p};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }
@@ -154,6 +156,49 @@ static int fit_bmm(const PnCalData *d, PnGemmTable *t)
   g_autoptr(GArray) rows = g_array_copy(d->bmm);
   median_by_shape(rows, t);
   return t->n;
+}
+
+/* CTAs pushing to a peer through NVLink with plain stores, both GPUs at once (mb_p2p_sm
+ * push_bidir, the way a userbuffers kernel moves data without multicast): x = each CTA count
+ * measured, y = the median over its sizes of bytes per ns (one direction). Returns the points
+ * (0: no rows, the curve kept). */
+static int fit_ub_push(const PnCalData *d, PnCurve *c)
+{
+  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) v  = g_array_new(FALSE, FALSE, sizeof(double));
+  int done             = 0; /* CTA counts up to here are in the curve */
+  for (;;) {
+    int next = 0;
+    for (guint i = 0; i < d->p2p->len; i++) {
+      const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
+      if (r->blocks > done && (next == 0 || r->blocks < next))
+        next = r->blocks;
+    }
+    if (next == 0)
+      break;
+    g_array_set_size(v, 0);
+    for (guint i = 0; i < d->p2p->len; i++) {
+      const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
+      if (r->blocks == next) {
+        double y = r->bytes / r->ns;
+        g_array_append_val(v, y);
+      }
+    }
+    double x = (double)next, y = pn_calib_median(v);
+    g_array_append_val(xs, x);
+    g_array_append_val(ys, y);
+    done = next;
+  }
+  if (xs->len == 0)
+    return 0;
+  g_free(c->x);
+  g_free(c->y);
+  c->n     = (int)xs->len;
+  c->x     = (double *)g_array_free(g_steal_pointer(&xs), FALSE);
+  c->y     = (double *)g_array_free(g_steal_pointer(&ys), FALSE);
+  c->log_x = true;
+  return c->n;
 }
 
 /* One kernel's ratio to a copy: x = each sequence length measured (ascending), y = the median
@@ -482,6 +527,8 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   f->torch_mem_from = d->origin[PN_CAL_KIND_TORCH_MEM];
   f->unfused_from   = d->origin[PN_CAL_KIND_UNFUSED_ATTN];
   f->bmm_points     = fit_bmm(d, &p->bmm_bf16);
+  f->ub_push_points = fit_ub_push(d, &p->ub_push_bytes_per_ns);
+  f->ub_push_from   = d->origin[PN_CAL_KIND_P2P_SM];
   /* per shape: the median of each (shape, variant, SMs held) */
   {
     g_free(p->contention_points);

@@ -167,6 +167,12 @@ typedef struct {
   int mem_class; /* memory rows: PnMemClass, or -1 for kernels no op behaves like (cudaMemcpy) */
 } PnCalBytes;
 
+typedef struct {
+  int blocks; /* CTAs */
+  double bytes;
+  double ns;
+} PnCalP2p;
+
 /* A kernel's GPU time with the host far ahead (mb_launch "gpu_floor" rows): `n` kernels of one
  * class back to back, issued one by one on a stream or as one CUDA graph, time / n. */
 typedef enum { PN_CAL_FLOOR_EMPTY, PN_CAL_FLOOR_COPY, PN_CAL_FLOOR_GEMM, PN_CAL_FLOOR_OTHER } PnCalFloorClass;
@@ -214,6 +220,7 @@ typedef enum {
   PN_CAL_KIND_UNFUSED_ATTN,
   PN_CAL_KIND_HBM_SHARE,
   PN_CAL_KIND_COPY_NCCL,
+  PN_CAL_KIND_P2P_SM,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -247,6 +254,7 @@ typedef struct {
   GArray *torch_kernels; /* of PnCalTorchKernel */
   GArray *hbm;           /* of PnCalHbm */
   GArray *copy_nccl;     /* of PnCalCopyNccl */
+  GArray *p2p;           /* of PnCalP2p: CTAs pushing to a peer (mb_p2p_sm push_bidir) */
   int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -292,6 +300,8 @@ typedef struct {
   PnCalOrigin hbm_nccl_from;        /* where they were measured */
   PnCalOrigin hbm_share_from;       /* where the hbm_share rows (the spinner's bandwidth) were measured */
   PnCalOrigin hbm_contention_from;  /* where the gemm_contention rows (spinner_mem) were measured */
+  int ub_push_points;               /* points of ub_push_bytes_per_ns fitted (0: kept as it was) */
+  PnCalOrigin ub_push_from;         /* where the p2p_sm rows were measured */
   PnCalHostFitted host;
 } PnCalFitted;
 
@@ -332,6 +342,7 @@ typedef struct {
                                   pn_cost_bmm_ns: the ops of one shape share its point, their median */
   GArray *torch_kernels;       /* each measured unfused-attention kernel through pn_cost_torch_kernel_ns: the
                                   copy class's time of its bytes over the ratio curve at its sequence */
+  GArray *ub_push;             /* each mb_p2p_sm push_bidir row through the profile's ub_push_bytes_per_ns */
   GArray *coll_default;        /* collectives at NCCL's default channel count */
   GArray *coll_ctas;           /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
   GArray *coll_outliers;       /* measurements slower than a larger message of the same collective */

@@ -79,6 +79,7 @@ static void check_init(PnCalCheck *out)
   out->bmm                 = g_array_new(FALSE, FALSE, sizeof(double));
   out->bmm_rows            = g_array_new(FALSE, FALSE, sizeof(double));
   out->torch_kernels       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->ub_push             = g_array_new(FALSE, FALSE, sizeof(double));
   out->attn                = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_default        = g_array_new(FALSE, FALSE, sizeof(double));
   out->coll_ctas           = g_array_new(FALSE, FALSE, sizeof(double));
@@ -158,6 +159,16 @@ static void check_torch_kernels(const PnCalData *d, const PnHwProfile *p, PnCalC
   for (guint i = 0; i < d->torch_kernels->len; i++) {
     const PnCalTorchKernel *k = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
     pn__calib_push_err(out->torch_kernels, pn_cost_torch_kernel_ns(p, k->bytes, k->kernel, k->seq), k->ns);
+  }
+}
+
+/* A userbuffers kernel's blocks without multicast: the bytes of each push_bidir row at the
+ * profile's rate for its CTA count, against the time measured. */
+static void check_ub_push(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
+{
+  for (guint i = 0; i < d->p2p->len && p->ub_push_bytes_per_ns.n > 0; i++) {
+    const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
+    pn__calib_push_err(out->ub_push, r->bytes / pn_curve_eval(&p->ub_push_bytes_per_ns, r->blocks, 1.0), r->ns);
   }
 }
 
@@ -285,6 +296,7 @@ void pn_calib_check(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
   check_gemm_accum(d, p, out);
   check_bmm(d, p, out);
   check_torch_kernels(d, p, out);
+  check_ub_push(d, p, out);
   check_attn(d, p, out);
   check_coll(d, p, out);
   check_nccl_overlap(d, p, out);
@@ -320,6 +332,7 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->bmm,
                     &c->bmm_rows,
                     &c->torch_kernels,
+                    &c->ub_push,
                     &c->hbm_gemm,
                     &c->hbm_spinner,
                     &c->hbm_pair,

@@ -180,6 +180,9 @@ typedef struct PnHwProfile {
   /* calibration tables (n == 0 = not calibrated) */
   PnCurve gemm_sm_scaling;                        /* x = SMs usable by the GEMM, y = throughput / throughput(all SMs) */
   PnCurve mem_sm_scaling;                         /* same, for memory-bound kernels */
+  PnCurve ub_push_bytes_per_ns;                   /* x = CTAs, y = bytes/ns they push to a peer through NVLink with
+                                                     plain stores, both GPUs at once (mb_p2p_sm push_bidir): a
+                                                     userbuffers kernel without multicast (UB_SKIPMC=1) */
   PnCurve coll_size_efficiency;                   /* x = bytes per rank moved, y = fraction of the link ceiling */
   PnCurve gemm_sm_limit_scaling;                  /* x = SMs a GEMM is restricted to (TE set_sm_margin: cuBLASLt
                                                      SM_COUNT_TARGET) while the others run a comm kernel, y = throughput /

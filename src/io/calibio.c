@@ -321,6 +321,22 @@ static gboolean read_copy_engine_row(const PnIoCtx *ctx, const cJSON *row, gsize
   return TRUE;
 }
 
+/* mb_p2p_sm.cu: the push_bidir rows (both GPUs push to each other, as a userbuffers kernel's
+ * CTAs do without multicast); the one-way, pull and local rows are information. */
+static gboolean read_p2p_sm_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  if (strcmp(row_str(row, "mode"), "push_bidir") != 0)
+    return TRUE;
+  double blocks, bytes, ns;
+  INT("blocks", blocks, 1);
+  NUM("bytes", bytes);
+  DUR("median_ns", ns);
+  PnCalP2p r = {(int)blocks, bytes, ns};
+  if (ns > 0 && bytes > 0)
+    g_array_append_val(d->p2p, r);
+  return TRUE;
+}
+
 /* An optional non-negative number of row `i`: NAN when absent or null (a figure the benchmark
  * could not take, e.g. a kernel count without the profiler). */
 static gboolean row_opt(const PnIoCtx *ctx, const cJSON *row, gsize i, const char *key, double *out, GError **error)
@@ -582,7 +598,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   static const RowReader readers[PN_CAL_KINDS] = {
       read_gemm_row,        read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
       read_copy_engine_row, read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row,
-      read_torch_mem_row,   read_unfused_attn_row, read_hbm_share_row, read_copy_nccl_row};
+      read_torch_mem_row,   read_unfused_attn_row, read_hbm_share_row, read_copy_nccl_row,  read_p2p_sm_row};
   const char *k  = kind->valuestring;
   int kind_id    = kind_of(k);
   RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
@@ -602,7 +618,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
    * provenance of the tables and scalars the other kinds fit leaves them out */
   bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH ||
                     kind_id == PN_CAL_KIND_GEMM_ACCUM || kind_id == PN_CAL_KIND_TORCH_MEM ||
-                    kind_id == PN_CAL_KIND_UNFUSED_ATTN;
+                    kind_id == PN_CAL_KIND_UNFUSED_ATTN || kind_id == PN_CAL_KIND_P2P_SM;
   if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
@@ -940,6 +956,15 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
     cJSON_AddItemToObject(cal, "attn_bf16", attn_table_json(&p->attn_bf16, s));
   }
   add_unfused_entries(cal, p, f, old);
+  if (f->ub_push_points > 0) {
+    const PnCalOrigin *o = &f->ub_push_from;
+    g_autofree char *s   = g_strdup_printf(
+          "x CTAs of 1,024 threads pushing to a peer GPU's buffer through NVLink with 16-byte stores while it pushes "
+            "back (microbench mb_p2p_sm push_bidir rows, median over the sizes of each x; y = bytes/ns one way): what a "
+            "userbuffers kernel of num_sm = x moves without NVLink multicast (UB_SKIPMC=1); %s (%s, %s)",
+          o->files, o->gpu, o->date[0] ? o->date : "date not recorded");
+    cJSON_AddItemToObject(cal, "ub_push_bytes_per_ns", curve_json(&p->ub_push_bytes_per_ns, s));
+  }
   /* keep a previous calibration's entries this fit did not replace */
   if (cJSON_IsObject(old)) {
     cJSON *e;

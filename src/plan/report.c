@@ -19,7 +19,6 @@ static const char *const not_simulated[] = {
     "Python a published figure; without check_for_nan_in_loss_and_grad's syncs or a DGX host's speed",
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
-    "userbuffers kernels without NVLink multicast (UB_SKIPMC=1) at their own rate: priced at num_sm NCCL channels",
     "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "
     "predicted slightly too fast); a copy engine's share of HBM beside kernels",
     "failures, restarts and checkpoints: --goodput stands for them",

@@ -22,8 +22,9 @@
  * its shard once and the switch replicates it, the reduce-scatter reduces in the switch; off only
  * with UB_SKIPMC=1, userbuffers-host.cpp), so even the 2 blocks of the 405B preset's bulk slots
  * move at the GPU's NVLink rate (a published figure: multicast is off on the machines we measure
- * on); with UB_SKIPMC=1 each block pushes through NVLink IPC, priced as an NCCL channel's
- * measured per-CTA rate. */
+ * on); with UB_SKIPMC=1 its blocks push through NVLink IPC with plain stores, at the rate
+ * measured for that many CTAs (the profile's ub_push_bytes_per_ns, mb_p2p_sm; an NCCL channel's
+ * per-CTA rate where the profile has none). */
 static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask *t)
 {
   const PnHwProfile *hw = b->sc->hw;
@@ -32,9 +33,10 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
   t->sms                = (int16_t)sms;
   t->latency_ns         = steps * hw->nccl_nvlink_hop_ns;
   t->nvlink_bytes       = bytes;
-  double per_blocks =
-      b->sc->env.ub_skipmc ? fmin(sms * hw->nccl_cta_bytes_per_ns, hw->nvlink_bytes_per_ns) : hw->nvlink_bytes_per_ns;
-  t->max_bytes_per_ns = sms > 0 ? per_blocks : hw->nvlink_ce_bytes_per_ns;
+  double push           = hw->ub_push_bytes_per_ns.n > 0 ? pn_curve_eval(&hw->ub_push_bytes_per_ns, sms, 0.0)
+                                                         : sms * hw->nccl_cta_bytes_per_ns;
+  double per_blocks     = b->sc->env.ub_skipmc ? fmin(push, hw->nvlink_bytes_per_ns) : hw->nvlink_bytes_per_ns;
+  t->max_bytes_per_ns   = sms > 0 ? per_blocks : hw->nvlink_ce_bytes_per_ns;
 }
 
 /* A side-stream collective `t` and its GEMM `gt`. Issued first, the collective runs beside the

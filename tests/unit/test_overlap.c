@@ -1531,18 +1531,33 @@ START_TEST(test_bulk_exposes_excess)
 }
 END_TEST
 
+/* `text` with its first `what` replaced by `with` (g_free). */
+static char *pn_test_replace(const char *text, const char *what, const char *with)
+{
+  const char *at = strstr(text, what);
+  ck_assert_ptr_nonnull(at);
+  return g_strdup_printf("%.*s%s%s", (int)(at - text), text, with, at + strlen(what));
+}
+
 /* A userbuffers kernel's rate (tp_slots.c, ub_task): through NVLink multicast (TE's default on
  * an NVSwitch system) its blocks move at the NVLink rate whatever their number; with UB_SKIPMC=1
  * each block pushes at one NCCL channel's rate. The qkv_dgrad slot of test_bulk_exposes_excess
  * (TE default bulk, 16 SMs): its all-gather moves 8,388,608 B; NVLink 20 B/ns, a channel
  * 0.5 B/ns. Multicast: 8388608 / 20 = 419430.4 -> 419431 ns; UB_SKIPMC=1: 16 x 0.5 = 8 B/ns,
- * 8388608 / 8 = 1048576 ns. */
+ * 8388608 / 8 = 1048576 ns; UB_SKIPMC=1 with a measured push curve (ub_push_bytes_per_ns, linear
+ * from 0.25 B/ns at 1 CTA to 8 at 32): 4 B/ns at 16, 8388608 / 4 = 2097152 ns. */
 START_TEST(test_ub_multicast)
 {
-  g_autofree char *hw            = round_profile("round-ub-mc", 20, 0.5, true);
-  static const char *const env[] = {"", ", \"UB_SKIPMC\": 1"};
-  static const int64_t ns[]      = {419431, 1048576};
-  for (int i = 0; i < 2; i++) {
+  g_autofree char *hw   = round_profile("round-ub-mc", 20, 0.5, true);
+  g_autofree char *text = NULL;
+  ck_assert(g_file_get_contents(hw, &text, NULL, NULL));
+  g_autofree char *curve         = pn_test_replace(text, "\"calibration\": {",
+                                                   "\"calibration\": {\"ub_push_bytes_per_ns\": {\"x\": [1, 32], \"y\": "
+                                                           "[0.25, 8], \"log_x\": false, \"source\": \"test\"},\n ");
+  g_autofree char *hw_push       = write_tmp("round-ub-push.json", curve);
+  static const char *const env[] = {"", ", \"UB_SKIPMC\": 1", ", \"UB_SKIPMC\": 1"};
+  static const int64_t ns[]      = {419431, 1048576, 2097152};
+  for (int i = 0; i < 3; i++) {
     g_autofree char *json =
         g_strdup_printf("{\"schema_version\": 1,\n"
                         " \"model\": {\"num_layers\": 1, \"hidden_size\": 2048, \"ffn_hidden_size\": 8192, "
@@ -1555,7 +1570,7 @@ START_TEST(test_ub_multicast)
                         " \"comm_overlap\": {\"tp_comm_overlap\": true}}",
                         env[i]);
     Run r;
-    run_graph(&r, json, hw);
+    run_graph(&r, json, i == 2 ? hw_push : hw);
     ck_assert_int_eq(r.plan.ub[PN_UB_QKV_DGRAD].method, PN_UB_BULK);
     g_autoptr(GArray) ag = tasks_of(&r, "qkv_dgrad_ag", PN_PHASE_BWD);
     ck_assert_uint_eq(ag->len, 1);
