@@ -159,10 +159,10 @@ static int fit_bmm(const PnCalData *d, PnGemmTable *t)
 }
 
 /* CTAs pushing to a peer through NVLink with plain stores, both GPUs at once (mb_p2p_sm
- * push_bidir, the way a userbuffers kernel moves data without multicast): x = each CTA count
- * measured, y = the median over its sizes of bytes per ns (one direction). Returns the points
- * (0: no rows, the curve kept). */
-static int fit_ub_push(const PnCalData *d, PnCurve *c)
+ * push_bidir, the way a userbuffers all-gather moves data without multicast), or loading from it
+ * (`pull`, pull_1to0: its reduce-scatter): x = each CTA count measured, y = the median over its
+ * sizes of bytes per ns (one direction). Returns the points (0: no rows, the curve kept). */
+static int fit_ub_push(const PnCalData *d, bool pull, PnCurve *c)
 {
   g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
@@ -172,7 +172,7 @@ static int fit_ub_push(const PnCalData *d, PnCurve *c)
     int next = 0;
     for (guint i = 0; i < d->p2p->len; i++) {
       const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
-      if (r->blocks > done && (next == 0 || r->blocks < next))
+      if (r->pull == pull && r->blocks > done && (next == 0 || r->blocks < next))
         next = r->blocks;
     }
     if (next == 0)
@@ -180,7 +180,7 @@ static int fit_ub_push(const PnCalData *d, PnCurve *c)
     g_array_set_size(v, 0);
     for (guint i = 0; i < d->p2p->len; i++) {
       const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
-      if (r->blocks == next) {
+      if (r->pull == pull && r->blocks == next) {
         double y = r->bytes / r->ns;
         g_array_append_val(v, y);
       }
@@ -527,7 +527,8 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   f->torch_mem_from = d->origin[PN_CAL_KIND_TORCH_MEM];
   f->unfused_from   = d->origin[PN_CAL_KIND_UNFUSED_ATTN];
   f->bmm_points     = fit_bmm(d, &p->bmm_bf16);
-  f->ub_push_points = fit_ub_push(d, &p->ub_push_bytes_per_ns);
+  f->ub_push_points = fit_ub_push(d, false, &p->ub_push_bytes_per_ns);
+  f->ub_pull_points = fit_ub_push(d, true, &p->ub_pull_bytes_per_ns);
   f->ub_push_from   = d->origin[PN_CAL_KIND_P2P_SM];
   /* per shape: the median of each (shape, variant, SMs held) */
   {

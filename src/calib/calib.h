@@ -169,6 +169,7 @@ typedef struct {
 
 typedef struct {
   int blocks; /* CTAs */
+  bool pull;  /* loading from the peer (pull_1to0), else pushing both ways (push_bidir) */
   double bytes;
   double ns;
 } PnCalP2p;
@@ -301,6 +302,7 @@ typedef struct {
   PnCalOrigin hbm_share_from;       /* where the hbm_share rows (the spinner's bandwidth) were measured */
   PnCalOrigin hbm_contention_from;  /* where the gemm_contention rows (spinner_mem) were measured */
   int ub_push_points;               /* points of ub_push_bytes_per_ns fitted (0: kept as it was) */
+  int ub_pull_points;               /* and of ub_pull_bytes_per_ns */
   PnCalOrigin ub_push_from;         /* where the p2p_sm rows were measured */
   PnCalHostFitted host;
 } PnCalFitted;

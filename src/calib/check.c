@@ -162,13 +162,15 @@ static void check_torch_kernels(const PnCalData *d, const PnHwProfile *p, PnCalC
   }
 }
 
-/* A userbuffers kernel's blocks without multicast: the bytes of each push_bidir row at the
- * profile's rate for its CTA count, against the time measured. */
+/* A userbuffers kernel's blocks without multicast: the bytes of each push_bidir / pull_1to0 row at
+ * the profile's rate for its CTA count, against the time measured. */
 static void check_ub_push(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
-  for (guint i = 0; i < d->p2p->len && p->ub_push_bytes_per_ns.n > 0; i++) {
+  for (guint i = 0; i < d->p2p->len; i++) {
     const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
-    pn__calib_push_err(out->ub_push, r->bytes / pn_curve_eval(&p->ub_push_bytes_per_ns, r->blocks, 1.0), r->ns);
+    const PnCurve *c  = r->pull ? &p->ub_pull_bytes_per_ns : &p->ub_push_bytes_per_ns;
+    if (c->n > 0)
+      pn__calib_push_err(out->ub_push, r->bytes / pn_curve_eval(c, r->blocks, 1.0), r->ns);
   }
 }
 

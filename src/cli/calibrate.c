@@ -57,7 +57,7 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c->memory_other, tol);
   check_line(out, "batched GEMMs (torch.bmm)", c->bmm_rows, tol);
   check_line(out, "PyTorch kernels, vs copy", c->torch_kernels, tol);
-  check_line(out, "userbuffers push, no multicast", c->ub_push, tol);
+  check_line(out, "userbuffers push / pull, no multicast", c->ub_push, tol);
   check_line(out, "collectives, non-monotone outliers", c->coll_outliers, tol);
   GArray *beside[]    = {c->nccl_overlap, c->nccl_overlap_margin};
   const char *names[] = {"GEMM rate beside NCCL, SMs held", "GEMM rate beside NCCL, SM margin"};

@@ -21,11 +21,12 @@
 
 static void for_each_curve(PnHwProfile *p, void (*fn)(PnCurve *c))
 {
-  PnCurve *curves[] = {
-      &p->gemm_sm_scaling,    &p->mem_sm_scaling,     &p->coll_size_efficiency, &p->gemm_sm_limit_scaling,
-      &p->coll_efficiency[0], &p->coll_efficiency[1], &p->coll_efficiency[2],   &p->coll_efficiency[3],
-      &p->coll_efficiency[4], &p->mem_bandwidth[0],   &p->mem_bandwidth[1],     &p->mem_bandwidth[2],
-      &p->mem_bandwidth[3],   &p->mem_bandwidth[4],   &p->hbm_share.pressure,   &p->ub_push_bytes_per_ns};
+  PnCurve *curves[] = {&p->gemm_sm_scaling,       &p->mem_sm_scaling,      &p->coll_size_efficiency,
+                       &p->gemm_sm_limit_scaling, &p->coll_efficiency[0],  &p->coll_efficiency[1],
+                       &p->coll_efficiency[2],    &p->coll_efficiency[3],  &p->coll_efficiency[4],
+                       &p->mem_bandwidth[0],      &p->mem_bandwidth[1],    &p->mem_bandwidth[2],
+                       &p->mem_bandwidth[3],      &p->mem_bandwidth[4],    &p->hbm_share.pressure,
+                       &p->ub_push_bytes_per_ns,  &p->ub_pull_bytes_per_ns};
   for (size_t i = 0; i < G_N_ELEMENTS(curves); i++)
     fn(curves[i]);
   for (int k = 0; k < PN_TK_N; k++)

@@ -182,7 +182,9 @@ typedef struct PnHwProfile {
   PnCurve mem_sm_scaling;                         /* same, for memory-bound kernels */
   PnCurve ub_push_bytes_per_ns;                   /* x = CTAs, y = bytes/ns they push to a peer through NVLink with
                                                      plain stores, both GPUs at once (mb_p2p_sm push_bidir): a
-                                                     userbuffers kernel without multicast (UB_SKIPMC=1) */
+                                                     userbuffers all-gather without multicast (UB_SKIPMC=1) */
+  PnCurve ub_pull_bytes_per_ns;                   /* the same CTAs loading from the peer's buffer (pull_1to0): a
+                                                     userbuffers reduce-scatter without multicast */
   PnCurve coll_size_efficiency;                   /* x = bytes per rank moved, y = fraction of the link ceiling */
   PnCurve gemm_sm_limit_scaling;                  /* x = SMs a GEMM is restricted to (TE set_sm_margin: cuBLASLt
                                                      SM_COUNT_TARGET) while the others run a comm kernel, y = throughput /

@@ -321,17 +321,20 @@ static gboolean read_copy_engine_row(const PnIoCtx *ctx, const cJSON *row, gsize
   return TRUE;
 }
 
-/* mb_p2p_sm.cu: the push_bidir rows (both GPUs push to each other, as a userbuffers kernel's
- * CTAs do without multicast); the one-way, pull and local rows are information. */
+/* mb_p2p_sm.cu: the push_bidir rows (both GPUs push to each other, as a userbuffers all-gather's
+ * CTAs do without multicast) and the pull_1to0 rows (loads from the peer, its reduce-scatter's);
+ * the one-way push and local rows are information. */
 static gboolean read_p2p_sm_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
 {
-  if (strcmp(row_str(row, "mode"), "push_bidir") != 0)
+  const char *mode = row_str(row, "mode");
+  bool pull        = strcmp(mode, "pull_1to0") == 0;
+  if (!pull && strcmp(mode, "push_bidir") != 0)
     return TRUE;
   double blocks, bytes, ns;
   INT("blocks", blocks, 1);
   NUM("bytes", bytes);
   DUR("median_ns", ns);
-  PnCalP2p r = {(int)blocks, bytes, ns};
+  PnCalP2p r = {(int)blocks, pull, bytes, ns};
   if (ns > 0 && bytes > 0)
     g_array_append_val(d->p2p, r);
   return TRUE;
@@ -956,14 +959,19 @@ static cJSON *calibration_json(const PnHwProfile *p, const PnCalFitted *f, const
     cJSON_AddItemToObject(cal, "attn_bf16", attn_table_json(&p->attn_bf16, s));
   }
   add_unfused_entries(cal, p, f, old);
-  if (f->ub_push_points > 0) {
+  for (int pull = 0; pull < 2; pull++) {
+    if ((pull ? f->ub_pull_points : f->ub_push_points) == 0)
+      continue;
     const PnCalOrigin *o = &f->ub_push_from;
     g_autofree char *s   = g_strdup_printf(
-          "x CTAs of 1,024 threads pushing to a peer GPU's buffer through NVLink with 16-byte stores while it pushes "
-            "back (microbench mb_p2p_sm push_bidir rows, median over the sizes of each x; y = bytes/ns one way): what a "
-            "userbuffers kernel of num_sm = x moves without NVLink multicast (UB_SKIPMC=1); %s (%s, %s)",
-          o->files, o->gpu, o->date[0] ? o->date : "date not recorded");
-    cJSON_AddItemToObject(cal, "ub_push_bytes_per_ns", curve_json(&p->ub_push_bytes_per_ns, s));
+          "x CTAs of 1,024 threads %s through NVLink with 16-byte accesses (microbench mb_p2p_sm %s rows, median over "
+            "the sizes of each x; y = bytes/ns one way): what a userbuffers %s kernel of num_sm = x moves without NVLink "
+            "multicast (UB_SKIPMC=1); %s (%s, %s)",
+        pull ? "loading from a peer GPU's buffer" : "pushing to a peer GPU's buffer while it pushes back",
+        pull ? "pull_1to0" : "push_bidir", pull ? "reduce-scatter" : "all-gather", o->files, o->gpu,
+        o->date[0] ? o->date : "date not recorded");
+    cJSON_AddItemToObject(cal, pull ? "ub_pull_bytes_per_ns" : "ub_push_bytes_per_ns",
+                          curve_json(pull ? &p->ub_pull_bytes_per_ns : &p->ub_push_bytes_per_ns, s));
   }
   /* keep a previous calibration's entries this fit did not replace */
   if (cJSON_IsObject(old)) {

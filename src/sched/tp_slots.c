@@ -22,10 +22,11 @@
  * its shard once and the switch replicates it, the reduce-scatter reduces in the switch; off only
  * with UB_SKIPMC=1, userbuffers-host.cpp), so even the 2 blocks of the 405B preset's bulk slots
  * move at the GPU's NVLink rate (a published figure: multicast is off on the machines we measure
- * on); with UB_SKIPMC=1 its blocks push through NVLink IPC with plain stores, at the rate
- * measured for that many CTAs (the profile's ub_push_bytes_per_ns, mb_p2p_sm; an NCCL channel's
- * per-CTA rate where the profile has none). */
-static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask *t)
+ * on); with UB_SKIPMC=1 its blocks move the data through NVLink IPC with plain accesses, at the
+ * rate measured for that many CTAs (mb_p2p_sm: an all-gather's push, ub_push_bytes_per_ns; a
+ * reduce-scatter's loads from its peers (`reduce`), ub_pull_bytes_per_ns; an NCCL channel's
+ * per-CTA rate where the profile has neither). */
+static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, bool reduce, PnTask *t)
 {
   const PnHwProfile *hw = b->sc->hw;
   t->kind               = PN_TASK_COMM;
@@ -33,8 +34,8 @@ static void ub_task(const PnBuilder *b, double bytes, int sms, int steps, PnTask
   t->sms                = (int16_t)sms;
   t->latency_ns         = steps * hw->nccl_nvlink_hop_ns;
   t->nvlink_bytes       = bytes;
-  double push           = hw->ub_push_bytes_per_ns.n > 0 ? pn_curve_eval(&hw->ub_push_bytes_per_ns, sms, 0.0)
-                                                         : sms * hw->nccl_cta_bytes_per_ns;
+  const PnCurve *c      = reduce ? &hw->ub_pull_bytes_per_ns : &hw->ub_push_bytes_per_ns;
+  double push           = c->n > 0 ? pn_curve_eval(c, sms, 0.0) : sms * hw->nccl_cta_bytes_per_ns;
   double per_blocks     = b->sc->env.ub_skipmc ? fmin(push, hw->nvlink_bytes_per_ns) : hw->nvlink_bytes_per_ns;
   t->max_bytes_per_ns   = sms > 0 ? per_blocks : hw->nvlink_ce_bytes_per_ns;
 }
@@ -100,7 +101,7 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
   case PN_UB_BULK: {
     /* One comm kernel beside one GEMM; the stream after them waits for both. */
     pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-    ub_task(b, S * (n - 1.0) / n, cfg->num_sm, (int)(n - 1), &t);
+    ub_task(b, S * (n - 1.0) / n, cfg->num_sm, (int)(n - 1), comm->coll == PN_COLL_REDUCE_SCATTER, &t);
     PnTask gt;
     pn__price_op(b, gemm, &gt);
     gt.sms = (int16_t)sm_limit;
@@ -118,13 +119,13 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     pn__tpl_add(tpl, &gt, -1, -1, false, false);
     if (splits > 1) {
       pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-      ub_task(b, S / splits * (splits - 1) * (n - 1.0) / n, cfg->num_sm, (splits - 1) * (int)(n - 1), &t);
+      ub_task(b, S / splits * (splits - 1) * (n - 1.0) / n, cfg->num_sm, (splits - 1) * (int)(n - 1), true, &t);
       pn__tpl_add(tpl, &t, -1, -1, true, false);
       gemm_chunks(b, gemm, splits, splits - 1, sm_limit, &gt);
       pn__tpl_add(tpl, &gt, -1, -1, false, false);
     }
     pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-    ub_task(b, S / splits * (n - 1.0) / n, PN_UB_MAX_SM, (int)(n - 1), &t);
+    ub_task(b, S / splits * (n - 1.0) / n, PN_UB_MAX_SM, (int)(n - 1), true, &t);
     pn__tpl_add(tpl, &t, -1, -1, true, true);
     break;
   }
@@ -141,7 +142,7 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
     }
     /* The steps' copy-engine transfers as one (steps - 1 latencies, all their bytes). */
     pn__task_init(&t, PN_TASK_COMM, PN_STREAM_TP_COMM, comm->name, comm->phase);
-    ub_task(b, S / steps * (steps - 1), 0, steps - 1, &t);
+    ub_task(b, S / steps * (steps - 1), 0, steps - 1, false, &t);
     int16_t last = -1;
     if (comm_first) {
       /* AG: step 0 multiplies the local chunk; each later step waits for the chunk received by
