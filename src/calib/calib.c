@@ -158,47 +158,53 @@ static int fit_bmm(const PnCalData *d, PnGemmTable *t)
   return t->n;
 }
 
+/* A sample of a curve fitted by median_curve. */
+typedef struct {
+  double x, y;
+} XY;
+
+static gint cmp_xy(gconstpointer a, gconstpointer b)
+{
+  double d = ((const XY *)a)->x - ((const XY *)b)->x;
+  return d < 0 ? -1 : d > 0 ? 1 : 0;
+}
+
+/* A curve from (x, y) samples: x = each distinct x (ascending), y = the median of its samples.
+ * Returns the points written (0: no samples, the curve is kept). */
+static int median_curve(GArray *samples, PnCurve *c, bool log_x)
+{
+  g_array_sort(samples, cmp_xy);
+  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) v  = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < samples->len;) {
+    double x = g_array_index(samples, XY, i).x;
+    g_array_set_size(v, 0);
+    for (; i < samples->len && g_array_index(samples, XY, i).x == x; i++)
+      g_array_append_val(v, g_array_index(samples, XY, i).y);
+    double y = pn_calib_median(v);
+    g_array_append_val(xs, x);
+    g_array_append_val(ys, y);
+  }
+  if (xs->len == 0)
+    return 0;
+  curve_set(c, xs, ys, log_x);
+  return (int)xs->len;
+}
+
 /* CTAs pushing to a peer through NVLink with plain stores, both GPUs at once (mb_p2p_sm
  * push_bidir, the way a userbuffers all-gather moves data without multicast), or loading from it
  * (`pull`, pull_1to0: its reduce-scatter): x = each CTA count measured, y = the median over its
  * sizes of bytes per ns (one direction). Returns the points (0: no rows, the curve kept). */
 static int fit_ub_push(const PnCalData *d, bool pull, PnCurve *c)
 {
-  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) v  = g_array_new(FALSE, FALSE, sizeof(double));
-  int done             = 0; /* CTA counts up to here are in the curve */
-  for (;;) {
-    int next = 0;
-    for (guint i = 0; i < d->p2p->len; i++) {
-      const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
-      if (r->pull == pull && r->blocks > done && (next == 0 || r->blocks < next))
-        next = r->blocks;
-    }
-    if (next == 0)
-      break;
-    g_array_set_size(v, 0);
-    for (guint i = 0; i < d->p2p->len; i++) {
-      const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
-      if (r->pull == pull && r->blocks == next) {
-        double y = r->bytes / r->ns;
-        g_array_append_val(v, y);
-      }
-    }
-    double x = (double)next, y = pn_calib_median(v);
-    g_array_append_val(xs, x);
-    g_array_append_val(ys, y);
-    done = next;
+  g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(XY));
+  for (guint i = 0; i < d->p2p->len; i++) {
+    const PnCalP2p *r = &g_array_index(d->p2p, PnCalP2p, i);
+    if (r->pull == pull)
+      g_array_append_val(samples, ((XY){(double)r->blocks, r->bytes / r->ns}));
   }
-  if (xs->len == 0)
-    return 0;
-  g_free(c->x);
-  g_free(c->y);
-  c->n     = (int)xs->len;
-  c->x     = (double *)g_array_free(g_steal_pointer(&xs), FALSE);
-  c->y     = (double *)g_array_free(g_steal_pointer(&ys), FALSE);
-  c->log_x = true;
-  return c->n;
+  return median_curve(samples, c, true);
 }
 
 /* One kernel's ratio to a copy: x = each sequence length measured (ascending), y = the median
@@ -208,36 +214,13 @@ static int fit_ub_push(const PnCalData *d, bool pull, PnCurve *c)
  * kernel). Returns the points written (0: no rows, the curve is kept). */
 static int fit_torch_kernel(const PnCalData *d, PnTorchKernel kernel, const PnHwProfile *p, PnCurve *c)
 {
-  g_autoptr(GArray) xs = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) ys = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) v  = g_array_new(FALSE, FALSE, sizeof(double));
-  int64_t done         = 0; /* sequence lengths up to here are in the curve */
-  for (;;) {
-    int64_t next = 0;
-    for (guint i = 0; i < d->torch_kernels->len; i++) {
-      const PnCalTorchKernel *r = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
-      if (r->kernel == kernel && r->seq > done && (next == 0 || r->seq < next))
-        next = r->seq;
-    }
-    if (next == 0)
-      break;
-    g_array_set_size(v, 0);
-    for (guint i = 0; i < d->torch_kernels->len; i++) {
-      const PnCalTorchKernel *r = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
-      if (r->kernel == kernel && r->seq == next && r->ns > 0.0) {
-        double y = pn_cost_memory_class_ns(p, r->bytes, PN_MEM_COPY) / r->ns;
-        g_array_append_val(v, y);
-      }
-    }
-    double x = (double)next, y = pn_calib_median(v);
-    g_array_append_val(xs, x);
-    g_array_append_val(ys, y);
-    done = next;
+  g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(XY));
+  for (guint i = 0; i < d->torch_kernels->len; i++) {
+    const PnCalTorchKernel *r = &g_array_index(d->torch_kernels, PnCalTorchKernel, i);
+    if (r->kernel == kernel && r->ns > 0.0)
+      g_array_append_val(samples, ((XY){(double)r->seq, pn_cost_memory_class_ns(p, r->bytes, PN_MEM_COPY) / r->ns}));
   }
-  if (xs->len == 0)
-    return 0;
-  curve_set(c, xs, ys, true);
-  return (int)xs->len;
+  return median_curve(samples, c, true);
 }
 
 /* x = SMs usable (ascending), y = 1 / median slowdown at that many SMs held. */
