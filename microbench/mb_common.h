@@ -92,6 +92,24 @@ inline double now_s()
   return std::chrono::duration<double>(clk::now().time_since_epoch()).count();
 }
 
+// Waits (up to 5 s, then exits 5) until the `k` CTAs of a kernel that holds its SMs have written
+// their flag in the host-mapped `started` array; `who` names the kernel in the message.
+inline void wait_started(const int *started, int k, const char *who)
+{
+  const double t0 = now_s();
+  for (;;) {
+    int n = 0;
+    for (int i = 0; i < k; ++i)
+      n += reinterpret_cast<const volatile int *>(started)[i];
+    if (n == k)
+      return;
+    if (now_s() - t0 > 5.0) {
+      std::fprintf(stderr, "%s: only %d of %d CTAs started\n", who, n, k);
+      std::exit(5);
+    }
+  }
+}
+
 inline double median(std::vector<double> x)
 {
   if (x.empty())

@@ -52,75 +52,10 @@
 #include <functional>
 #include <memory>
 
+#include "mb_copy_spinner.h"
 #include "mb_nccl.h"
 
 namespace {
-
-constexpr int kSpinThreads  = 1024;
-constexpr size_t kPassBytes = 8ull << 20;       // per CTA per pass, each direction
-constexpr double kPassMoved = 2.0 * kPassBytes; // read + written per pass
-constexpr int kLogCap       = 4096;             // pass marks per CTA
-
-struct PassMark {
-  unsigned long long t_ns; // %globaltimer at the top of the pass
-  int phase;               // the phase word read just before
-  int pad;
-};
-
-__device__ __forceinline__ unsigned long long gtimer()
-{
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
-
-// mb_hbm_share's copy_spinner (ctrl[0]: stop, ctrl[1]: phase; chunks: 8 MiB chunks per slice).
-__global__ void __launch_bounds__(kSpinThreads, 1)
-    copy_spinner(volatile int *ctrl, volatile int *started, const float4 *src, float4 *dst, int chunks, int mem,
-                 PassMark *log, int *count)
-{
-  extern __shared__ float4 smem[];
-  __shared__ int done;
-  if (threadIdx.x == 0) {
-    started[blockIdx.x] = 1;
-    __threadfence_system();
-  }
-  const size_t per_cta = kPassBytes / sizeof(float4);
-  const float4 *s0     = src + blockIdx.x * per_cta * chunks;
-  float4 *d0           = dst + blockIdx.x * per_cta * chunks;
-  const float4 *s      = s0;
-  float4 *d            = d0;
-  PassMark *lg         = log + static_cast<size_t>(blockIdx.x) * kLogCap;
-  int n = 0, c = 0;
-  for (;;) {
-    if (threadIdx.x == 0) {
-      done           = ctrl[0];
-      const int ph   = ctrl[1];
-      const auto now = gtimer();
-      if ((mem || n == 0) && n < kLogCap) // the idle spinner logs its start only
-        lg[n] = PassMark{now, ph, 0};
-      ++n;
-    }
-    __syncthreads();
-    if (done)
-      break;
-    if (mem) {
-      for (size_t i = threadIdx.x; i < per_cta; i += blockDim.x)
-        d[i] = s[i];
-      if (++c == chunks)
-        c = 0;
-      s = s0 + c * per_cta;
-      d = d0 + c * per_cta;
-    } else {
-      __nanosleep(500);
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0)
-    count[blockIdx.x] = n;
-  if (threadIdx.x == 0 && smem[0].x == 1234.5f)
-    d[0] = smem[0]; // keep smem allocated
-}
 
 // The SM probe: the spinner's footprint (one CTA per SM); each CTA logs its start and holds its
 // SM for hold_ns.
@@ -128,12 +63,12 @@ __global__ void __launch_bounds__(kSpinThreads, 1) sm_probe(unsigned long long *
 {
   extern __shared__ float4 smem[];
   if (threadIdx.x == 0) {
-    const unsigned long long t0 = gtimer();
+    const unsigned long long t0 = global_ns();
     unsigned id;
     asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
     t[blockIdx.x]    = t0;
     smid[blockIdx.x] = static_cast<int>(id);
-    while (gtimer() - t0 < hold_ns)
+    while (global_ns() - t0 < hold_ns)
       __nanosleep(1000);
     if (smem[0].x == 1234.5f)
       t[0] = 0; // keep smem allocated
@@ -218,24 +153,10 @@ struct CopyKernel {
     k      = kk;
     chunks = chunks_for(kk);
     std::memset(started_h, 0, sizeof(int) * nsm);
-    copy_spinner<<<k, kSpinThreads, smem, st>>>(c.d, started_d, src, dst, chunks, mem ? 1 : 0, log_d, count_d);
+    copy_spinner<<<k, kSpinThreads, smem, st>>>(c.d, started_d, src, dst, chunks, mem ? 1 : 0, 1, log_d, count_d);
     MB_CK_LAUNCH();
   }
-  void wait_started() const
-  {
-    const double t0 = mb::now_s();
-    for (;;) {
-      int n = 0;
-      for (int i = 0; i < k; ++i)
-        n += reinterpret_cast<volatile int *>(started_h)[i];
-      if (n == k)
-        return;
-      if (mb::now_s() - t0 > 5.0) {
-        std::fprintf(stderr, "copy kernel: only %d of %d CTAs started\n", n, k);
-        std::exit(5);
-      }
-    }
-  }
+  void wait_started() const { mb::wait_started(started_h, k, "copy kernel"); }
   // True when every CTA started before the window opened (its first mark read phase 0).
   bool started_before_window()
   {

@@ -99,18 +99,7 @@ struct Spinner {
     MB_CK(cudaMemsetAsync(stop_d, 0, sizeof(int), st));
     spinner_kernel<<<k, kSpinThreads, smem, st>>>(stop_d, started_d, src, dst, mem ? 1 : 0);
     MB_CK_LAUNCH();
-    const double t0 = mb::now_s();
-    for (;;) {
-      int n = 0;
-      for (int i = 0; i < k; ++i)
-        n += reinterpret_cast<volatile int *>(started_h)[i];
-      if (n == k)
-        return;
-      if (mb::now_s() - t0 > 5.0) {
-        std::fprintf(stderr, "spinner: only %d of %d CTAs started\n", n, k);
-        std::exit(5);
-      }
-    }
+    mb::wait_started(started_h, k, "spinner");
   }
   void stop(int k)
   {

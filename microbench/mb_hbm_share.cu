@@ -47,78 +47,12 @@
 // clock drift hits them alike; figures are medians over reps (GEMM times: over every run of
 // every batch). A copy kernel beside work that does not finish within `--watchdog-s` (5) is
 // stopped, and the row says so in `status`.
+#include "mb_copy_spinner.h"
 #include "mb_lt.h"
 
 #include <functional>
 
 namespace {
-
-constexpr int kSpinThreads  = 1024;
-constexpr size_t kPassBytes = 8ull << 20;       // per CTA per pass, each direction (spinner_mem's 8 MiB)
-constexpr double kPassMoved = 2.0 * kPassBytes; // read + written per pass
-constexpr int kLogCap       = 4096;             // pass marks per CTA
-
-struct PassMark {
-  unsigned long long t_ns; // %globaltimer at the top of the pass
-  int phase;               // the phase word read just before
-  int pad;
-};
-
-__device__ __forceinline__ unsigned long long global_ns()
-{
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
-  return t;
-}
-
-// mb_gemm_contention's spinner_kernel with the pass log and the chunk rotation added.
-// ctrl[0]: stop, ctrl[1]: phase. chunks: 8 MiB chunks in this CTA's slice.
-__global__ void __launch_bounds__(kSpinThreads, 1)
-    copy_spinner(volatile int *ctrl, volatile int *started, const float4 *src, float4 *dst, int chunks, int mem,
-                 PassMark *log, int *count)
-{
-  extern __shared__ float4 smem[];
-  __shared__ int done;
-  if (threadIdx.x == 0) {
-    started[blockIdx.x] = 1;
-    __threadfence_system();
-  }
-  const size_t per_cta = kPassBytes / sizeof(float4);
-  const float4 *s0     = src + blockIdx.x * per_cta * chunks;
-  float4 *d0           = dst + blockIdx.x * per_cta * chunks;
-  const float4 *s      = s0;
-  float4 *d            = d0;
-  PassMark *lg         = log + static_cast<size_t>(blockIdx.x) * kLogCap;
-  int n = 0, c = 0;
-  for (;;) {
-    if (threadIdx.x == 0) {
-      done           = ctrl[0];
-      const int ph   = ctrl[1];
-      const auto now = global_ns();
-      if (mem && n < kLogCap)
-        lg[n] = PassMark{now, ph, 0};
-      ++n;
-    }
-    __syncthreads();
-    if (done)
-      break;
-    if (mem) {
-      for (size_t i = threadIdx.x; i < per_cta; i += blockDim.x)
-        d[i] = s[i];
-      if (++c == chunks)
-        c = 0;
-      s = s0 + c * per_cta;
-      d = d0 + c * per_cta;
-    } else {
-      __nanosleep(500);
-    }
-    __syncthreads();
-  }
-  if (threadIdx.x == 0)
-    count[blockIdx.x] = n;
-  if (threadIdx.x == 0 && smem[0].x == 1234.5f)
-    d[0] = smem[0]; // keep smem allocated
-}
 
 __global__ void count_mismatch(const uint4 *a, const uint4 *b, size_t n, unsigned long long *bad)
 {
@@ -209,24 +143,10 @@ struct CopyKernel {
       std::exit(5);
     }
     std::memset(started_h, 0, sizeof(int) * nsm);
-    copy_spinner<<<k, kSpinThreads, smem, st>>>(c.d, started_d, src, dst, chunks, mem ? 1 : 0, log_d, count_d);
+    copy_spinner<<<k, kSpinThreads, smem, st>>>(c.d, started_d, src, dst, chunks, mem ? 1 : 0, 0, log_d, count_d);
     MB_CK_LAUNCH();
   }
-  void wait_started() const
-  {
-    const double t0 = mb::now_s();
-    for (;;) {
-      int n = 0;
-      for (int i = 0; i < k; ++i)
-        n += reinterpret_cast<volatile int *>(started_h)[i];
-      if (n == k)
-        return;
-      if (mb::now_s() - t0 > 5.0) {
-        std::fprintf(stderr, "copy kernel: only %d of %d CTAs started\n", n, k);
-        std::exit(5);
-      }
-    }
-  }
+  void wait_started() const { mb::wait_started(started_h, k, "copy kernel"); }
   void sync() const { MB_CK(cudaStreamSynchronize(st)); }
   // After the kernel ended: the bandwidth over the passes that lay wholly in phase 1.
   Meas analyze()
