@@ -205,6 +205,16 @@ typedef struct {
   double kernels_per_layer, kernels_fwd_per_layer;
 } PnCalLayer;
 
+/* A row of mb_megatron_host.py (kind "megatron_host"): a stack of Megatron-Core's own local-spec
+ * transformer layers (its Python, its autograd functions, its DDP hooks), host time of the
+ * forward and of the backward per layer, and the CUDA kernels each launches per layer. */
+typedef struct {
+  char variant[16]; /* "gpt", "llama" */
+  char size[16];    /* "tiny", "full" */
+  double host_fwd_ns, host_bwd_ns;
+  double kernels_fwd, kernels_bwd;
+} PnCalMegatronLayer;
+
 /* The kinds of result file microbench/ writes (their "kind"). */
 typedef enum {
   PN_CAL_KIND_GEMM,
@@ -222,6 +232,7 @@ typedef enum {
   PN_CAL_KIND_HBM_SHARE,
   PN_CAL_KIND_COPY_NCCL,
   PN_CAL_KIND_P2P_SM,
+  PN_CAL_KIND_MEGATRON_HOST,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -256,6 +267,7 @@ typedef struct {
   GArray *hbm;           /* of PnCalHbm */
   GArray *copy_nccl;     /* of PnCalCopyNccl */
   GArray *p2p;           /* of PnCalP2p: CTAs pushing to a peer (mb_p2p_sm push_bidir) */
+  GArray *megatron;      /* of PnCalMegatronLayer */
   int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -282,6 +294,8 @@ typedef struct {
   bool floor[PN_FLOOR_N];                   /* kernel_floor_ns, per class */
   double floor_size[PN_FLOOR_N];            /* the row each floor is: GEMM m = n = k, copy bytes */
   PnCalOrigin host_from, launch_from;       /* where the host_torch and launch rows were measured */
+  int local_layer_rows;                     /* megatron_host rows local_layer_*_ns are the median of (0: kept) */
+  PnCalOrigin local_from;                   /* where they were measured */
 } PnCalHostFitted;
 
 /* Which parts of a profile a fit replaced (so the writer can update their sources). */
@@ -362,6 +376,8 @@ typedef struct {
   GArray *memory_other;        /* memory rows of kernels no op behaves like (cudaMemcpy), at hbm_bytes_per_ns */
   GArray *host_layer_fit;      /* the h2048 eager layer's host time: forward kernels x kernel_ns + backward kernels
                                   x kernel_bwd_ns against host_ns (the size the host figures are derived from) */
+  GArray *host_local_layer;    /* each megatron_host row's forward and backward host time per layer: its kernels at
+                                  kernel_ns / kernel_bwd_ns plus local_layer_fwd_ns / local_layer_bwd_ns */
   GArray *host_layer_tiny;     /* the same for the tiny layer, not used by the fit (a cross-check) */
   GArray *floor_copy;          /* a copy issued on a stream: max(memory floor, bytes / copy bandwidth) +
                                   kernel_launch_ns against the gpu_floor stream rows */

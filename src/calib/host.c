@@ -87,6 +87,29 @@ static void fit_kernel(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   f->kernels_bwd        = kt - kf;
 }
 
+/* local_layer_fwd_ns / local_layer_bwd_ns: what a Megatron-Core local layer's host time per
+ * layer (mb_megatron_host.py) has beyond its kernels at kernel_ns / kernel_bwd_ns, the median
+ * over the rows: the Python of Megatron-Core's modules, autograd functions and DDP hooks, which a
+ * bare PyTorch layer does not have. Needs kernel_ns (fit_kernel first). */
+static void fit_local_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  if (d->megatron->len == 0 || !(p->host.kernel_ns > 0.0))
+    return;
+  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->megatron->len; i++) {
+    const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+    double xf                   = l->host_fwd_ns - l->kernels_fwd * p->host.kernel_ns;
+    double xb                   = l->host_bwd_ns - l->kernels_bwd * p->host.kernel_bwd_ns;
+    g_array_append_val(fwd, xf);
+    g_array_append_val(bwd, xb);
+  }
+  p->host.local_layer_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
+  p->host.local_layer_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
+  f->local_layer_rows        = (int)d->megatron->len;
+  f->local_from              = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+}
+
 /* collective_ns: the median async call (all-reduce, all-gather, reduce-scatter: what Megatron
  * issues with async_op=True); p2p_ns: the batched send/recv and its wait. */
 static void fit_collectives(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
@@ -171,6 +194,7 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
 {
   *f = (PnCalHostFitted){0};
   fit_kernel(d, p, f);
+  fit_local_layer(d, p, f);
   fit_collectives(d, p, f);
   fit_graphs(d, p, f);
   fit_floors(d, p, f);
@@ -212,6 +236,13 @@ static void check_layers(const PnCalData *d, const PnHwProfile *p, const char *s
 
 void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out)
 {
+  for (guint i = 0; i < d->megatron->len; i++) {
+    const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+    pn__calib_push_err(out->host_local_layer, l->kernels_fwd * p->host.kernel_ns + p->host.local_layer_fwd_ns,
+                       l->host_fwd_ns);
+    pn__calib_push_err(out->host_local_layer, l->kernels_bwd * p->host.kernel_bwd_ns + p->host.local_layer_bwd_ns,
+                       l->host_bwd_ns);
+  }
   check_layers(d, p, FIT_SIZE, out->host_layer_fit);
   check_layers(d, p, "tiny", out->host_layer_tiny);
   /* a kernel on a stream with the host ahead: its floor or its price, whichever is longer, and

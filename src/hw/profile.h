@@ -116,13 +116,16 @@ typedef enum { PN_FLOOR_GEMM, PN_FLOOR_ATTN, PN_FLOOR_MEM, PN_FLOOR_N } PnFloorC
  * machine, whose CPU and Python speed the profile records (`cpu`, `python_loop_ns`) so that a
  * user can set them beside another host's; the simulator does not read those two. */
 typedef struct {
-  double kernel_ns;       /* one kernel launched by an eager PyTorch op in the forward (dispatch + cudaLaunchKernel) */
-  double kernel_bwd_ns;   /* the same under autograd's backward */
-  double module_ns;       /* Python of one framework module call (a TE module), beyond its kernels' launches */
-  double collective_ns;   /* one torch.distributed NCCL call */
-  double p2p_ns;          /* one batched send/recv (batch_isend_irecv + wait) */
-  double sync_ns;         /* from the end of the GPU work a synchronization waits for to the host going on */
-  double graph_launch_ns; /* one replay of a graph captured whole (CUDAGraph.replay: a forward + backward) */
+  double kernel_ns;     /* one kernel launched by an eager PyTorch op in the forward (dispatch + cudaLaunchKernel) */
+  double kernel_bwd_ns; /* the same under autograd's backward */
+  double module_ns;     /* Python of one framework module call (a TE module), beyond its kernels' launches */
+  double local_layer_fwd_ns; /* Megatron-Core's local transformer layer (--transformer-impl local): its forward's
+                                Python per layer beyond its kernels' launches (mb_megatron_host.py) */
+  double local_layer_bwd_ns; /* the same for its backward (autograd functions, DDP hooks) */
+  double collective_ns;      /* one torch.distributed NCCL call */
+  double p2p_ns;             /* one batched send/recv (batch_isend_irecv + wait) */
+  double sync_ns;            /* from the end of the GPU work a synchronization waits for to the host going on */
+  double graph_launch_ns;    /* one replay of a graph captured whole (CUDAGraph.replay: a forward + backward) */
   double graph_layer_fwd_ns; /* a layer's forward as a per-layer CUDA graph: the replay and its autograd wrapper */
   double graph_layer_bwd_ns; /* the same layer's backward graph */
   double python_loop_ns;     /* information: one iteration of a pure-Python loop on this host (its speed) */

@@ -397,6 +397,22 @@ static gboolean read_layer_row(const PnIoCtx *ctx, const cJSON *row, gsize i, Pn
   return TRUE;
 }
 
+/* mb_megatron_host.py: a stack of Megatron-Core's local layers, host time and kernels per layer. */
+static gboolean read_megatron_host_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  if (strcmp(row_str(row, "test"), "block") != 0)
+    return TRUE;
+  PnCalMegatronLayer l = {0};
+  DUR("host_fwd_ns_per_layer", l.host_fwd_ns);
+  DUR("host_bwd_ns_per_layer", l.host_bwd_ns);
+  NUM("kernels_fwd_per_layer", l.kernels_fwd);
+  NUM("kernels_bwd_per_layer", l.kernels_bwd);
+  g_strlcpy(l.variant, row_str(row, "variant"), sizeof l.variant);
+  g_strlcpy(l.size, row_str(row, "size"), sizeof l.size);
+  g_array_append_val(d->megatron, l);
+  return TRUE;
+}
+
 /* mb_host.py rows: layers apart, each a host time named by its test, name and mode. */
 static gboolean read_host_torch_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
 {
@@ -599,9 +615,10 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
   static const RowReader readers[PN_CAL_KINDS] = {
-      read_gemm_row,        read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
-      read_copy_engine_row, read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row,
-      read_torch_mem_row,   read_unfused_attn_row, read_hbm_share_row, read_copy_nccl_row,  read_p2p_sm_row};
+      read_gemm_row,       read_contention_row,  read_attention_row,    read_memory_row,
+      read_collective_row, read_copy_engine_row, read_nccl_overlap_row, read_launch_row,
+      read_host_torch_row, read_gemm_accum_row,  read_torch_mem_row,    read_unfused_attn_row,
+      read_hbm_share_row,  read_copy_nccl_row,   read_p2p_sm_row,       read_megatron_host_row};
   const char *k  = kind->valuestring;
   int kind_id    = kind_of(k);
   RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
@@ -621,7 +638,8 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
    * provenance of the tables and scalars the other kinds fit leaves them out */
   bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH ||
                     kind_id == PN_CAL_KIND_GEMM_ACCUM || kind_id == PN_CAL_KIND_TORCH_MEM ||
-                    kind_id == PN_CAL_KIND_UNFUSED_ATTN || kind_id == PN_CAL_KIND_P2P_SM;
+                    kind_id == PN_CAL_KIND_UNFUSED_ATTN || kind_id == PN_CAL_KIND_P2P_SM ||
+                    kind_id == PN_CAL_KIND_MEGATRON_HOST;
   if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
@@ -1120,7 +1138,7 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
   const PnHostProfile *x = &p->host;
   const PnCalOrigin *o   = &h->host_from;
   if (!(h->cpu || h->python_loop || h->kernel || h->collective || h->p2p || h->sync || h->graph_layer ||
-        h->graph_whole))
+        h->graph_whole || h->local_layer_rows > 0))
     return;
   bool fresh = get(root, "host") == NULL;
   cJSON *sec = object_at(root, "host");
@@ -1153,6 +1171,18 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
         "backward kernels (host_bwd_ns / (kernels_per_layer - kernels_fwd_per_layer))",
         h->eager_bwd_ns, h->kernels_bwd);
     put_host_scalar(sec, "kernel_bwd_ns", x->kernel_bwd_ns, wb, o, p);
+  }
+  if (h->local_layer_rows > 0) {
+    g_autofree char *wf = g_strdup_printf(
+        "Python of one Megatron-Core local-spec transformer layer's forward beyond its kernels' launches: the median "
+        "over %d rows (GPT- and Llama-style stacks, hidden 256 and 2048, in Megatron-Core's DDP) of the host time per "
+        "layer of the forward minus its kernels x kernel_ns (microbench/mb_megatron_host.py, Megatron-LM@d98e8a64)",
+        h->local_layer_rows);
+    put_host_scalar(sec, "local_layer_fwd_ns", x->local_layer_fwd_ns, wf, &h->local_from, p);
+    g_autofree char *wb = g_strdup_printf("the same for the backward (until backward() returns: autograd functions, "
+                                          "the DDP hooks), minus its kernels x kernel_bwd_ns (%d rows)",
+                                          h->local_layer_rows);
+    put_host_scalar(sec, "local_layer_bwd_ns", x->local_layer_bwd_ns, wb, &h->local_from, p);
   }
   set_host_calls(sec, p, h);
 }

@@ -63,6 +63,8 @@ static const HwScalar host_scalars[] = {
     HW_NONNEG("kernel_ns", host.kernel_ns, 1e9),
     HW_NONNEG("kernel_bwd_ns", host.kernel_bwd_ns, 1e9),
     HW_NONNEG("module_ns", host.module_ns, 1e9),
+    HW_NONNEG("local_layer_fwd_ns", host.local_layer_fwd_ns, 1e9),
+    HW_NONNEG("local_layer_bwd_ns", host.local_layer_bwd_ns, 1e9),
     HW_NONNEG("collective_ns", host.collective_ns, 1e9),
     HW_NONNEG("p2p_ns", host.p2p_ns, 1e9),
     HW_NONNEG("sync_ns", host.sync_ns, 1e9),

@@ -114,6 +114,24 @@ static void node_templates_build(PnBuilder *b)
   }
 }
 
+/* Megatron-Core's own Python in a local-spec layer (host.local_layer_*_ns: its modules, autograd
+ * functions and DDP hooks beyond the kernels' launches), spread over the template's host costs in
+ * proportion to them, so that the layer's host time is its kernels' launches plus that Python
+ * and each op keeps its place: host_ns *= 1 + python / (the template's host_ns). */
+static void tpl_add_python(GArray *tpl, double python_ns)
+{
+  double total = 0.0;
+  for (guint i = 0; i < tpl->len; i++)
+    total += (double)g_array_index(tpl, PnTplEntry, i).task.host_ns;
+  if (!(python_ns > 0.0 && total > 0.0))
+    return;
+  double f = 1.0 + python_ns / total;
+  for (guint i = 0; i < tpl->len; i++) {
+    PnTask *t  = &g_array_index(tpl, PnTplEntry, i).task;
+    t->host_ns = (float)((double)t->host_ns * f);
+  }
+}
+
 void pn__templates_build(PnBuilder *b)
 {
   b->tpl.layer_fwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
@@ -121,10 +139,18 @@ void pn__templates_build(PnBuilder *b)
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_layer_ops_with(b->sc, PN_PHASE_BWD, PN_RECOMPUTE_NONE, ops);
   b->tpl.layer_bwd_plain = tpl_from_ops(b, ops);
-  b->tpl.emb_fwd         = template_of(b, pn_workload_embedding_ops, PN_PHASE_FWD);
-  b->tpl.emb_bwd         = template_of(b, pn_workload_embedding_ops, PN_PHASE_BWD);
-  b->tpl.head_fwd        = template_of(b, pn_workload_head_ops, PN_PHASE_FWD);
-  b->tpl.head_bwd        = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
+  if (b->sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL) {
+    const PnHostProfile *h = &b->sc->hw->host;
+    /* a fully recomputed layer runs its forward's Python again in its backward */
+    bool full = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
+    tpl_add_python(b->tpl.layer_fwd, h->local_layer_fwd_ns);
+    tpl_add_python(b->tpl.layer_bwd, h->local_layer_bwd_ns + (full ? h->local_layer_fwd_ns : 0.0));
+    tpl_add_python(b->tpl.layer_bwd_plain, h->local_layer_bwd_ns);
+  }
+  b->tpl.emb_fwd  = template_of(b, pn_workload_embedding_ops, PN_PHASE_FWD);
+  b->tpl.emb_bwd  = template_of(b, pn_workload_embedding_ops, PN_PHASE_BWD);
+  b->tpl.head_fwd = template_of(b, pn_workload_head_ops, PN_PHASE_FWD);
+  b->tpl.head_bwd = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
   if (b->plan->overlap_moe_expert_parallel_comm)
     node_templates_build(b);
   pn__graphs_capture_templates(b);

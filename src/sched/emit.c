@@ -185,7 +185,7 @@ static float host_launch_ns(const PnScenario *sc, const PnOp *op, int64_t kernel
   const PnHwProfile *hw = sc->hw;
   double per            = op->phase == PN_PHASE_BWD ? hw->host.kernel_bwd_ns : hw->host.kernel_ns;
   /* module_ns is Transformer Engine's module Python beyond Megatron-Core's own (the published
-   * difference, hw/profile.h): the local layers' Python is in the eager per-kernel figures */
+   * difference, hw/profile.h): a local layer has its own (host.local_layer_*_ns, build.c) */
   bool module =
       sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE &&
       (op->kind == PN_OP_ATTN || (op->kind == PN_OP_GEMM && (op->role == PN_GEMM_FPROP || op->role == PN_GEMM_DGRAD)));

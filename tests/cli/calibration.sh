@@ -8,7 +8,9 @@ cd "$src"
 C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # the host and launch figures come from the H100 machine for both (no H200 host was measured)
-host=("$C"/h100-sxm/{launch,host_torch}.json)
+# the host: launches and a bare PyTorch layer (mb_launch, mb_host.py), Megatron-Core's local layers
+# (mb_megatron_host.py, run before and after the Megatron-LM runs of tests/data/megatron/2026-11-27)
+host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs}.json)
 # the wgrad GEMMs accumulating into main_grad, the memory-bound torch kernels (the dropout class,
 # the GLU clamps) and the unfused attention were measured on each GPU: each profile fits its own
 accum=("$C"/h100-sxm/gemm_accum.json)

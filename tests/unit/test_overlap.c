@@ -2313,6 +2313,77 @@ START_TEST(test_local_prices)
 }
 END_TEST
 
+/* Host time of layer 0's tasks of micro-batch 0 in the forward (bwd false) or in the backward
+ * and its recomputed forward (bwd true), compute and communication. */
+static double layer_host_ns(const PnGraph *g, bool bwd, double *launches)
+{
+  double sum = 0.0;
+  *launches  = 0.0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
+    const PnTask *t = &pn_graph_tasks(g)[id];
+    bool in         = bwd ? t->phase == PN_PHASE_BWD || t->phase == PN_PHASE_RECOMPUTE : t->phase == PN_PHASE_FWD;
+    if (t->layer == 0 && in && t->microbatch == 0 && t->host_ns > 0.0f) {
+      sum += (double)t->host_ns;
+      *launches += 1.0;
+    }
+  }
+  return sum;
+}
+
+/* Megatron-Core's local-layer Python (host.local_layer_fwd_ns / _bwd_ns, sched/build.c
+ * tpl_add_python): a layer's forward costs its host its launches plus local_layer_fwd_ns, its
+ * backward its launches plus local_layer_bwd_ns (and the forward's again when fully recomputed),
+ * spread over the layer's tasks in proportion to their launch costs: each task's host_ns is its
+ * launches' times 1 + python / launches. TE layers take none of it. */
+START_TEST(test_local_layer_python)
+{
+  g_autofree char *hw = round_profile("round-local-py", 400, 50, true);
+  double base[2][2] = {{0}}, with[2][2] = {{0}}, n[2] = {0};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int full = 0; full < 2; full++) {
+      g_autoptr(PnScenario) sc      = load_json(TP_JSON(""), hw, NULL);
+      sc->training.transformer_impl = PN_TRANSFORMER_IMPL_LOCAL;
+      sc->hw->host                  = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .collective_ns = 500};
+      if (pass == 1)
+        sc->hw->host.local_layer_fwd_ns = 50000, sc->hw->host.local_layer_bwd_ns = 30000;
+      if (full) {
+        sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL;
+        sc->recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
+        sc->recompute.recompute_num_layers  = 1;
+      }
+      g_autoptr(GError) err = NULL;
+      PnPlan plan;
+      g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+      ck_assert_msg(pn_overlap_resolve(sc, &plan, warnings, &err), "%s", err ? err->message : "?");
+      g_autoptr(PnGraph) g = pn_graph_new(1);
+      PnBuildInfo info     = {0};
+      ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
+      double(*dst)[2] = pass ? with : base;
+      dst[full][0]    = layer_host_ns(g, false, &n[0]);
+      dst[full][1]    = layer_host_ns(g, true, &n[1]);
+      pn_build_info_clear(&info);
+    }
+  }
+  ck_assert(n[0] > 0 && n[1] > 0);
+  ck_assert_double_eq_tol(with[0][0] - base[0][0], 50000.0, 1.0);
+  ck_assert_double_eq_tol(with[0][1] - base[0][1], 30000.0, 1.0);
+  ck_assert_double_eq_tol(with[1][1] - base[1][1], 30000.0 + 50000.0, 1.0);
+  /* TE layers: none */
+  g_autoptr(PnScenario) te = load_json(TP_JSON(""), hw, NULL);
+  te->hw->host             = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .local_layer_fwd_ns = 50000};
+  g_autoptr(GError) err    = NULL;
+  PnPlan plan;
+  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
+  ck_assert_msg(pn_overlap_resolve(te, &plan, warnings, &err), "%s", err ? err->message : "?");
+  g_autoptr(PnGraph) g = pn_graph_new(1);
+  PnBuildInfo info     = {0};
+  ck_assert_msg(pn_sched_build(te, &plan, g, &info, &err), "%s", err ? err->message : "?");
+  double launches, host = layer_host_ns(g, false, &launches);
+  ck_assert(host < 50000.0);
+  pn_build_info_clear(&info);
+}
+END_TEST
+
 /* ==== CUDA graphs (overlap/graphs.c, sched/graphs.c) ========================================== */
 
 #define GRAPH_JSON(model, par)                                                                                         \
@@ -2658,6 +2729,7 @@ static Suite *overlap_suite(void)
       {"monotone_no_link_contention", test_monotone_no_link_contention},
       {"host_prices", test_host_prices},
       {"local_prices", test_local_prices},
+      {"local_layer_python", test_local_layer_python},
       {"graphs_per_layer", test_graphs_per_layer},
       {"graphs_ub_chunks", test_graphs_ub_chunks},
       {"graphs_moe_router", test_graphs_moe_router},

@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""mb_megatron_host: the host time of Megatron-Core's own transformer layers (kind "megatron_host").
+
+    python3 mb_megatron_host.py --megatron MEGATRON_LM_DIR --out megatron_host.json
+
+What a Megatron-LM step's Python costs per layer, measured on Megatron-Core's layers themselves
+rather than on a bare PyTorch layer (mb_host.py): a TransformerBlock of the local spec
+(get_gpt_layer_local_spec: ColumnParallelLinear / RowParallelLinear with their custom autograd
+functions, the unfused DotProductAttention, Megatron's fused bias-GeLU / bias-dropout-add jit
+functions, the CUDA RNG tracker's fork around every dropout), wrapped in Megatron-Core's
+DistributedDataParallel (its main_grad hooks run in the backward), built as
+`microbench/megatron_runs.sh` configures its runs (`gpt`: LayerNorm, GeLU, biases, dropout 0.1;
+`llama`: RMSNorm, SwiGLU, no biases, GQA 4:1, unfused RoPE).
+
+Each row times the block's forward and its backward on the host (time.perf_counter around
+`block(...)` and around `out.backward(...)`; neither waits for the GPU) and on the GPU (events),
+at two sizes: `tiny` (hidden 256, sequence 256: the GPU finishes each kernel before the host
+launches the next, so the host runs beside an idle GPU) and `full` (the runs' own hidden size and
+sequence: the GPU runs behind or beside the host, as in training). torch.profiler counts the CUDA
+kernels (memsets and copies included) of one forward and one forward + backward, so a row also
+gives the host time per kernel launched.
+
+Megatron-LM's public source is carried to the machine; Transformer Engine and Apex are not
+needed (the local spec and torch's fallbacks).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+from mb_attention import make_env, smi
+from mb_host import host_cpu
+
+VARIANTS = {
+    # name: (layers, heads, query groups, ffn, norm, gated, bias, dropout, rope, mbs, full hidden, full seq)
+    "gpt": dict(layers=12, heads=16, groups=16, ffn_mult=4, norm="LayerNorm", gated=False, bias=True, dropout=0.1,
+                rope=False, mbs=4, hidden=2048, seq=1024),
+    "llama": dict(layers=16, heads=16, groups=4, ffn=5632, norm="RMSNorm", gated=True, bias=False, dropout=0.0,
+                  rope=True, mbs=2, hidden=2048, seq=2048),
+}
+SIZES = {"tiny": (256, 256), "full": None}
+
+
+def init_megatron(src):
+    sys.path.insert(0, src)
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", "29533")
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("LOCAL_RANK", "0")
+    torch.distributed.init_process_group("nccl", rank=0, world_size=1)
+    from megatron.core import parallel_state
+    from megatron.core.tensor_parallel.random import model_parallel_cuda_manual_seed
+
+    parallel_state.initialize_model_parallel(1, 1)
+    model_parallel_cuda_manual_seed(1234)
+
+
+def build(v, hidden, seq):
+    import torch.nn.functional as F
+    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+    from megatron.core.models.common.embeddings.rotary_pos_embedding import RotaryEmbedding
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.transformer_block import TransformerBlock
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    heads = v["heads"]
+    ffn = v.get("ffn") or v["ffn_mult"] * hidden
+    if hidden != v["hidden"]:  # the tiny size keeps the ffn / hidden ratio
+        ffn = ffn * hidden // v["hidden"]
+    cfg = TransformerConfig(
+        num_layers=v["layers"], hidden_size=hidden, ffn_hidden_size=ffn, num_attention_heads=heads,
+        num_query_groups=v["groups"], kv_channels=hidden // heads, normalization=v["norm"],
+        gated_linear_unit=v["gated"], activation_func=F.silu if v["gated"] else F.gelu,
+        add_bias_linear=v["bias"], hidden_dropout=v["dropout"], attention_dropout=v["dropout"],
+        bf16=True, params_dtype=torch.bfloat16, pipeline_dtype=torch.bfloat16,
+        masked_softmax_fusion=False, gradient_accumulation_fusion=False, persist_layer_norm=False,
+        apply_rope_fusion=False, bias_activation_fusion=True, bias_dropout_fusion=True,
+        transformer_impl="local")
+    spec = get_gpt_layer_local_spec(normalization=v["norm"])
+    block = TransformerBlock(cfg, spec).cuda().bfloat16()  # as Float16Module casts the model
+    ddp = DistributedDataParallel(cfg, DistributedDataParallelConfig(grad_reduce_in_fp32=True), block)
+    b = v["mbs"]
+    x = torch.randn(seq, b, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    gout = torch.randn_like(x)
+    mask = torch.ones(b, 1, seq, seq, device="cuda").tril() < 0.5  # the mock dataset's causal mask
+    rope = RotaryEmbedding(kv_channels=hidden // heads, rotary_percent=1.0)(seq) if v["rope"] else None
+    return ddp, x, gout, mask, rope
+
+
+def kernels(fn):
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        fn()
+        torch.cuda.synchronize()
+    return sum(1 for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+
+
+def measure(name, v, size, reps):
+    hidden, seq = SIZES[size] or (v["hidden"], v["seq"])
+    ddp, x, gout, mask, rope = build(v, hidden, seq)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def fwd():
+        return ddp(x, mask, rotary_pos_emb=rope)
+
+    fwd_ns, bwd_ns, gpu_ns = [], [], []
+    for r in range(reps + 3):
+        ddp.zero_grad_buffer()
+        x.grad = None
+        torch.cuda.synchronize()
+        e0.record()
+        t0 = time.perf_counter_ns()
+        out = fwd()
+        t1 = time.perf_counter_ns()
+        out.backward(gout)
+        t2 = time.perf_counter_ns()
+        e1.record()
+        torch.cuda.synchronize()
+        if r >= 3:
+            fwd_ns.append(t1 - t0)
+            bwd_ns.append(t2 - t1)
+            gpu_ns.append(e0.elapsed_time(e1) * 1e6)
+    # back to back, as a training step runs them: no synchronisation between the iterations
+    loop_ns = []
+    for r in range(3):
+        ddp.zero_grad_buffer()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter_ns()
+        for _ in range(5):
+            fwd().backward(gout)
+        loop_ns.append((time.perf_counter_ns() - t0) / 5)
+        torch.cuda.synchronize()
+    k_fwd = kernels(lambda: fwd())
+    k_all = kernels(lambda: fwd().backward(gout))
+    n = v["layers"]
+    row = {"test": "block", "variant": name, "size": size, "layers": n, "hidden": hidden, "seq": seq,
+           "micro_batch": v["mbs"], "reps": reps,
+           "host_fwd_ns_per_layer": statistics.median(fwd_ns) / n,
+           "host_bwd_ns_per_layer": statistics.median(bwd_ns) / n,
+           "host_fwd_ns_min": min(fwd_ns) / n, "host_bwd_ns_min": min(bwd_ns) / n,
+           "gpu_ns_per_layer": statistics.median(gpu_ns) / n,
+           "host_loop_ns_per_layer": statistics.median(loop_ns) / n,
+           "kernels_fwd_per_layer": k_fwd / n, "kernels_bwd_per_layer": (k_all - k_fwd) / n}
+    row["host_ns_per_fwd_kernel"] = row["host_fwd_ns_per_layer"] / row["kernels_fwd_per_layer"]
+    row["host_ns_per_bwd_kernel"] = row["host_bwd_ns_per_layer"] / row["kernels_bwd_per_layer"]
+    print(f"{name:6s} {size:5s} host fwd {row['host_fwd_ns_per_layer'] / 1e3:7.0f} us/layer "
+          f"({row['kernels_fwd_per_layer']:.1f} kernels, {row['host_ns_per_fwd_kernel'] / 1e3:5.1f} us each)  "
+          f"bwd {row['host_bwd_ns_per_layer'] / 1e3:7.0f} us/layer ({row['kernels_bwd_per_layer']:.1f}, "
+          f"{row['host_ns_per_bwd_kernel'] / 1e3:5.1f} us)  back to back {row['host_loop_ns_per_layer'] / 1e3:7.0f}  gpu {row['gpu_ns_per_layer'] / 1e3:7.0f} us/layer",
+          file=sys.stderr)
+    del ddp, x, gout, mask
+    torch.cuda.empty_cache()
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--megatron", required=True, help="a checkout of Megatron-LM's public source")
+    ap.add_argument("--out", default="megatron_host.json")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=2, help="each (variant, size) measured this many times, interleaved")
+    a = ap.parse_args()
+    torch.cuda.set_device(0)
+    env = make_env(0, sys.argv[1:])
+    env["program"] = "mb_megatron_host.py"
+    env["command_line"] = " ".join(["mb_megatron_host.py"] + sys.argv[1:])
+    env["host_cpu"] = host_cpu()
+    env["host_cpus_online"] = os.cpu_count()
+    env["python_version"] = sys.version.split()[0]
+    init_megatron(a.megatron)
+    rows = []
+    for rnd in range(a.rounds):
+        for name, v in VARIANTS.items():
+            for size in SIZES:
+                row = measure(name, v, size, a.reps)
+                row["round"] = rnd
+                rows.append(row)
+    after, _, _ = smi(0)
+    env["clocks_after"] = [after]
+    env["date_utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    doc = {"schema_version": 1, "kind": "megatron_host", "truncated": False, "note": "", "env": env, "results": rows}
+    with open(a.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"wrote {len(rows)} megatron_host results to {a.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
