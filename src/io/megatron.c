@@ -35,6 +35,7 @@ const PnMegatronArg pn_megatron_args[] = {
     {"training.fp8_recipe", "--fp8-recipe", PN_MEGATRON_VALUE},
     {"training.gradient_accumulation_fusion", "--no-gradient-accumulation-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.masked_softmax_fusion", "--no-masked-softmax-fusion", PN_MEGATRON_NEG_FLAG},
+    {"training.check_for_nan_in_loss_and_grad", "--no-check-for-nan-in-loss-and-grad", PN_MEGATRON_NEG_FLAG},
     {"training.bias_activation_fusion", "--no-bias-swiglu-fusion or --no-bias-gelu-fusion", PN_MEGATRON_CUSTOM},
     {"training.bias_dropout_fusion", "--no-bias-dropout-fusion", PN_MEGATRON_NEG_FLAG},
     {"training.apply_rope_fusion", "--no-rope-fusion", PN_MEGATRON_NEG_FLAG},

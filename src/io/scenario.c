@@ -110,6 +110,7 @@ static const PnField training_fields[] = {
     {.key = "cuda_graph_modules", .kind = PN_FIELD_CUSTOM},
     F_ENUM(PnTrainingConfig, "cuda_graph_impl", PN_FIELD_ENUM, cuda_graph_impl, cuda_graph_impl_names, 0),
     F_KIND(PnTrainingConfig, "masked_softmax_fusion", PN_FIELD_BOOL, masked_softmax_fusion),
+    F_KIND(PnTrainingConfig, "check_for_nan_in_loss_and_grad", PN_FIELD_BOOL, check_for_nan_in_loss_and_grad),
     F_KIND(PnTrainingConfig, "bias_activation_fusion", PN_FIELD_BOOL, bias_activation_fusion),
     F_KIND(PnTrainingConfig, "bias_dropout_fusion", PN_FIELD_BOOL, bias_dropout_fusion),
     F_KIND(PnTrainingConfig, "apply_rope_fusion", PN_FIELD_BOOL, apply_rope_fusion),
@@ -428,6 +429,7 @@ static void scenario_defaults(PnScenario *sc)
   sc->training.iterations                                 = 1;
   sc->training.gradient_accumulation_fusion               = true;
   sc->training.masked_softmax_fusion                      = true;
+  sc->training.check_for_nan_in_loss_and_grad             = true;
   sc->training.bias_activation_fusion                     = true;
   sc->training.bias_dropout_fusion                        = true;
   sc->training.apply_rope_fusion                          = true;

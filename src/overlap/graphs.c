@@ -4,11 +4,12 @@
  * accept: the scope narrowed, or the graphs off. Sources (Megatron-LM): transformer_config.py
  * TransformerConfig.__post_init__ (~2793-2960), training/arguments.py, full_cuda_graph.py.
  *
+ * check_for_nan_in_loss_and_grad must be off with full_iteration (arguments.py ~1235: its host
+ * syncs inside the forward and backward cannot be captured): warned, and taken as off (the
+ * loss's host read is left out, workload/ops.c).
+ *
  * Not checked, for want of a scenario key: CPU offloading (refused with every impl but
- * full_iteration), Megatron-FSDP (none or full_iteration only), hybrid CP, and
- * check_for_nan_in_loss_and_grad, which full_iteration needs off (arguments.py ~1235: its host
- * syncs inside the forward and backward cannot be captured): a scenario with full_iteration is
- * taken as run with --no-check-for-nan-in-loss-and-grad. */
+ * full_iteration), Megatron-FSDP (none or full_iteration only), hybrid CP. */
 #include "overlap/overlap-private.h"
 
 static const char *const impl_names[] = {"none", "local", "transformer_engine", "full_iteration"};
@@ -91,6 +92,12 @@ gboolean pn__overlap_gate_cuda_graphs(const PnScenario *sc, PnPlan *plan, GPtrAr
     return TRUE;
   }
   uint32_t mods = 0;
+  if (full && tr->check_for_nan_in_loss_and_grad)
+    pn__overlap_warn(warnings,
+                     "%s: /training/check_for_nan_in_loss_and_grad: taken as false, the whole iteration is "
+                     "captured (Megatron-LM: \"--no-check-for-nan-in-loss-and-grad should be set with "
+                     "--cuda-graph-impl=full_iteration for training.\")",
+                     sc->path);
   if (full && tr->cuda_graph_modules != 0)
     pn__overlap_warn(warnings,
                      "%s: /training/cuda_graph_modules: ignored, the whole iteration is captured "

@@ -16,7 +16,7 @@
 static const char *const not_simulated[] = {
     "MLA, Megatron-FSDP, NVLink SHARP",
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "
-    "Python a published figure; without check_for_nan_in_loss_and_grad's syncs or a DGX host's speed",
+    "Python a published figure; without a host slowed by a busy GPU or a DGX host's speed",
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
     "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "

@@ -141,6 +141,11 @@ typedef struct {
    * Megatron-Core's DotProductAttention (the unfused attention, ops.c); persist_layer_norm only on Apex's LayerNorm,
    * whose kernels the norm class prices either way. */
   bool masked_softmax_fusion;
+  /* Megatron-LM's loss check (pretrain_gpt.py loss_func, on by default; Megatron-Bridge's
+   * RerunStateMachineConfig.check_for_nan_in_loss likewise): rerun_state_machine.validate_result
+   * evaluates torch.isnan(loss) and torch.isinf(loss) as Python bools, so the host waits for each
+   * micro-batch's loss (ops.c) */
+  bool check_for_nan_in_loss_and_grad;
   bool bias_activation_fusion;
   bool bias_dropout_fusion;
   bool apply_rope_fusion;

@@ -1208,6 +1208,11 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
       push_comm(out, "output_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
     push_gemm(out, "logits", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d.T, d.vocab_tp, d.h, hsp * 2.0);
     push_mem(out, "cross_entropy", phase, logits * d.ce_fwd_bytes, logits * d.ce_saved_bytes);
+    /* the loss check reads the loss on the host (config.h); a full-iteration graph runs without it
+     * (overlap/graphs.c) */
+    g_array_index(out, PnOp, out->len - 1).host_reads =
+        sc->training.check_for_nan_in_loss_and_grad &&
+        sc->training.cuda_graph_impl != PN_CUDA_GRAPH_IMPL_FULL_ITERATION;
     if (d.tp_comm)
       push_comm(out, "cross_entropy_ar", NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, (double)d.T * 4.0 * 3.0,
                 PN_DT_FP32);

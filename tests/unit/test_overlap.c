@@ -2607,6 +2607,11 @@ END_TEST
 
 static void no_te(PnScenario *sc) { sc->comm_overlap.transformer_engine = false; }
 static void full_recompute(PnScenario *sc) { sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL; }
+static void full_recompute_no_check(PnScenario *sc)
+{
+  full_recompute(sc);
+  sc->training.check_for_nan_in_loss_and_grad = false;
+}
 
 /* The gate (overlap/graphs.c): each exclusion is one warning naming the key, and the plan runs
  * what Megatron-Core accepts. */
@@ -2630,7 +2635,10 @@ START_TEST(test_graphs_gating)
       {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_LOCAL, 0, no_te, PN_CUDA_GRAPH_IMPL_LOCAL, 0, NULL},
       {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_LOCAL, 0, full_recompute, PN_CUDA_GRAPH_IMPL_NONE, 0,
        "full recompute is only supported with full iteration CUDA graph"},
-      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, full_recompute, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, NULL},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, full_recompute_no_check, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0,
+       NULL},
+      {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, full_recompute, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0,
+       "/training/check_for_nan_in_loss_and_grad: taken as false"},
       {GRAPH_DENSE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, PN_CUDA_GRAPH_ATTN, NULL, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0,
        "cuda_graph_modules must be empty when cuda_graph_impl=\"full_iteration\""},
       {GRAPH_MOE, PN_CUDA_GRAPH_IMPL_FULL_ITERATION, 0, NULL, PN_CUDA_GRAPH_IMPL_NONE, 0,

@@ -70,6 +70,7 @@ static void scenario(PnScenario *sc, int64_t gpus, int64_t tp, bool sp, int64_t 
   sc->training.fused_adam                           = true;
   sc->training.apply_rope_fusion                    = true;
   sc->training.masked_softmax_fusion                = true;
+  sc->training.check_for_nan_in_loss_and_grad       = true;
   sc->training.bias_dropout_fusion                  = true;
   sc->parallel.tensor_model_parallel_size           = tp;
   sc->parallel.pipeline_model_parallel_size         = pp;
@@ -981,6 +982,29 @@ START_TEST(test_small_param_grads)
   adds = find(c, "param_grad_adds");
   ck_assert_int_eq(adds->kernels, 8);
   ck_assert_double_eq(adds->bytes, (4.0 * 4096 + 1024 + 2 * 256 + 2 * 4096 + 7168) * 10.0);
+}
+END_TEST
+
+/* The loss check (check_for_nan_in_loss_and_grad, on by default): the host reads each
+ * micro-batch's loss (the cross_entropy op's host_reads), unless the check is off or the whole
+ * iteration is one CUDA graph (which Megatron-LM runs without it). */
+START_TEST(test_loss_check_sync)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 4, true, 1, 1, 1);
+  ck_assert(sc.training.check_for_nan_in_loss_and_grad);
+  for (int c = 0; c < 3; c++) {
+    sc.training.check_for_nan_in_loss_and_grad = c != 1;
+    sc.training.cuda_graph_impl                = c == 2 ? PN_CUDA_GRAPH_IMPL_FULL_ITERATION : PN_CUDA_GRAPH_IMPL_NONE;
+    g_autoptr(GArray) f                        = g_array_new(FALSE, FALSE, sizeof(PnOp));
+    pn_workload_head_ops(&sc, PN_PHASE_FWD, f);
+    int reads = 0;
+    for (guint i = 0; i < f->len; i++)
+      reads += g_array_index(f, PnOp, i).host_reads;
+    ck_assert_int_eq(reads, c == 0 ? 1 : 0);
+    if (c == 0)
+      ck_assert(find(f, "cross_entropy")->host_reads);
+  }
 }
 END_TEST
 
@@ -1896,6 +1920,7 @@ static Suite *workload_suite(void)
       {"head_and_embedding", test_head_and_embedding},
       {"optimizer_ops", test_optimizer_ops},
       {"small_param_grads", test_small_param_grads},
+      {"loss_check_sync", test_loss_check_sync},
       {"ops_well_formed", test_ops_well_formed},
       {"model_flops_per_token", test_model_flops_per_token},
       {"model_flops_405b_full_attention", test_model_flops_405b_full_attention},
