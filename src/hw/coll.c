@@ -150,8 +150,8 @@ void pn_coll_cost(const PnHwProfile *hw, const PnCollSpec *s, PnCollCost *out)
   double nodes   = ceil(n / k);
   bool multinode = nodes > 1.0;
   int dflt_ctas  = multinode ? hw->nccl_ctas_net : hw->nccl_ctas_nvlink;
-  if (s->kind == PN_COLL_SEND_RECV)
-    dflt_ctas = hw->nccl_p2p_ctas;
+  if (s->kind == PN_COLL_SEND_RECV) /* the group's communicator (a batched call's) */
+    dflt_ctas = multinode ? pn_hw_profile_p2p_net_ctas(hw) : hw->nccl_p2p_ctas;
   out->sms = clamp_ctas(dflt_ctas, s->min_ctas, s->max_ctas);
   if (n <= 1.0 && s->kind != PN_COLL_SEND_RECV) {
     out->sms = 0; /* NCCL short-circuits a group of one */

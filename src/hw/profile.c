@@ -174,6 +174,16 @@ int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n,
   return best;
 }
 
+int pn_hw_profile_p2p_net_ctas(const PnHwProfile *p)
+{
+  int nics = MAX(1, (int)lround(1.0 / pn_hw_profile_gpus_per_nic(p))); /* the GPU's own NICs */
+  int n    = MAX(nics, (int)ceil(p->nic_bytes_per_ns / 14.0 - 1e-9));
+  int pow2 = 1;
+  while (pow2 < n && pow2 < 64) /* NCCL's MAXCHANNELS bounds the channels per peer */
+    pow2 *= 2;
+  return pow2;
+}
+
 double pn_hw_profile_gpus_per_nic(const PnHwProfile *p)
 {
   if (p->gpus_per_node <= 0 || p->nics_per_node <= 0)

@@ -251,6 +251,15 @@ int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n,
  * profile built in C: one NIC per GPU). */
 double pn_hw_profile_gpus_per_nic(const PnHwProfile *p);
 
+/* The CTAs (channels) NCCL gives each send/recv peer on a communicator that reaches a peer over
+ * the network (NCCL 2.28 graph/paths.cc: ncclTopoGetNchannels takes, for a remote peer, the
+ * GPU's NICs or ceil(NIC GB/s / NCCL_P2P_PER_CHANNEL_NET_BW = 14), whichever is more;
+ * ncclTopoComputeP2pChannelsPerPeer keeps the minimum over all the communicator's peers and
+ * ncclTopoComputeP2pChannels rounds it up to a power of two): 4 for a 400 Gb/s rail NIC. Such a
+ * communicator uses it for its NVLink peers too; one inside a node uses nccl_p2p_ctas. At most
+ * 64 (MAXCHANNELS). */
+int pn_hw_profile_p2p_net_ctas(const PnHwProfile *p);
+
 /* Value of the curve at x (clamped at both ends); `dflt` when the curve is empty. */
 double pn_curve_eval(const PnCurve *c, double x, double dflt);
 

@@ -76,10 +76,14 @@ void pn__emit_p2p(PnBuilder *b, uint32_t rank, const PnSchedAction *a, guint act
     pn__task_init(&t, PN_TASK_P2P, stream, a->xfer[i].send ? "pp_send" : "pp_recv",
                   a->xfer[i].activation ? PN_PHASE_FWD : PN_PHASE_BWD);
     t.cls         = PN_CLASS_PP;
-    t.sms         = (int16_t)hw->nccl_p2p_ctas;
     t.microbatch  = a->xfer[i].microbatch;
     t.chunk       = a->xfer[i].chunk;
     bool over_nic = stages_cross_nodes(b, rank, a->xfer[i].peer);
+    /* PyTorch runs a batched call on the pipeline group's communicator and a lone isend / irecv
+     * on a communicator of the two ranks (ProcessGroupNCCL::pointToPoint); one that reaches a
+     * peer over the network gives every peer NCCL's network channel count (profile.h) */
+    bool net_comm = batched ? stages_cross_nodes(b, 0, b->pp - 1) : over_nic;
+    t.sms         = (int16_t)(net_comm ? pn_hw_profile_p2p_net_ctas(hw) : hw->nccl_p2p_ctas);
     t.latency_ns  = hw->nccl_base_latency_ns + (over_nic ? hw->nccl_net_hop_ns : hw->nccl_nvlink_hop_ns);
     double per_cta =
         hw->nccl_cta_busbw[PN_COLL_SEND_RECV] > 0 ? hw->nccl_cta_busbw[PN_COLL_SEND_RECV] : hw->nccl_cta_bytes_per_ns;

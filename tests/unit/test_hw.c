@@ -1843,6 +1843,34 @@ START_TEST(test_coll_nics_per_node)
 }
 END_TEST
 
+/* NCCL's send/recv channels on a communicator that reaches a peer over the network (NCCL 2.28
+ * graph/paths.cc): max(the GPU's NICs, ceil(NIC GB/s / 14)), rounded up to a power of two:
+ * 50 GB/s -> ceil(3.57) = 4; 12.5 -> 1; 100 -> 8; 200 -> 15 -> 16; a GPU with two NICs of 12.5
+ * -> 2. A group that spans nodes gives its send/recv those CTAs, one inside a node
+ * nccl_p2p_ctas (8 here). */
+START_TEST(test_coll_p2p_net_ctas)
+{
+  PnHwProfile hw = coll_test_hw(8);
+  struct {
+    double nic;
+    int nics, want;
+  } cases[] = {{50.0, 8, 4}, {12.5, 8, 1}, {100.0, 8, 8}, {200.0, 8, 16}, {12.5, 16, 2}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    hw.nic_bytes_per_ns = cases[i].nic;
+    hw.nics_per_node    = cases[i].nics;
+    ck_assert_int_eq(pn_hw_profile_p2p_net_ctas(&hw), cases[i].want);
+  }
+  hw                = coll_test_hw(8);
+  PnCollSpec across = {.kind = PN_COLL_SEND_RECV, .bytes = 1 << 20, .ranks = 2, .ranks_per_node = 1};
+  PnCollSpec inside = {.kind = PN_COLL_SEND_RECV, .bytes = 1 << 20, .ranks = 2, .ranks_per_node = 2};
+  PnCollCost c;
+  pn_coll_cost(&hw, &across, &c);
+  ck_assert_int_eq(c.sms, 4);
+  pn_coll_cost(&hw, &inside, &c);
+  ck_assert_int_eq(c.sms, 8);
+}
+END_TEST
+
 /* NCCL's latency per collective over nodes (src/graph/tuning.cc): an all-gather or reduce-scatter
  * has no tree; with several GPUs per node it rings over every rank, with one GPU per node PAT may
  * be shorter. Base 10000, NVLink hop 1000, network hop 5000 ns:
@@ -2052,6 +2080,7 @@ static Suite *hw_suite(void)
   TC("cost_gemm_table_exact", test_cost_gemm_table_exact);
   TC("coll_table_group_sizes", test_coll_table_group_sizes);
   TC("coll_nics_per_node", test_coll_nics_per_node);
+  TC("coll_p2p_net_ctas", test_coll_p2p_net_ctas);
   TC("coll_latency_algorithms", test_coll_latency_algorithms);
   TC("exec_chain", test_exec_chain);
   TC("exec_streams_concurrent", test_exec_streams_concurrent);
