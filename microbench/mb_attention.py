@@ -87,6 +87,16 @@ def make_env(dev, argv):
     return env
 
 
+def write_results(path, kind, env, results, device, truncated=False, note=""):
+    """The result file every Python benchmark writes: the clocks after, the end date, its rows."""
+    env["clocks_after"] = [smi(device)[0]]
+    env["date_utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    doc = {"schema_version": 1, "kind": kind, "truncated": truncated, "note": note, "env": env, "results": results}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(f"wrote {len(results)} {kind} results to {path}", file=sys.stderr)
+
+
 def time_ms(fn, reps):
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for a, b in ev:

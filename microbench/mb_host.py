@@ -311,16 +311,18 @@ def cpu_rows():
     return rows
 
 
-def layer_eager(m, x, gout, reps):
+def fwd_bwd_times(forward, zero, gout, reps):
+    """Per repeat after 3 warm-ups, from an idle GPU: the host ns of forward() and of the
+    backward of its output (until backward() returns), and the GPU ns of both (events); zero()
+    clears the gradients first."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     fwd, bwd, gpu = [], [], []
     for r in range(reps + 3):
-        m.zero_grad(set_to_none=True)
-        x.grad = None
+        zero()
         torch.cuda.synchronize()
         e0.record()
         t0 = time.perf_counter_ns()
-        out = m(x)
+        out = forward()
         t1 = time.perf_counter_ns()
         out.backward(gout)
         t2 = time.perf_counter_ns()
@@ -330,6 +332,15 @@ def layer_eager(m, x, gout, reps):
             fwd.append(t1 - t0)
             bwd.append(t2 - t1)
             gpu.append(e0.elapsed_time(e1) * 1e6)
+    return fwd, bwd, gpu
+
+
+def layer_eager(m, x, gout, reps):
+    def zero():
+        m.zero_grad(set_to_none=True)
+        x.grad = None
+
+    fwd, bwd, gpu = fwd_bwd_times(lambda: m(x), zero, gout, reps)
     return median(fwd), median(bwd), median([f + b for f, b in zip(fwd, bwd)]), median(gpu)
 
 

@@ -24,7 +24,6 @@ Megatron-LM's public source is carried to the machine; Transformer Engine and Ap
 needed (the local spec and torch's fallbacks).
 """
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -32,8 +31,8 @@ import time
 
 import torch
 
-from mb_attention import make_env, smi
-from mb_host import host_cpu
+from mb_attention import make_env, write_results
+from mb_host import fwd_bwd_times, host_cpu
 
 VARIANTS = {
     # name: (layers, heads, query groups, ffn, norm, gated, bias, dropout, rope, mbs, full hidden, full seq)
@@ -106,28 +105,14 @@ def kernels(fn):
 def measure(name, v, size, reps):
     hidden, seq = SIZES[size] or (v["hidden"], v["seq"])
     ddp, x, gout, mask, rope = build(v, hidden, seq)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
     def fwd():
         return ddp(x, mask, rotary_pos_emb=rope)
 
-    fwd_ns, bwd_ns, gpu_ns = [], [], []
-    for r in range(reps + 3):
+    def zero():
         ddp.zero_grad_buffer()
         x.grad = None
-        torch.cuda.synchronize()
-        e0.record()
-        t0 = time.perf_counter_ns()
-        out = fwd()
-        t1 = time.perf_counter_ns()
-        out.backward(gout)
-        t2 = time.perf_counter_ns()
-        e1.record()
-        torch.cuda.synchronize()
-        if r >= 3:
-            fwd_ns.append(t1 - t0)
-            bwd_ns.append(t2 - t1)
-            gpu_ns.append(e0.elapsed_time(e1) * 1e6)
+
+    fwd_ns, bwd_ns, gpu_ns = fwd_bwd_times(fwd, zero, gout, reps)
     # back to back, as a training step runs them: no synchronisation between the iterations
     loop_ns = []
     for r in range(3):
@@ -183,13 +168,7 @@ def main():
                 row = measure(name, v, size, a.reps)
                 row["round"] = rnd
                 rows.append(row)
-    after, _, _ = smi(0)
-    env["clocks_after"] = [after]
-    env["date_utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    doc = {"schema_version": 1, "kind": "megatron_host", "truncated": False, "note": "", "env": env, "results": rows}
-    with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"wrote {len(rows)} megatron_host results to {a.out}", file=sys.stderr)
+    write_results(a.out, "megatron_host", env, rows, 0)
 
 
 if __name__ == "__main__":

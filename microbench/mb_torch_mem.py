@@ -39,7 +39,6 @@ of clock drift. Ops:
 --ops NAME,... measures only the ops whose name starts with one of the NAMEs.
 """
 import argparse
-import json
 import os
 import socket
 import sys
@@ -48,7 +47,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from mb_attention import median, smi
+from mb_attention import median, smi, write_results
 
 
 def scripted(fn):
@@ -302,12 +301,7 @@ def main():
             except Exception as e:  # noqa: BLE001 - the kernel list is information
                 results[-1]["kernels_error"] = str(e).splitlines()[0][:160]
     torch.cuda.synchronize()
-    env["clocks_after"] = [smi(a.device)[0]]
-    env["date_utc_end"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    doc = {"schema_version": 1, "kind": "torch_mem", "truncated": False, "note": "", "env": env, "results": results}
-    with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1)
-    print(f"wrote {len(results)} torch_mem results to {a.out}", file=sys.stderr)
+    write_results(a.out, "torch_mem", env, results, a.device)
 
 
 if __name__ == "__main__":
