@@ -18,17 +18,9 @@
 int main(int argc, char **argv)
 {
   mb::Args args(argc, argv);
-  const char *nvls = std::getenv("NCCL_NVLS_ENABLE");
-  if (!nvls || std::string(nvls) != "0") {
-    std::fprintf(stderr, "refusing to run: export NCCL_NVLS_ENABLE=0 first\n");
+  const int ndev = mb::nccl_devices("mb_collectives", 2);
+  if (ndev < 0)
     return 1;
-  }
-  int ndev = 0;
-  MB_CK(cudaGetDeviceCount(&ndev));
-  if (ndev < 2) {
-    std::fprintf(stderr, "mb_collectives needs 2 or more GPUs (found %d)\n", ndev);
-    return 1;
-  }
   const std::vector<int> groups = mb::group_sizes(args.get("--group-sizes", ""), ndev);
   const std::vector<long> ctas  = mb::parse_list(args.get("--ctas", "0,1,2,4,8,16,32"));
   const size_t min_b            = static_cast<size_t>(args.geti("--min-bytes", 1024));

@@ -76,40 +76,6 @@ __global__ void __launch_bounds__(kSpinThreads, 1) sm_probe(unsigned long long *
   __syncthreads();
 }
 
-__global__ void count_mismatch(const uint4 *a, const uint4 *b, size_t n, unsigned long long *bad)
-{
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    uint4 x = a[i], y = b[i];
-    local += (x.x != y.x) + (x.y != y.y) + (x.z != y.z) + (x.w != y.w);
-  }
-  if (local)
-    atomicAdd(bad, local);
-}
-
-// The device control block (stop, phase) of one GPU and the pinned host words copied into it.
-struct Ctrl {
-  int *d = nullptr;
-  int *h = nullptr; // {0, 0, 1, 2}: never changed, read by async copies
-  cudaStream_t st{};
-  Ctrl()
-  {
-    MB_CK(cudaMalloc(&d, 256));
-    MB_CK(cudaHostAlloc(&h, 4 * sizeof(int), cudaHostAllocPortable));
-    h[0] = h[1] = 0;
-    h[2]        = 1;
-    h[3]        = 2;
-    MB_CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  }
-  void reset(cudaStream_t s) const { MB_CK(cudaMemcpyAsync(d, h, 2 * sizeof(int), cudaMemcpyHostToDevice, s)); }
-  void phase(int v, cudaStream_t s) const
-  {
-    MB_CK(cudaMemcpyAsync(d + 1, h + (v == 1 ? 2 : 3), sizeof(int), cudaMemcpyHostToDevice, s));
-  }
-  void stop_async() const { MB_CK(cudaMemcpyAsync(d, h + 2, sizeof(int), cudaMemcpyHostToDevice, st)); }
-};
-
 struct Meas {
   bool ok        = false;
   double bw      = NAN; // sum of CTA rates, bytes per ns
@@ -249,13 +215,9 @@ std::string status_of(const std::vector<Meas> &v)
 int main(int argc, char **argv)
 {
   mb::Args args(argc, argv);
-  const char *nvls = std::getenv("NCCL_NVLS_ENABLE");
-  if (!nvls || std::string(nvls) != "0") {
-    std::fprintf(stderr, "refusing to run: export NCCL_NVLS_ENABLE=0 first\n");
+  const int ndev = mb::nccl_devices("mb_copy_nccl_overlap", 2);
+  if (ndev < 0)
     return 1;
-  }
-  int ndev = 0;
-  MB_CK(cudaGetDeviceCount(&ndev));
   const int n = static_cast<int>(args.geti("--nranks", 2));
   if (n < 2 || n > ndev) {
     std::fprintf(stderr, "mb_copy_nccl_overlap: --nranks %d needs 2..%d GPUs (found %d)\n", n, ndev, ndev);

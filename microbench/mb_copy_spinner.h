@@ -78,4 +78,47 @@ __global__ void __launch_bounds__(kSpinThreads, 1)
     d[0] = smem[0]; // keep smem allocated
 }
 
+// Counts the 32-bit words that differ between a and b (the copies' check).
+__global__ void count_mismatch(const uint4 *a, const uint4 *b, size_t n, unsigned long long *bad)
+{
+  unsigned long long local = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint4 x = a[i], y = b[i];
+    local += (x.x != y.x) + (x.y != y.y) + (x.z != y.z) + (x.w != y.w);
+  }
+  if (local)
+    atomicAdd(bad, local);
+}
+
+// The device control block (ctrl[0] stop, ctrl[1] phase) of one GPU and the pinned host words
+// copied into it: {0, 0, 1, 2}, never changed, read by asynchronous copies (portable: every GPU's
+// context copies from them).
+struct Ctrl {
+  int *d = nullptr;
+  int *h = nullptr;
+  cudaStream_t st{};
+  Ctrl()
+  {
+    MB_CK(cudaMalloc(&d, 256));
+    MB_CK(cudaHostAlloc(&h, 4 * sizeof(int), cudaHostAllocPortable));
+    h[0] = h[1] = 0;
+    h[2]        = 1;
+    h[3]        = 2;
+    MB_CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  }
+  void reset(cudaStream_t s) const { MB_CK(cudaMemcpyAsync(d, h, 2 * sizeof(int), cudaMemcpyHostToDevice, s)); }
+  void phase(int v, cudaStream_t s) const
+  {
+    MB_CK(cudaMemcpyAsync(d + 1, h + (v == 1 ? 2 : 3), sizeof(int), cudaMemcpyHostToDevice, s));
+  }
+  // raise the stop flag from the control stream; stop() also waits for the copy to land
+  void stop_async() const { MB_CK(cudaMemcpyAsync(d, h + 2, sizeof(int), cudaMemcpyHostToDevice, st)); }
+  void stop() const
+  {
+    stop_async();
+    MB_CK(cudaStreamSynchronize(st));
+  }
+};
+
 } // namespace

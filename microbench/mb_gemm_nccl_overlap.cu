@@ -45,17 +45,9 @@ struct Side {
 int main(int argc, char **argv)
 {
   mb::Args args(argc, argv);
-  const char *nvls = std::getenv("NCCL_NVLS_ENABLE");
-  if (!nvls || std::string(nvls) != "0") {
-    std::fprintf(stderr, "refusing to run: export NCCL_NVLS_ENABLE=0 first\n");
+  const int ndev = mb::nccl_devices("mb_gemm_nccl_overlap", 2);
+  if (ndev < 0)
     return 1;
-  }
-  int ndev = 0;
-  MB_CK(cudaGetDeviceCount(&ndev));
-  if (ndev < 2) {
-    std::fprintf(stderr, "mb_gemm_nccl_overlap needs 2 or more GPUs (found %d)\n", ndev);
-    return 1;
-  }
   const std::vector<int> groups     = mb::group_sizes(args.get("--group-sizes", ""), ndev);
   const std::vector<long> ctas      = mb::parse_list(args.get("--ctas", "0,1,2,4,8,16,32"));
   const std::vector<long> sizes_mib = mb::parse_list(args.get("--sizes-mib", "128,512"));

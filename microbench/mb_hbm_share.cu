@@ -54,44 +54,6 @@
 
 namespace {
 
-__global__ void count_mismatch(const uint4 *a, const uint4 *b, size_t n, unsigned long long *bad)
-{
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
-    uint4 x = a[i], y = b[i];
-    local += (x.x != y.x) + (x.y != y.y) + (x.z != y.z) + (x.w != y.w);
-  }
-  if (local)
-    atomicAdd(bad, local);
-}
-
-// The device control block (stop, phase) and the pinned host words copied into it.
-struct Ctrl {
-  int *d = nullptr;
-  int *h = nullptr; // {0, 0, 1, 2}: never changed, read by async copies
-  cudaStream_t st{};
-  Ctrl()
-  {
-    MB_CK(cudaMalloc(&d, 256));
-    MB_CK(cudaHostAlloc(&h, 4 * sizeof(int), cudaHostAllocDefault));
-    h[0] = h[1] = 0;
-    h[2]        = 1;
-    h[3]        = 2;
-    MB_CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  }
-  void reset(cudaStream_t s) const { MB_CK(cudaMemcpyAsync(d, h, 2 * sizeof(int), cudaMemcpyHostToDevice, s)); }
-  void phase(int v, cudaStream_t s) const
-  {
-    MB_CK(cudaMemcpyAsync(d + 1, h + (v == 1 ? 2 : 3), sizeof(int), cudaMemcpyHostToDevice, s));
-  }
-  void stop() const
-  {
-    MB_CK(cudaMemcpyAsync(d, h + 2, sizeof(int), cudaMemcpyHostToDevice, st));
-    MB_CK(cudaStreamSynchronize(st));
-  }
-};
-
 struct Meas {
   bool ok        = false;
   double bw      = NAN; // sum of CTA rates, bytes per ns

@@ -95,6 +95,25 @@ inline std::string nccl_version_string()
   return std::to_string(v / 10000) + "." + std::to_string((v / 100) % 100) + "." + std::to_string(v % 100);
 }
 
+// The GPUs an NCCL benchmark may use: NVLink SHARP must be off (NCCL_NVLS_ENABLE=0, as on the
+// measurement machines) and `need` GPUs present; otherwise one line on stderr saying why and -1
+// (the program exits 1).
+inline int nccl_devices(const char *prog, int need)
+{
+  const char *nvls = std::getenv("NCCL_NVLS_ENABLE");
+  if (!nvls || std::string(nvls) != "0") {
+    std::fprintf(stderr, "refusing to run: export NCCL_NVLS_ENABLE=0 first\n");
+    return -1;
+  }
+  int ndev = 0;
+  MB_CK(cudaGetDeviceCount(&ndev));
+  if (ndev < need) {
+    std::fprintf(stderr, "%s needs %d or more GPUs (found %d)\n", prog, need, ndev);
+    return -1;
+  }
+  return ndev;
+}
+
 // Group sizes to measure: "--group-sizes 8,4,2", or by default every power of two from the
 // largest that fits down to 2 (plus ndev itself first when it is not a power of two).
 inline std::vector<int> group_sizes(const char *arg, int ndev)
