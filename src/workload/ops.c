@@ -941,14 +941,15 @@ static void moe_backward(GArray *out, const Dims *d, const Rc *rc)
   push_norm_bwd(out, d, "ln2_bwd", "residual_grad_add2", B);
 }
 
-/* A dense layer's MLP (the pre-MLP norm unless `norm` is false, fc1, the activation, fc2): `keep`
- * scales what its ops keep; the norm keeps its input only when it is recomputed (`ln2_rc`). */
-static void mlp_forward(GArray *out, const Dims *d, PnPhase phase, double keep, bool ln2_rc, bool norm)
+/* A dense layer's MLP (the pre-MLP norm unless `norm_saved` is negative, fc1, the activation,
+ * fc2): the norm keeps `norm_saved` bytes, the others `keep` times what they would; fc1 keeps no
+ * input when the norm is recomputed (`ln2_rc`: the norm's output is made again). */
+static void mlp_forward(GArray *out, const Dims *d, PnPhase phase, double keep, bool ln2_rc, double norm_saved)
 {
   const double hsp = (double)d->Tsp * (double)d->h;
   guint mlp        = out->len;
-  if (norm)
-    push_norm_fwd(out, d, "ln2", phase, d->norm_e, keep * (hsp * 2.0 + (ln2_rc ? 0.0 : norm_stats_bytes(d))));
+  if (norm_saved >= 0.0)
+    push_norm_fwd(out, d, "ln2", phase, d->norm_e, norm_saved);
   push_column_fwd(out, d, "fc1", "fc1_ag", "fc1_fprop", "fc1_in_cast", phase, d->fc1_tp,
                   ln2_rc ? 0.0 : keep * hsp * d->e);
   double fc1_out = (double)d->T * (double)d->f_tp;
@@ -999,14 +1000,11 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   }
   /* a checkpointed MLP keeps its input: the norm's input with TE (the norm is fc1's), its output
    * for the local layers' own norm */
-  if (rc.mlp) {
-    guint at = out->len;
-    mlp_forward(out, d, phase, 0.0, false, true);
-    g_array_index(out, PnOp, at).saved_bytes =
-        keep * (hsp * 2.0 + (d->norms_separate && !rc.ln2 ? norm_stats_bytes(d) + hsp * 2.0 : 0.0));
-  } else {
-    mlp_forward(out, d, phase, keep, rc.ln2, true);
-  }
+  if (rc.mlp)
+    mlp_forward(out, d, phase, 0.0, false,
+                keep * (hsp * 2.0 + (d->norms_separate && !rc.ln2 ? norm_stats_bytes(d) + hsp * 2.0 : 0.0)));
+  else
+    mlp_forward(out, d, phase, keep, rc.ln2, keep * (hsp * 2.0 + (rc.ln2 ? 0.0 : norm_stats_bytes(d))));
   guint bda = out->len;
   push_bda(out, d, "bias_add2", "dropout2", "dropout_add2", phase, keep);
   tag_node(out, bda, PN_NODE_MLP);
@@ -1063,7 +1061,7 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
     if (rc.ln2)
       push_norm_fwd(out, d, "ln2", PN_PHASE_RECOMPUTE, d->norm_e, hsp * 2.0 + norm_stats_bytes(d));
     if (rc.mlp) /* with TE the norm is fc1's and re-runs with it; the local layers' norm is outside */
-      mlp_forward(out, d, PN_PHASE_RECOMPUTE, 1.0, false, !d->norms_separate);
+      mlp_forward(out, d, PN_PHASE_RECOMPUTE, 1.0, false, d->norms_separate ? -1.0 : hsp * 2.0 + norm_stats_bytes(d));
     if (d->dropout) {
       push_mem(out, "dropout_add2_bwd", B, hsp * 5.0, 0.0);
       mark_rng(out, true);
