@@ -141,7 +141,8 @@ void pn__templates_build(PnBuilder *b)
   b->tpl.layer_bwd_plain = tpl_from_ops(b, ops);
   if (b->sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL) {
     const PnHostProfile *h = &b->sc->hw->host;
-    /* a fully recomputed layer runs its forward's Python again in its backward */
+    /* a fully recomputed layer runs its forward's Python again in its backward (a selective
+     * recompute re-runs one module's, which is not charged) */
     bool full = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
     tpl_add_python(b->tpl.layer_fwd, h->local_layer_fwd_ns);
     tpl_add_python(b->tpl.layer_bwd, h->local_layer_bwd_ns + (full ? h->local_layer_fwd_ns : 0.0));
