@@ -44,6 +44,7 @@
 
 #include "calib/calib.h"
 #include "core/engine.h"
+#include "core/mem.h"
 #include "hw/exec.h"
 #include "io/hwprofile.h"
 #include "io/scenario.h"
@@ -459,6 +460,7 @@ int main(int argc, char **argv)
   }
   if (reps < 1)
     reps = 1;
+  pn_mem_keep_freed(); /* as penumbra's main() */
   g_unsetenv("PENUMBRA_DATA_DIR");
   if (all || host)
     bench_host();

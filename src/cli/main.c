@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli-private.h"
+#include "core/mem.h"
 #include "io/file.h"
 
 static const PnCliCommand commands[] = {
@@ -35,6 +36,7 @@ static void usage(FILE *to)
 
 int main(int argc, char **argv)
 {
+  pn_mem_keep_freed();
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;

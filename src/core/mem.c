@@ -2,11 +2,15 @@
 #define _DEFAULT_SOURCE /* madvise */
 #include "core/mem.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <unistd.h>
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+#if defined(__GLIBC__)
+#include <malloc.h>
 #endif
 
 /* Below this, huge pages would save little and could waste most of a 2 MiB page. */
@@ -28,5 +32,13 @@ void pn_mem_hint_large(void *p, size_t bytes)
 #else
   (void)p;
   (void)bytes;
+#endif
+}
+
+void pn_mem_keep_freed(void)
+{
+#if defined(__GLIBC__)
+  (void)mallopt(M_MMAP_MAX, 0);             /* large blocks from the heap, reused once freed */
+  (void)mallopt(M_TRIM_THRESHOLD, INT_MAX); /* no heap top handed back between simulations */
 #endif
 }
