@@ -126,6 +126,17 @@ static PnPlan resolve_ok(const PnScenario *sc, GPtrArray *warnings)
   return plan;
 }
 
+/* The task graph of a scenario under a plan that resolved: one GPU per pipeline stage. */
+static PnGraph *build_ok(const PnScenario *sc, const PnPlan *plan)
+{
+  PnGraph *g            = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
+  PnBuildInfo info      = {0};
+  g_autoptr(GError) err = NULL;
+  ck_assert_msg(pn_sched_build(sc, plan, g, &info, &err), "%s", err ? err->message : "?");
+  pn_build_info_clear(&info);
+  return g;
+}
+
 /* Resolves a scenario that must fail, and checks the message's pointer and Bridge's text. */
 static void resolve_fails(const PnScenario *sc, const char *ptr, const char *bridge_match)
 {
@@ -2270,14 +2281,10 @@ START_TEST(test_local_prices)
   PnCurve *c                            = &sc->hw->torch_kernel_vs_copy[PN_TK_SOFTMAX_FWD];
   c->n = 1, c->log_x = true, c->x = g_new(double, 1), c->y = g_new(double, 1);
   c->x[0] = 4096, c->y[0] = 0.5;
-  g_autoptr(GError) err = NULL;
-  PnPlan plan;
   g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  ck_assert_msg(pn_overlap_resolve(sc, &plan, warnings, &err), "%s", err ? err->message : "?");
+  PnPlan plan                   = resolve_ok(sc, warnings);
   ck_assert(!plan.tp_comm_overlap);
-  g_autoptr(PnGraph) g = pn_graph_new(1);
-  PnBuildInfo info     = {0};
-  ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
+  g_autoptr(PnGraph) g = build_ok(sc, &plan);
   const double B = 8.0, s = 4096.0, scores = B * s * s;
   int seen = 0;
   for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++) {
@@ -2313,7 +2320,6 @@ START_TEST(test_local_prices)
     }
   }
   ck_assert_int_eq(seen, 6);
-  pn_build_info_clear(&info);
 }
 END_TEST
 
@@ -2355,17 +2361,11 @@ START_TEST(test_local_layer_python)
         sc->recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
         sc->recompute.recompute_num_layers  = 1;
       }
-      g_autoptr(GError) err = NULL;
-      PnPlan plan;
-      g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-      ck_assert_msg(pn_overlap_resolve(sc, &plan, warnings, &err), "%s", err ? err->message : "?");
-      g_autoptr(PnGraph) g = pn_graph_new(1);
-      PnBuildInfo info     = {0};
-      ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
-      double(*dst)[2] = pass ? with : base;
-      dst[full][0]    = layer_host_ns(g, false, &n[0]);
-      dst[full][1]    = layer_host_ns(g, true, &n[1]);
-      pn_build_info_clear(&info);
+      PnPlan plan          = resolve_ok(sc, NULL);
+      g_autoptr(PnGraph) g = build_ok(sc, &plan);
+      double(*dst)[2]      = pass ? with : base;
+      dst[full][0]         = layer_host_ns(g, false, &n[0]);
+      dst[full][1]         = layer_host_ns(g, true, &n[1]);
     }
   }
   ck_assert(n[0] > 0 && n[1] > 0);
@@ -2375,16 +2375,10 @@ START_TEST(test_local_layer_python)
   /* TE layers: none */
   g_autoptr(PnScenario) te = load_json(TP_JSON(""), hw, NULL);
   te->hw->host             = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .local_layer_fwd_ns = 50000};
-  g_autoptr(GError) err    = NULL;
-  PnPlan plan;
-  g_autoptr(GPtrArray) warnings = g_ptr_array_new_with_free_func(g_free);
-  ck_assert_msg(pn_overlap_resolve(te, &plan, warnings, &err), "%s", err ? err->message : "?");
-  g_autoptr(PnGraph) g = pn_graph_new(1);
-  PnBuildInfo info     = {0};
-  ck_assert_msg(pn_sched_build(te, &plan, g, &info, &err), "%s", err ? err->message : "?");
+  PnPlan plan              = resolve_ok(te, NULL);
+  g_autoptr(PnGraph) g     = build_ok(te, &plan);
   double launches, host = layer_host_ns(g, false, &launches);
   ck_assert(host < 50000.0);
-  pn_build_info_clear(&info);
 }
 END_TEST
 
@@ -2427,12 +2421,7 @@ static PnGraph *graphs_build(PnScenario *sc, PnCudaGraphImpl impl, uint32_t modu
   sc->training.cuda_graph_modules = modules;
   PnPlan plan                     = resolve_ok(sc, NULL);
   ck_assert_int_eq(plan.cuda_graph_impl, impl);
-  PnGraph *g            = pn_graph_new((uint32_t)sc->parallel.pipeline_model_parallel_size);
-  PnBuildInfo info      = {0};
-  g_autoptr(GError) err = NULL;
-  ck_assert_msg(pn_sched_build(sc, &plan, g, &info, &err), "%s", err ? err->message : "?");
-  pn_build_info_clear(&info);
-  return g;
+  return build_ok(sc, &plan);
 }
 
 /* A layer's tasks of one micro-batch and pass: (layer, micro-batch, backward or recompute). */
