@@ -197,7 +197,7 @@ static int median_curve(GArray *samples, PnCurve *c, bool log_x)
  * push_bidir, the way a userbuffers all-gather moves data without multicast), or loading from it
  * (`pull`, pull_1to0: its reduce-scatter): x = each CTA count measured, y = the median over its
  * sizes of bytes per ns (one direction). Returns the points (0: no rows, the curve kept). */
-static int fit_ub_push(const PnCalData *d, bool pull, PnCurve *c)
+static int fit_ub_rate(const PnCalData *d, bool pull, PnCurve *c)
 {
   g_autoptr(GArray) samples = g_array_new(FALSE, FALSE, sizeof(XY));
   for (guint i = 0; i < d->p2p->len; i++) {
@@ -511,8 +511,8 @@ gboolean pn_calib_fit(const PnCalData *d, PnHwProfile *p, PnCalFitted *f, GError
   f->torch_mem_from = d->origin[PN_CAL_KIND_TORCH_MEM];
   f->unfused_from   = d->origin[PN_CAL_KIND_UNFUSED_ATTN];
   f->bmm_points     = fit_bmm(d, &p->bmm_bf16);
-  f->ub_push_points = fit_ub_push(d, false, &p->ub_push_bytes_per_ns);
-  f->ub_pull_points = fit_ub_push(d, true, &p->ub_pull_bytes_per_ns);
+  f->ub_push_points = fit_ub_rate(d, false, &p->ub_push_bytes_per_ns);
+  f->ub_pull_points = fit_ub_rate(d, true, &p->ub_pull_bytes_per_ns);
   f->ub_push_from   = d->origin[PN_CAL_KIND_P2P_SM];
   /* per shape: the median of each (shape, variant, SMs held) */
   {

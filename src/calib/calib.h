@@ -266,7 +266,7 @@ typedef struct {
   GArray *torch_kernels; /* of PnCalTorchKernel */
   GArray *hbm;           /* of PnCalHbm */
   GArray *copy_nccl;     /* of PnCalCopyNccl */
-  GArray *p2p;           /* of PnCalP2p: CTAs pushing to a peer (mb_p2p_sm push_bidir) */
+  GArray *p2p;           /* of PnCalP2p: CTAs pushing to or loading from a peer (mb_p2p_sm) */
   GArray *megatron;      /* of PnCalMegatronLayer */
   int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
@@ -358,7 +358,8 @@ typedef struct {
                                   pn_cost_bmm_ns: the ops of one shape share its point, their median */
   GArray *torch_kernels;       /* each measured unfused-attention kernel through pn_cost_torch_kernel_ns: the
                                   copy class's time of its bytes over the ratio curve at its sequence */
-  GArray *ub_push;             /* each mb_p2p_sm push_bidir row through the profile's ub_push_bytes_per_ns */
+  GArray *ub_push;             /* each mb_p2p_sm push_bidir / pull_1to0 row through the profile's ub_push_bytes_per_ns /
+                                  ub_pull_bytes_per_ns */
   GArray *coll_default;        /* collectives at NCCL's default channel count */
   GArray *coll_ctas;           /* collectives with NCCL_MIN_CTAS = NCCL_MAX_CTAS forced */
   GArray *coll_outliers;       /* measurements slower than a larger message of the same collective */
