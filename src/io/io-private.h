@@ -118,6 +118,7 @@ typedef struct {
  * a report names a value as the scenario writes it. */
 extern const PnEnumName pn__io_precision_names[];
 extern const PnEnumName pn__io_cp_comm_names[];
+extern const PnEnumName pn__io_fsdp_shard_names[];
 
 /* The names of PnTorchKernel, by value (hwprofile.c): the ops of microbench/mb_unfused_attn.py's
  * "mem" rows and of mb_torch_mem.py's glu_clamp rows, and the keys of a profile's

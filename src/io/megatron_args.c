@@ -669,7 +669,8 @@ static void key_value(const PnScenario *sc, const PnPlan *plan, const char *key,
 }
 
 /* Keys that do not act in `sc` and that import gives back when left out: the expert layout of a
- * dense model, the CP ring type without CP, the full-recompute method without full recompute, the
+ * dense model, the CP ring type without CP, the full-recompute method without full recompute,
+ * Megatron-FSDP's settings without it, the
  * LayerNorm SM margins and NCCL CTA bounds at their defaults, CUDA graphs off, Megatron-LM's default
  * layers and attention backend. */
 static bool inert(const PnScenario *sc, const char *key, const char *text)
@@ -680,6 +681,12 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
   if (sc->parallel.context_parallel_size == 1 && strcmp(key, "comm_overlap.cp_comm_type") == 0)
     return true;
   if (sc->training.precision != PN_PREC_FP8 && strcmp(key, "training.fp8_recipe") == 0)
+    return true;
+  if (!sc->ddp.use_megatron_fsdp && g_str_has_prefix(key, "ddp.") &&
+      (strcmp(key, "ddp.data_parallel_sharding_strategy") == 0 ||
+       strcmp(key, "ddp.suggested_communication_unit_size") == 0 || strcmp(key, "ddp.fsdp_double_buffer") == 0))
+    return true;
+  if (strcmp(key, "ddp.suggested_communication_unit_size") == 0 && strcmp(text, "null") == 0)
     return true;
   if (sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL &&
       (strcmp(key, "recompute.recompute_method") == 0 || strcmp(key, "recompute.recompute_num_layers") == 0))
@@ -708,6 +715,8 @@ static void append_custom(GString *out, const PnScenario *sc)
     g_string_append(out, " --grad-reduce-in-bf16");
   if (sc->training.precision == PN_PREC_FP8)
     g_string_append(out, " --fp8-format hybrid");
+  if (sc->ddp.use_megatron_fsdp) /* Megatron-LM asserts it with --use-megatron-fsdp */
+    g_string_append(out, " --ckpt-format fsdp_dtensor");
   if (!sc->training.bias_activation_fusion)
     g_string_append(out, m->activation == PN_ACT_SWIGLU ? " --no-bias-swiglu-fusion" : " --no-bias-gelu-fusion");
   uint32_t mods = sc->recompute.recompute_modules;

@@ -89,6 +89,11 @@ static void overlap_json(PnJsonWriter *w, const PnScenario *sc, const PnPlan *pl
   pn_jsonw_bool(w, "batch_p2p_comm", plan->batch_p2p_comm);
   pn_jsonw_string(w, "cp_comm_type", pn__io_enum_name(pn__io_cp_comm_names, (int)plan->cp_comm_type));
   pn_jsonw_int(w, "max_connections", plan->max_connections);
+  if (plan->fsdp)
+    pn_jsonw_string(w, "data_parallel_sharding_strategy",
+                    pn__io_enum_name(pn__io_fsdp_shard_names, (int)plan->fsdp_shard));
+  else
+    pn_jsonw_null(w, "data_parallel_sharding_strategy");
   const char *preset = ub_preset(sc, plan);
   if (preset)
     pn_jsonw_string(w, "tp_comm_overlap_cfg", preset);
@@ -295,13 +300,16 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
 
   g_string_append_printf(o, "%s: %s on %" G_GINT64_FORMAT " x %s%s%s%s\n", name, sc->model.name, sc->hardware.num_gpus,
                          sc->hardware.profile, sc->hw ? " (" : "", sc->hw ? sc->hw->gpu : "", sc->hw ? ")" : "");
-  g_string_append_printf(o,
-                         "  layout   TP %" G_GINT64_FORMAT "  PP %" G_GINT64_FORMAT "  VPP %" G_GINT64_FORMAT
-                         "  CP %" G_GINT64_FORMAT "  EP %" G_GINT64_FORMAT "  DP %" G_GINT64_FORMAT "%s\n",
-                         par->tensor_model_parallel_size, par->pipeline_model_parallel_size,
-                         par->virtual_pipeline_model_parallel_size, par->context_parallel_size,
-                         par->expert_model_parallel_size, par->data_parallel_size,
-                         par->sequence_parallel ? "  (sequence parallel)" : "");
+  g_string_append_printf(
+      o,
+      "  layout   TP %" G_GINT64_FORMAT "  PP %" G_GINT64_FORMAT "  VPP %" G_GINT64_FORMAT "  CP %" G_GINT64_FORMAT
+      "  EP %" G_GINT64_FORMAT "  DP %" G_GINT64_FORMAT "%s%s%s\n",
+      par->tensor_model_parallel_size, par->pipeline_model_parallel_size, par->virtual_pipeline_model_parallel_size,
+      par->context_parallel_size, par->expert_model_parallel_size, par->data_parallel_size,
+      par->sequence_parallel ? "  (sequence parallel)" : "", sc->ddp.use_megatron_fsdp ? "  Megatron-FSDP " : "",
+      sc->ddp.use_megatron_fsdp
+          ? pn__io_enum_name(pn__io_fsdp_shard_names, (int)sc->ddp.data_parallel_sharding_strategy)
+          : "");
   g_string_append_printf(o,
                          "  batch    micro %" G_GINT64_FORMAT ", global %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT
                          " micro-batches), sequence %" G_GINT64_FORMAT ", %s\n\n",

@@ -17,7 +17,8 @@
  *     memory_gib_per_gpu (= memory.total_gib), hbm_gib_per_gpu, fits_in_hbm, memory {weights_gib,
  *     gradients_gib, optimizer_gib, activations_gib, other_gib, total_gib}, overlap {strategies
  *     [{name, applies, on}], bucket_size, align_param_gather, batch_p2p_comm, cp_comm_type,
- *     max_connections, tp_comm_overlap_cfg},
+ *     max_connections, data_parallel_sharding_strategy (Megatron-FSDP's; null without it),
+ *     tp_comm_overlap_cfg},
  *   then model_flops_per_iteration, tokens_per_iteration, iterations, iteration_times_s [..],
  *   stages [{stage, compute_s, bubble_s, exposed_comm_s {..}, total_comm_s {..}, sm_contention_s {..},
  *   end_s, dp_buckets, dp_bucket_groups}] (dp_buckets: Megatron-Core's data-parallel gradient

@@ -63,6 +63,11 @@ static const PnEnumName attention_backend_names[] = {
 static const PnEnumName ce_fusion_names[] = {{"native", PN_CE_FUSION_NATIVE}, {"te", PN_CE_FUSION_TE}, {NULL, 0}};
 const PnEnumName pn__io_cp_comm_names[]   = {
       {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
+const PnEnumName pn__io_fsdp_shard_names[]  = {{"no_shard", PN_FSDP_NO_SHARD},
+                                               {"optim", PN_FSDP_OPTIM},
+                                               {"optim_grads", PN_FSDP_OPTIM_GRADS},
+                                               {"optim_grads_params", PN_FSDP_OPTIM_GRADS_PARAMS},
+                                               {NULL, 0}};
 static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
 static const PnEnumName method_names[] = {
@@ -154,6 +159,12 @@ static const PnField ddp_fields[] = {
     F_KIND(PnDdpConfig, "fp8_param_gather", PN_FIELD_BOOL, fp8_param_gather),
     F_INT(PnDdpConfig, "num_distributed_optimizer_instances", num_distributed_optimizer_instances, 1, 1000000),
     F_KIND(PnDdpConfig, "average_in_collective", PN_FIELD_BOOL, average_in_collective),
+    F_KIND(PnDdpConfig, "use_megatron_fsdp", PN_FIELD_BOOL, use_megatron_fsdp),
+    F_ENUM(PnDdpConfig, "data_parallel_sharding_strategy", PN_FIELD_ENUM, data_parallel_sharding_strategy,
+           pn__io_fsdp_shard_names, 0),
+    F_INT_NULL(PnDdpConfig, "suggested_communication_unit_size", suggested_communication_unit_size, 1, 1000000000000LL,
+               true, 0),
+    F_KIND(PnDdpConfig, "fsdp_double_buffer", PN_FIELD_BOOL, fsdp_double_buffer),
     {.key = NULL},
 };
 
@@ -446,6 +457,7 @@ static void scenario_defaults(PnScenario *sc)
   sc->ddp.align_param_gather                              = PN_TRI_UNSET;
   sc->ddp.overlap_param_gather_with_optimizer_step        = PN_TRI_UNSET;
   sc->ddp.num_distributed_optimizer_instances             = 1;
+  sc->ddp.data_parallel_sharding_strategy                 = PN_FSDP_OPTIM_GRADS_PARAMS;
   sc->comm_overlap.tp_comm_overlap                        = PN_TRI_UNSET;
   sc->comm_overlap.overlap_p2p_comm                       = PN_TRI_UNSET;
   sc->comm_overlap.batch_p2p_comm                         = PN_TRI_UNSET;

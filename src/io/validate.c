@@ -243,6 +243,15 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   cJSON *d = cJSON_AddObjectToObject(sc, "ddp");
   cJSON_AddBoolToObject(d, "use_distributed_optimizer", true);
   cJSON_AddBoolToObject(d, "grad_reduce_in_fp32", false);
+  /* FSDP > 0: Megatron-FSDP over #GPUs / (TP * PP), as the performance harness sets it
+   * (scripts/performance/utils/overrides.py _set_megatron_fsdp_overrides: optim_grads_params,
+   * average_in_collective off) */
+  bool fsdp = num_or(par, "fsdp", 0) > 0;
+  if (fsdp) {
+    cJSON_AddBoolToObject(d, "use_megatron_fsdp", true);
+    cJSON_AddStringToObject(d, "data_parallel_sharding_strategy", "optim_grads_params");
+    cJSON_AddBoolToObject(d, "average_in_collective", false);
+  }
   if (mlm) {
     cJSON_AddBoolToObject(d, "overlap_grad_reduce", true);
     cJSON_AddBoolToObject(d, "overlap_param_gather", true);
@@ -259,13 +268,14 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   }
   cJSON *env = cJSON_AddObjectToObject(sc, "env");
   /* Megatron-LM asserts one connection with TP / CP on Hopper; the MoE recipes run 8 or 32 */
-  cJSON_AddNumberToObject(env, "CUDA_DEVICE_MAX_CONNECTIONS", (!moe && (tp > 1 || cp > 1)) ? 1 : 8);
+  cJSON_AddNumberToObject(env, "CUDA_DEVICE_MAX_CONNECTIONS", (!moe && !fsdp && (tp > 1 || cp > 1)) ? 1 : 8);
 
   if (moe)
     row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld EP%ld MBS%ld GBS%ld%s", tp, pp, vp, cp, ep, mbs, gbs,
                                   ep_overlap ? " EP-overlap" : "");
   else
-    row->layout = g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld", tp, pp, vp, cp, mbs, gbs);
+    row->layout =
+        g_strdup_printf("TP%ld PP%ld VP%ld CP%ld MBS%ld GBS%ld%s", tp, pp, vp, cp, mbs, gbs, fsdp ? " FSDP" : "");
   return sc;
 }
 
@@ -274,7 +284,6 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
   PnValidationRow *row    = g_new0(PnValidationRow, 1);
   const cJSON *model      = obj_get(rec, "model");
   const cJSON *hw         = obj_get(rec, "hardware");
-  const cJSON *par        = obj_get(rec, "parallelism");
   const cJSON *arch       = obj_get(model, "architecture");
   const cJSON *summary    = obj_get(rec, "summary");
   row->id                 = g_strdup(str_or(rec, "id", "?"));
@@ -295,8 +304,6 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
     return skip(row, "architecture not stated");
   if (obj_get(arch, "mla"))
     return skip(row, "MLA (multi-latent attention) is not simulated yet");
-  if (num_or(par, "fsdp", 0) > 0)
-    return skip(row, "Megatron-FSDP is not simulated yet");
   if (!isfinite(row->published_step_s) || row->published_step_s <= 0)
     return skip(row, "no step time or throughput");
 

@@ -21,8 +21,9 @@
  *     its provider configures it (YaRN, bias-dropout-add fusion off).
  *   - A vocabulary the record leaves null comes from the model's tokenizer (Llama 2: 32000,
  *     GPT-3 (GPT-2 BPE): 50257 padded by Megatron, Nemotron: 256000).
+ *   - FSDP > 0: Megatron-FSDP, optim_grads_params, as Bridge's performance harness sets it.
  * Records are skipped, with the reason, when: not H100, configuration incomplete, MLA,
- * Megatron-FSDP, not pretraining, no step time or throughput, or the scenario does not load.
+ * not pretraining, no step time or throughput, or the scenario does not load.
  */
 #ifndef PN_IO_VALIDATE_H
 #define PN_IO_VALIDATE_H

@@ -8,8 +8,10 @@
  * syncs inside the forward and backward cannot be captured): warned, and taken as off (the
  * loss's host read is left out, workload/ops.c).
  *
+ * Megatron-FSDP takes none or full_iteration (mcore_fsdp_adapter.py asserts).
+ *
  * Not checked, for want of a scenario key: CPU offloading (refused with every impl but
- * full_iteration), Megatron-FSDP (none or full_iteration only), hybrid CP. */
+ * full_iteration), hybrid CP. */
 #include "overlap/overlap-private.h"
 
 static const char *const impl_names[] = {"none", "local", "transformer_engine", "full_iteration"};
@@ -79,6 +81,12 @@ gboolean pn__overlap_gate_cuda_graphs(const PnScenario *sc, PnPlan *plan, GPtrAr
   if (tr->cuda_graph_impl == PN_CUDA_GRAPH_IMPL_NONE)
     return TRUE;
   bool full = tr->cuda_graph_impl == PN_CUDA_GRAPH_IMPL_FULL_ITERATION;
+  if (!full && plan->fsdp) {
+    warn_off(warnings, sc,
+             "with /ddp/use_megatron_fsdp (Megatron-FSDP: cuda_graph_impl must be \"none\" or "
+             "\"full_iteration\")");
+    return TRUE;
+  }
   if (tr->cuda_graph_impl == PN_CUDA_GRAPH_IMPL_TE && !sc->comm_overlap.transformer_engine) {
     warn_off(warnings, sc,
              "needs Transformer Engine's make_graphed_callables, but /comm_overlap/transformer_engine "

@@ -51,6 +51,7 @@ gboolean pn__overlap_gate_tp(const PnScenario *sc, PnPlan *plan, GPtrArray *warn
 gboolean pn__overlap_gate_p2p(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_moe_ep(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_delay_wgrad(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
+gboolean pn__overlap_gate_fsdp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_dp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_pr4268(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);
 gboolean pn__overlap_gate_nccl(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error);

@@ -12,12 +12,27 @@ static bool applies_dp(const PnScenario *sc)
 {
   return sc->parallel.data_parallel_size * sc->parallel.context_parallel_size > 1;
 }
-static bool applies_dist_opt(const PnScenario *sc) { return applies_dp(sc) && sc->ddp.use_distributed_optimizer; }
+/* Megatron-FSDP overlaps its reduce-scatter whenever it shards gradients (overlap/dp.c) */
+static bool applies_grad(const PnScenario *sc)
+{
+  return applies_dp(sc) &&
+         !(sc->ddp.use_megatron_fsdp && sc->ddp.data_parallel_sharding_strategy >= PN_FSDP_OPTIM_GRADS);
+}
+static bool applies_dist_opt(const PnScenario *sc)
+{
+  return applies_dp(sc) && sc->ddp.use_distributed_optimizer && !sc->ddp.use_megatron_fsdp;
+}
 /* userbuffers are Transformer Engine's: Megatron-Core's local linear layers never use them */
 static bool applies_tp(const PnScenario *sc)
 {
   return sc->parallel.tensor_model_parallel_size > 1 && sc->parallel.sequence_parallel &&
          sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE;
+}
+/* Megatron-FSDP wherever there is a data-parallel group, but not beside the combined 1F1B of EP
+ * overlap, whose per-micro-batch gathers are not simulated (overlap/dp.c refuses it) */
+static bool applies_fsdp(const PnScenario *sc)
+{
+  return applies_dp(sc) && !sc->comm_overlap.overlap_moe_expert_parallel_comm;
 }
 static bool applies_vpp(const PnScenario *sc) { return sc->parallel.virtual_pipeline_model_parallel_size > 1; }
 static bool applies_cp(const PnScenario *sc) { return sc->parallel.context_parallel_size > 1; }
@@ -40,12 +55,15 @@ static bool applies_conn(const PnScenario *sc)
   return sc->parallel.tensor_model_parallel_size > 1 || applies_cp(sc) || applies_delay(sc);
 }
 /* CUDA graphs where Megatron-Core would capture something (overlap/graphs.c): the knob turns on
- * Transformer Engine's per-layer graphs, which need TE and exclude full recompute */
+ * Transformer Engine's per-layer graphs, which need TE and exclude full recompute and
+ * Megatron-FSDP */
 static bool applies_graphs(const PnScenario *sc)
 {
-  return sc->comm_overlap.transformer_engine && sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL;
+  return sc->comm_overlap.transformer_engine && sc->recompute.recompute_granularity != PN_RECOMPUTE_FULL &&
+         !sc->ddp.use_megatron_fsdp;
 }
 static bool on_grad(const PnPlan *p) { return p->overlap_grad_reduce; }
+static bool on_fsdp(const PnPlan *p) { return p->fsdp; }
 static bool on_param(const PnPlan *p) { return p->overlap_param_gather; }
 static bool on_tp(const PnPlan *p) { return p->tp_comm_overlap; }
 static bool on_p2p(const PnPlan *p) { return p->overlap_p2p_comm; }
@@ -58,17 +76,19 @@ static bool on_graphs(const PnPlan *p) { return p->cuda_graph_impl != PN_CUDA_GR
 /* ---- the registry ---- */
 
 /* Gating order: Megatron-Core's model-configuration checks (shared experts), Megatron-Bridge's
- * _get_model_comm_overlap_cfgs (TP, PP, EP, delayed wgrad), then its _get_optimizer_overlap_cfgs
- * (DP); then what penumbra adds or takes as given (PR #4268, NCCL, CP), and
- * CUDA_DEVICE_MAX_CONNECTIONS after them because its check reads the EP result. CUDA graphs are
- * Megatron-Core's TransformerConfig checks, run after the others because no gate reads them (the
- * delayed-wgrad check reads the raw scope, as Bridge does). */
+ * _get_model_comm_overlap_cfgs (TP, PP, EP, delayed wgrad), Megatron-FSDP's rules (which decide
+ * what the DP gate sees), Bridge's _get_optimizer_overlap_cfgs (DP); then what penumbra adds or
+ * takes as given (PR #4268, NCCL, CP), and CUDA_DEVICE_MAX_CONNECTIONS after them because its
+ * check reads the EP and FSDP results. CUDA graphs are Megatron-Core's TransformerConfig checks,
+ * run after the others because no gate reads them (the delayed-wgrad check reads the raw scope,
+ * as Bridge does). */
 enum {
   SHARED_EXPERT,
   TP,
   P2P,
   MOE_EP,
   DELAY_WGRAD,
+  FSDP,
   DP_GRAD,
   DP_PARAM,
   PR4268,
@@ -132,6 +152,20 @@ const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
             .set_on  = {"comm_overlap.delay_wgrad_compute=true"},
             .set_off = {"comm_overlap.delay_wgrad_compute=false"},
         },
+    /* Megatron-FSDP in place of DistributedDataParallel: the knob shards parameters, gradients
+     * and optimizer states (Megatron's default strategy, optim_grads_params) and unsets
+     * CUDA_DEVICE_MAX_CONNECTIONS=1, which Megatron-FSDP refuses (8: the driver's default) */
+    [FSDP] =
+        {
+            .name    = "ddp.use_megatron_fsdp (Megatron-FSDP)",
+            .keys    = {"ddp.use_megatron_fsdp", "ddp.data_parallel_sharding_strategy",
+                        "ddp.suggested_communication_unit_size", "ddp.fsdp_double_buffer"},
+            .gate    = pn__overlap_gate_fsdp,
+            .applies = applies_fsdp,
+            .is_on   = on_fsdp,
+            .set_on  = {"ddp.use_megatron_fsdp=true", "env.CUDA_DEVICE_MAX_CONNECTIONS=8"},
+            .set_off = {"ddp.use_megatron_fsdp=false"},
+        },
     /* average_in_collective is accepted and not simulated (the reduction moves the same bytes) */
     [DP_GRAD] =
         {
@@ -140,7 +174,7 @@ const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
                         "ddp.grad_reduce_in_fp32", "ddp.num_distributed_optimizer_instances", "ddp.average_in_collective",
                         "env.NVTE_FWD_LAYERNORM_SM_MARGIN", "env.NVTE_BWD_LAYERNORM_SM_MARGIN"},
             .gate    = pn__overlap_gate_dp,
-            .applies = applies_dp,
+            .applies = applies_grad,
             .is_on   = on_grad,
             .set_on  = {"ddp.overlap_grad_reduce=true"},
             .set_off = {"ddp.overlap_grad_reduce=false"},
@@ -205,9 +239,10 @@ const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
 const size_t pn_overlap_n_strategies = N_STRATEGIES;
 
 const PnOverlapStrategy *const pn_overlap_what_if[] = {
-    &pn_overlap_strategies[DP_GRAD],     &pn_overlap_strategies[DP_PARAM],    &pn_overlap_strategies[TP],
-    &pn_overlap_strategies[P2P],         &pn_overlap_strategies[CP],          &pn_overlap_strategies[MOE_EP],
-    &pn_overlap_strategies[DELAY_WGRAD], &pn_overlap_strategies[CONNECTIONS], &pn_overlap_strategies[CUDA_GRAPHS],
+    &pn_overlap_strategies[DP_GRAD],     &pn_overlap_strategies[DP_PARAM],    &pn_overlap_strategies[FSDP],
+    &pn_overlap_strategies[TP],          &pn_overlap_strategies[P2P],         &pn_overlap_strategies[CP],
+    &pn_overlap_strategies[MOE_EP],      &pn_overlap_strategies[DELAY_WGRAD], &pn_overlap_strategies[CONNECTIONS],
+    &pn_overlap_strategies[CUDA_GRAPHS],
 };
 const size_t pn_overlap_n_what_if = G_N_ELEMENTS(pn_overlap_what_if);
 

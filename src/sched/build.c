@@ -228,18 +228,24 @@ static bool unit_is_layer(GArray *units, gint i)
 }
 
 /* The forward pre-hooks of the DP bucket groups (overlap_param_gather) act in the chunk's first
- * forward, before the module of a unit that first uses a group. With fp8, TE casts a module's
+ * forward, before the module of a unit that first uses a group; Megatron-FSDP's (sharded
+ * parameters) in every forward, before each unit. With fp8, TE casts a module's
  * weights after its pre-hook; here a layer's casts come before the layer, after the groups of its
  * first module only, the others still waited for at their modules. */
 static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   GArray *units = pn__units_of(b, rank, a->chunk);
   bool gather   = a->first_forward_of_chunk && pn__param_overlap_now(b);
+  bool fsdp     = pn__fsdp_gathers(b);
   bool fp8      = b->sc->training.precision == PN_PREC_FP8;
   if (gather && b->plan->align_param_gather)
     pn__emit_param_gather_aligned(b, rank, a->chunk);
+  if (fsdp)
+    pn__fsdp_release(b, rank, a->chunk, true);
   for (guint i = 0; i < units->len; i++) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
+    if (fsdp)
+      pn__fsdp_gather(b, rank, a->chunk, (int32_t)i, true);
     PnDpUnit dp;
     pn__dp_unit(b, rank, a->chunk, (int32_t)i, PN_AT_PLAIN, &dp);
     bool hooked = gather && pn__dp_unit_any(&dp);
@@ -253,7 +259,8 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
   }
 }
 
-/* In the chunk's last backward (overlap_grad_reduce) a bucket group's reduction is launched once
+/* In the chunk's last backward (overlap_grad_reduce; Megatron-FSDP sharding gradients: every
+ * backward) a bucket group's reduction is launched once
  * the backward has produced all its gradients: after the entry that ends the backward of the
  * module (in the unit holding its earliest-registered parameter) whose gradients come last
  * (register_grad_ready counts them per parameter; a module's all come together, when its
@@ -261,9 +268,14 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
 {
   GArray *units = pn__units_of(b, rank, a->chunk);
-  bool reduce   = a->last_backward_of_chunk && pn__grad_overlap_now(b);
+  bool reduce   = (a->last_backward_of_chunk || pn__fsdp_reduces_every_microbatch(b)) && pn__grad_overlap_now(b);
+  bool fsdp     = pn__fsdp_gathers(b);
+  if (fsdp)
+    pn__fsdp_release(b, rank, a->chunk, false);
   for (gint i = (gint)units->len - 1; i >= 0; i--) {
     const PnUnit *u = &g_array_index(units, PnUnit, i);
+    if (fsdp)
+      pn__fsdp_gather(b, rank, a->chunk, (int32_t)i, false);
     PnDpUnit dp;
     pn__dp_unit(b, rank, a->chunk, (int32_t)i, unit_recomputed(b, rank, u, a->chunk) ? PN_AT_RECOMPUTED : PN_AT_PLAIN,
                 &dp);
@@ -449,6 +461,7 @@ static void builder_free(PnBuilder *b)
   g_array_unref(b->last_on_stream);
   g_ptr_array_unref(b->pending);
   g_ptr_array_unref(b->dp_wait);
+  g_ptr_array_unref(b->fsdp_rs_queue);
   g_ptr_array_unref(b->units);
   g_ptr_array_unref(b->groups);
   g_ptr_array_unref(b->chunk_ag);
@@ -519,11 +532,12 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   g_array_set_size(b.last_compute, (guint)b.pp);
   for (guint i = 0; i < (guint)b.pp; i++)
     g_array_index(b.last_compute, PnTaskId, i) = PN_TASK_NONE;
-  b.pending  = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
-  b.dp_wait  = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
-  b.units    = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnUnit));
-  b.groups   = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnBucketGroup));
-  b.chunk_ag = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
+  b.pending       = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
+  b.dp_wait       = pn__arrays_new((guint)b.pp, sizeof(PnTaskId));
+  b.fsdp_rs_queue = pn__arrays_new((guint)b.pp, sizeof(PnFsdpQueued));
+  b.units         = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnUnit));
+  b.groups        = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnBucketGroup));
+  b.chunk_ag      = pn__arrays_new((guint)(b.pp * b.vpp), sizeof(PnTaskId));
   pn__templates_build(&b);
   pn__params_build(&b);
   g_array_set_size(info->dp_buckets, (guint)b.pp);

@@ -146,7 +146,7 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   c.f_unit0 = fvs == 0 ? 1 : 0;
   c.b_unit0 = bvs == 0 ? 1 : 0;
   c.gather  = c.f && c.f->first_forward_of_chunk && pn__param_overlap_now(b);
-  c.reduce  = c.b && c.b->last_backward_of_chunk && pn__grad_overlap_now(b);
+  c.reduce  = c.b && (c.b->last_backward_of_chunk || pn__fsdp_reduces_every_microbatch(b)) && pn__grad_overlap_now(b);
   /* pre_backward: waits on receives posted before this step */
   if (c.f && c.b)
     for (guint x = pf0; x < pf1; x++) {

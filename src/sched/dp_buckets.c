@@ -216,6 +216,11 @@ static int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; 
 
 static bool dist_opt(const PnBuilder *b) { return b->plan->use_distributed_optimizer; }
 
+/* Megatron-FSDP with FSDP units (every strategy but no_shard): each transformer layer's
+ * parameters in buckets of their own, coalesced into one group per unit and expert-ness
+ * (param_and_grad_buffer.py: fsdp_unit_id, bucket_group_by_fsdp_unit). */
+static bool fsdp_units(const PnBuilder *b) { return b->plan->fsdp && b->plan->fsdp_shard != PN_FSDP_NO_SHARD; }
+
 /* fp8_param_gather in effect: TE linear weights live in fp8 storage and gather 1 B each. */
 static bool fp8_storage(const PnBuilder *b) { return b->plan->param_bytes_per_elem < 2.0; }
 
@@ -354,6 +359,27 @@ static void partition(const GArray *buckets, int bf16, bool disable, GArray *out
       merge_into(last, &g_array_index(buckets, Bucket, i).g);
 }
 
+/* Megatron-FSDP's groups: the buckets of one unit (bf16 and fp8 storage) coalesced, dense and
+ * expert apart. The walk closes a unit's buckets before the next unit's, so they are adjacent. */
+static void fsdp_partition(const GArray *buckets, GArray *out)
+{
+  for (guint i = 0; i < buckets->len; i++) {
+    const Bucket *k = &g_array_index(buckets, Bucket, i);
+    guint same      = out->len;
+    for (guint j = out->len; j-- > 0;) { /* this unit's group of the same expert-ness */
+      const PnBucketGroup *g = &g_array_index(out, PnBucketGroup, j);
+      if (g->unit != k->g.unit)
+        break;
+      if (g->expert == k->g.expert)
+        same = j;
+    }
+    if (same < out->len)
+      merge_into(&g_array_index(out, PnBucketGroup, same), &k->g);
+    else
+      g_array_append_val(out, k->g);
+  }
+}
+
 void pn__buckets_build(PnBuilder *b, uint32_t rank, int64_t chunk, int64_t *n_buckets, int64_t *n_groups)
 {
   GArray *units = pn__units_of(b, rank, chunk);
@@ -372,8 +398,14 @@ void pn__buckets_build(PnBuilder *b, uint32_t rank, int64_t chunk, int64_t *n_bu
     b->scratch_buckets = g_array_new(FALSE, FALSE, sizeof(Bucket));
   g_array_set_size(b->scratch_buckets, 0);
   int64_t pos = 0;
+  if (b->plan->fsdp)
+    size = 0; /* FSDP units bound the buckets; no_shard: one per buffer */
   for (gint i = (gint)units->len - 1; i >= 0; i--) {
-    PnUnitKind kind      = g_array_index(units, PnUnit, i).kind;
+    PnUnitKind kind = g_array_index(units, PnUnit, i).kind;
+    if (fsdp_units(b))
+      for (int k = 0; k < BUF_N; k++)
+        if (w[k].open)
+          close_bucket(b, &w[k], k, w[k].param_start);
     const GArray *params = b->params[kind];
     for (gint k = (gint)params->len - 1; k >= 0; k--, pos++) {
       const PnParam *p = &g_array_index(params, PnParam, k);
@@ -388,8 +420,12 @@ void pn__buckets_build(PnBuilder *b, uint32_t rank, int64_t chunk, int64_t *n_bu
       close_bucket(b, &w[k], k, w[k].param_start);
   *n_buckets += b->scratch_buckets->len;
   g_array_set_size(out, 0);
-  partition(b->scratch_buckets, BUF_DENSE, disable, out);
-  partition(b->scratch_buckets, BUF_EXPERT, disable, out);
+  if (fsdp_units(b)) {
+    fsdp_partition(b->scratch_buckets, out);
+  } else {
+    partition(b->scratch_buckets, BUF_DENSE, disable, out);
+    partition(b->scratch_buckets, BUF_EXPERT, disable, out);
+  }
   g_array_sort(out, group_cmp);
   /* the all-gather chain of each list runs from the first layers' group to the last layers' */
   gint prev[2] = {-1, -1};
@@ -469,13 +505,25 @@ static const char *grad_label(const PnBuilder *b)
   return b->plan->use_distributed_optimizer ? "dp_grad_reduce_scatter" : "dp_grad_all_reduce";
 }
 
+bool pn__fsdp_reduces_every_microbatch(const PnBuilder *b)
+{
+  return b->plan->fsdp && b->plan->fsdp_shard >= PN_FSDP_OPTIM_GRADS && dp_active(b);
+}
+bool pn__fsdp_gathers(const PnBuilder *b)
+{
+  return b->plan->fsdp && b->plan->fsdp_shard == PN_FSDP_OPTIM_GRADS_PARAMS && dp_active(b);
+}
+
+/* Megatron's first iteration runs DDP's collectives synchronously; Megatron-FSDP's sharded
+ * gradients and parameters are reduced and gathered asynchronously from the first one on. */
 bool pn__grad_overlap_now(const PnBuilder *b)
 {
-  return b->plan->overlap_grad_reduce && !b->first_iteration && dp_active(b);
+  return b->plan->overlap_grad_reduce && (!b->first_iteration || pn__fsdp_reduces_every_microbatch(b)) && dp_active(b);
 }
 bool pn__param_overlap_now(const PnBuilder *b)
 {
-  return b->plan->overlap_param_gather && !b->first_iteration && dp_active(b) && b->plan->use_distributed_optimizer;
+  return b->plan->overlap_param_gather && !b->first_iteration && dp_active(b) && b->plan->use_distributed_optimizer &&
+         !pn__fsdp_gathers(b);
 }
 
 static const PnBucketGroup *group_at(PnBuilder *b, uint32_t rank, int64_t chunk, gint k)
@@ -596,16 +644,92 @@ void pn__dp_gather_first(PnBuilder *b, uint32_t rank, PnDpUnit *u)
   u->first_waited = true;
 }
 
+/* ---- Megatron-FSDP's parameter all-gathers (optim_grads_params) ----
+ * Each micro-batch's forward and backward gather a unit's groups in the unit's pre-hook
+ * (megatron_fsdp.py _pre_forward_param_unshard / _pre_backward_param_unshard ->
+ * AllGatherPipeline.all_gather_params), which also prefetches the groups that follow in that
+ * pass's order until the elements gathered beyond the unit's own reach suggested_AG_prefetch_size
+ * (with fsdp_double_buffer: no third unit), then waits for the unit's own. A transformer layer's
+ * parameters are released after its forward and after its backward; the embedding and output
+ * layer are not FSDP units (the root module's), gathered with the forward and kept until the
+ * root's post-backward. Gathers and reductions share the data-parallel communicator, so they run
+ * in launch order, one DP stream here. */
+
+/* Every group of the chunk released (forward: all; backward: the layers', the root's kept). */
+void pn__fsdp_release(PnBuilder *b, uint32_t rank, int64_t chunk, bool fwd)
+{
+  GArray *ags    = chunk_ag_of(b, rank, chunk);
+  GArray *units  = pn__units_of(b, rank, chunk);
+  GArray *groups = pn__groups_of(b, rank, chunk);
+  for (guint k = 0; k < groups->len; k++) {
+    const PnBucketGroup *g = &g_array_index(groups, PnBucketGroup, k);
+    if (fwd || g_array_index(units, PnUnit, g->unit).kind == PN_UNIT_LAYER)
+      g_array_index(ags, PnTaskId, k) = PN_TASK_NONE;
+  }
+}
+
+void pn__fsdp_gather(PnBuilder *b, uint32_t rank, int64_t chunk, int32_t unit, bool fwd)
+{
+  PnDpUnit u;
+  pn__dp_unit(b, rank, chunk, unit, PN_AT_PLAIN, &u);
+  if (!pn__dp_unit_any(&u))
+    return;
+  for (guint k = u.lo; k < u.hi; k++)
+    dispatch_ag(b, rank, chunk, (gint)k);
+  /* groups run from the last unit's to the first's: the forward prefetches downwards */
+  gint len = (gint)pn__groups_of(b, rank, chunk)->len, step = fwd ? -1 : 1;
+  double ahead = 0.0;
+  int32_t last = unit, units = 1;
+  for (gint k = fwd ? (gint)u.lo - 1 : (gint)u.hi; k >= 0 && k < len; k += step) {
+    const PnBucketGroup *g = group_at(b, rank, chunk, k);
+    if (ahead >= b->plan->fsdp_prefetch_elems)
+      break;
+    if (g->unit != last && ++units > 2 && b->plan->fsdp_double_buffer)
+      break;
+    last = g->unit;
+    ahead += g->elems;
+    dispatch_ag(b, rank, chunk, k);
+  }
+  for (guint k = u.lo; k < u.hi; k++)
+    wait_ag(b, rank, chunk, (gint)k);
+}
+
+/* Megatron-FSDP's reduce-scatter queue (GradReducePipeline.wait_for_previous_grad_reduce): before
+ * a group's reduction is launched, the compute stream waits for the oldest queued ones while
+ * the queue holds more than suggested_RS_queue_capacity elements. */
+static void fsdp_queue_wait(PnBuilder *b, uint32_t rank)
+{
+  GArray *q    = g_ptr_array_index(b->fsdp_rs_queue, rank);
+  double total = 0.0;
+  for (guint i = 0; i < q->len; i++)
+    total += g_array_index(q, PnFsdpQueued, i).elems;
+  guint popped = 0;
+  while (popped < q->len && total > b->plan->fsdp_rs_queue_elems) {
+    const PnFsdpQueued *o = &g_array_index(q, PnFsdpQueued, popped++);
+    pn__push_pending(b, rank, o->id);
+    total -= o->elems;
+  }
+  g_array_remove_range(q, 0, popped);
+}
+
 /* One group's gradient reduction on the DP stream, launched after `after` (overlap_grad_reduce);
  * the compute stream waits for it in finish_grad_sync (pn__emit_grad_sync). */
 static void emit_grad_group(PnBuilder *b, uint32_t rank, int16_t chunk, gint k, PnTaskId after)
 {
   GArray *waits          = g_ptr_array_index(b->dp_wait, rank);
   const PnBucketGroup *g = group_at(b, rank, chunk, k);
+  bool queued            = pn__fsdp_reduces_every_microbatch(b);
+  if (queued)
+    fsdp_queue_wait(b, rank);
   PnTaskId id =
       emit_group(b, rank, g, grad_coll(b), g->elems * b->plan->grad_bytes_per_elem, grad_label(b), chunk, true, after);
-  if (id != PN_TASK_NONE)
-    g_array_append_val(waits, id);
+  if (id == PN_TASK_NONE)
+    return;
+  g_array_append_val(waits, id);
+  if (queued) {
+    PnFsdpQueued o = {id, g->elems};
+    g_array_append_val(g_ptr_array_index(b->fsdp_rs_queue, rank), o);
+  }
 }
 
 void pn__dp_reduce_hook(PnBuilder *b, uint32_t gpu, guint entry, PnTaskId id, void *ctx)
@@ -645,6 +769,7 @@ void pn__emit_grad_sync(PnBuilder *b, uint32_t rank)
   if (!dp_active(b))
     return;
   GArray *waits = g_ptr_array_index(b->dp_wait, rank);
+  g_array_set_size(g_ptr_array_index(b->fsdp_rs_queue, rank), 0);
   if (pn__grad_overlap_now(b)) {
     for (guint i = 0; i < waits->len; i++)
       pn__push_pending(b, rank, g_array_index(waits, PnTaskId, i));

@@ -54,6 +54,12 @@ typedef struct {
   int64_t bucket_size;                           /* elements; resolved default max(40M, 1M * dp_cp) */
   double grad_bytes_per_elem;                    /* 4 with grad_reduce_in_fp32, else 2 */
   double param_bytes_per_elem;                   /* 1 with fp8_param_gather, else 2 */
+  /* Megatron-FSDP (overlap/dp.c, sched/dp_buckets.c): its units' parameters in one group each */
+  bool fsdp;
+  PnFsdpShard fsdp_shard;
+  double fsdp_prefetch_elems; /* suggested_AG_prefetch_size: elements gathered ahead of a unit */
+  double fsdp_rs_queue_elems; /* suggested_RS_queue_capacity: elements of reductions in flight */
+  bool fsdp_double_buffer;    /* at most two units gathered at once */
   /* tensor parallel */
   bool tp_comm_overlap;
   PnUbCfg ub[PN_UB_N]; /* meaningful when tp_comm_overlap */

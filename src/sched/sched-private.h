@@ -102,6 +102,12 @@ typedef struct {
   double param_bytes; /* bytes all-gathered: elems x 1 in an fp8 buffer (fp8_param_gather), else x 2 */
 } PnBucketGroup;
 
+/* A Megatron-FSDP gradient reduce-scatter in flight, and the elements it reduces. */
+typedef struct {
+  PnTaskId id;
+  double elems;
+} PnFsdpQueued;
+
 /* One pn_sched_build call: the scenario, the graph it fills, and the per-GPU registers. */
 typedef struct {
   const PnScenario *sc;
@@ -121,6 +127,7 @@ typedef struct {
   GArray *last_compute;            /* of PnTaskId: latest compute-stream task per GPU (PN_TASK_NONE) */
   GPtrArray *pending;              /* per GPU: GArray of PnTaskId the next compute-stream task waits for */
   GPtrArray *dp_wait;              /* per GPU: GArray of PnTaskId finish_grad_sync waits for */
+  GPtrArray *fsdp_rs_queue;        /* per GPU: Megatron-FSDP's reduce-scatters in flight (dp_buckets.c) */
   GPtrArray *units;                /* per GPU * vpp: GArray of PnUnit, forward order */
   GArray *params[PN_UNIT_KINDS];   /* of PnParam: one unit's parameters in registration order, by kind */
   GArray *param_at[PN_UNIT_KINDS]; /* of PnParamAt, beside params */
@@ -213,6 +220,14 @@ void pn__buckets_build(PnBuilder *b, uint32_t rank, int64_t chunk, int64_t *buck
 double pn__chunk_params(GArray *units, double *expert);
 bool pn__grad_overlap_now(const PnBuilder *b);
 bool pn__param_overlap_now(const PnBuilder *b);
+/* Megatron-FSDP: gradients reduce-scattered after every micro-batch's backward (optim_grads,
+ * optim_grads_params); parameters gathered per unit in every forward and backward
+ * (optim_grads_params), with pn__fsdp_release at a pass's start and pn__fsdp_gather before each
+ * unit (its groups dispatched with the prefetch that follows them, then waited for). */
+bool pn__fsdp_reduces_every_microbatch(const PnBuilder *b);
+bool pn__fsdp_gathers(const PnBuilder *b);
+void pn__fsdp_release(PnBuilder *b, uint32_t rank, int64_t chunk, bool fwd);
+void pn__fsdp_gather(PnBuilder *b, uint32_t rank, int64_t chunk, int32_t unit, bool fwd);
 void pn__emit_param_gather_start(PnBuilder *b, uint32_t rank);
 /* align_param_gather: every group of the chunk and of the next dispatched at once. */
 void pn__emit_param_gather_aligned(PnBuilder *b, uint32_t rank, int64_t chunk);

@@ -34,6 +34,9 @@ typedef enum { PN_CE_FUSION_NATIVE, PN_CE_FUSION_TE } PnCeFusionImpl;
 typedef enum { PN_RECOMPUTE_NONE, PN_RECOMPUTE_SELECTIVE, PN_RECOMPUTE_FULL } PnRecomputeGranularity;
 typedef enum { PN_RECOMPUTE_METHOD_UNIFORM, PN_RECOMPUTE_METHOD_BLOCK } PnRecomputeMethod;
 typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommType;
+/* Megatron-FSDP's data_parallel_sharding_strategy (ZeRO-0 to ZeRO-3); optim_grads_params is its
+ * default. */
+typedef enum { PN_FSDP_NO_SHARD, PN_FSDP_OPTIM, PN_FSDP_OPTIM_GRADS, PN_FSDP_OPTIM_GRADS_PARAMS } PnFsdpShard;
 /* Megatron-Core moe_token_dispatcher_type; "allgather" is its default. */
 typedef enum { PN_MOE_DISPATCHER_ALLGATHER, PN_MOE_DISPATCHER_ALLTOALL, PN_MOE_DISPATCHER_FLEX } PnMoeDispatcher;
 
@@ -189,6 +192,11 @@ typedef struct {
   bool fp8_param_gather;
   int64_t num_distributed_optimizer_instances;
   bool average_in_collective;
+  /* Megatron-FSDP (--use-megatron-fsdp) in place of Megatron-Core's DistributedDataParallel */
+  bool use_megatron_fsdp;
+  PnFsdpShard data_parallel_sharding_strategy;
+  int64_t suggested_communication_unit_size; /* elements; 0 = Megatron-FSDP's default */
+  bool fsdp_double_buffer;
 } PnDdpConfig;
 
 typedef struct {

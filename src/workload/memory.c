@@ -216,21 +216,31 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   if (stage == pp - 1)
     params += pn_workload_head_params(sc);
 
-  out->stage         = stage;
-  out->weights_bytes = params * 2.0;
-  if (sc->training.precision == PN_PREC_FP8 && !sc->ddp.fp8_param_gather)
-    out->weights_bytes += linear * 2.0;
-  double grad_b        = sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0;
-  out->gradients_bytes = params * grad_b;
+  const PnDdpConfig *ddp = &sc->ddp;
+  PnFsdpShard fsdp       = ddp->use_megatron_fsdp ? ddp->data_parallel_sharding_strategy : PN_FSDP_NO_SHARD;
   double shard = 1.0, expert_shard = 1.0;
-  if (sc->ddp.use_distributed_optimizer) {
+  if (ddp->use_megatron_fsdp ? fsdp != PN_FSDP_NO_SHARD : ddp->use_distributed_optimizer) {
     /* each optimizer instance shards over its part of the group: DP x CP, or expert-DP */
-    double instances = (double)MAX(sc->ddp.num_distributed_optimizer_instances, 1);
+    double instances = (double)MAX(ddp->num_distributed_optimizer_instances, 1);
     shard            = (double)(dp * cp) / instances;
     expert_shard     = (double)pn_workload_expert_dp(sc) / instances;
   }
   double experts = (double)stage_layers * pn_workload_layer_expert_params(sc);
   double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);
+  /* Megatron-FSDP holds unsharded only what is gathered or being reduced (memory.h) */
+  double unit = pn_workload_layer_params(sc), comm = pn_workload_fsdp_comm_unit(sc);
+  double layers_p = (double)stage_layers * unit, root = params - layers_p;
+
+  out->stage         = stage;
+  out->weights_bytes = params * 2.0;
+  if (fsdp == PN_FSDP_OPTIM_GRADS_PARAMS)
+    out->weights_bytes = sharded * 2.0 + (root + MIN(layers_p, unit + comm / 2.0)) * 2.0;
+  if (sc->training.precision == PN_PREC_FP8 && !ddp->fp8_param_gather)
+    out->weights_bytes += linear * 2.0;
+  double grad_b        = ddp->grad_reduce_in_fp32 ? 4.0 : 2.0;
+  out->gradients_bytes = params * grad_b;
+  if (fsdp >= PN_FSDP_OPTIM_GRADS)
+    out->gradients_bytes = sharded * grad_b + MIN(params, root + comm + unit) * grad_b;
 
   out->activations_bytes = stage_activations(sc, stage, layers);
   /* the step's fp32 copy of bf16 grads is never live with the activations (memory.h) */
@@ -240,6 +250,19 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   out->other_bytes = other_bytes(sc, tp_userbuffers);
   out->total_bytes =
       out->weights_bytes + out->gradients_bytes + out->optimizer_bytes + out->activations_bytes + out->other_bytes;
+}
+
+double pn_workload_fsdp_comm_unit(const PnScenario *sc)
+{
+  const PnDdpConfig *ddp = &sc->ddp;
+  if (ddp->suggested_communication_unit_size > 0)
+    return (double)ddp->suggested_communication_unit_size;
+  double unit = 1e9;
+  if (ddp->data_parallel_sharding_strategy == PN_FSDP_OPTIM_GRADS_PARAMS)
+    unit = 2.0 * pn_workload_layer_params(sc); /* every FSDP unit is a transformer layer */
+  else if (ddp->bucket_size > 0)
+    unit = (double)ddp->bucket_size;
+  return MAX(unit, 1e9);
 }
 
 void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out)
@@ -317,10 +340,17 @@ int pn_workload_memory_fits(const PnScenario *sc, bool tp_userbuffers, double ca
   g_assert(sc && (out || max_out == 0));
   PnFitSearch s = {.tp_userbuffers = tp_userbuffers, .capacity_bytes = capacity_bytes, .out = out, .max = max_out};
   PnScenario c;
-  if (!sc->ddp.use_distributed_optimizer) {
+  if (!sc->ddp.use_distributed_optimizer && !sc->ddp.use_megatron_fsdp) {
     c                               = *sc;
     c.ddp.use_distributed_optimizer = true;
     add_if_fits(&s, &c, "use_distributed_optimizer=true");
+  }
+  if (!sc->ddp.use_megatron_fsdp || sc->ddp.data_parallel_sharding_strategy != PN_FSDP_OPTIM_GRADS_PARAMS) {
+    c                                     = *sc;
+    c.ddp.use_megatron_fsdp               = true;
+    c.ddp.use_distributed_optimizer       = true;
+    c.ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
+    add_if_fits(&s, &c, "use_megatron_fsdp=true");
   }
   if (sc->recompute.recompute_granularity == PN_RECOMPUTE_NONE) {
     c                                 = *sc;

@@ -41,6 +41,14 @@
  *                last stage: final-norm input, output-layer input, the fp32 softmax of the
  *                cross entropy (T * V/tp * 4), for one micro-batch (1F1B runs the last chunk's
  *                backward right after its forward).
+ *   Megatron-FSDP (ddp.use_megatron_fsdp; its sharding strategy): no_shard shards nothing, optim
+ *                the optimizer as above (shard = dp * cp), optim_grads also the gradients: P * g /
+ *                shard plus the unsharded buffers of the units being reduced, at most the
+ *                reduce-scatter queue (the communication unit C, pn_workload_fsdp_comm_unit) and
+ *                one more unit, with the embedding and output layer's; optim_grads_params also the
+ *                weights: P * 2 / shard plus the gathered ones, one layer, the prefetch window
+ *                (C / 2) and the embedding and output layer (the root's, gathered for the whole
+ *                forward and backward); each capped at the stage's P.
  *   other        1.5 GiB (CUDA context, cuBLAS / cuDNN / TE workspaces, allocator slack)
  *                + 0.25 GiB of NCCL buffers per communicator of size > 1 (TP, CP, PP, DP x CP)
  *                + TE userbuffers when the resolved plan runs TP overlap (the caller's
@@ -51,9 +59,9 @@
  *
  * When the estimate exceeds the GPU, pn_workload_memory_fits names the single changes that would
  * bring it under, each priced with this same estimate, in the order a Megatron user tries them:
- * the distributed optimizer, selective then full recompute, a larger pipeline size (the virtual
- * size lowered to one that still divides the stage), a larger tensor size, CP 2, micro-batch 1.
- * It keeps only layouts Megatron accepts (workload/rules.h).
+ * the distributed optimizer, Megatron-FSDP (optim_grads_params), selective then full recompute, a larger pipeline size
+ * (the virtual size lowered to one that still divides the stage), a larger tensor size, CP 2, micro-batch 1. It keeps
+ * only layouts Megatron accepts (workload/rules.h).
  *
  * Cost: builds one layer's op lists a few times: O(ops) per stage, O(pp * ops) for the worst.
  * pn_workload_memory_fits: at most 5 + divisors(num_layers) + max_tp estimates, each O(pp' * ops).
@@ -81,6 +89,10 @@ typedef struct {
  * (PnPlan.tp_comm_overlap); the raw comm_overlap.tp_comm_overlap is not it, since the gating turns
  * the option off without TP > 1, SP or Transformer Engine. */
 void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out);
+/* Megatron-FSDP's communication unit in elements (suggested_communication_unit_size, else twice a
+ * layer's parameters with optim_grads_params, else bucket_size, else 1e9; at least 1e9): the
+ * reduce-scatter queue's capacity, twice the all-gather prefetch. */
+double pn_workload_fsdp_comm_unit(const PnScenario *sc);
 /* One stage, 0 <= stage < pipeline_model_parallel_size. */
 void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userbuffers, PnWorkloadMemory *out);
 

@@ -62,15 +62,17 @@ fi
 # Progress: one line per simulation on a terminal's stderr (script(1) gives one), rewritten in
 # place and erased at the end; nothing on a stderr that is not a terminal; the same report.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-s=scenarios/llama2-7b-h100-8gpu.json # its three knobs: the DP ones and CUDA graphs
+s=scenarios/llama2-7b-h100-8gpu.json # its four knobs: the DP ones, Megatron-FSDP and CUDA graphs
 "$bin" run $s --what-if >"$tmp/plain" 2>"$tmp/err"
 [ ! -s "$tmp/err" ] || { echo "FAIL: progress written to a stderr that is not a terminal:"; cat "$tmp/err"; exit 1; }
 if command -v script >/dev/null; then
   script -qec "'$bin' run $s --what-if >'$tmp/tty'" /dev/null >"$tmp/typescript" </dev/null
-  want=$(printf '\r\033[Kwhat-if 1/6: ddp.overlap_grad_reduce off\r\033[Kwhat-if 2/6: ddp.overlap_grad_reduce on')
-  want+=$(printf '\r\033[Kwhat-if 3/6: ddp.overlap_param_gather off\r\033[Kwhat-if 4/6: ddp.overlap_param_gather on')
-  want+=$(printf '\r\033[Kwhat-if 5/6: training.cuda_graph_impl (CUDA graphs) off')
-  want+=$(printf '\r\033[Kwhat-if 6/6: training.cuda_graph_impl (CUDA graphs) on\r\033[K')
+  want=$(printf '\r\033[Kwhat-if 1/8: ddp.overlap_grad_reduce off\r\033[Kwhat-if 2/8: ddp.overlap_grad_reduce on')
+  want+=$(printf '\r\033[Kwhat-if 3/8: ddp.overlap_param_gather off\r\033[Kwhat-if 4/8: ddp.overlap_param_gather on')
+  want+=$(printf '\r\033[Kwhat-if 5/8: ddp.use_megatron_fsdp (Megatron-FSDP) off')
+  want+=$(printf '\r\033[Kwhat-if 6/8: ddp.use_megatron_fsdp (Megatron-FSDP) on')
+  want+=$(printf '\r\033[Kwhat-if 7/8: training.cuda_graph_impl (CUDA graphs) off')
+  want+=$(printf '\r\033[Kwhat-if 8/8: training.cuda_graph_impl (CUDA graphs) on\r\033[K')
   [ "$(cat "$tmp/typescript")" = "$want" ] || { echo "FAIL: progress on a terminal:"; od -c "$tmp/typescript" | head; exit 1; }
   cmp -s "$tmp/plain" "$tmp/tty" || { echo "FAIL: the report differs on a terminal"; exit 1; }
 else

@@ -2106,7 +2106,8 @@ START_TEST(test_report_json)
                 "%s", a);
   ck_assert_msg(strstr(a, "    ],\n    \"bucket_size\": 40000000,\n    \"align_param_gather\": false,\n"
                           "    \"batch_p2p_comm\": false,\n    \"cp_comm_type\": \"all_gather\",\n"
-                          "    \"max_connections\": 1,\n    \"tp_comm_overlap_cfg\": \"default\"\n  },\n"
+                          "    \"max_connections\": 1,\n    \"data_parallel_sharding_strategy\": null,\n"
+                          "    \"tp_comm_overlap_cfg\": \"default\"\n  },\n"
                           "  \"model_flops_per_iteration\": ") != NULL,
                 "%s", a);
   cJSON *sim = cJSON_GetObjectItemCaseSensitive(root, "simulator");

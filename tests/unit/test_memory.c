@@ -128,6 +128,41 @@ START_TEST(optimizer_instances_shard_experts)
 }
 END_TEST
 
+/* Megatron-FSDP (memory.h): Llama-3 8B on 8 GPUs (DP 8), fp32 grads (g = 4), P parameters, a
+ * layer U = pn_workload_layer_params, root R = embedding + head; communication unit C = max(1e9,
+ * 2U) = 1e9 (U is 218 M):
+ *   optim_grads_params: weights P*2/8 + (R + min(32U, U + C/2)) * 2; gradients P*4/8 +
+ *     min(P, R + C + U) * 4; optimizer 12P/8;
+ *   optim_grads: weights 2P, the same gradients; optim: weights 2P, gradients 4P, optimizer 12P/8;
+ *   no_shard: 2P, 4P, 12P (nothing sharded). */
+START_TEST(megatron_fsdp_shards)
+{
+  const char *fmt = "\"model\": \"llama3-8b\", \"hardware\": {\"profile\": \"h100-sxm\", \"num_gpus\": 8},"
+                    " \"training\": {\"seq_length\": 8192, \"micro_batch_size\": 1, \"global_batch_size\": 128},"
+                    " \"ddp\": {\"grad_reduce_in_fp32\": true, \"use_megatron_fsdp\": true,"
+                    " \"data_parallel_sharding_strategy\": \"%s\"}";
+  static const char *const strategies[] = {"no_shard", "optim", "optim_grads", "optim_grads_params"};
+  for (int k = 0; k < 4; k++) {
+    g_autofree char *json    = g_strdup_printf(fmt, strategies[k]);
+    g_autoptr(PnScenario) sc = load(json);
+    double U = pn_workload_layer_params(sc), R = pn_workload_embedding_params(sc) + pn_workload_head_params(sc);
+    double P = 32 * U + R, C = 1e9;
+    ck_assert_double_eq(pn_workload_fsdp_comm_unit(sc), C);
+    PnWorkloadMemory m;
+    pn_workload_memory(sc, false, &m);
+    double w = k == 3 ? P * 2 / 8 + (R + MIN(32 * U, U + C / 2)) * 2 : 2 * P;
+    double g = k >= 2 ? P * 4 / 8 + MIN(P, R + C + U) * 4 : 4 * P;
+    double o = k == 0 ? 12 * P : 12 * P / 8;
+    ck_assert_msg(fabs(m.weights_bytes - w) < 1.0, "%s: weights %.0f, expected %.0f", strategies[k], m.weights_bytes,
+                  w);
+    ck_assert_msg(fabs(m.gradients_bytes - g) < 1.0, "%s: gradients %.0f, expected %.0f", strategies[k],
+                  m.gradients_bytes, g);
+    ck_assert_msg(fabs(m.optimizer_bytes - o) < 1.0, "%s: optimizer %.0f, expected %.0f", strategies[k],
+                  m.optimizer_bytes, o);
+  }
+}
+END_TEST
+
 /* The formula as written, by hand (megatron-memory.h), on two rows of the table:
  * GPT-3 175B, TP 8, PP 8, no distributed optimizer (h 12288, ffn 49152, 96 layers, MHA, GeLU,
  * LayerNorm, vocabulary 51200, seq 2048, 64 micro-batches):
@@ -248,6 +283,7 @@ static Suite *memory_suite(void)
       {"accounted_pipeline_split", accounted_pipeline_split},
       {"grad_copy_not_live_with_activations", grad_copy_not_live_with_activations},
       {"optimizer_instances_shard_experts", optimizer_instances_shard_experts},
+      {"megatron_fsdp_shards", megatron_fsdp_shards},
       {"megatron_formula_by_hand", megatron_formula_by_hand},
       {"table_against_megatron", table_against_megatron},
       {"markdown_has_every_row", markdown_has_every_row},

@@ -178,7 +178,9 @@ static bool plan_equal(const PnPlan *a, const PnPlan *b)
          a->delay_wgrad_compute == b->delay_wgrad_compute && a->max_connections == b->max_connections &&
          a->nccl_min_ctas == b->nccl_min_ctas && a->nccl_max_ctas == b->nccl_max_ctas &&
          a->fwd_ln_sm_margin == b->fwd_ln_sm_margin && a->bwd_ln_sm_margin == b->bwd_ln_sm_margin &&
-         a->cuda_graph_impl == b->cuda_graph_impl && a->cuda_graph_modules == b->cuda_graph_modules;
+         a->cuda_graph_impl == b->cuda_graph_impl && a->cuda_graph_modules == b->cuda_graph_modules &&
+         a->fsdp == b->fsdp && a->fsdp_shard == b->fsdp_shard && a->fsdp_prefetch_elems == b->fsdp_prefetch_elems &&
+         a->fsdp_rs_queue_elems == b->fsdp_rs_queue_elems && a->fsdp_double_buffer == b->fsdp_double_buffer;
 }
 
 static GPtrArray *warnings_new(void) { return g_ptr_array_new_with_free_func(g_free); }
@@ -919,6 +921,82 @@ START_TEST(test_param_gather_with_optimizer_step)
   sc.ddp.overlap_param_gather      = PN_TRI_UNSET;
   sc.ddp.use_distributed_optimizer = false;
   resolve_fails(&sc, ptr, "/ddp/use_distributed_optimizer true");
+}
+END_TEST
+
+/* Megatron-FSDP's gating (overlap/dp.c, env.c, graphs.c; Megatron-LM d98e8a64dd arguments.py,
+ * megatron_fsdp.py, mcore_fsdp_adapter.py):
+ *   - the distributed optimizer always (v1), warned when the scenario turned it off; no_shard
+ *     reduces as DDP does (plan.use_distributed_optimizer false: all-reduce, unsharded step);
+ *   - optim_grads(_params) overlap the reduce-scatter, optim_grads_params the gather, even when
+ *     the scenario says false; align_param_gather off;
+ *   - the communication unit C = max(1e9, 2 x a layer's parameters) by default: prefetch C / 2,
+ *     reduce-scatter queue C; suggested_communication_unit_size replaces C as given;
+ *   - refused: CUDA_DEVICE_MAX_CONNECTIONS=1, num_distributed_optimizer_instances > 1, and
+ *     optim_grads_params beside EP overlap's combined 1F1B; per-layer CUDA graphs warned off. */
+START_TEST(test_megatron_fsdp_gating)
+{
+  PnScenario sc;
+  bridge_scenario(&sc);
+  set_layout(&sc, 1, 1, 1, 4, false);
+  sc.env.cuda_device_max_connections     = 8;
+  sc.ddp.use_megatron_fsdp               = true;
+  sc.ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
+  sc.ddp.overlap_grad_reduce = sc.ddp.overlap_param_gather = PN_TRI_FALSE;
+  sc.ddp.use_distributed_optimizer                         = false;
+  g_autoptr(GPtrArray) w                                   = warnings_new();
+  PnPlan p                                                 = resolve_ok(&sc, w);
+  ck_assert(p.fsdp && p.use_distributed_optimizer && p.overlap_grad_reduce && p.overlap_param_gather);
+  ck_assert(!p.align_param_gather);
+  ck_assert(has_warning(w, "use_distributed_optimizer taken as true"));
+  ck_assert_double_eq(p.fsdp_rs_queue_elems, 1e9); /* a layer of hidden 768 is far below 5e8 */
+  ck_assert_double_eq(p.fsdp_prefetch_elems, 5e8);
+  sc.ddp.suggested_communication_unit_size = 1000;
+  p                                        = resolve_ok(&sc, NULL);
+  ck_assert_double_eq(p.fsdp_rs_queue_elems, 1000.0);
+  ck_assert_double_eq(p.fsdp_prefetch_elems, 500.0);
+  sc.ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS;
+  p                                      = resolve_ok(&sc, NULL);
+  ck_assert(p.overlap_grad_reduce && !p.overlap_param_gather);
+  sc.ddp.data_parallel_sharding_strategy = PN_FSDP_NO_SHARD;
+  sc.ddp.overlap_grad_reduce             = PN_TRI_TRUE;
+  p                                      = resolve_ok(&sc, NULL);
+  ck_assert(p.fsdp && !p.use_distributed_optimizer && p.overlap_grad_reduce && !p.overlap_param_gather);
+
+  sc.ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
+  sc.env.cuda_device_max_connections     = 1;
+  PnPlan plan;
+  g_autoptr(GError) err = NULL;
+  ck_assert(!pn_overlap_resolve(&sc, &plan, NULL, &err));
+  ck_assert_msg(strstr(err->message, "/env/CUDA_DEVICE_MAX_CONNECTIONS: Megatron-FSDP requires it > 1"), "%s",
+                err->message);
+  g_clear_error(&err);
+  sc.env.cuda_device_max_connections         = 8;
+  sc.ddp.num_distributed_optimizer_instances = 2;
+  ck_assert(!pn_overlap_resolve(&sc, &plan, NULL, &err));
+  ck_assert(strstr(err->message, "/ddp/num_distributed_optimizer_instances") != NULL);
+  g_clear_error(&err);
+  sc.ddp.num_distributed_optimizer_instances = 1;
+  sc.training.cuda_graph_impl                = PN_CUDA_GRAPH_IMPL_TE;
+  g_autoptr(GPtrArray) w2                    = warnings_new();
+  p                                          = resolve_ok(&sc, w2);
+  ck_assert_int_eq(p.cuda_graph_impl, PN_CUDA_GRAPH_IMPL_NONE);
+  ck_assert(has_warning(w2, "Megatron-FSDP: cuda_graph_impl must be"));
+  sc.training.cuda_graph_impl                = PN_CUDA_GRAPH_IMPL_FULL_ITERATION;
+  sc.training.check_for_nan_in_loss_and_grad = false;
+  p                                          = resolve_ok(&sc, NULL);
+  ck_assert_int_eq(p.cuda_graph_impl, PN_CUDA_GRAPH_IMPL_FULL_ITERATION);
+
+  PnScenario moe;
+  moe_scenario(&moe);
+  moe.env.cuda_device_max_connections     = 8;
+  moe.ddp.use_megatron_fsdp               = true;
+  moe.ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
+  ck_assert(!pn_overlap_resolve(&moe, &plan, NULL, &err));
+  ck_assert(strstr(err->message, "/ddp/data_parallel_sharding_strategy") != NULL);
+  moe.ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS;
+  p                                       = resolve_ok(&moe, NULL);
+  ck_assert(p.fsdp && p.overlap_moe_expert_parallel_comm);
 }
 END_TEST
 
@@ -2707,6 +2785,7 @@ static Suite *overlap_suite(void)
       {"bridge_delay_wgrad_graph_rejects_bias", test_bridge_delay_wgrad_graph_rejects_bias},
       {"bridge_delay_wgrad_graph_valid", test_bridge_delay_wgrad_graph_valid},
       {"param_gather_with_optimizer_step", test_param_gather_with_optimizer_step},
+      {"megatron_fsdp_gating", test_megatron_fsdp_gating},
       {"bridge_mc_tp_disabled", test_bridge_mc_tp_disabled},
       {"bridge_mc_tp_size_too_small", test_bridge_mc_tp_size_too_small},
       {"bridge_mc_pp_with_vp", test_bridge_mc_pp_with_vp},

@@ -1153,6 +1153,139 @@ START_TEST(test_dp_bucket_every_group_reduced)
 }
 END_TEST
 
+/* ---- TCases: Megatron-FSDP (sched/dp_buckets.c) ------------------------------------------ */
+
+#define DDP_FSDP(strategy) "{\"use_megatron_fsdp\": true, \"data_parallel_sharding_strategy\": \"" strategy "\"}"
+
+/* Megatron-FSDP's groups are its units (param_and_grad_buffer.py fsdp_unit_id,
+ * bucket_group_by_fsdp_unit): whatever bucket_size says, the tiny model's head norm (256, unit 3),
+ * each layer (786,944, units 2 and 1) and the embedding (262,144, unit 0) are one group each
+ * (every size a multiple of 64 and of lcm(2, 128): no padding). With fp8_param_gather a layer's
+ * fp8 weights (786,432) and bf16 norms (512) are two buckets coalesced in one group, gathering
+ * 786,432 x 1 + 512 x 2 = 787,456 bytes. no_shard has no units: one group for the whole chunk. */
+START_TEST(test_fsdp_groups)
+{
+  static const double e[]  = {256, 786944, 786944, 262144};
+  static const int32_t u[] = {3, 2, 1, 0};
+  for (int shard = 0; shard < 3; shard++) {
+    static const char *const json[] = {TINY_DP2(DDP_FSDP("optim")), TINY_DP2(DDP_FSDP("optim_grads")),
+                                       TINY_DP2(DDP_FSDP("optim_grads_params"))};
+    g_autoptr(GArray) gs            = groups_of(json[shard], "ddp.bucket_size=1", 0, 0);
+    expect_groups(gs, 4, e, u, json[shard]);
+  }
+  g_autoptr(GArray) none = groups_of(TINY_DP2(DDP_FSDP("no_shard")), "ddp.bucket_size=1", 0, 0);
+  ck_assert_uint_eq(none->len, 1);
+  ck_assert_double_eq(GROUP(none, 0)->elems, 1836288);
+  const char *fp8 = TINY_JSON("2", "2", "2", "fp8", "{}", "{\"use_megatron_fsdp\": true, \"fp8_param_gather\": true}");
+  g_autoptr(GArray) gs = groups_of(fp8, NULL, 0, 0);
+  ck_assert_uint_eq(gs->len, 4);
+  ck_assert_int_eq(GROUP(gs, 1)->buckets, 2);
+  ck_assert_double_eq(GROUP(gs, 1)->elems, 786944);
+  ck_assert_double_eq(GROUP(gs, 1)->param_bytes, 787456);
+}
+END_TEST
+
+static int64_t count_label(const PnGraph *g, const char *label)
+{
+  int64_t n = 0;
+  for (PnTaskId id = 0; id < pn_graph_n_tasks(g); id++)
+    n += strcmp(pn_graph_tasks(g)[id].label, label) == 0;
+  return n;
+}
+
+/* What each strategy moves per iteration, the tiny model at DP 2 with m = 2 micro-batches
+ * (global batch 4), U = 4 units of which L = 2 layers:
+ *   optim               reduce-scatters once (the last micro-batch): U; gathers once: U;
+ *   optim_grads         reduce-scatters every micro-batch: m x U = 8; gathers once: U = 4;
+ *   optim_grads_params  also gathers every pass: m x (U + L) = 12 (forward: every unit;
+ *                       backward: the layers, the root's embedding and head kept);
+ *   no_shard            all-reduces its one group once.
+ * Each gather of a layer moves its 786,944 elements x 2 bytes. */
+START_TEST(test_fsdp_traffic)
+{
+  static const struct {
+    const char *strategy;
+    int64_t rs, ag, ar;
+  } cases[] = {{"optim", 4, 4, 0}, {"optim_grads", 8, 4, 0}, {"optim_grads_params", 8, 12, 0}, {"no_shard", 0, 0, 1}};
+  for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+    g_autofree char *set = g_strdup_printf("ddp.data_parallel_sharding_strategy=\"%s\"", cases[c].strategy);
+    Built b;
+    build_tiny(&b, TINY_JSON("2", "4", "2", "bf16", "{}", DDP_FSDP("optim")), set);
+    ck_assert_msg(count_label(b.g, "dp_grad_reduce_scatter") == cases[c].rs, "%s: reduce-scatters", cases[c].strategy);
+    ck_assert_msg(count_label(b.g, "dp_param_all_gather") == cases[c].ag, "%s: all-gathers", cases[c].strategy);
+    ck_assert_msg(count_label(b.g, "dp_grad_all_reduce") == cases[c].ar, "%s: all-reduces", cases[c].strategy);
+    for (PnTaskId id = 0; id < pn_graph_n_tasks(b.g); id++) {
+      const PnTask *t = &pn_graph_tasks(b.g)[id];
+      if (strcmp(t->label, "dp_param_all_gather") == 0 && (double)t->coll.bytes > 600000.0)
+        ck_assert_msg((double)t->coll.bytes == 786944.0 * 2.0 || (double)t->coll.bytes == 262144.0 * 2.0,
+                      "gather of %.0f bytes", (double)t->coll.bytes);
+    }
+    built_clear(&b);
+  }
+}
+END_TEST
+
+/* The prefetch (AllGatherPipeline.all_gather_params): a unit's pre-hook gathers its groups and
+ * the following ones in pass order until the elements beyond its own reach
+ * suggested_AG_prefetch_size = suggested_communication_unit_size / 2. Before the embedding's
+ * first forward op of micro-batch 0 (optim_grads_params, tiny model):
+ *   unit size 2 (prefetch 1 element): the embedding and layer 0 (0 < 1: one more, then stop): 2;
+ *   default (at least 1e9 elements): every unit, 4;
+ *   default with fsdp_double_buffer: no third unit, 2. */
+START_TEST(test_fsdp_prefetch)
+{
+  static const struct {
+    const char *set;
+    int64_t before;
+  } cases[] = {{"ddp.suggested_communication_unit_size=2", 2},
+               {"ddp.suggested_communication_unit_size=null", 4},
+               {"ddp.fsdp_double_buffer=true", 2}};
+  for (size_t c = 0; c < G_N_ELEMENTS(cases); c++) {
+    Built b;
+    build_tiny(&b, TINY_JSON("2", "4", "2", "bf16", "{}", DDP_FSDP("optim_grads_params")), cases[c].set);
+    int64_t before = 0;
+    for (PnTaskId id = 0; id < pn_graph_n_tasks(b.g); id++) {
+      const PnTask *t = &pn_graph_tasks(b.g)[id];
+      if (t->gpu != 0)
+        continue;
+      if (t->kind == PN_TASK_COMPUTE && t->phase == PN_PHASE_FWD)
+        break;
+      before += strcmp(t->label, "dp_param_all_gather") == 0;
+    }
+    ck_assert_msg(before == cases[c].before, "%s: %" G_GINT64_FORMAT " gathers before the first forward op",
+                  cases[c].set, before);
+    built_clear(&b);
+  }
+}
+END_TEST
+
+/* The reduce-scatter queue (GradReducePipeline.wait_for_previous_grad_reduce): with its default
+ * capacity (1e9 elements) the forward and backward never wait for a reduction, only
+ * finish_grad_sync does; with a capacity of 2 elements every reduction but the iteration's first
+ * makes the compute stream wait for the one launched before it: 7 waits, each on the next
+ * compute task, 6 of them in the forward and backward (micro-batch 0's last reduction is waited
+ * for by micro-batch 1's first forward op), the 7th after the last backward. */
+START_TEST(test_fsdp_reduce_queue)
+{
+  for (int tiny = 0; tiny < 2; tiny++) {
+    Built b;
+    build_tiny(&b, TINY_JSON("2", "4", "2", "bf16", "{}", DDP_FSDP("optim_grads")),
+               tiny ? "ddp.suggested_communication_unit_size=2" : NULL);
+    int64_t waited = 0;
+    for (PnTaskId id = 0; id < pn_graph_n_tasks(b.g); id++) {
+      const PnTask *t = &pn_graph_tasks(b.g)[id];
+      if (t->kind != PN_TASK_COMPUTE || (t->phase != PN_PHASE_FWD && t->phase != PN_PHASE_BWD))
+        continue;
+      for (uint32_t d = 0; d < t->dep_count; d++)
+        waited +=
+            strcmp(pn_graph_tasks(b.g)[pn_graph_deps(b.g)[t->dep_first + d]].label, "dp_grad_reduce_scatter") == 0;
+    }
+    ck_assert_msg(waited == (tiny ? 6 : 0), "capacity %s: %" G_GINT64_FORMAT " waits", tiny ? "2" : "default", waited);
+    built_clear(&b);
+  }
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------------------- */
 
 static Suite *sched_suite(void)
@@ -1184,6 +1317,10 @@ static Suite *sched_suite(void)
       {"dp_bucket_experts", test_dp_bucket_experts},
       {"dp_bucket_launch_inside_layer", test_dp_bucket_launch_inside_layer},
       {"dp_bucket_every_group_reduced", test_dp_bucket_every_group_reduced},
+      {"fsdp_groups", test_fsdp_groups},
+      {"fsdp_traffic", test_fsdp_traffic},
+      {"fsdp_prefetch", test_fsdp_prefetch},
+      {"fsdp_reduce_queue", test_fsdp_reduce_queue},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);

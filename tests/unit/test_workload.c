@@ -1267,11 +1267,13 @@ static double estimate(const PnScenario *sc)
  * the 12 B over dp 8, saving 12 P * 7/8 = 84,317,743,104 B; with the capacity set to exactly the
  * total that leaves, the search lists, in order:
  *   use_distributed_optimizer=true at that total (it fits, on the capacity);
+ *   use_megatron_fsdp=true (optim_grads_params): the optimizer sharded the same way, and the
+ *   weights and gradients too but for the units gathered or being reduced;
  *   no recompute: selective saves only the LSE and adds the recomputation's live bytes, full
  *   saves about 33 GB of the 84 GB needed;
  *   pipeline_model_parallel_size=4: PP 2 still holds about half the 18 B per parameter (~111 GB);
- *   tensor_model_parallel_size=2: half the parameters and activations (~99 GB);
- * and stops at three. With max_out 1 only the first is written. */
+ * and stops at three (tensor_model_parallel_size=2, half the parameters and activations, ~99 GB,
+ * would come next). With max_out 1 only the first is written. */
 START_TEST(test_memory_fits)
 {
   const double P = 8030261248.0;
@@ -1284,16 +1286,18 @@ START_TEST(test_memory_fits)
   ck_assert_int_eq(n, 3);
   ck_assert_str_eq(f[0].change, "use_distributed_optimizer=true");
   ck_assert_double_eq(f[0].total_bytes, cap);
-  PnScenario pp2, pp4, tp2;
+  PnScenario pp2, pp4, fsdp = sc;
   scenario(&pp2, 8, 1, false, 2, 1, 1);
   scenario(&pp4, 8, 1, false, 4, 1, 1);
-  scenario(&tp2, 8, 2, false, 1, 1, 1);
-  pp2.ddp.use_distributed_optimizer = pp4.ddp.use_distributed_optimizer = tp2.ddp.use_distributed_optimizer = false;
+  pp2.ddp.use_distributed_optimizer = pp4.ddp.use_distributed_optimizer = false;
+  fsdp.ddp.use_megatron_fsdp = fsdp.ddp.use_distributed_optimizer = true;
+  fsdp.ddp.data_parallel_sharding_strategy                        = PN_FSDP_OPTIM_GRADS_PARAMS;
   ck_assert(estimate(&pp2) > cap);
-  ck_assert_str_eq(f[1].change, "pipeline_model_parallel_size=4");
-  ck_assert_double_eq(f[1].total_bytes, estimate(&pp4));
-  ck_assert_str_eq(f[2].change, "tensor_model_parallel_size=2");
-  ck_assert_double_eq(f[2].total_bytes, estimate(&tp2));
+  ck_assert_str_eq(f[1].change, "use_megatron_fsdp=true");
+  ck_assert_double_eq(f[1].total_bytes, estimate(&fsdp));
+  ck_assert(estimate(&fsdp) < cap);
+  ck_assert_str_eq(f[2].change, "pipeline_model_parallel_size=4");
+  ck_assert_double_eq(f[2].total_bytes, estimate(&pp4));
   ck_assert_int_eq(pn_workload_memory_fits(&sc, false, cap, 8, f, 1), 1);
   ck_assert_str_eq(f[0].change, "use_distributed_optimizer=true");
   ck_assert_int_eq(pn_workload_memory_fits(&sc, false, 1e9, 8, f, PN_MEMORY_FITS_MAX), 0);
@@ -1329,7 +1333,7 @@ START_TEST(test_memory_fits_divisibility)
 END_TEST
 
 /* The order, and the virtual size a larger pipeline keeps. PP 2 with VPP 16 (one layer per
- * chunk), micro-batch 2, everything fitting: selective, full, PP 4 whose 8-layer stages take VPP 8
+ * chunk), micro-batch 2, everything fitting: Megatron-FSDP, selective, full, PP 4 whose 8-layer stages take VPP 8
  * (16 no longer divides them), TP 2, CP 2, micro-batch 1; the distributed optimizer is on already. */
 START_TEST(test_memory_fits_order)
 {
@@ -1340,7 +1344,8 @@ START_TEST(test_memory_fits_order)
   sc.parallel.num_microbatches     = 16;
   PnMemoryFit f[8];
   int n              = pn_workload_memory_fits(&sc, false, 1e15, 8, f, 8);
-  const char *want[] = {"recompute_granularity=selective",
+  const char *want[] = {"use_megatron_fsdp=true",
+                        "recompute_granularity=selective",
                         "recompute_granularity=full",
                         "pipeline_model_parallel_size=4 with virtual_pipeline_model_parallel_size=8",
                         "tensor_model_parallel_size=2",
@@ -1354,7 +1359,7 @@ START_TEST(test_memory_fits_order)
   pp4.parallel.virtual_pipeline_model_parallel_size = 8;
   pp4.parallel.data_parallel_size                   = 2;
   pp4.parallel.num_microbatches                     = 32;
-  ck_assert_double_eq(f[2].total_bytes, estimate(&pp4));
+  ck_assert_double_eq(f[3].total_bytes, estimate(&pp4));
 }
 END_TEST
 
