@@ -20,6 +20,13 @@ sequence: the GPU runs behind or beside the host, as in training). torch.profile
 kernels (memsets and copies included) of one forward and one forward + backward, so a row also
 gives the host time per kernel launched.
 
+Each (variant, size) is measured twice, under two wrappers (`wrapper`): Megatron-Core's
+DistributedDataParallel (`ddp`) and Megatron-FSDP (`fsdp`: FullyShardedDataParallel with
+optim_grads_params, every TransformerLayer an FSDP unit, as `--use-megatron-fsdp` builds it), over
+a data-parallel group of one: the FSDP rows' difference per layer is what its hooks cost the host
+per unit and pass (the pre-forward all-gather and release, the pre-backward all-gather, the
+post-backward gradient copy and reduce-scatter, their NCCL calls included).
+
 Megatron-LM's public source is carried to the machine; Transformer Engine and Apex are not
 needed (the local spec and torch's fallbacks).
 """
@@ -42,6 +49,7 @@ VARIANTS = {
                   rope=True, mbs=2, hidden=2048, seq=2048),
 }
 SIZES = {"tiny": (256, 256), "full": None}
+WRAPPERS = ("ddp", "fsdp")
 
 
 def init_megatron(src):
@@ -59,9 +67,10 @@ def init_megatron(src):
     model_parallel_cuda_manual_seed(1234)
 
 
-def build(v, hidden, seq):
+def build(v, hidden, seq, wrapper):
     import torch.nn.functional as F
-    from megatron.core.distributed import DistributedDataParallel, DistributedDataParallelConfig
+    from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig,
+                                           FullyShardedDataParallel)
     from megatron.core.models.common.embeddings.rotary_pos_embedding import RotaryEmbedding
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.transformer_block import TransformerBlock
@@ -82,7 +91,14 @@ def build(v, hidden, seq):
         transformer_impl="local")
     spec = get_gpt_layer_local_spec(normalization=v["norm"])
     block = TransformerBlock(cfg, spec).cuda().bfloat16()  # as Float16Module casts the model
-    ddp = DistributedDataParallel(cfg, DistributedDataParallelConfig(grad_reduce_in_fp32=True), block)
+    if wrapper == "fsdp":  # as training.py's get_model with --use-megatron-fsdp (v1, its defaults)
+        dcfg = DistributedDataParallelConfig(grad_reduce_in_fp32=True, use_distributed_optimizer=True,
+                                             overlap_grad_reduce=True, overlap_param_gather=True,
+                                             use_megatron_fsdp=True,
+                                             data_parallel_sharding_strategy="optim_grads_params")
+        ddp = FullyShardedDataParallel(cfg, dcfg, block)
+    else:
+        ddp = DistributedDataParallel(cfg, DistributedDataParallelConfig(grad_reduce_in_fp32=True), block)
     b = v["mbs"]
     x = torch.randn(seq, b, hidden, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     gout = torch.randn_like(x)
@@ -102,13 +118,15 @@ def kernels(fn):
     return sum(1 for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
-def measure(name, v, size, reps):
+def measure(name, v, size, wrapper, reps):
     hidden, seq = SIZES[size] or (v["hidden"], v["seq"])
-    ddp, x, gout, mask, rope = build(v, hidden, seq)
+    ddp, x, gout, mask, rope = build(v, hidden, seq, wrapper)
     def fwd():
         return ddp(x, mask, rotary_pos_emb=rope)
 
-    def zero():
+    def zero():  # finalize_model_grads, then the next step's zero_grad
+        if wrapper == "fsdp":
+            ddp.finish_grad_sync()
         ddp.zero_grad_buffer()
         x.grad = None
 
@@ -116,7 +134,7 @@ def measure(name, v, size, reps):
     # back to back, as a training step runs them: no synchronisation between the iterations
     loop_ns = []
     for r in range(3):
-        ddp.zero_grad_buffer()
+        zero()
         torch.cuda.synchronize()
         t0 = time.perf_counter_ns()
         for _ in range(5):
@@ -126,7 +144,7 @@ def measure(name, v, size, reps):
     k_fwd = kernels(lambda: fwd())
     k_all = kernels(lambda: fwd().backward(gout))
     n = v["layers"]
-    row = {"test": "block", "variant": name, "size": size, "layers": n, "hidden": hidden, "seq": seq,
+    row = {"test": "block", "variant": name, "size": size, "wrapper": wrapper, "layers": n, "hidden": hidden, "seq": seq,
            "micro_batch": v["mbs"], "reps": reps,
            "host_fwd_ns_per_layer": statistics.median(fwd_ns) / n,
            "host_bwd_ns_per_layer": statistics.median(bwd_ns) / n,
@@ -136,7 +154,7 @@ def measure(name, v, size, reps):
            "kernels_fwd_per_layer": k_fwd / n, "kernels_bwd_per_layer": (k_all - k_fwd) / n}
     row["host_ns_per_fwd_kernel"] = row["host_fwd_ns_per_layer"] / row["kernels_fwd_per_layer"]
     row["host_ns_per_bwd_kernel"] = row["host_bwd_ns_per_layer"] / row["kernels_bwd_per_layer"]
-    print(f"{name:6s} {size:5s} host fwd {row['host_fwd_ns_per_layer'] / 1e3:7.0f} us/layer "
+    print(f"{name:6s} {size:5s} {wrapper:4s} host fwd {row['host_fwd_ns_per_layer'] / 1e3:7.0f} us/layer "
           f"({row['kernels_fwd_per_layer']:.1f} kernels, {row['host_ns_per_fwd_kernel'] / 1e3:5.1f} us each)  "
           f"bwd {row['host_bwd_ns_per_layer'] / 1e3:7.0f} us/layer ({row['kernels_bwd_per_layer']:.1f}, "
           f"{row['host_ns_per_bwd_kernel'] / 1e3:5.1f} us)  back to back {row['host_loop_ns_per_layer'] / 1e3:7.0f}  gpu {row['gpu_ns_per_layer'] / 1e3:7.0f} us/layer",
@@ -165,9 +183,10 @@ def main():
     for rnd in range(a.rounds):
         for name, v in VARIANTS.items():
             for size in SIZES:
-                row = measure(name, v, size, a.reps)
-                row["round"] = rnd
-                rows.append(row)
+                for wrapper in WRAPPERS:
+                    row = measure(name, v, size, wrapper, a.reps)
+                    row["round"] = rnd
+                    rows.append(row)
     write_results(a.out, "megatron_host", env, rows, 0)
 
 

@@ -16,6 +16,8 @@
 # what the GPU did (microbench/profile_summary.py -> OUT_DIR/NAME-profile.json).
 #
 #   microbench/megatron_runs.sh MEGATRON_LM_DIR OUT_DIR [NAME ...]   (default: the first four)
+#
+# The *-dp2 runs need two GPUs (below).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=$1 out=$2
@@ -33,12 +35,25 @@ run() {
   local name=$1 limit=$2
   shift 2
   if [ "${PROFILE:-0}" = 1 ]; then
-    "$here/mb_megatron.sh" "$src" "$out" "$name" 1 "$limit" -- "$@" --train-iters 13 --profile --use-pytorch-profiler \
-      --profile-step-start 11 --profile-step-end 12 --tensorboard-dir "/tmp/$name/tb"
+    "$here/mb_megatron.sh" "$src" "$out" "$name" "${NPROC:-1}" "$limit" -- "$@" --train-iters 13 --profile \
+      --use-pytorch-profiler --profile-step-start 11 --profile-step-end 12 --tensorboard-dir "/tmp/$name/tb"
     python3 "$here/profile_summary.py" "/tmp/$name/torch_profile/rank-0.json.gz" --out "$out/$name-profile.json"
   else
-    "$here/mb_megatron.sh" "$src" "$out" "$name" 1 "$limit" -- "$@"
+    "$here/mb_megatron.sh" "$src" "$out" "$name" "${NPROC:-1}" "$limit" -- "$@"
   fi
+}
+# gpt-local-fsdp, gpt-local-tiny-fsdp: one GPU under Megatron-FSDP (a data-parallel group of one).
+# Two GPUs, data-parallel (global batch doubled: the same 8 micro-batches per rank): the
+# distributed optimizer with both overlaps, or Megatron-FSDP (optim_grads_params by default,
+# FSDP=optim_grads for ZeRO-2), which refuses CUDA_DEVICE_MAX_CONNECTIONS=1; its checkpoint format
+# is required even when nothing is saved.
+dp2=(--global-batch-size 64 --use-distributed-optimizer --overlap-grad-reduce --overlap-param-gather)
+fsdp=(--use-megatron-fsdp --data-parallel-sharding-strategy "${FSDP:-optim_grads_params}" --ckpt-format fsdp_dtensor)
+dp2run() {
+  (
+    export NPROC=2 CUDA_DEVICE_MAX_CONNECTIONS=8
+    run "$@"
+  )
 }
 names=("${@:3}")
 [ ${#names[@]} -eq 0 ] && names=(llama-local gpt-local llama-local-tiny gpt-local-tiny)
@@ -57,6 +72,12 @@ for n in "${names[@]}"; do
   gpt-local-tiny-l6) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" --num-layers 6 ;;
   gpt-local-tiny-m4) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" --global-batch-size 16 ;;
   gpt-local-tiny-l6-m4) run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" --num-layers 6 --global-batch-size 16 ;;
+  gpt-local-fsdp) (export CUDA_DEVICE_MAX_CONNECTIONS=8; run $n 200 "${common[@]}" "${gpt[@]}" --hidden-size 2048 --seq-length 1024 --max-position-embeddings 1024 "${fsdp[@]}") ;;
+  gpt-local-tiny-fsdp) (export CUDA_DEVICE_MAX_CONNECTIONS=8; run $n 150 "${common[@]}" "${gpt[@]}" "${tiny[@]}" "${fsdp[@]}") ;;
+  gpt-local-dp2) dp2run $n 200 "${common[@]}" "${gpt[@]}" --hidden-size 2048 --seq-length 1024 --max-position-embeddings 1024 "${dp2[@]}" ;;
+  gpt-local-dp2-fsdp) dp2run $n 200 "${common[@]}" "${gpt[@]}" --hidden-size 2048 --seq-length 1024 --max-position-embeddings 1024 "${dp2[@]}" "${fsdp[@]}" ;;
+  gpt-local-tiny-dp2) dp2run $n 200 "${common[@]}" "${gpt[@]}" "${tiny[@]}" "${dp2[@]}" ;;
+  gpt-local-tiny-dp2-fsdp) dp2run $n 200 "${common[@]}" "${gpt[@]}" "${tiny[@]}" "${dp2[@]}" "${fsdp[@]}" ;;
   *) echo "unknown run $n" >&2 ;;
   esac
 done

@@ -211,6 +211,8 @@ typedef struct {
 typedef struct {
   char variant[16]; /* "gpt", "llama" */
   char size[16];    /* "tiny", "full" */
+  bool fsdp;        /* wrapped in Megatron-FSDP (wrapper "fsdp"), else in Megatron-Core's DDP */
+  int round;        /* the measurement round: a DDP and an FSDP row of one round and shape pair up */
   double host_fwd_ns, host_bwd_ns;
   double kernels_fwd, kernels_bwd;
 } PnCalMegatronLayer;
@@ -295,7 +297,8 @@ typedef struct {
   double floor_size[PN_FLOOR_N];            /* the row each floor is: GEMM m = n = k, copy bytes */
   PnCalOrigin host_from, launch_from;       /* where the host_torch and launch rows were measured */
   int local_layer_rows;                     /* megatron_host rows local_layer_*_ns are the median of (0: kept) */
-  PnCalOrigin local_from;                   /* where they were measured */
+  int fsdp_unit_pairs;    /* (DDP, FSDP) megatron_host row pairs fsdp_unit_*_ns are the median of (0: kept) */
+  PnCalOrigin local_from; /* where they were measured */
 } PnCalHostFitted;
 
 /* Which parts of a profile a fit replaced (so the writer can update their sources). */
@@ -379,6 +382,8 @@ typedef struct {
                                   x kernel_bwd_ns against host_ns (the size the host figures are derived from) */
   GArray *host_local_layer;    /* each megatron_host row's forward and backward host time per layer: its kernels at
                                   kernel_ns / kernel_bwd_ns plus local_layer_fwd_ns / local_layer_bwd_ns */
+  GArray *host_fsdp_unit;      /* the same for the rows under Megatron-FSDP, plus fsdp_unit_fwd_ns / _bwd_ns and
+                                  its collectives' launches at collective_ns */
   GArray *host_layer_tiny;     /* the same for the tiny layer, not used by the fit (a cross-check) */
   GArray *floor_copy;          /* a copy issued on a stream: max(memory floor, bytes / copy bandwidth) +
                                   kernel_launch_ns against the gpu_floor stream rows */

@@ -99,15 +99,59 @@ static void fit_local_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted 
   g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < d->megatron->len; i++) {
     const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-    double xf                   = l->host_fwd_ns - l->kernels_fwd * p->host.kernel_ns;
-    double xb                   = l->host_bwd_ns - l->kernels_bwd * p->host.kernel_bwd_ns;
+    if (l->fsdp)
+      continue;
+    double xf = l->host_fwd_ns - l->kernels_fwd * p->host.kernel_ns;
+    double xb = l->host_bwd_ns - l->kernels_bwd * p->host.kernel_bwd_ns;
     g_array_append_val(fwd, xf);
     g_array_append_val(bwd, xb);
   }
+  if (fwd->len == 0)
+    return;
   p->host.local_layer_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
   p->host.local_layer_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
-  f->local_layer_rows        = (int)d->megatron->len;
+  f->local_layer_rows        = (int)fwd->len;
   f->local_from              = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+}
+
+/* The DDP row of the same shape and round as FSDP row i, the closest before it (the one of its
+ * file: mb_megatron_host.py writes a shape's DDP row right before its FSDP row), or NULL. */
+static const PnCalMegatronLayer *ddp_twin(const PnCalData *d, guint i)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  for (guint j = i; j-- > 0;) {
+    const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
+    if (!o->fsdp && o->round == l->round && strcmp(o->variant, l->variant) == 0 && strcmp(o->size, l->size) == 0)
+      return o;
+  }
+  return NULL;
+}
+
+/* fsdp_unit_fwd_ns / fsdp_unit_bwd_ns: what Megatron-FSDP's hooks add to a layer's host time
+ * (every layer an FSDP unit), the median over the (DDP, FSDP) row pairs of one shape and round of
+ * the FSDP row's host time per layer minus the DDP row's, less the collectives the simulator
+ * launches at collective_ns each (the forward's all-gather; the backward's all-gather and
+ * reduce-scatter). Needs collective_ns (fit_collectives first). */
+static void fit_fsdp_unit(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->megatron->len; i++) {
+    const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+    const PnCalMegatronLayer *o = l->fsdp ? ddp_twin(d, i) : NULL;
+    if (!o)
+      continue;
+    double xf = l->host_fwd_ns - o->host_fwd_ns - p->host.collective_ns;
+    double xb = l->host_bwd_ns - o->host_bwd_ns - 2.0 * p->host.collective_ns;
+    g_array_append_val(fwd, xf);
+    g_array_append_val(bwd, xb);
+  }
+  if (fwd->len == 0)
+    return;
+  p->host.fsdp_unit_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
+  p->host.fsdp_unit_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
+  f->fsdp_unit_pairs       = (int)fwd->len;
+  f->local_from            = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 /* collective_ns: the median async call (all-reduce, all-gather, reduce-scatter: what Megatron
@@ -196,6 +240,7 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   fit_kernel(d, p, f);
   fit_local_layer(d, p, f);
   fit_collectives(d, p, f);
+  fit_fsdp_unit(d, p, f);
   fit_graphs(d, p, f);
   fit_floors(d, p, f);
   double sync = host_median(d, "sync", "torch.cuda.synchronize", NULL, false);
@@ -238,9 +283,12 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
 {
   for (guint i = 0; i < d->megatron->len; i++) {
     const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-    pn__calib_push_err(out->host_local_layer, l->kernels_fwd * p->host.kernel_ns + p->host.local_layer_fwd_ns,
-                       l->host_fwd_ns);
-    pn__calib_push_err(out->host_local_layer, l->kernels_bwd * p->host.kernel_bwd_ns + p->host.local_layer_bwd_ns,
+    /* an FSDP row: the same layer with its unit's hooks and collectives' launches */
+    double fsdp_f = l->fsdp ? p->host.fsdp_unit_fwd_ns + p->host.collective_ns : 0.0;
+    double fsdp_b = l->fsdp ? p->host.fsdp_unit_bwd_ns + 2.0 * p->host.collective_ns : 0.0;
+    GArray *errs  = l->fsdp ? out->host_fsdp_unit : out->host_local_layer;
+    pn__calib_push_err(errs, l->kernels_fwd * p->host.kernel_ns + p->host.local_layer_fwd_ns + fsdp_f, l->host_fwd_ns);
+    pn__calib_push_err(errs, l->kernels_bwd * p->host.kernel_bwd_ns + p->host.local_layer_bwd_ns + fsdp_b,
                        l->host_bwd_ns);
   }
   check_layers(d, p, FIT_SIZE, out->host_layer_fit);

@@ -122,6 +122,9 @@ typedef struct {
   double local_layer_fwd_ns; /* Megatron-Core's local transformer layer (--transformer-impl local): its forward's
                                 Python per layer beyond its kernels' launches (mb_megatron_host.py) */
   double local_layer_bwd_ns; /* the same for its backward (autograd functions, DDP hooks) */
+  double fsdp_unit_fwd_ns;   /* Megatron-FSDP's hooks (optim_grads_params) per FSDP unit and forward, beyond its
+                                collective's launch: the pre-forward gather and the release (mb_megatron_host.py) */
+  double fsdp_unit_bwd_ns;   /* the same per backward: the pre-backward gather, the gradient copy, the reduce-scatter */
   double collective_ns;      /* one torch.distributed NCCL call */
   double p2p_ns;             /* one batched send/recv (batch_isend_irecv + wait) */
   double sync_ns;            /* from the end of the GPU work a synchronization waits for to the host going on */

@@ -409,6 +409,9 @@ static gboolean read_megatron_host_row(const PnIoCtx *ctx, const cJSON *row, gsi
   NUM("kernels_bwd_per_layer", l.kernels_bwd);
   g_strlcpy(l.variant, row_str(row, "variant"), sizeof l.variant);
   g_strlcpy(l.size, row_str(row, "size"), sizeof l.size);
+  l.fsdp           = strcmp(row_str(row, "wrapper"), "fsdp") == 0;
+  const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(row, "round");
+  l.round          = cJSON_IsNumber(rnd) ? (int)rnd->valuedouble : 0;
   g_array_append_val(d->megatron, l);
   return TRUE;
 }
@@ -1138,7 +1141,7 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
   const PnHostProfile *x = &p->host;
   const PnCalOrigin *o   = &h->host_from;
   if (!(h->cpu || h->python_loop || h->kernel || h->collective || h->p2p || h->sync || h->graph_layer ||
-        h->graph_whole || h->local_layer_rows > 0))
+        h->graph_whole || h->local_layer_rows > 0 || h->fsdp_unit_pairs > 0))
     return;
   bool fresh = get(root, "host") == NULL;
   cJSON *sec = object_at(root, "host");
@@ -1183,6 +1186,20 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
                                           "the DDP hooks), minus its kernels x kernel_bwd_ns (%d rows)",
                                           h->local_layer_rows);
     put_host_scalar(sec, "local_layer_bwd_ns", x->local_layer_bwd_ns, wb, &h->local_from, p);
+  }
+  if (h->fsdp_unit_pairs > 0) {
+    g_autofree char *wf = g_strdup_printf(
+        "Python of Megatron-FSDP's hooks per FSDP unit and forward (optim_grads_params; the pre-forward all-gather "
+        "and the release): the median over %d pairs of rows (the same stack and round, in Megatron-FSDP and in "
+        "Megatron-Core's DDP, a data-parallel group of one) of the difference in host time per layer of the "
+        "forward, less one collective_ns for the all-gather the simulator launches (microbench/mb_megatron_host.py)",
+        h->fsdp_unit_pairs);
+    put_host_scalar(sec, "fsdp_unit_fwd_ns", x->fsdp_unit_fwd_ns, wf, &h->local_from, p);
+    g_autofree char *wb = g_strdup_printf("the same for the backward (the pre-backward all-gather, the gradient copy "
+                                          "into the reduce-scatter buffer, the reduce-scatter), less two "
+                                          "collective_ns (%d pairs)",
+                                          h->fsdp_unit_pairs);
+    put_host_scalar(sec, "fsdp_unit_bwd_ns", x->fsdp_unit_bwd_ns, wb, &h->local_from, p);
   }
   set_host_calls(sec, p, h);
 }

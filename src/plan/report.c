@@ -14,8 +14,8 @@
 
 /* What penumbra does not simulate: the README's list ("What is simulated"), one line each. */
 static const char *const not_simulated[] = {
-    "MLA, NVLink SHARP; of Megatron-FSDP: hybrid FSDP, nccl_ub, its hooks' host Python, FP8 transposes re-made "
-    "after each gather, its gathers inside EP overlap's combined 1F1B",
+    "MLA, NVLink SHARP; of Megatron-FSDP: hybrid FSDP, nccl_ub, its hooks' host Python with optim_grads, FP8 "
+    "transposes re-made after each gather, its gathers inside EP overlap's combined 1F1B",
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "
     "Python a published figure; without a host slowed by a busy GPU or a DGX host's speed",
     "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",

@@ -148,6 +148,15 @@ void pn__templates_build(PnBuilder *b)
     tpl_add_python(b->tpl.layer_bwd, h->local_layer_bwd_ns + (full ? h->local_layer_fwd_ns : 0.0));
     tpl_add_python(b->tpl.layer_bwd_plain, h->local_layer_bwd_ns);
   }
+  if (b->plan->fsdp && b->plan->fsdp_shard == PN_FSDP_OPTIM_GRADS_PARAMS) {
+    /* Megatron-FSDP's hooks around every layer (an FSDP unit), whatever the data-parallel size;
+     * a fully recomputed layer's forward runs its pre-forward hook again */
+    const PnHostProfile *h = &b->sc->hw->host;
+    bool full              = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
+    tpl_add_python(b->tpl.layer_fwd, h->fsdp_unit_fwd_ns);
+    tpl_add_python(b->tpl.layer_bwd, h->fsdp_unit_bwd_ns + (full ? h->fsdp_unit_fwd_ns : 0.0));
+    tpl_add_python(b->tpl.layer_bwd_plain, h->fsdp_unit_bwd_ns);
+  }
   b->tpl.emb_fwd  = template_of(b, pn_workload_embedding_ops, PN_PHASE_FWD);
   b->tpl.emb_bwd  = template_of(b, pn_workload_embedding_ops, PN_PHASE_BWD);
   b->tpl.head_fwd = template_of(b, pn_workload_head_ops, PN_PHASE_FWD);

@@ -9,8 +9,9 @@ C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # the host and launch figures come from the H100 machine for both (no H200 host was measured)
 # the host: launches and a bare PyTorch layer (mb_launch, mb_host.py), Megatron-Core's local layers
-# (mb_megatron_host.py, run before and after the Megatron-LM runs of tests/data/megatron/2026-11-27)
-host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs}.json)
+# (mb_megatron_host.py, run before and after the Megatron-LM runs of tests/data/megatron/2026-11-27;
+# megatron_host_fsdp: the same stacks in DDP and in Megatron-FSDP, beside tests/data/megatron/megatron-fsdp)
+host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs,megatron_host_fsdp}.json)
 # the wgrad GEMMs accumulating into main_grad, the memory-bound torch kernels (the dropout class,
 # the GLU clamps) and the unfused attention were measured on each GPU: each profile fits its own
 accum=("$C"/h100-sxm/gemm_accum.json)
@@ -29,7 +30,7 @@ h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,atten
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base
 # starts without one, which the fit adds right after "gpu"
 for p in h100-sxm h200-sxm; do cp "hwprofiles/$p.json" "$tmp/$p-base.json"; done
-grep -q '^	"calibrated":	"2026-11-27",$' "$tmp/h200-sxm-base.json" || { echo "FAIL: hwprofiles/h200-sxm.json has no calibration day"; exit 1; }
+grep -q '^	"calibrated":	"2026-11-28",$' "$tmp/h200-sxm-base.json" || { echo "FAIL: hwprofiles/h200-sxm.json has no calibration day"; exit 1; }
 sed -i '/^	"calibrated":/d' "$tmp/h200-sxm-base.json"
 "$bin" calibrate "${h100[@]}" --base "$tmp/h100-sxm-base.json" -o "$tmp/h100-sxm.json" >/dev/null
 "$bin" calibrate "${h200[@]}" --base "$tmp/h200-sxm-base.json" -o "$tmp/h200-sxm.json" >/dev/null

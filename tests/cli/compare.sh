@@ -87,4 +87,22 @@ grep -q "^    host-bound  .*(the GPU waiting for the host's launches)" "$tmp/tin
 "$bin" compare tests/data/megatron/gpt-local-tiny-h100.log -f json 2>/dev/null |
   python3 -c 'import json,sys; d=json.load(sys.stdin)["predicted_breakdown_s"]; sys.exit(not (0 < d["host_bound"] <= d["bubble"] + 1e-9))' ||
   fail "predicted_breakdown_s.host_bound"
+# Megatron-FSDP (tests/data/megatron/megatron-fsdp/): the dump's use_megatron_fsdp, its sharding
+# strategy and world size 2 give the scenario. By hand from gpt-local-dp2-fsdp-h100.log, iterations
+# 6..30 (ms): 1083.3 1116.2 1105.2 1276.8 1365.8 1171.2 1230.8 1260.1 1117.2 1264.0 1234.2 1160.0
+# 1222.0 1305.6 1192.1 1067.1 1068.2 1269.4 1113.5 1229.0 1260.3 1058.5 1315.6 1231.8 1131.6:
+# median 1222.0, min 1058.5, max 1365.8. The FSDP run is predicted slower than its DDP twin by at
+# least its hooks' host time, 12 layers x 8 micro-batches x (fsdp_unit_fwd_ns + fsdp_unit_bwd_ns),
+# less what the DDP run's host had to spare: more than 0.2 s here.
+d=tests/data/megatron/megatron-fsdp
+"$bin" compare $d/gpt-local-dp2-fsdp-h100.log -f json >"$tmp/fsdp.json" 2>/dev/null || fail "compare the FSDP run"
+near "$(get "$tmp/fsdp.json" measured_step_s)" 1.2220 1e-9 || fail "FSDP run: median $(get "$tmp/fsdp.json" measured_step_s)"
+near "$(get "$tmp/fsdp.json" measured_step_s_min)" 1.0585 1e-9 || fail "FSDP run: min"
+near "$(get "$tmp/fsdp.json" measured_step_s_max)" 1.3658 1e-9 || fail "FSDP run: max"
+"$bin" compare $d/gpt-local-dp2-h100.log -f json >"$tmp/ddp.json" 2>/dev/null || fail "compare the DDP twin"
+python3 -c 'import json,sys; f, d = (json.load(open(p))["predicted_step_s"] for p in sys.argv[1:]); sys.exit(not f - d > 0.2)' \
+  "$tmp/fsdp.json" "$tmp/ddp.json" || fail "the FSDP run is not predicted slower than its DDP twin by its hooks"
+"$bin" import megatron-args -s training.fused_adam=false -s comm_overlap.transformer_engine=false \
+  -o "$tmp/fsdp-launch.json" -- $(cat $d/gpt-local-dp2-fsdp-h100.launch) 2>/dev/null || fail "import the FSDP launch line"
+grep -q '"use_megatron_fsdp": true' "$tmp/fsdp-launch.json" || fail "the FSDP launch line's scenario"
 echo "compare: $log and the Megatron-LM runs parsed and compared"

@@ -2460,6 +2460,52 @@ START_TEST(test_local_layer_python)
 }
 END_TEST
 
+/* Megatron-FSDP's hooks (optim_grads_params) cost the host fsdp_unit_fwd_ns around each layer's
+ * forward and fsdp_unit_bwd_ns around its backward (a fully recomputed layer's backward runs the
+ * forward's hook again), TE layers or local, whatever the data-parallel size (measured at one);
+ * optim_grads, whose hooks were not measured, charges none. The layer's host time per forward /
+ * backward, as in test_local_layer_python, against the same scenario without the figures. */
+START_TEST(test_fsdp_hooks_python)
+{
+  g_autofree char *hw = round_profile("round-fsdp-py", 400, 50, true);
+  double base[2][2] = {{0}}, with[2][2] = {{0}}, n[2] = {0};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int full = 0; full < 2; full++) {
+      g_autoptr(PnScenario) sc                = load_json(TP_JSON(""), hw, NULL);
+      sc->env.cuda_device_max_connections     = 8;
+      sc->ddp.use_megatron_fsdp               = true;
+      sc->ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
+      sc->hw->host = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .collective_ns = 500};
+      if (pass == 1)
+        sc->hw->host.fsdp_unit_fwd_ns = 40000, sc->hw->host.fsdp_unit_bwd_ns = 70000;
+      if (full) {
+        sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL;
+        sc->recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
+        sc->recompute.recompute_num_layers  = 1;
+      }
+      PnPlan plan          = resolve_ok(sc, NULL);
+      g_autoptr(PnGraph) g = build_ok(sc, &plan);
+      double(*dst)[2]      = pass ? with : base;
+      dst[full][0]         = layer_host_ns(g, false, &n[0]);
+      dst[full][1]         = layer_host_ns(g, true, &n[1]);
+    }
+  }
+  ck_assert(n[0] > 0 && n[1] > 0);
+  ck_assert_double_eq_tol(with[0][0] - base[0][0], 40000.0, 1.0);
+  ck_assert_double_eq_tol(with[0][1] - base[0][1], 70000.0, 1.0);
+  ck_assert_double_eq_tol(with[1][1] - base[1][1], 70000.0 + 40000.0, 1.0);
+  g_autoptr(PnScenario) z2                = load_json(TP_JSON(""), hw, NULL);
+  z2->env.cuda_device_max_connections     = 8;
+  z2->ddp.use_megatron_fsdp               = true;
+  z2->ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS;
+  z2->hw->host         = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .fsdp_unit_fwd_ns = 40000};
+  PnPlan plan          = resolve_ok(z2, NULL);
+  g_autoptr(PnGraph) g = build_ok(z2, &plan);
+  double launches, host = layer_host_ns(g, false, &launches);
+  ck_assert(host < 40000.0);
+}
+END_TEST
+
 /* ==== CUDA graphs (overlap/graphs.c, sched/graphs.c) ========================================== */
 
 #define GRAPH_JSON(model, par)                                                                                         \
@@ -2810,6 +2856,7 @@ static Suite *overlap_suite(void)
       {"host_prices", test_host_prices},
       {"local_prices", test_local_prices},
       {"local_layer_python", test_local_layer_python},
+      {"fsdp_hooks_python", test_fsdp_hooks_python},
       {"graphs_per_layer", test_graphs_per_layer},
       {"graphs_ub_chunks", test_graphs_ub_chunks},
       {"graphs_moe_router", test_graphs_moe_router},
