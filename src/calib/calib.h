@@ -212,6 +212,8 @@ typedef struct {
   char variant[16]; /* "gpt", "llama" */
   char size[16];    /* "tiny", "full" */
   bool fsdp;        /* wrapped in Megatron-FSDP (wrapper "fsdp"), else in Megatron-Core's DDP */
+  bool moe_block;   /* a row of mb_megatron_moe_host.py (test "moe_block"): variant "dense", "moe1", "moe8" */
+  int experts;      /* moe_block: local experts (0: the dense layer) */
   int round;        /* the measurement round: a DDP and an FSDP row of one round and shape pair up */
   double host_fwd_ns, host_bwd_ns;
   double kernels_fwd, kernels_bwd;
@@ -298,6 +300,7 @@ typedef struct {
   PnCalOrigin host_from, launch_from;       /* where the host_torch and launch rows were measured */
   int local_layer_rows;                     /* megatron_host rows local_layer_*_ns are the median of (0: kept) */
   int fsdp_unit_pairs;    /* (DDP, FSDP) megatron_host row pairs fsdp_unit_*_ns are the median of (0: kept) */
+  int moe_layer_pairs;    /* (dense, one-expert MoE) tiny moe_block row pairs moe_layer_*_ns are the median of */
   PnCalOrigin local_from; /* where they were measured */
 } PnCalHostFitted;
 
@@ -384,6 +387,8 @@ typedef struct {
                                   kernel_ns / kernel_bwd_ns plus local_layer_fwd_ns / local_layer_bwd_ns */
   GArray *host_fsdp_unit;      /* the same for the rows under Megatron-FSDP, plus fsdp_unit_fwd_ns / _bwd_ns and
                                   its collectives' launches at collective_ns */
+  GArray *host_moe_layer;      /* each one-expert moe_block row's host time per layer from its dense twin's: the kernels
+                                  it adds at kernel_ns / kernel_bwd_ns plus moe_layer_fwd_ns / _bwd_ns */
   GArray *host_layer_tiny;     /* the same for the tiny layer, not used by the fit (a cross-check) */
   GArray *floor_copy;          /* a copy issued on a stream: max(memory floor, bytes / copy bandwidth) +
                                   kernel_launch_ns against the gpu_floor stream rows */

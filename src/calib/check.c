@@ -97,6 +97,7 @@ static void check_init(PnCalCheck *out)
   out->host_layer_tiny     = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_local_layer    = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_fsdp_unit      = g_array_new(FALSE, FALSE, sizeof(double));
+  out->host_moe_layer      = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_copy          = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_gemm          = g_array_new(FALSE, FALSE, sizeof(double));
   out->hbm_gemm            = g_array_new(FALSE, FALSE, sizeof(double));
@@ -333,6 +334,7 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->host_layer_tiny,
                     &c->host_local_layer,
                     &c->host_fsdp_unit,
+                    &c->host_moe_layer,
                     &c->floor_copy,
                     &c->floor_gemm,
                     &c->bmm,

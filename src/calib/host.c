@@ -99,7 +99,7 @@ static void fit_local_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted 
   g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < d->megatron->len; i++) {
     const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-    if (l->fsdp)
+    if (l->fsdp || l->moe_block)
       continue;
     double xf = l->host_fwd_ns - l->kernels_fwd * p->host.kernel_ns;
     double xb = l->host_bwd_ns - l->kernels_bwd * p->host.kernel_bwd_ns;
@@ -121,7 +121,8 @@ static const PnCalMegatronLayer *ddp_twin(const PnCalData *d, guint i)
   const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
   for (guint j = i; j-- > 0;) {
     const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
-    if (!o->fsdp && o->round == l->round && strcmp(o->variant, l->variant) == 0 && strcmp(o->size, l->size) == 0)
+    if (!o->fsdp && !o->moe_block && o->round == l->round && strcmp(o->variant, l->variant) == 0 &&
+        strcmp(o->size, l->size) == 0)
       return o;
   }
   return NULL;
@@ -234,6 +235,55 @@ static void fit_floors(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   }
 }
 
+/* The dense moe_block row of the same size and round as row i, the closest before it, or NULL. */
+static const PnCalMegatronLayer *dense_twin(const PnCalData *d, guint i)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  for (guint j = i; j-- > 0;) {
+    const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
+    if (o->moe_block && o->experts == 0 && o->round == l->round && strcmp(o->size, l->size) == 0)
+      return o;
+  }
+  return NULL;
+}
+
+/* An MoE layer's Python beyond its dense twin's (one expert, top-1: the router, the token
+ * dispatcher and the permutation around one expert's MLP) and beyond the kernels it adds. */
+static bool moe_pair(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  const PnCalMegatronLayer *o = (l->moe_block && l->experts == 1) ? dense_twin(d, i) : NULL;
+  if (!o)
+    return false;
+  *xf = l->host_fwd_ns - o->host_fwd_ns - (l->kernels_fwd - o->kernels_fwd) * p->host.kernel_ns;
+  *xb = l->host_bwd_ns - o->host_bwd_ns - (l->kernels_bwd - o->kernels_bwd) * p->host.kernel_bwd_ns;
+  return true;
+}
+
+/* moe_layer_fwd_ns / moe_layer_bwd_ns: the median over the tiny pairs. Not the full-size ones: there
+ * the forward's host also waits at the dispatcher's token-count read for the GPU's attention, a
+ * synchronization the simulator models itself. Needs kernel_ns (fit_kernel first). */
+static void fit_moe_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  if (!(p->host.kernel_ns > 0.0))
+    return;
+  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->megatron->len; i++) {
+    double xf, xb;
+    if (strcmp(g_array_index(d->megatron, PnCalMegatronLayer, i).size, "tiny") != 0 || !moe_pair(d, p, i, &xf, &xb))
+      continue;
+    g_array_append_val(fwd, xf);
+    g_array_append_val(bwd, xb);
+  }
+  if (fwd->len == 0)
+    return;
+  p->host.moe_layer_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
+  p->host.moe_layer_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
+  f->moe_layer_pairs       = (int)fwd->len;
+  f->local_from            = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+}
+
 void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
 {
   *f = (PnCalHostFitted){0};
@@ -241,6 +291,7 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   fit_local_layer(d, p, f);
   fit_collectives(d, p, f);
   fit_fsdp_unit(d, p, f);
+  fit_moe_layer(d, p, f);
   fit_graphs(d, p, f);
   fit_floors(d, p, f);
   double sync = host_median(d, "sync", "torch.cuda.synchronize", NULL, false);
@@ -283,6 +334,14 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
 {
   for (guint i = 0; i < d->megatron->len; i++) {
     const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+    double xf, xb;
+    if (l->moe_block) { /* one-expert rows, both sizes: their dense twin plus the kernels and Python added */
+      if (moe_pair(d, p, i, &xf, &xb)) {
+        pn__calib_push_err(out->host_moe_layer, l->host_fwd_ns - xf + p->host.moe_layer_fwd_ns, l->host_fwd_ns);
+        pn__calib_push_err(out->host_moe_layer, l->host_bwd_ns - xb + p->host.moe_layer_bwd_ns, l->host_bwd_ns);
+      }
+      continue;
+    }
     /* an FSDP row: the same layer with its unit's hooks and collectives' launches */
     double fsdp_f = l->fsdp ? p->host.fsdp_unit_fwd_ns + p->host.collective_ns : 0.0;
     double fsdp_b = l->fsdp ? p->host.fsdp_unit_bwd_ns + 2.0 * p->host.collective_ns : 0.0;

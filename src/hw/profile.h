@@ -125,6 +125,9 @@ typedef struct {
   double fsdp_unit_fwd_ns;   /* Megatron-FSDP's hooks (optim_grads_params) per FSDP unit and forward, beyond its
                                 collective's launch: the pre-forward gather and the release (mb_megatron_host.py) */
   double fsdp_unit_bwd_ns;   /* the same per backward: the pre-backward gather, the gradient copy, the reduce-scatter */
+  double moe_layer_fwd_ns;   /* Megatron-Core's MoE layer's Python beyond a dense layer's and beyond its kernels'
+                                launches, per forward: router, token dispatcher, permutation (mb_megatron_moe_host.py) */
+  double moe_layer_bwd_ns;   /* the same per backward */
   double collective_ns;      /* one torch.distributed NCCL call */
   double p2p_ns;             /* one batched send/recv (batch_isend_irecv + wait) */
   double sync_ns;            /* from the end of the GPU work a synchronization waits for to the host going on */

@@ -400,9 +400,15 @@ static gboolean read_layer_row(const PnIoCtx *ctx, const cJSON *row, gsize i, Pn
 /* mb_megatron_host.py: a stack of Megatron-Core's local layers, host time and kernels per layer. */
 static gboolean read_megatron_host_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
 {
-  if (strcmp(row_str(row, "test"), "block") != 0)
+  bool moe = strcmp(row_str(row, "test"), "moe_block") == 0;
+  if (!moe && strcmp(row_str(row, "test"), "block") != 0)
     return TRUE;
-  PnCalMegatronLayer l = {0};
+  PnCalMegatronLayer l = {.moe_block = moe};
+  if (moe) {
+    double experts;
+    NUM("experts", experts);
+    l.experts = (int)experts;
+  }
   DUR("host_fwd_ns_per_layer", l.host_fwd_ns);
   DUR("host_bwd_ns_per_layer", l.host_bwd_ns);
   NUM("kernels_fwd_per_layer", l.kernels_fwd);
@@ -1141,7 +1147,7 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
   const PnHostProfile *x = &p->host;
   const PnCalOrigin *o   = &h->host_from;
   if (!(h->cpu || h->python_loop || h->kernel || h->collective || h->p2p || h->sync || h->graph_layer ||
-        h->graph_whole || h->local_layer_rows > 0 || h->fsdp_unit_pairs > 0))
+        h->graph_whole || h->local_layer_rows > 0 || h->fsdp_unit_pairs > 0 || h->moe_layer_pairs > 0))
     return;
   bool fresh = get(root, "host") == NULL;
   cJSON *sec = object_at(root, "host");
@@ -1200,6 +1206,19 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
                                           "collective_ns (%d pairs)",
                                           h->fsdp_unit_pairs);
     put_host_scalar(sec, "fsdp_unit_bwd_ns", x->fsdp_unit_bwd_ns, wb, &h->local_from, p);
+  }
+  if (h->moe_layer_pairs > 0) {
+    g_autofree char *wf = g_strdup_printf(
+        "Python of one Megatron-Core MoE layer's forward beyond a dense layer's (the router, the alltoall token "
+        "dispatcher, the permutation; Qwen3-30B-A3B's layer at hidden 256): the median over %d pairs of rows (a "
+        "local-spec layer with a one-expert top-1 MoE and its twin with a dense MLP of the expert's ffn, the same "
+        "round) of the difference in host time per layer, less the kernels the MoE adds x kernel_ns "
+        "(microbench/mb_megatron_moe_host.py)",
+        h->moe_layer_pairs);
+    put_host_scalar(sec, "moe_layer_fwd_ns", x->moe_layer_fwd_ns, wf, &h->local_from, p);
+    g_autofree char *wb = g_strdup_printf(
+        "the same for the backward, less its added kernels x kernel_bwd_ns (%d pairs)", h->moe_layer_pairs);
+    put_host_scalar(sec, "moe_layer_bwd_ns", x->moe_layer_bwd_ns, wb, &h->local_from, p);
   }
   set_host_calls(sec, p, h);
 }

@@ -118,18 +118,46 @@ static void node_templates_build(PnBuilder *b)
  * functions and DDP hooks beyond the kernels' launches), spread over the template's host costs in
  * proportion to them, so that the layer's host time is its kernels' launches plus that Python
  * and each op keeps its place: host_ns *= 1 + python / (the template's host_ns). */
-static void tpl_add_python(GArray *tpl, double python_ns)
+static void tpl_add_python_set(GArray *const *tpls, size_t n, double python_ns)
 {
   double total = 0.0;
-  for (guint i = 0; i < tpl->len; i++)
-    total += (double)g_array_index(tpl, PnTplEntry, i).task.host_ns;
+  for (size_t k = 0; k < n; k++)
+    for (guint i = 0; tpls[k] && i < tpls[k]->len; i++)
+      total += (double)g_array_index(tpls[k], PnTplEntry, i).task.host_ns;
   if (!(python_ns > 0.0 && total > 0.0))
     return;
   double f = 1.0 + python_ns / total;
-  for (guint i = 0; i < tpl->len; i++) {
-    PnTask *t  = &g_array_index(tpl, PnTplEntry, i).task;
-    t->host_ns = (float)((double)t->host_ns * f);
-  }
+  for (size_t k = 0; k < n; k++)
+    for (guint i = 0; tpls[k] && i < tpls[k]->len; i++) {
+      PnTask *t  = &g_array_index(tpls[k], PnTplEntry, i).task;
+      t->host_ns = (float)((double)t->host_ns * f);
+    }
+}
+
+static void tpl_add_python(GArray *tpl, double python_ns) { tpl_add_python_set(&tpl, 1, python_ns); }
+
+/* Megatron-Core's MoE layer's own Python (host.moe_layer_*_ns: router, token dispatcher,
+ * permutation, measured beyond a dense layer's): every layer of an MoE model, TE or local, spread
+ * over its launches; in the combined 1F1B of EP overlap over the layer's node templates. A fully
+ * recomputed layer runs its forward's again. */
+static void moe_python(PnBuilder *b)
+{
+  if (!pn_workload_is_moe(b->sc))
+    return;
+  const PnHostProfile *h = &b->sc->hw->host;
+  bool full              = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
+  tpl_add_python(b->tpl.layer_fwd, h->moe_layer_fwd_ns);
+  tpl_add_python(b->tpl.layer_bwd, h->moe_layer_bwd_ns + (full ? h->moe_layer_fwd_ns : 0.0));
+  tpl_add_python(b->tpl.layer_bwd_plain, h->moe_layer_bwd_ns);
+  if (!b->plan->overlap_moe_expert_parallel_comm)
+    return;
+  tpl_add_python_set(b->tpl.node_fwd, PN_NODE_N, h->moe_layer_fwd_ns);
+  GArray *bwd[PN_NODE_N + 2];
+  for (int n = 0; n < PN_NODE_N; n++)
+    bwd[n] = b->tpl.node_bwd[n];
+  bwd[PN_NODE_N]     = b->tpl.attn_dw;
+  bwd[PN_NODE_N + 1] = b->tpl.mlp_dw;
+  tpl_add_python_set(bwd, G_N_ELEMENTS(bwd), h->moe_layer_bwd_ns);
 }
 
 void pn__templates_build(PnBuilder *b)
@@ -163,6 +191,7 @@ void pn__templates_build(PnBuilder *b)
   b->tpl.head_bwd = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
   if (b->plan->overlap_moe_expert_parallel_comm)
     node_templates_build(b);
+  moe_python(b);
   pn__graphs_capture_templates(b);
 }
 

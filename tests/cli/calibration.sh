@@ -10,8 +10,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # the host and launch figures come from the H100 machine for both (no H200 host was measured)
 # the host: launches and a bare PyTorch layer (mb_launch, mb_host.py), Megatron-Core's local layers
 # (mb_megatron_host.py, run before and after the Megatron-LM runs of tests/data/megatron/2026-11-27;
-# megatron_host_fsdp: the same stacks in DDP and in Megatron-FSDP, beside tests/data/megatron/megatron-fsdp)
-host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs,megatron_host_fsdp}.json)
+# megatron_host_fsdp: the same stacks in DDP and in Megatron-FSDP, beside tests/data/megatron/megatron-fsdp;
+# megatron_moe_host: Qwen3-30B-A3B's layer with a one-expert MoE and with a dense MLP, mb_megatron_moe_host.py)
+host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs,megatron_host_fsdp,megatron_moe_host}.json)
 # the wgrad GEMMs accumulating into main_grad, the memory-bound torch kernels (the dropout class,
 # the GLU clamps) and the unfused attention were measured on each GPU: each profile fits its own
 accum=("$C"/h100-sxm/gemm_accum.json)

@@ -2793,6 +2793,43 @@ START_TEST(test_graphs_gating)
 }
 END_TEST
 
+/* Megatron-Core's MoE layer Python (host.moe_layer_fwd_ns / _bwd_ns, sched/build.c moe_python):
+ * every layer of an MoE model costs its host its launches plus moe_layer_fwd_ns per forward and
+ * moe_layer_bwd_ns per backward, spread over its tasks (in the combined 1F1B of EP overlap, over
+ * its node templates); a dense model takes none. Layer 0's host time in micro-batch 0, against
+ * the same scenario without the figures. */
+START_TEST(test_moe_layer_python)
+{
+  g_autofree char *hw = round_profile("round-moe-py", 400, 50, true);
+  for (int overlap = 0; overlap < 2; overlap++) {
+    double base[2] = {0}, with[2] = {0}, n[2] = {0};
+    for (int pass = 0; pass < 2; pass++) {
+      g_autoptr(PnScenario) sc                          = load_json(GRAPH_MOE, hw, NULL);
+      sc->comm_overlap.overlap_moe_expert_parallel_comm = overlap;
+      sc->env.cuda_device_max_connections               = overlap ? 8 : 1;
+      sc->hw->host = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .collective_ns = 500};
+      if (pass == 1)
+        sc->hw->host.moe_layer_fwd_ns = 60000, sc->hw->host.moe_layer_bwd_ns = 20000;
+      PnPlan plan = resolve_ok(sc, NULL);
+      ck_assert(plan.overlap_moe_expert_parallel_comm == (overlap == 1));
+      g_autoptr(PnGraph) g = build_ok(sc, &plan);
+      double *dst          = pass ? with : base;
+      dst[0]               = layer_host_ns(g, false, &n[0]);
+      dst[1]               = layer_host_ns(g, true, &n[1]);
+    }
+    ck_assert(n[0] > 0 && n[1] > 0);
+    ck_assert_msg(fabs(with[0] - base[0] - 60000.0) < 1.0, "EP overlap %d: forward +%.1f", overlap, with[0] - base[0]);
+    ck_assert_msg(fabs(with[1] - base[1] - 20000.0) < 1.0, "EP overlap %d: backward +%.1f", overlap, with[1] - base[1]);
+  }
+  g_autoptr(PnScenario) dense = load_json(GRAPH_DENSE, hw, NULL);
+  dense->hw->host             = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .moe_layer_fwd_ns = 60000};
+  PnPlan plan                 = resolve_ok(dense, NULL);
+  g_autoptr(PnGraph) g        = build_ok(dense, &plan);
+  double launches, host = layer_host_ns(g, false, &launches);
+  ck_assert(host < 60000.0);
+}
+END_TEST
+
 static Suite *overlap_suite(void)
 {
   Suite *s = suite_create("overlap");
@@ -2857,6 +2894,7 @@ static Suite *overlap_suite(void)
       {"local_prices", test_local_prices},
       {"local_layer_python", test_local_layer_python},
       {"fsdp_hooks_python", test_fsdp_hooks_python},
+      {"moe_layer_python", test_moe_layer_python},
       {"graphs_per_layer", test_graphs_per_layer},
       {"graphs_ub_chunks", test_graphs_ub_chunks},
       {"graphs_moe_router", test_graphs_moe_router},
