@@ -227,20 +227,19 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   }
   double experts = (double)stage_layers * pn_workload_layer_expert_params(sc);
   double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);
-  /* Megatron-FSDP holds unsharded only what is gathered or being reduced (memory.h) */
-  double unit = pn_workload_layer_params(sc), comm = pn_workload_fsdp_comm_unit(sc);
-  double layers_p = (double)stage_layers * unit, root = params - layers_p;
+  /* Megatron-FSDP holds unsharded only what is gathered or being reduced at the peak (memory.h) */
+  double unit = pn_workload_layer_params(sc), root = params - (double)stage_layers * unit;
 
   out->stage         = stage;
   out->weights_bytes = params * 2.0;
   if (fsdp == PN_FSDP_OPTIM_GRADS_PARAMS)
-    out->weights_bytes = sharded * 2.0 + (root + MIN(layers_p, unit + comm / 2.0)) * 2.0;
+    out->weights_bytes = sharded * 2.0 + MIN(params, root + unit) * 2.0;
   if (sc->training.precision == PN_PREC_FP8 && !ddp->fp8_param_gather)
     out->weights_bytes += linear * 2.0;
   double grad_b        = ddp->grad_reduce_in_fp32 ? 4.0 : 2.0;
   out->gradients_bytes = params * grad_b;
   if (fsdp >= PN_FSDP_OPTIM_GRADS)
-    out->gradients_bytes = sharded * grad_b + MIN(params, root + comm + unit) * grad_b;
+    out->gradients_bytes = sharded * grad_b + MIN(params, unit) * grad_b;
 
   out->activations_bytes = stage_activations(sc, stage, layers);
   /* the step's fp32 copy of bf16 grads is never live with the activations (memory.h) */

@@ -1307,7 +1307,8 @@ END_TEST
 /* Only layouts Megatron accepts. 24 GPUs, GBS 120, distributed optimizer on, the capacity set to
  * PP 4's estimate: PP 3 would fit by the estimate but does not divide the 32 layers, and TP 3
  * divides neither the 32 heads nor the 8 query groups (pricing it would assert in ops.c), so the
- * list is PP 4 (on the capacity) and TP 2; PP 2, full recompute and CP 2 stay above it. */
+ * list is Megatron-FSDP (its sharded weights and gradients fit), PP 4 (on the capacity) and TP 2;
+ * PP 2, full recompute and CP 2 stay above it. */
 START_TEST(test_memory_fits_divisibility)
 {
   PnScenario sc, pp3, pp4;
@@ -1323,12 +1324,13 @@ START_TEST(test_memory_fits_divisibility)
   ck_assert(estimate(&pp3) <= cap);
   PnMemoryFit f[8];
   int n = pn_workload_memory_fits(&sc, false, cap, 8, f, 8);
-  ck_assert_int_eq(n, 2);
-  ck_assert_str_eq(f[0].change, "pipeline_model_parallel_size=4");
-  ck_assert_double_eq(f[0].total_bytes, cap);
-  ck_assert_str_eq(f[1].change, "tensor_model_parallel_size=2");
+  ck_assert_int_eq(n, 3);
+  ck_assert_str_eq(f[0].change, "use_megatron_fsdp=true");
+  ck_assert_str_eq(f[1].change, "pipeline_model_parallel_size=4");
+  ck_assert_double_eq(f[1].total_bytes, cap);
+  ck_assert_str_eq(f[2].change, "tensor_model_parallel_size=2");
   /* TP stops at max_tp (the GPUs of a node) */
-  ck_assert_int_eq(pn_workload_memory_fits(&sc, false, cap, 1, f, 8), 1);
+  ck_assert_int_eq(pn_workload_memory_fits(&sc, false, cap, 1, f, 8), 2);
 }
 END_TEST
 
