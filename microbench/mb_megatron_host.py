@@ -164,30 +164,36 @@ def measure(name, v, size, wrapper, reps):
     return row
 
 
-def main():
+def run_main(program, default_out, rounds, cases, measure_case):
+    """The command line both Megatron host benchmarks share: --megatron, --out, --reps, --rounds;
+    Megatron initialised on GPU 0, then every case of `cases` measured by measure_case(case, reps)
+    once per round, rounds interleaved, and the rows written as kind "megatron_host"."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--megatron", required=True, help="a checkout of Megatron-LM's public source")
-    ap.add_argument("--out", default="megatron_host.json")
+    ap.add_argument("--out", default=default_out)
     ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--rounds", type=int, default=2, help="each (variant, size) measured this many times, interleaved")
+    ap.add_argument("--rounds", type=int, default=rounds, help="each case measured this many times, interleaved")
     a = ap.parse_args()
     torch.cuda.set_device(0)
     env = make_env(0, sys.argv[1:])
-    env["program"] = "mb_megatron_host.py"
-    env["command_line"] = " ".join(["mb_megatron_host.py"] + sys.argv[1:])
+    env["program"] = program
+    env["command_line"] = " ".join([program] + sys.argv[1:])
     env["host_cpu"] = host_cpu()
     env["host_cpus_online"] = os.cpu_count()
     env["python_version"] = sys.version.split()[0]
     init_megatron(a.megatron)
     rows = []
     for rnd in range(a.rounds):
-        for name, v in VARIANTS.items():
-            for size in SIZES:
-                for wrapper in WRAPPERS:
-                    row = measure(name, v, size, wrapper, a.reps)
-                    row["round"] = rnd
-                    rows.append(row)
+        for case in cases:
+            row = measure_case(case, a.reps)
+            row["round"] = rnd
+            rows.append(row)
     write_results(a.out, "megatron_host", env, rows, 0)
+
+
+def main():
+    cases = [(name, v, size, wrapper) for name, v in VARIANTS.items() for size in SIZES for wrapper in WRAPPERS]
+    run_main("mb_megatron_host.py", "megatron_host.json", 2, cases, lambda c, reps: measure(*c, reps))
 
 
 if __name__ == "__main__":

@@ -26,16 +26,13 @@ the dispatcher's all-to-alls are not issued (the simulator charges their launche
 Megatron-LM's public source is carried to the machine; Transformer Engine and Apex are not needed
 (the local spec: unfused permutation and router kernels, whose launches the fit subtracts).
 """
-import argparse
-import os
 import statistics
 import sys
 
 import torch
 
-from mb_attention import make_env, write_results
-from mb_host import fwd_bwd_times, host_cpu
-from mb_megatron_host import init_megatron, kernels
+from mb_host import fwd_bwd_times
+from mb_megatron_host import kernels, run_main
 
 SHAPES = {"tiny": dict(hidden=256, heads=2, seq=256), "full": dict(hidden=2048, heads=32, seq=4096)}
 KINDS = {"dense": (0, 0), "moe1": (1, 1), "moe8": (8, 8)}  # (experts, top-k)
@@ -104,28 +101,8 @@ def measure(kind, size, reps):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--megatron", required=True, help="a checkout of Megatron-LM's public source")
-    ap.add_argument("--out", default="megatron_moe_host.json")
-    ap.add_argument("--reps", type=int, default=15)
-    ap.add_argument("--rounds", type=int, default=3, help="each (kind, size) measured this many times, interleaved")
-    a = ap.parse_args()
-    torch.cuda.set_device(0)
-    env = make_env(0, sys.argv[1:])
-    env["program"] = "mb_megatron_moe_host.py"
-    env["command_line"] = " ".join(["mb_megatron_moe_host.py"] + sys.argv[1:])
-    env["host_cpu"] = host_cpu()
-    env["host_cpus_online"] = os.cpu_count()
-    env["python_version"] = sys.version.split()[0]
-    init_megatron(a.megatron)
-    rows = []
-    for rnd in range(a.rounds):
-        for size in SHAPES:
-            for kind in KINDS:
-                row = measure(kind, size, a.reps)
-                row["round"] = rnd
-                rows.append(row)
-    write_results(a.out, "megatron_host", env, rows, 0)
+    cases = [(kind, size) for size in SHAPES for kind in KINDS]
+    run_main("mb_megatron_moe_host.py", "megatron_moe_host.json", 3, cases, lambda c, reps: measure(*c, reps))
 
 
 if __name__ == "__main__":

@@ -87,6 +87,17 @@ static void fit_kernel(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   f->kernels_bwd        = kt - kf;
 }
 
+/* A forward and a backward figure, the medians of their lists floored at 0; false (nothing
+ * written) when the lists are empty. */
+static bool medians_into(GArray *fwd, GArray *bwd, double *fwd_ns, double *bwd_ns)
+{
+  if (fwd->len == 0)
+    return false;
+  *fwd_ns = fmax(pn_calib_median(fwd), 0.0);
+  *bwd_ns = fmax(pn_calib_median(bwd), 0.0);
+  return true;
+}
+
 /* local_layer_fwd_ns / local_layer_bwd_ns: what a Megatron-Core local layer's host time per
  * layer (mb_megatron_host.py) has beyond its kernels at kernel_ns / kernel_bwd_ns, the median
  * over the rows: the Python of Megatron-Core's modules, autograd functions and DDP hooks, which a
@@ -106,12 +117,10 @@ static void fit_local_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted 
     g_array_append_val(fwd, xf);
     g_array_append_val(bwd, xb);
   }
-  if (fwd->len == 0)
+  if (!medians_into(fwd, bwd, &p->host.local_layer_fwd_ns, &p->host.local_layer_bwd_ns))
     return;
-  p->host.local_layer_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
-  p->host.local_layer_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
-  f->local_layer_rows        = (int)fwd->len;
-  f->local_from              = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+  f->local_layer_rows = (int)fwd->len;
+  f->local_from       = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 /* The DDP row of the same shape and round as FSDP row i, the closest before it (the one of its
@@ -147,12 +156,10 @@ static void fit_fsdp_unit(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f
     g_array_append_val(fwd, xf);
     g_array_append_val(bwd, xb);
   }
-  if (fwd->len == 0)
+  if (!medians_into(fwd, bwd, &p->host.fsdp_unit_fwd_ns, &p->host.fsdp_unit_bwd_ns))
     return;
-  p->host.fsdp_unit_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
-  p->host.fsdp_unit_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
-  f->fsdp_unit_pairs       = (int)fwd->len;
-  f->local_from            = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+  f->fsdp_unit_pairs = (int)fwd->len;
+  f->local_from      = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 /* collective_ns: the median async call (all-reduce, all-gather, reduce-scatter: what Megatron
@@ -276,12 +283,10 @@ static void fit_moe_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f
     g_array_append_val(fwd, xf);
     g_array_append_val(bwd, xb);
   }
-  if (fwd->len == 0)
+  if (!medians_into(fwd, bwd, &p->host.moe_layer_fwd_ns, &p->host.moe_layer_bwd_ns))
     return;
-  p->host.moe_layer_fwd_ns = fmax(pn_calib_median(fwd), 0.0);
-  p->host.moe_layer_bwd_ns = fmax(pn_calib_median(bwd), 0.0);
-  f->moe_layer_pairs       = (int)fwd->len;
-  f->local_from            = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+  f->moe_layer_pairs = (int)fwd->len;
+  f->local_from      = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)

@@ -2418,22 +2418,20 @@ static double layer_host_ns(const PnGraph *g, bool bwd, double *launches)
   return sum;
 }
 
-/* Megatron-Core's local-layer Python (host.local_layer_fwd_ns / _bwd_ns, sched/build.c
- * tpl_add_python): a layer's forward costs its host its launches plus local_layer_fwd_ns, its
- * backward its launches plus local_layer_bwd_ns (and the forward's again when fully recomputed),
- * spread over the layer's tasks in proportion to their launch costs: each task's host_ns is its
- * launches' times 1 + python / launches. TE layers take none of it. */
-START_TEST(test_local_layer_python)
+/* How a layer's host time moves when `python` sets host figures: TP_JSON's layer 0 in
+ * micro-batch 0, plain (delta[0]) and fully recomputed (delta[1]), forward ([0]) and backward
+ * ([1]), with `setup` shaping the scenario first; launches at 1 / 2 us, a collective at 0.5 us. */
+typedef void (*ScenarioSetup)(PnScenario *sc);
+static void layer_python_delta(const char *hw, ScenarioSetup setup, ScenarioSetup python, double delta[2][2])
 {
-  g_autofree char *hw = round_profile("round-local-py", 400, 50, true);
   double base[2][2] = {{0}}, with[2][2] = {{0}}, n[2] = {0};
   for (int pass = 0; pass < 2; pass++) {
     for (int full = 0; full < 2; full++) {
-      g_autoptr(PnScenario) sc      = load_json(TP_JSON(""), hw, NULL);
-      sc->training.transformer_impl = PN_TRANSFORMER_IMPL_LOCAL;
-      sc->hw->host                  = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .collective_ns = 500};
+      g_autoptr(PnScenario) sc = load_json(TP_JSON(""), hw, NULL);
+      setup(sc);
+      sc->hw->host = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .collective_ns = 500};
       if (pass == 1)
-        sc->hw->host.local_layer_fwd_ns = 50000, sc->hw->host.local_layer_bwd_ns = 30000;
+        python(sc);
       if (full) {
         sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL;
         sc->recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
@@ -2447,9 +2445,40 @@ START_TEST(test_local_layer_python)
     }
   }
   ck_assert(n[0] > 0 && n[1] > 0);
-  ck_assert_double_eq_tol(with[0][0] - base[0][0], 50000.0, 1.0);
-  ck_assert_double_eq_tol(with[0][1] - base[0][1], 30000.0, 1.0);
-  ck_assert_double_eq_tol(with[1][1] - base[1][1], 30000.0 + 50000.0, 1.0);
+  for (int full = 0; full < 2; full++)
+    for (int b = 0; b < 2; b++)
+      delta[full][b] = with[full][b] - base[full][b];
+}
+
+static void local_impl(PnScenario *sc) { sc->training.transformer_impl = PN_TRANSFORMER_IMPL_LOCAL; }
+static void local_python(PnScenario *sc)
+{
+  sc->hw->host.local_layer_fwd_ns = 50000, sc->hw->host.local_layer_bwd_ns = 30000;
+}
+static void fsdp_zero3(PnScenario *sc)
+{
+  sc->env.cuda_device_max_connections     = 8;
+  sc->ddp.use_megatron_fsdp               = true;
+  sc->ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
+}
+static void fsdp_python(PnScenario *sc)
+{
+  sc->hw->host.fsdp_unit_fwd_ns = 40000, sc->hw->host.fsdp_unit_bwd_ns = 70000;
+}
+
+/* Megatron-Core's local-layer Python (host.local_layer_fwd_ns / _bwd_ns, sched/build.c
+ * tpl_add_python): a layer's forward costs its host its launches plus local_layer_fwd_ns, its
+ * backward its launches plus local_layer_bwd_ns (and the forward's again when fully recomputed),
+ * spread over the layer's tasks in proportion to their launch costs: each task's host_ns is its
+ * launches' times 1 + python / launches. TE layers take none of it. */
+START_TEST(test_local_layer_python)
+{
+  g_autofree char *hw = round_profile("round-local-py", 400, 50, true);
+  double d[2][2];
+  layer_python_delta(hw, local_impl, local_python, d);
+  ck_assert_double_eq_tol(d[0][0], 50000.0, 1.0);
+  ck_assert_double_eq_tol(d[0][1], 30000.0, 1.0);
+  ck_assert_double_eq_tol(d[1][1], 30000.0 + 50000.0, 1.0);
   /* TE layers: none */
   g_autoptr(PnScenario) te = load_json(TP_JSON(""), hw, NULL);
   te->hw->host             = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .local_layer_fwd_ns = 50000};
@@ -2468,32 +2497,11 @@ END_TEST
 START_TEST(test_fsdp_hooks_python)
 {
   g_autofree char *hw = round_profile("round-fsdp-py", 400, 50, true);
-  double base[2][2] = {{0}}, with[2][2] = {{0}}, n[2] = {0};
-  for (int pass = 0; pass < 2; pass++) {
-    for (int full = 0; full < 2; full++) {
-      g_autoptr(PnScenario) sc                = load_json(TP_JSON(""), hw, NULL);
-      sc->env.cuda_device_max_connections     = 8;
-      sc->ddp.use_megatron_fsdp               = true;
-      sc->ddp.data_parallel_sharding_strategy = PN_FSDP_OPTIM_GRADS_PARAMS;
-      sc->hw->host = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .collective_ns = 500};
-      if (pass == 1)
-        sc->hw->host.fsdp_unit_fwd_ns = 40000, sc->hw->host.fsdp_unit_bwd_ns = 70000;
-      if (full) {
-        sc->recompute.recompute_granularity = PN_RECOMPUTE_FULL;
-        sc->recompute.recompute_method      = PN_RECOMPUTE_METHOD_UNIFORM;
-        sc->recompute.recompute_num_layers  = 1;
-      }
-      PnPlan plan          = resolve_ok(sc, NULL);
-      g_autoptr(PnGraph) g = build_ok(sc, &plan);
-      double(*dst)[2]      = pass ? with : base;
-      dst[full][0]         = layer_host_ns(g, false, &n[0]);
-      dst[full][1]         = layer_host_ns(g, true, &n[1]);
-    }
-  }
-  ck_assert(n[0] > 0 && n[1] > 0);
-  ck_assert_double_eq_tol(with[0][0] - base[0][0], 40000.0, 1.0);
-  ck_assert_double_eq_tol(with[0][1] - base[0][1], 70000.0, 1.0);
-  ck_assert_double_eq_tol(with[1][1] - base[1][1], 70000.0 + 40000.0, 1.0);
+  double d[2][2];
+  layer_python_delta(hw, fsdp_zero3, fsdp_python, d);
+  ck_assert_double_eq_tol(d[0][0], 40000.0, 1.0);
+  ck_assert_double_eq_tol(d[0][1], 70000.0, 1.0);
+  ck_assert_double_eq_tol(d[1][1], 70000.0 + 40000.0, 1.0);
   g_autoptr(PnScenario) z2                = load_json(TP_JSON(""), hw, NULL);
   z2->env.cuda_device_max_connections     = 8;
   z2->ddp.use_megatron_fsdp               = true;
