@@ -352,6 +352,11 @@ static void map_model_defaults(PnLaunch *l, cJSON *root)
          groups);
   if (get_number(root, "model", "num_moe_experts", 0.0) > 0.0 && !arg_present(l, "--moe-router-topk"))
     put(root, "model.moe_router_topk", cJSON_CreateNumber(2.0));
+  /* without --moe-grouped-gemm Megatron-Core runs SequentialMLP: one MLP call per local expert,
+   * each with its own Python, where penumbra prices a grouped GEMM's (the GPU work is the same) */
+  if (get_number(root, "model", "num_moe_experts", 0.0) > 0.0 && !arg_present(l, "--moe-grouped-gemm"))
+    note(l->warnings, "no --moe-grouped-gemm: Megatron-LM runs the experts one by one (SequentialMLP); simulated as "
+                      "a grouped GEMM, without the Python of a call per local expert");
 }
 
 static gboolean map_precision(PnLaunch *l, cJSON *root, GError **error)
