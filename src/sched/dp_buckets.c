@@ -7,7 +7,8 @@
  * finish_grad_sync; with overlap_param_gather a group's all-gather is launched ahead of the
  * forward that needs it (forward pre-hooks, or a chunk at a time with align_param_gather);
  * without them both run on the compute stream. Dense parameters reduce over dp x cp, expert
- * parameters in their own buffer over the expert data-parallel group.
+ * parameters in their own buffer over the expert data-parallel group. Megatron-FSDP
+ * (plan->fsdp) forms one group per FSDP unit and acts per micro-batch (its section below).
  *
  * Buckets, as Megatron-LM forms them (d98e8a64dd):
  *   - size: the user's ddp.bucket_size, else Bridge's 128 Mi with the distributed optimizer and
