@@ -14,8 +14,9 @@ host), as a TransformerBlock of Megatron-Core's local spec (get_gpt_layer_local_
     (Megatron-Bridge's Qwen3 recipes): the router, the dispatcher's preprocessing
     (token counts read back on the host), the permutation and unpermutation, the expert;
   - `moe8`: eight local experts, top-8 (Qwen3-30B-A3B's local experts at EP 16), in the local
-    spec's SequentialMLP, which loops over the experts in Python (Transformer Engine's grouped
-    linear runs them as one call: reported, not fitted).
+    spec's SequentialMLP, which loops over the experts in Python: against `moe1`, per added
+    expert, what a SequentialMLP call costs (Megatron-LM without --moe-grouped-gemm; Transformer
+    Engine's grouped linear runs them as one call).
 Each row: host time of the forward and of the backward per layer (perf_counter around the calls,
 which do not wait for the GPU except where Megatron-Core reads the token counts), GPU time, and
 the CUDA kernels launched (torch.profiler). `moe1 - dense`, less their kernels' launches, is the

@@ -301,6 +301,7 @@ typedef struct {
   int local_layer_rows;                     /* megatron_host rows local_layer_*_ns are the median of (0: kept) */
   int fsdp_unit_pairs;    /* (DDP, FSDP) megatron_host row pairs fsdp_unit_*_ns are the median of (0: kept) */
   int moe_layer_pairs;    /* (dense, one-expert MoE) tiny moe_block row pairs moe_layer_*_ns are the median of */
+  int moe_expert_pairs;   /* (one-expert, E-expert) moe_block row pairs moe_expert_*_ns are the median of */
   PnCalOrigin local_from; /* where they were measured */
 } PnCalHostFitted;
 
@@ -389,6 +390,8 @@ typedef struct {
                                   its collectives' launches at collective_ns */
   GArray *host_moe_layer;      /* each one-expert moe_block row's host time per layer from its dense twin's: the kernels
                                   it adds at kernel_ns / kernel_bwd_ns plus moe_layer_fwd_ns / _bwd_ns */
+  GArray *host_moe_expert;     /* each E-expert moe_block row from its one-expert twin plus E - 1 experts at
+                                  moe_expert_fwd_ns / _bwd_ns and their GEMM launches */
   GArray *host_layer_tiny;     /* the same for the tiny layer, not used by the fit (a cross-check) */
   GArray *floor_copy;          /* a copy issued on a stream: max(memory floor, bytes / copy bandwidth) +
                                   kernel_launch_ns against the gpu_floor stream rows */

@@ -98,6 +98,7 @@ static void check_init(PnCalCheck *out)
   out->host_local_layer    = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_fsdp_unit      = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_moe_layer      = g_array_new(FALSE, FALSE, sizeof(double));
+  out->host_moe_expert     = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_copy          = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_gemm          = g_array_new(FALSE, FALSE, sizeof(double));
   out->hbm_gemm            = g_array_new(FALSE, FALSE, sizeof(double));
@@ -335,6 +336,7 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->host_local_layer,
                     &c->host_fsdp_unit,
                     &c->host_moe_layer,
+                    &c->host_moe_expert,
                     &c->floor_copy,
                     &c->floor_gemm,
                     &c->bmm,

@@ -289,6 +289,54 @@ static void fit_moe_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f
   f->local_from      = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
+/* The one-expert moe_block row of the same size and round as row i, the closest before it. */
+static const PnCalMegatronLayer *one_expert_twin(const PnCalData *d, guint i)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  for (guint j = i; j-- > 0;) {
+    const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
+    if (o->moe_block && o->experts == 1 && o->round == l->round && strcmp(o->size, l->size) == 0)
+      return o;
+  }
+  return NULL;
+}
+
+/* moe_expert_fwd_ns / moe_expert_bwd_ns: SequentialMLP's cost per local expert, from the rows of
+ * E > 1 experts against their one-expert twin: (host(E) - host(1)) / (E - 1), less the GEMM
+ * launches the simulator charges each expert whatever the implementation (two forward at
+ * kernel_ns, four backward at kernel_bwd_ns); the median over both sizes (the token-count wait
+ * is in both rows of a pair). */
+static bool expert_pair(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  const PnCalMegatronLayer *o = (l->moe_block && l->experts > 1) ? one_expert_twin(d, i) : NULL;
+  if (!o)
+    return false;
+  double n = (double)(l->experts - 1);
+  *xf      = (l->host_fwd_ns - o->host_fwd_ns) / n - 2.0 * p->host.kernel_ns;
+  *xb      = (l->host_bwd_ns - o->host_bwd_ns) / n - 4.0 * p->host.kernel_bwd_ns;
+  return true;
+}
+
+static void fit_moe_expert(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  if (!(p->host.kernel_ns > 0.0))
+    return;
+  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
+  g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < d->megatron->len; i++) {
+    double xf, xb;
+    if (!expert_pair(d, p, i, &xf, &xb))
+      continue;
+    g_array_append_val(fwd, xf);
+    g_array_append_val(bwd, xb);
+  }
+  if (!medians_into(fwd, bwd, &p->host.moe_expert_fwd_ns, &p->host.moe_expert_bwd_ns))
+    return;
+  f->moe_expert_pairs = (int)fwd->len;
+  f->local_from       = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+}
+
 void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
 {
   *f = (PnCalHostFitted){0};
@@ -297,6 +345,7 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   fit_collectives(d, p, f);
   fit_fsdp_unit(d, p, f);
   fit_moe_layer(d, p, f);
+  fit_moe_expert(d, p, f);
   fit_graphs(d, p, f);
   fit_floors(d, p, f);
   double sync = host_median(d, "sync", "torch.cuda.synchronize", NULL, false);
@@ -341,6 +390,14 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
     const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
     double xf, xb;
     if (l->moe_block) { /* one-expert rows, both sizes: their dense twin plus the kernels and Python added */
+      if (expert_pair(d, p, i, &xf, &xb)) { /* more experts: the one-expert twin plus theirs */
+        double n = (double)(l->experts - 1), o_f = l->host_fwd_ns - n * (xf + 2.0 * p->host.kernel_ns);
+        double o_b = l->host_bwd_ns - n * (xb + 4.0 * p->host.kernel_bwd_ns);
+        pn__calib_push_err(out->host_moe_expert, o_f + n * (p->host.moe_expert_fwd_ns + 2.0 * p->host.kernel_ns),
+                           l->host_fwd_ns);
+        pn__calib_push_err(out->host_moe_expert, o_b + n * (p->host.moe_expert_bwd_ns + 4.0 * p->host.kernel_bwd_ns),
+                           l->host_bwd_ns);
+      }
       if (moe_pair(d, p, i, &xf, &xb)) {
         pn__calib_push_err(out->host_moe_layer, l->host_fwd_ns - xf + p->host.moe_layer_fwd_ns, l->host_fwd_ns);
         pn__calib_push_err(out->host_moe_layer, l->host_bwd_ns - xb + p->host.moe_layer_bwd_ns, l->host_bwd_ns);

@@ -55,6 +55,7 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   check_line(out, "host per Megatron-Core local layer, fwd / bwd", c->host_local_layer, tol);
   check_line(out, "  the same under Megatron-FSDP (its hooks)", c->host_fsdp_unit, tol);
   check_line(out, "  an MoE layer from its dense twin", c->host_moe_layer, tol);
+  check_line(out, "  SequentialMLP's experts from one", c->host_moe_expert, tol);
   check_line(out, "copy on a stream, floor + launch", c->floor_copy, tol);
   check_line(out, "GEMM on a stream, floor + launch", c->floor_gemm, tol);
   check_line(out, "cudaMemcpy D2D >= 256 MiB (hbm figure)", c->memory_other, tol);

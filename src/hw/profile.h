@@ -128,6 +128,9 @@ typedef struct {
   double moe_layer_fwd_ns;   /* Megatron-Core's MoE layer's Python beyond a dense layer's and beyond its kernels'
                                 launches, per forward: router, token dispatcher, permutation (mb_megatron_moe_host.py) */
   double moe_layer_bwd_ns;   /* the same per backward */
+  double moe_expert_fwd_ns;  /* SequentialMLP (no moe_grouped_gemm): each local expert's call, per forward, beyond
+                                the two GEMM launches a grouped GEMM is charged per expert (mb_megatron_moe_host.py) */
+  double moe_expert_bwd_ns;  /* the same per backward, beyond four GEMM launches */
   double collective_ns;      /* one torch.distributed NCCL call */
   double p2p_ns;             /* one batched send/recv (batch_isend_irecv + wait) */
   double sync_ns;            /* from the end of the GPU work a synchronization waits for to the host going on */

@@ -1147,7 +1147,8 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
   const PnHostProfile *x = &p->host;
   const PnCalOrigin *o   = &h->host_from;
   if (!(h->cpu || h->python_loop || h->kernel || h->collective || h->p2p || h->sync || h->graph_layer ||
-        h->graph_whole || h->local_layer_rows > 0 || h->fsdp_unit_pairs > 0 || h->moe_layer_pairs > 0))
+        h->graph_whole || h->local_layer_rows > 0 || h->fsdp_unit_pairs > 0 || h->moe_layer_pairs > 0 ||
+        h->moe_expert_pairs > 0))
     return;
   bool fresh = get(root, "host") == NULL;
   cJSON *sec = object_at(root, "host");
@@ -1219,6 +1220,18 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
     g_autofree char *wb = g_strdup_printf(
         "the same for the backward, less its added kernels x kernel_bwd_ns (%d pairs)", h->moe_layer_pairs);
     put_host_scalar(sec, "moe_layer_bwd_ns", x->moe_layer_bwd_ns, wb, &h->local_from, p);
+  }
+  if (h->moe_expert_pairs > 0) {
+    g_autofree char *wf = g_strdup_printf(
+        "one local expert's call in Megatron-Core's SequentialMLP (no --moe-grouped-gemm), per forward: the median "
+        "over %d pairs of rows (eight experts top-8 against one expert top-1, the same size and round) of the host "
+        "time per layer they differ by, per added expert, less the two GEMM launches x kernel_ns the simulator "
+        "charges each expert anyway (microbench/mb_megatron_moe_host.py)",
+        h->moe_expert_pairs);
+    put_host_scalar(sec, "moe_expert_fwd_ns", x->moe_expert_fwd_ns, wf, &h->local_from, p);
+    g_autofree char *wb = g_strdup_printf(
+        "the same for the backward, less four GEMM launches x kernel_bwd_ns (%d pairs)", h->moe_expert_pairs);
+    put_host_scalar(sec, "moe_expert_bwd_ns", x->moe_expert_bwd_ns, wb, &h->local_from, p);
   }
   set_host_calls(sec, p, h);
 }

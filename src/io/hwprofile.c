@@ -69,6 +69,8 @@ static const HwScalar host_scalars[] = {
     HW_NONNEG("fsdp_unit_bwd_ns", host.fsdp_unit_bwd_ns, 1e9),
     HW_NONNEG("moe_layer_fwd_ns", host.moe_layer_fwd_ns, 1e9),
     HW_NONNEG("moe_layer_bwd_ns", host.moe_layer_bwd_ns, 1e9),
+    HW_NONNEG("moe_expert_fwd_ns", host.moe_expert_fwd_ns, 1e9),
+    HW_NONNEG("moe_expert_bwd_ns", host.moe_expert_bwd_ns, 1e9),
     HW_NONNEG("collective_ns", host.collective_ns, 1e9),
     HW_NONNEG("p2p_ns", host.p2p_ns, 1e9),
     HW_NONNEG("sync_ns", host.sync_ns, 1e9),

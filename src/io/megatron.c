@@ -28,6 +28,7 @@ const PnMegatronArg pn_megatron_args[] = {
     {"model.moe_router_topk", "--moe-router-topk", PN_MEGATRON_VALUE},
     {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", PN_MEGATRON_VALUE},
     {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", PN_MEGATRON_VALUE},
+    {"model.moe_grouped_gemm", "--moe-grouped-gemm", PN_MEGATRON_FLAG},
     {"model.mtp_num_layers", "--mtp-num-layers", PN_MEGATRON_VALUE},
     {"model.activation_func_clamp_value", "--activation-func-clamp-value", PN_MEGATRON_VALUE},
     {"hardware.num_gpus", "the launcher's world size (nodes x GPUs per node)", PN_MEGATRON_DERIVED},

@@ -352,11 +352,6 @@ static void map_model_defaults(PnLaunch *l, cJSON *root)
          groups);
   if (get_number(root, "model", "num_moe_experts", 0.0) > 0.0 && !arg_present(l, "--moe-router-topk"))
     put(root, "model.moe_router_topk", cJSON_CreateNumber(2.0));
-  /* without --moe-grouped-gemm Megatron-Core runs SequentialMLP: one MLP call per local expert,
-   * each with its own Python, where penumbra prices a grouped GEMM's (the GPU work is the same) */
-  if (get_number(root, "model", "num_moe_experts", 0.0) > 0.0 && !arg_present(l, "--moe-grouped-gemm"))
-    note(l->warnings, "no --moe-grouped-gemm: Megatron-LM runs the experts one by one (SequentialMLP); simulated as "
-                      "a grouped GEMM, without the Python of a call per local expert");
 }
 
 static gboolean map_precision(PnLaunch *l, cJSON *root, GError **error)
@@ -681,7 +676,8 @@ static void key_value(const PnScenario *sc, const PnPlan *plan, const char *key,
 static bool inert(const PnScenario *sc, const char *key, const char *text)
 {
   bool dense = sc->model.num_moe_experts == 0;
-  if (dense && (g_str_has_prefix(key, "parallel.expert_") || strcmp(key, "parallel.moe_token_dispatcher_type") == 0))
+  if (dense && (g_str_has_prefix(key, "parallel.expert_") || strcmp(key, "parallel.moe_token_dispatcher_type") == 0 ||
+                strcmp(key, "model.moe_grouped_gemm") == 0))
     return true;
   if (sc->parallel.context_parallel_size == 1 && strcmp(key, "comm_overlap.cp_comm_type") == 0)
     return true;

@@ -76,6 +76,7 @@ const PnField pn__io_model_fields[] = {
     M_INT("moe_router_topk", moe_router_topk, 0, 1000000, false),
     M_INT("moe_ffn_hidden_size", moe_ffn_hidden_size, 0, 100000000, false),
     M_INT("moe_shared_expert_intermediate_size", moe_shared_expert_intermediate_size, 0, 100000000, false),
+    M_BOOL("moe_grouped_gemm", moe_grouped_gemm),
     {.key        = "mtp_num_layers",
      .kind       = PN_FIELD_INT_NULL,
      .offset     = offsetof(PnModelConfig, mtp_num_layers),
@@ -93,6 +94,7 @@ static void model_defaults(PnModelConfig *m)
   memset(m, 0, sizeof *m);
   m->make_vocab_size_divisible_by = 128;
   m->add_bias_linear              = true;
+  m->moe_grouped_gemm             = true;
   m->normalization                = PN_NORM_LAYERNORM;
   g_strlcpy(m->position_embedding_type, "learned_absolute", sizeof m->position_embedding_type);
 }

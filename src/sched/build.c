@@ -146,18 +146,22 @@ static void moe_python(PnBuilder *b)
     return;
   const PnHostProfile *h = &b->sc->hw->host;
   bool full              = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
-  tpl_add_python(b->tpl.layer_fwd, h->moe_layer_fwd_ns);
-  tpl_add_python(b->tpl.layer_bwd, h->moe_layer_bwd_ns + (full ? h->moe_layer_fwd_ns : 0.0));
-  tpl_add_python(b->tpl.layer_bwd_plain, h->moe_layer_bwd_ns);
+  /* SequentialMLP (no moe_grouped_gemm): a call per local expert, each with its own Python */
+  double experts = b->sc->model.moe_grouped_gemm ? 0.0 : (double)pn_workload_local_experts(b->sc);
+  double fwd     = h->moe_layer_fwd_ns + experts * h->moe_expert_fwd_ns;
+  double bwd     = h->moe_layer_bwd_ns + experts * h->moe_expert_bwd_ns;
+  tpl_add_python(b->tpl.layer_fwd, fwd);
+  tpl_add_python(b->tpl.layer_bwd, bwd + (full ? fwd : 0.0));
+  tpl_add_python(b->tpl.layer_bwd_plain, bwd);
   if (!b->plan->overlap_moe_expert_parallel_comm)
     return;
-  tpl_add_python_set(b->tpl.node_fwd, PN_NODE_N, h->moe_layer_fwd_ns);
-  GArray *bwd[PN_NODE_N + 2];
+  tpl_add_python_set(b->tpl.node_fwd, PN_NODE_N, fwd);
+  GArray *bwds[PN_NODE_N + 2];
   for (int n = 0; n < PN_NODE_N; n++)
-    bwd[n] = b->tpl.node_bwd[n];
-  bwd[PN_NODE_N]     = b->tpl.attn_dw;
-  bwd[PN_NODE_N + 1] = b->tpl.mlp_dw;
-  tpl_add_python_set(bwd, G_N_ELEMENTS(bwd), h->moe_layer_bwd_ns);
+    bwds[n] = b->tpl.node_bwd[n];
+  bwds[PN_NODE_N]     = b->tpl.attn_dw;
+  bwds[PN_NODE_N + 1] = b->tpl.mlp_dw;
+  tpl_add_python_set(bwds, G_N_ELEMENTS(bwds), bwd);
 }
 
 void pn__templates_build(PnBuilder *b)

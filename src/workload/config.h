@@ -120,6 +120,8 @@ typedef struct {
   int64_t moe_router_topk;
   int64_t moe_ffn_hidden_size;
   int64_t moe_shared_expert_intermediate_size;
+  bool moe_grouped_gemm;  /* the local experts in one grouped GEMM (TEGroupedMLP); false: Megatron-Core's
+                             SequentialMLP, a Python call per local expert. Default true (Bridge's recipes) */
   int64_t mtp_num_layers; /* multi-token prediction layers, 0 = none (Megatron None); validated, not simulated */
   double activation_func_clamp_value; /* the GLU halves clamped to it before the activation (GPT-OSS), 0 = none */
 } PnModelConfig;

@@ -1307,6 +1307,11 @@ void pn_workload_fp8_weight_ops(const PnScenario *sc, GArray *out)
 
 bool pn_workload_is_moe(const PnScenario *sc) { return sc->model.num_moe_experts > 0; }
 
+int64_t pn_workload_local_experts(const PnScenario *sc)
+{
+  return sc->model.num_moe_experts / MAX(sc->parallel.expert_model_parallel_size, 1);
+}
+
 bool pn_workload_unfused_attention(const PnScenario *sc)
 {
   PnAttnBackend be = sc->training.attention_backend;

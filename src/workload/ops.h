@@ -295,6 +295,8 @@ double pn_workload_layer_params(const PnScenario *sc);
 double pn_workload_layer_expert_params(const PnScenario *sc);
 /* Expert data-parallel size: tp*cp*dp / (etp*ep); 1 for dense models. */
 int64_t pn_workload_expert_dp(const PnScenario *sc);
+/* Experts held by one GPU: num_moe_experts / expert_model_parallel_size (0 for a dense model). */
+int64_t pn_workload_local_experts(const PnScenario *sc);
 bool pn_workload_is_moe(const PnScenario *sc);
 /* Whether the core attention is Megatron-Core's DotProductAttention or TE's unfused one (batched
  * GEMMs over the [B, s, s] scores): transformer_impl local, or attention_backend unfused / local. */

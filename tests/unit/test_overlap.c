@@ -2838,6 +2838,35 @@ START_TEST(test_moe_layer_python)
 }
 END_TEST
 
+/* SequentialMLP (model.moe_grouped_gemm false, Megatron-LM's default): each local expert's call
+ * costs the host moe_expert_fwd_ns per forward and moe_expert_bwd_ns per backward beyond the
+ * grouped GEMM's launches: GRAPH_MOE's 4 experts at EP 2, two local experts per GPU, so layer 0
+ * costs its host 2 x the figures more than with the grouped GEMM. */
+START_TEST(test_moe_sequential_mlp_python)
+{
+  g_autofree char *hw = round_profile("round-seqmlp-py", 400, 50, true);
+  double host[2][2] = {{0}}, n[2] = {0};
+  for (int grouped = 0; grouped < 2; grouped++) {
+    g_autoptr(PnScenario) sc                = load_json(GRAPH_MOE, hw, NULL);
+    sc->parallel.expert_model_parallel_size = 2;
+    sc->model.moe_grouped_gemm              = grouped;
+    sc->hw->host                            = (PnHostProfile){.kernel_ns         = 1000,
+                                                              .kernel_bwd_ns     = 2000,
+                                                              .collective_ns     = 500,
+                                                              .moe_expert_fwd_ns = 30000,
+                                                              .moe_expert_bwd_ns = 45000};
+    ck_assert_int_eq(pn_workload_local_experts(sc), 2);
+    PnPlan plan          = resolve_ok(sc, NULL);
+    g_autoptr(PnGraph) g = build_ok(sc, &plan);
+    host[grouped][0]     = layer_host_ns(g, false, &n[0]);
+    host[grouped][1]     = layer_host_ns(g, true, &n[1]);
+  }
+  ck_assert(n[0] > 0 && n[1] > 0);
+  ck_assert_double_eq_tol(host[0][0] - host[1][0], 2 * 30000.0, 1.0);
+  ck_assert_double_eq_tol(host[0][1] - host[1][1], 2 * 45000.0, 1.0);
+}
+END_TEST
+
 static Suite *overlap_suite(void)
 {
   Suite *s = suite_create("overlap");
@@ -2903,6 +2932,7 @@ static Suite *overlap_suite(void)
       {"local_layer_python", test_local_layer_python},
       {"fsdp_hooks_python", test_fsdp_hooks_python},
       {"moe_layer_python", test_moe_layer_python},
+      {"moe_sequential_mlp_python", test_moe_sequential_mlp_python},
       {"graphs_per_layer", test_graphs_per_layer},
       {"graphs_ub_chunks", test_graphs_ub_chunks},
       {"graphs_moe_router", test_graphs_moe_router},
