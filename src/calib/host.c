@@ -123,43 +123,62 @@ static void fit_local_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted 
   f->local_from       = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
-/* The DDP row of the same shape and round as FSDP row i, the closest before it (the one of its
- * file: mb_megatron_host.py writes a shape's DDP row right before its FSDP row), or NULL. */
-static const PnCalMegatronLayer *ddp_twin(const PnCalData *d, guint i)
+/* The row a paired megatron_host row i is measured against: the closest row before it (the one of
+ * its file: the benchmarks write a pair's reference row right before it) of the same size and
+ * round, in DDP, of the same kind (a stack of layers of the same variant, or a moe_block row),
+ * holding `experts` experts; NULL when there is none. */
+static const PnCalMegatronLayer *twin_before(const PnCalData *d, guint i, int experts)
 {
   const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
   for (guint j = i; j-- > 0;) {
     const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
-    if (!o->fsdp && !o->moe_block && o->round == l->round && strcmp(o->variant, l->variant) == 0 &&
-        strcmp(o->size, l->size) == 0)
+    if (!o->fsdp && o->moe_block == l->moe_block && o->experts == experts && o->round == l->round &&
+        strcmp(o->size, l->size) == 0 && (l->moe_block || strcmp(o->variant, l->variant) == 0))
       return o;
   }
   return NULL;
 }
 
-/* fsdp_unit_fwd_ns / fsdp_unit_bwd_ns: what Megatron-FSDP's hooks add to a layer's host time
- * (every layer an FSDP unit), the median over the (DDP, FSDP) row pairs of one shape and round of
- * the FSDP row's host time per layer minus the DDP row's, less the collectives the simulator
- * launches at collective_ns each (the forward's all-gather; the backward's all-gather and
- * reduce-scatter). Needs collective_ns (fit_collectives first). */
-static void fit_fsdp_unit(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+/* A figure fitted from row pairs (pair: row i's forward and backward figure, false when row i is
+ * not the measured side of a pair): the medians over the pairs, of rows of `size` only when it is
+ * not NULL, into *fwd_ns / *bwd_ns; the number of pairs (0: nothing written). */
+typedef bool (*PnCalPairFn)(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb);
+static int fit_pairs(const PnCalData *d, const PnHwProfile *p, PnCalPairFn pair, const char *size, double *fwd_ns,
+                     double *bwd_ns)
 {
   g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
   g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < d->megatron->len; i++) {
-    const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-    const PnCalMegatronLayer *o = l->fsdp ? ddp_twin(d, i) : NULL;
-    if (!o)
+    double xf, xb;
+    if ((size && strcmp(g_array_index(d->megatron, PnCalMegatronLayer, i).size, size) != 0) || !pair(d, p, i, &xf, &xb))
       continue;
-    double xf = l->host_fwd_ns - o->host_fwd_ns - p->host.collective_ns;
-    double xb = l->host_bwd_ns - o->host_bwd_ns - 2.0 * p->host.collective_ns;
     g_array_append_val(fwd, xf);
     g_array_append_val(bwd, xb);
   }
-  if (!medians_into(fwd, bwd, &p->host.fsdp_unit_fwd_ns, &p->host.fsdp_unit_bwd_ns))
-    return;
-  f->fsdp_unit_pairs = (int)fwd->len;
-  f->local_from      = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+  return medians_into(fwd, bwd, fwd_ns, bwd_ns) ? (int)fwd->len : 0;
+}
+
+/* What Megatron-FSDP's hooks add to FSDP row i's host time per layer (every layer an FSDP unit)
+ * beyond its DDP twin's, less the collectives the simulator launches at collective_ns each (the
+ * forward's all-gather; the backward's all-gather and reduce-scatter). */
+static bool fsdp_pair(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  const PnCalMegatronLayer *o = l->fsdp ? twin_before(d, i, 0) : NULL;
+  if (!o)
+    return false;
+  *xf = l->host_fwd_ns - o->host_fwd_ns - p->host.collective_ns;
+  *xb = l->host_bwd_ns - o->host_bwd_ns - 2.0 * p->host.collective_ns;
+  return true;
+}
+
+/* fsdp_unit_fwd_ns / fsdp_unit_bwd_ns: the median over the (DDP, FSDP) pairs of one shape and
+ * round. Needs collective_ns (fit_collectives first). */
+static void fit_fsdp_unit(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  f->fsdp_unit_pairs = fit_pairs(d, p, fsdp_pair, NULL, &p->host.fsdp_unit_fwd_ns, &p->host.fsdp_unit_bwd_ns);
+  if (f->fsdp_unit_pairs > 0)
+    f->local_from = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 /* collective_ns: the median async call (all-reduce, all-gather, reduce-scatter: what Megatron
@@ -242,24 +261,12 @@ static void fit_floors(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   }
 }
 
-/* The dense moe_block row of the same size and round as row i, the closest before it, or NULL. */
-static const PnCalMegatronLayer *dense_twin(const PnCalData *d, guint i)
-{
-  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-  for (guint j = i; j-- > 0;) {
-    const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
-    if (o->moe_block && o->experts == 0 && o->round == l->round && strcmp(o->size, l->size) == 0)
-      return o;
-  }
-  return NULL;
-}
-
 /* An MoE layer's Python beyond its dense twin's (one expert, top-1: the router, the token
  * dispatcher and the permutation around one expert's MLP) and beyond the kernels it adds. */
 static bool moe_pair(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb)
 {
   const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-  const PnCalMegatronLayer *o = (l->moe_block && l->experts == 1) ? dense_twin(d, i) : NULL;
+  const PnCalMegatronLayer *o = (l->moe_block && l->experts == 1) ? twin_before(d, i, 0) : NULL;
   if (!o)
     return false;
   *xf = l->host_fwd_ns - o->host_fwd_ns - (l->kernels_fwd - o->kernels_fwd) * p->host.kernel_ns;
@@ -274,31 +281,9 @@ static void fit_moe_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f
 {
   if (!(p->host.kernel_ns > 0.0))
     return;
-  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < d->megatron->len; i++) {
-    double xf, xb;
-    if (strcmp(g_array_index(d->megatron, PnCalMegatronLayer, i).size, "tiny") != 0 || !moe_pair(d, p, i, &xf, &xb))
-      continue;
-    g_array_append_val(fwd, xf);
-    g_array_append_val(bwd, xb);
-  }
-  if (!medians_into(fwd, bwd, &p->host.moe_layer_fwd_ns, &p->host.moe_layer_bwd_ns))
-    return;
-  f->moe_layer_pairs = (int)fwd->len;
-  f->local_from      = d->origin[PN_CAL_KIND_MEGATRON_HOST];
-}
-
-/* The one-expert moe_block row of the same size and round as row i, the closest before it. */
-static const PnCalMegatronLayer *one_expert_twin(const PnCalData *d, guint i)
-{
-  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-  for (guint j = i; j-- > 0;) {
-    const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
-    if (o->moe_block && o->experts == 1 && o->round == l->round && strcmp(o->size, l->size) == 0)
-      return o;
-  }
-  return NULL;
+  f->moe_layer_pairs = fit_pairs(d, p, moe_pair, "tiny", &p->host.moe_layer_fwd_ns, &p->host.moe_layer_bwd_ns);
+  if (f->moe_layer_pairs > 0)
+    f->local_from = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 /* moe_expert_fwd_ns / moe_expert_bwd_ns: SequentialMLP's cost per local expert, from the rows of
@@ -309,7 +294,7 @@ static const PnCalMegatronLayer *one_expert_twin(const PnCalData *d, guint i)
 static bool expert_pair(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb)
 {
   const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-  const PnCalMegatronLayer *o = (l->moe_block && l->experts > 1) ? one_expert_twin(d, i) : NULL;
+  const PnCalMegatronLayer *o = (l->moe_block && l->experts > 1) ? twin_before(d, i, 1) : NULL;
   if (!o)
     return false;
   double n = (double)(l->experts - 1);
@@ -322,19 +307,9 @@ static void fit_moe_expert(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *
 {
   if (!(p->host.kernel_ns > 0.0))
     return;
-  g_autoptr(GArray) fwd = g_array_new(FALSE, FALSE, sizeof(double));
-  g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < d->megatron->len; i++) {
-    double xf, xb;
-    if (!expert_pair(d, p, i, &xf, &xb))
-      continue;
-    g_array_append_val(fwd, xf);
-    g_array_append_val(bwd, xb);
-  }
-  if (!medians_into(fwd, bwd, &p->host.moe_expert_fwd_ns, &p->host.moe_expert_bwd_ns))
-    return;
-  f->moe_expert_pairs = (int)fwd->len;
-  f->local_from       = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+  f->moe_expert_pairs = fit_pairs(d, p, expert_pair, NULL, &p->host.moe_expert_fwd_ns, &p->host.moe_expert_bwd_ns);
+  if (f->moe_expert_pairs > 0)
+    f->local_from = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
 void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)

@@ -4,7 +4,7 @@
  * that TE's layernorms leave SMs to the DP collectives beside them (see gating.h), and
  * Megatron-FSDP's rules (below). */
 #include "overlap/overlap-private.h"
-#include "workload/memory.h"
+#include "workload/ops.h"
 
 /* Megatron-FSDP (Megatron-LM d98e8a64dd: training/arguments.py validate_args, megatron_fsdp.py
  * MegatronFSDP.__init__, distributed/fsdp/mcore_fsdp_adapter.py):
@@ -20,6 +20,22 @@
  *     all-gather prefetches half of it ahead, the reduce-scatter queue holds all of it;
  *   - hybrid FSDP (an outer DP group) is not simulated: num_distributed_optimizer_instances must
  *     stay 1. CUDA_DEVICE_MAX_CONNECTIONS=1 is refused in env.c, per-layer CUDA graphs in graphs.c. */
+/* Megatron-FSDP's communication unit in elements (megatron_fsdp.py MegatronFSDP.__init__):
+ * suggested_communication_unit_size, else twice a layer's parameters with optim_grads_params,
+ * else bucket_size, else 1e9; at least 1e9 unless the user gave it. */
+static double comm_unit(const PnScenario *sc)
+{
+  const PnDdpConfig *ddp = &sc->ddp;
+  if (ddp->suggested_communication_unit_size > 0)
+    return (double)ddp->suggested_communication_unit_size;
+  double unit = 1e9;
+  if (ddp->data_parallel_sharding_strategy == PN_FSDP_OPTIM_GRADS_PARAMS)
+    unit = 2.0 * pn_workload_layer_params(sc); /* every FSDP unit is a transformer layer */
+  else if (ddp->bucket_size > 0)
+    unit = (double)ddp->bucket_size;
+  return MAX(unit, 1e9);
+}
+
 gboolean pn__overlap_gate_fsdp(const PnScenario *sc, PnPlan *plan, GPtrArray *warnings, GError **error)
 {
   const PnDdpConfig *ddp = &sc->ddp;
@@ -44,7 +60,7 @@ gboolean pn__overlap_gate_fsdp(const PnScenario *sc, PnPlan *plan, GPtrArray *wa
                      "(Megatron-LM: \"Using DistributedOptimizer...\"); use_distributed_optimizer "
                      "taken as true",
                      sc->path);
-  double unit               = pn_workload_fsdp_comm_unit(sc);
+  double unit               = comm_unit(sc);
   plan->fsdp_prefetch_elems = unit / 2.0;
   plan->fsdp_rs_queue_elems = unit;
   return TRUE;

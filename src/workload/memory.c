@@ -251,19 +251,6 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
       out->weights_bytes + out->gradients_bytes + out->optimizer_bytes + out->activations_bytes + out->other_bytes;
 }
 
-double pn_workload_fsdp_comm_unit(const PnScenario *sc)
-{
-  const PnDdpConfig *ddp = &sc->ddp;
-  if (ddp->suggested_communication_unit_size > 0)
-    return (double)ddp->suggested_communication_unit_size;
-  double unit = 1e9;
-  if (ddp->data_parallel_sharding_strategy == PN_FSDP_OPTIM_GRADS_PARAMS)
-    unit = 2.0 * pn_workload_layer_params(sc); /* every FSDP unit is a transformer layer */
-  else if (ddp->bucket_size > 0)
-    unit = (double)ddp->bucket_size;
-  return MAX(unit, 1e9);
-}
-
 void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out)
 {
   g_assert(sc && out);

@@ -91,10 +91,6 @@ typedef struct {
  * (PnPlan.tp_comm_overlap); the raw comm_overlap.tp_comm_overlap is not it, since the gating turns
  * the option off without TP > 1, SP or Transformer Engine. */
 void pn_workload_memory(const PnScenario *sc, bool tp_userbuffers, PnWorkloadMemory *out);
-/* Megatron-FSDP's communication unit in elements (suggested_communication_unit_size, else twice a
- * layer's parameters with optim_grads_params, else bucket_size, else 1e9; at least 1e9): the
- * reduce-scatter queue's capacity, twice the all-gather prefetch. */
-double pn_workload_fsdp_comm_unit(const PnScenario *sc);
 /* One stage, 0 <= stage < pipeline_model_parallel_size. */
 void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userbuffers, PnWorkloadMemory *out);
 

@@ -930,8 +930,9 @@ END_TEST
  *     reduces as DDP does (plan.use_distributed_optimizer false: all-reduce, unsharded step);
  *   - optim_grads(_params) overlap the reduce-scatter, optim_grads_params the gather, even when
  *     the scenario says false; align_param_gather off;
- *   - the communication unit C = max(1e9, 2 x a layer's parameters) by default: prefetch C / 2,
- *     reduce-scatter queue C; suggested_communication_unit_size replaces C as given;
+ *   - the communication unit C = max(1e9, 2 x a layer's parameters) by default (1e9 for hidden 768,
+ *     2 x a layer for hidden 8192): prefetch C / 2, reduce-scatter queue C;
+ *     suggested_communication_unit_size replaces C as given;
  *   - refused: CUDA_DEVICE_MAX_CONNECTIONS=1, num_distributed_optimizer_instances > 1, and
  *     optim_grads_params beside EP overlap's combined 1F1B; per-layer CUDA graphs warned off. */
 START_TEST(test_megatron_fsdp_gating)
@@ -951,6 +952,14 @@ START_TEST(test_megatron_fsdp_gating)
   ck_assert(has_warning(w, "use_distributed_optimizer taken as true"));
   ck_assert_double_eq(p.fsdp_rs_queue_elems, 1e9); /* a layer of hidden 768 is far below 5e8 */
   ck_assert_double_eq(p.fsdp_prefetch_elems, 5e8);
+  PnScenario big        = sc; /* hidden 8192: a layer of ~805 M elements, so 2 x a layer exceeds 1e9 */
+  big.model.hidden_size = 8192, big.model.ffn_hidden_size = 4 * 8192, big.model.num_attention_heads = 64;
+  big.model.num_query_groups = 64, big.model.kv_channels = 128;
+  double layer = pn_workload_layer_params(&big);
+  ck_assert(2.0 * layer > 1e9);
+  p = resolve_ok(&big, NULL);
+  ck_assert_double_eq(p.fsdp_rs_queue_elems, 2.0 * layer);
+  ck_assert_double_eq(p.fsdp_prefetch_elems, layer);
   sc.ddp.suggested_communication_unit_size = 1000;
   p                                        = resolve_ok(&sc, NULL);
   ck_assert_double_eq(p.fsdp_rs_queue_elems, 1000.0);
