@@ -14,6 +14,7 @@
 #include "io/megatron.h"
 #include "io/scenario.h"
 #include "overlap/gating.h"
+#include "workload/split.h"
 
 typedef struct {
   const char *name;  /* "--num-layers" */
@@ -352,6 +353,117 @@ static void map_model_defaults(PnLaunch *l, cJSON *root)
          groups);
   if (get_number(root, "model", "num_moe_experts", 0.0) > 0.0 && !arg_present(l, "--moe-router-topk"))
     put(root, "model.moe_router_topk", cJSON_CreateNumber(2.0));
+  /* arguments.py's MLA defaults, where MLATransformerConfig (the model file's) has others */
+  if (arg_present(l, "--multi-latent-attention")) {
+    if (!arg_present(l, "--q-lora-rank"))
+      put(root, "model.q_lora_rank", cJSON_CreateNull());
+    if (!arg_present(l, "--kv-lora-rank"))
+      put(root, "model.kv_lora_rank", cJSON_CreateNumber(32.0));
+  }
+}
+
+/* --moe-layer-freq (arguments.py moe_freq_type): an int, or a Python expression of a list of 0 / 1
+ * ("[0]*3+[1]*58", "([1]*1+[0]*1)*24") that Megatron-LM eval()s: lists, '+' concatenation,
+ * '*' repetition by an integer, parentheses. Read here without Python, into `out` (0 / 1 each);
+ * FALSE past PN_MAX_MOE_LAYER_PATTERN entries or on anything else. */
+typedef struct {
+  const char *p;
+  GByteArray *out;
+} FreqParser;
+
+static void freq_space(FreqParser *f)
+{
+  while (*f->p == ' ')
+    f->p++;
+}
+
+static gboolean freq_sum(FreqParser *f);
+
+static gboolean freq_term(FreqParser *f)
+{
+  freq_space(f);
+  guint from = f->out->len;
+  if (*f->p == '[') {
+    f->p++;
+    for (freq_space(f); *f->p != ']'; freq_space(f)) {
+      if ((*f->p != '0' && *f->p != '1') || f->out->len >= PN_MAX_MOE_LAYER_PATTERN)
+        return FALSE;
+      guint8 v = (guint8)(*f->p++ - '0');
+      g_byte_array_append(f->out, &v, 1);
+      freq_space(f);
+      if (*f->p == ',')
+        f->p++;
+      else if (*f->p != ']')
+        return FALSE;
+    }
+    f->p++;
+  } else if (*f->p == '(') {
+    f->p++;
+    if (!freq_sum(f))
+      return FALSE;
+    freq_space(f);
+    if (*f->p++ != ')')
+      return FALSE;
+  } else {
+    return FALSE;
+  }
+  for (freq_space(f); *f->p == '*'; freq_space(f)) {
+    f->p++;
+    freq_space(f);
+    char *end = NULL;
+    gint64 n  = g_ascii_strtoll(f->p, &end, 10);
+    if (end == f->p || n < 0 || (gint64)(f->out->len - from) * n > PN_MAX_MOE_LAYER_PATTERN)
+      return FALSE;
+    f->p          = end;
+    guint len     = f->out->len - from;
+    guint8 *chunk = g_memdup2(f->out->data + from, len);
+    g_byte_array_set_size(f->out, from);
+    for (gint64 k = 0; k < n; k++)
+      g_byte_array_append(f->out, chunk, len);
+    g_free(chunk);
+  }
+  return TRUE;
+}
+
+static gboolean freq_sum(FreqParser *f)
+{
+  if (!freq_term(f))
+    return FALSE;
+  for (freq_space(f); *f->p == '+'; freq_space(f)) {
+    f->p++;
+    if (!freq_term(f))
+      return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean map_moe_layer_freq(PnLaunch *l, cJSON *root, GError **error)
+{
+  const char *text = arg_value(l, "--moe-layer-freq");
+  if (text == NULL)
+    return TRUE;
+  char *end = NULL;
+  gint64 n  = g_ascii_strtoll(text, &end, 10);
+  if (end != text && *end == '\0' && n >= 1) {
+    put(root, "model.moe_layer_freq", cJSON_CreateNumber((double)n));
+    return TRUE;
+  }
+  g_autoptr(GByteArray) bytes = g_byte_array_new();
+  FreqParser f                = {text, bytes};
+  gboolean ok                 = freq_sum(&f);
+  freq_space(&f);
+  if (!ok || *f.p != '\0' || bytes->len == 0) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA,
+                "--moe-layer-freq %s: expected an integer >= 1 or a list expression of 0 / 1 such as "
+                "\"[0]*3+[1]*58\" (at most %d layers)",
+                text, PN_MAX_MOE_LAYER_PATTERN);
+    return FALSE;
+  }
+  cJSON *arr = cJSON_CreateArray();
+  for (guint i = 0; i < bytes->len; i++)
+    cJSON_AddItemToArray(arr, cJSON_CreateNumber(bytes->data[i]));
+  put(root, "model.moe_layer_freq", arr);
+  return TRUE;
 }
 
 static gboolean map_precision(PnLaunch *l, cJSON *root, GError **error)
@@ -379,11 +491,33 @@ static gboolean map_precision(PnLaunch *l, cJSON *root, GError **error)
 static gboolean map_layout(PnLaunch *l, cJSON *root, GError **error)
 {
   const char *per_stage = arg_value(l, "--num-layers-per-virtual-pipeline-stage");
+  const char *layout    = arg_value(l, "--pipeline-model-parallel-layout");
+  /* arguments.py validate_args: one way to give the virtual size; and with uneven first / last
+   * stages only as a count of virtual stages */
+  if (layout != NULL && (per_stage != NULL || arg_present(l, "--num-virtual-stages-per-pipeline-rank"))) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA,
+                "--pipeline-model-parallel-layout gives the virtual pipeline size itself: no "
+                "--num-layers-per-virtual-pipeline-stage or --num-virtual-stages-per-pipeline-rank with it "
+                "(Megatron-LM)");
+    return FALSE;
+  }
+  if (per_stage != NULL &&
+      (arg_present(l, "--decoder-first-pipeline-num-layers") || arg_present(l, "--decoder-last-pipeline-num-layers"))) {
+    g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA,
+                "--num-layers-per-virtual-pipeline-stage: with --decoder-first-pipeline-num-layers or "
+                "--decoder-last-pipeline-num-layers Megatron-LM wants --num-virtual-stages-per-pipeline-rank");
+    return FALSE;
+  }
+  if (layout != NULL)
+    put(root, "parallel.pipeline_model_parallel_layout", cJSON_CreateString(layout));
   if (per_stage != NULL) {
-    double layers = get_number(root, "model", "num_layers", 0.0);
-    double pp     = get_number(root, "parallel", "pipeline_model_parallel_size", 1.0);
-    double n      = g_ascii_strtod(per_stage, NULL);
-    double vpp    = n >= 1.0 ? layers / pp / n : 0.0;
+    /* arguments.py: the accounted embedding and loss count as layers of the stages divided */
+    double layers = get_number(root, "model", "num_layers", 0.0) +
+                    (arg_present(l, "--account-for-embedding-in-pipeline-split") ? 1.0 : 0.0) +
+                    (arg_present(l, "--account-for-loss-in-pipeline-split") ? 1.0 : 0.0);
+    double pp  = get_number(root, "parallel", "pipeline_model_parallel_size", 1.0);
+    double n   = g_ascii_strtod(per_stage, NULL);
+    double vpp = n >= 1.0 ? layers / pp / n : 0.0;
     if (!(vpp >= 1.0 && vpp == floor(vpp))) {
       g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_SCHEMA,
                   "--num-layers-per-virtual-pipeline-stage %s: does not divide the %g layers of each of the %g "
@@ -516,7 +650,8 @@ static cJSON *build(PnLaunch *l, int argc, char **argv, GError **error)
   if (ok) {
     map_activation(l, root);
     map_model_defaults(l, root);
-    ok = map_precision(l, root, error) && map_layout(l, root, error) && map_cuda_graphs(l, root, error);
+    ok = map_precision(l, root, error) && map_layout(l, root, error) && map_cuda_graphs(l, root, error) &&
+         map_moe_layer_freq(l, root, error);
   }
   if (!ok) {
     cJSON_Delete(root);
@@ -681,6 +816,18 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
     return true;
   if (sc->parallel.context_parallel_size == 1 && strcmp(key, "comm_overlap.cp_comm_type") == 0)
     return true;
+  /* MLA's sizes without MLA; without a q_lora_rank, Megatron-LM's default */
+  static const char *const mla_keys[] = {"model.q_lora_rank", "model.kv_lora_rank", "model.qk_head_dim",
+                                         "model.qk_pos_emb_head_dim", "model.v_head_dim"};
+  for (gsize i = 0; i < G_N_ELEMENTS(mla_keys); i++)
+    if (strcmp(key, mla_keys[i]) == 0 && (!sc->model.multi_latent_attention || strcmp(text, "null") == 0))
+      return true;
+  if (sc->model.multi_latent_attention && strcmp(key, "model.kv_channels") == 0) /* MLA's heads are its own */
+    return true;
+  /* a layout gives the virtual size: Megatron-LM refuses a count of virtual stages beside it */
+  if (sc->parallel.pipeline_model_parallel_layout[0] != '\0' &&
+      strcmp(key, "parallel.virtual_pipeline_model_parallel_size") == 0)
+    return true;
   if (sc->training.precision != PN_PREC_FP8 && strcmp(key, "training.fp8_recipe") == 0)
     return true;
   if (!sc->ddp.use_megatron_fsdp && g_str_has_prefix(key, "ddp.") &&
@@ -705,6 +852,18 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
 static void append_custom(GString *out, const PnScenario *sc)
 {
   const PnModelConfig *m = &sc->model;
+  if (m->num_moe_experts > 0 && m->moe_layer_pattern_set) { /* runs of equal entries: "[0]*3+[1]*58" */
+    g_autoptr(GString) expr = g_string_new(NULL);
+    for (int64_t i = 0, j; i < m->num_layers; i = j) {
+      for (j = i; j < m->num_layers && m->moe_layer_pattern[j] == m->moe_layer_pattern[i]; j++)
+        ;
+      g_string_append_printf(expr, "%s[%d]*%" G_GINT64_FORMAT, i ? "+" : "", m->moe_layer_pattern[i], j - i);
+    }
+    g_autofree char *quoted = g_shell_quote(expr->str);
+    g_string_append_printf(out, " --moe-layer-freq %s", quoted);
+  } else if (m->num_moe_experts > 0 && m->moe_layer_freq > 1) {
+    g_string_append_printf(out, " --moe-layer-freq %" G_GINT64_FORMAT, m->moe_layer_freq);
+  }
   if (m->num_query_groups != m->num_attention_heads)
     g_string_append_printf(out, " --group-query-attention --num-query-groups %" G_GINT64_FORMAT, m->num_query_groups);
   if (m->activation == PN_ACT_SWIGLU && m->gated_linear_unit)
@@ -728,6 +887,11 @@ static void append_custom(GString *out, const PnScenario *sc)
     for (gsize i = 0; i < G_N_ELEMENTS(names); i++)
       if (mods & (1u << i))
         g_string_append_printf(out, " %s", names[i]);
+  }
+  if (sc->parallel.pipeline_model_parallel_layout[0] != '\0') { /* '|', '(' and '*' need quotes on a shell line */
+    g_autofree char *layout = pn_workload_layout_compact(sc->parallel.pipeline_model_parallel_layout);
+    g_autofree char *quoted = g_shell_quote(layout);
+    g_string_append_printf(out, " --pipeline-model-parallel-layout %s", quoted);
   }
   uint32_t graphs = sc->training.cuda_graph_modules;
   if (graphs != 0 && sc->training.cuda_graph_impl != PN_CUDA_GRAPH_IMPL_NONE) {

@@ -86,6 +86,21 @@ const PnField pn__io_model_fields[] = {
      .absurd     = true,
      .null_value = 0},
     {.key = "activation_func_clamp_value", .kind = PN_FIELD_CUSTOM},
+    {.key = "moe_layer_freq", .kind = PN_FIELD_CUSTOM},
+    M_BOOL("multi_latent_attention", multi_latent_attention),
+    {.key        = "q_lora_rank",
+     .kind       = PN_FIELD_INT_NULL,
+     .offset     = offsetof(PnModelConfig, q_lora_rank),
+     .size       = sizeof(((PnModelConfig *)0)->q_lora_rank),
+     .min        = 1,
+     .max        = 10000000,
+     .absurd     = true,
+     .null_value = 0},
+    M_INT("kv_lora_rank", kv_lora_rank, 1, 10000000, false),
+    M_INT("qk_head_dim", qk_head_dim, 1, 1000000, false),
+    M_INT("qk_pos_emb_head_dim", qk_pos_emb_head_dim, 0, 1000000, false),
+    M_INT("v_head_dim", v_head_dim, 1, 1000000, false),
+    M_BOOL("qk_layernorm", qk_layernorm),
     {.key = NULL},
 };
 
@@ -96,7 +111,46 @@ static void model_defaults(PnModelConfig *m)
   m->add_bias_linear              = true;
   m->moe_grouped_gemm             = true;
   m->normalization                = PN_NORM_LAYERNORM;
+  m->moe_layer_freq               = 1;
+  /* MLATransformerConfig's defaults (transformer_config.py) */
+  m->q_lora_rank         = 512;
+  m->kv_lora_rank        = 512;
+  m->qk_head_dim         = 128;
+  m->qk_pos_emb_head_dim = 64;
+  m->v_head_dim          = 128;
   g_strlcpy(m->position_embedding_type, "learned_absolute", sizeof m->position_embedding_type);
+}
+
+/* moe_layer_freq: Megatron's int (every N-th layer from the first is a MoE layer) or its list of
+ * 0 / 1 per layer (its length checked against num_layers below, once overrides are merged). */
+static gboolean moe_layer_freq_convert(const PnIoCtx *ctx, const cJSON *v, const char *ptr, PnModelConfig *m,
+                                       GError **error)
+{
+  g_autofree char *fptr = pn__io_ptr_child(ptr, "moe_layer_freq");
+  if (cJSON_IsNumber(v))
+    return pn__io_get_int(ctx, v, fptr, 1, 100000, true, &m->moe_layer_freq, error);
+  int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : -1;
+  if (n < 1 || n > PN_MAX_MOE_LAYER_PATTERN) {
+    g_autofree char *got = pn__io_describe(v);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, fptr,
+                "expected an integer >= 1 or a list of 1 to %d entries 0 / 1 (one per layer), got %s",
+                PN_MAX_MOE_LAYER_PATTERN, got);
+    return FALSE;
+  }
+  int i = 0;
+  for (const cJSON *e = v->child; e; e = e->next, i++) {
+    if (!cJSON_IsNumber(e) || (e->valuedouble != 0.0 && e->valuedouble != 1.0)) {
+      g_autofree char *eptr = g_strdup_printf("%s/%d", fptr, i);
+      g_autofree char *got  = pn__io_describe(e);
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, eptr, "expected 0 (dense layer) or 1 (MoE layer), got %s", got);
+      return FALSE;
+    }
+    m->moe_layer_pattern[i] = (uint8_t)e->valuedouble;
+  }
+  memset(m->moe_layer_pattern + n, 0, sizeof m->moe_layer_pattern - (size_t)n);
+  m->moe_layer_pattern_set = true;
+  m->moe_layer_freq        = n; /* the list's length until checked */
+  return TRUE;
 }
 
 /* Converts one model object (keys already known to be valid for its origin) at `ptr`. */
@@ -133,6 +187,10 @@ static gboolean model_convert(const PnIoCtx *ctx, const cJSON *obj, const char *
     if (!pn__io_get_double(ctx, clamp, cptr, 0.0, HUGE_VAL, true, &m.activation_func_clamp_value, error))
       return FALSE;
   }
+
+  const cJSON *freq = cJSON_GetObjectItemCaseSensitive(obj, "moe_layer_freq");
+  if (freq != NULL && !moe_layer_freq_convert(ctx, freq, ptr, &m, error))
+    return FALSE;
 
   /* defaults that depend on other fields */
   if (m.name[0] == '\0')
@@ -172,6 +230,15 @@ static gboolean model_convert(const PnIoCtx *ctx, const cJSON *obj, const char *
                 m.num_attention_heads);
     return FALSE;
   }
+  if (m.moe_layer_pattern_set && m.moe_layer_freq != m.num_layers) {
+    g_autofree char *fptr = pn__io_ptr_child(ptr, "moe_layer_freq");
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, fptr,
+                "a list of %" G_GINT64_FORMAT " entries, expected one per layer (num_layers %" G_GINT64_FORMAT ")",
+                m.moe_layer_freq, m.num_layers);
+    return FALSE;
+  }
+  if (m.moe_layer_pattern_set)
+    m.moe_layer_freq = 0;
   if (m.num_moe_experts > 0 && (m.moe_router_topk < 1 || m.moe_router_topk > m.num_moe_experts)) {
     g_autofree char *tptr = pn__io_ptr_child(ptr, "moe_router_topk");
     pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, tptr,

@@ -8,6 +8,7 @@
 #include "io/scenario.h"
 #include "workload/ops.h"
 #include "workload/rules.h"
+#include "workload/split.h"
 
 #define SCENARIO_SCHEMA_VERSION 1
 
@@ -144,6 +145,11 @@ static const PnField parallel_fields[] = {
     F_KIND(PnParallelConfig, "account_for_embedding_in_pipeline_split", PN_FIELD_BOOL,
            account_for_embedding_in_pipeline_split),
     F_KIND(PnParallelConfig, "account_for_loss_in_pipeline_split", PN_FIELD_BOOL, account_for_loss_in_pipeline_split),
+    F_INT_NULL(PnParallelConfig, "num_layers_in_first_pipeline_stage", num_layers_in_first_pipeline_stage, 1, 100000,
+               true, 0),
+    F_INT_NULL(PnParallelConfig, "num_layers_in_last_pipeline_stage", num_layers_in_last_pipeline_stage, 1, 100000,
+               true, 0),
+    {.key = "pipeline_model_parallel_layout", .kind = PN_FIELD_CUSTOM},
     {.key = NULL},
 };
 
@@ -307,6 +313,17 @@ gboolean pn_scenario_field_find(const char *name, const char *display, PnScenari
   const PnSection *s = NULL;
   const PnField *f   = field_lookup(name, &s);
   g_autofree char *q = pn__io_quote(name);
+  const char *dot    = strchr(name, '.');
+  for (gsize i = 0; f == NULL && dot != NULL && i < G_N_ELEMENTS(sections); i++) {
+    /* a key of the schema read by hand (a list, a layout): known, but not one value to set */
+    const PnField *c = pn__io_field_find(sections[i].fields, dot + 1);
+    if (c != NULL && strlen(sections[i].key) == (gsize)(dot - name) &&
+        strncmp(sections[i].key, name, dot - name) == 0) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, &ctx, NULL,
+                  "%s cannot be varied (only numbers, booleans, names and short strings can)", q);
+      return FALSE;
+    }
+  }
   if (f == NULL) {
     g_autoptr(GPtrArray) known = g_ptr_array_new_with_free_func(g_free);
     for (gsize i = 0; i < G_N_ELEMENTS(sections); i++)
@@ -686,10 +703,14 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
                 "of /training/transformer_impl \"local\" or /training/attention_backend \"unfused\" / \"local\"");
     return FALSE;
   }
-  if (sc->model.mtp_num_layers > 0)
-    warn(warnings, ctx, "/model/mtp_num_layers",
-         "multi-token prediction is not simulated in this version (" I64 " MTP layers ignored)",
-         sc->model.mtp_num_layers);
+  /* Megatron-Core's local layer spec has an MLA of its own (torch linears and DotProductAttention
+   * with two head sizes), which is not simulated */
+  if (sc->model.multi_latent_attention && pn_workload_unfused_attention(sc)) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/model/multi_latent_attention",
+                "multi-latent attention is simulated with Transformer Engine's layers and fused attention only, not "
+                "with /training/transformer_impl \"local\" or /training/attention_backend \"unfused\" / \"local\"");
+    return FALSE;
+  }
   const PnModelConfig *mc = &sc->model;
   if (mc->activation_func_clamp_value > 0.0 && !mc->gated_linear_unit)
     warn(warnings, ctx, "/model/activation_func_clamp_value",
@@ -703,9 +724,9 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     warn(warnings, ctx, "/recompute/recompute_num_layers", "ignored unless recompute_granularity is \"full\"");
   /* TransformerConfig.__post_init__ (transformer_config.py): what Megatron-Core refuses */
   if (rc->recompute_granularity == PN_RECOMPUTE_SELECTIVE) {
-    if (rc->recompute_modules & PN_RECOMPUTE_MODULE_MLA_UP_PROJ) {
+    if ((rc->recompute_modules & PN_RECOMPUTE_MODULE_MLA_UP_PROJ) && !sc->model.multi_latent_attention) {
       pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/recompute/recompute_modules",
-                  "\"mla_up_proj\" is only supported with multi-latent attention, which is not simulated");
+                  "\"mla_up_proj\" is only supported with multi-latent attention (model.multi_latent_attention)");
       return FALSE;
     }
     if ((rc->recompute_modules & (PN_RECOMPUTE_MODULE_MOE_ACT | PN_RECOMPUTE_MODULE_LAYERNORM)) &&
@@ -719,11 +740,12 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
     if ((rc->recompute_modules & moe_only) && sc->model.num_moe_experts == 0)
       warn(warnings, ctx, "/recompute/recompute_modules",
            "\"moe_act\", \"moe\" and \"shared_experts\" act on MoE layers only: a dense model recomputes none");
-    if ((rc->recompute_modules & PN_RECOMPUTE_MODULE_MLP) && sc->model.num_moe_experts > 0)
+    if ((rc->recompute_modules & PN_RECOMPUTE_MODULE_MLP) && sc->model.num_moe_experts > 0 &&
+        !pn_workload_has_dense_layers(sc))
       warn(warnings, ctx, "/recompute/recompute_modules",
            "\"mlp\" acts on dense MLPs only (Megatron-Core skips it in MoE layers)");
     if ((rc->recompute_modules & PN_RECOMPUTE_MODULE_LAYERNORM) && sc->model.num_moe_experts == 0 &&
-        sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE)
+        !sc->model.multi_latent_attention && sc->training.transformer_impl == PN_TRANSFORMER_IMPL_TE)
       warn(warnings, ctx, "/recompute/recompute_modules",
            "\"layernorm\" recomputes nothing here: Transformer Engine fuses a dense layer's norms into qkv and fc1");
   }
@@ -799,6 +821,77 @@ static gboolean convert_name_set(const PnIoCtx *ctx, const cJSON *root, const Pn
   return TRUE;
 }
 
+/* parallel.pipeline_model_parallel_layout: Megatron's layout string, or the list of lists of layer
+ * names Megatron-Bridge's recipes give (recipes/deepseek/deepseek_v3.py layout_map), into the
+ * normal form of workload/split.h. A list's names are read as PipelineParallelLayerLayout.__init__
+ * reads them: stripped, lowercased, LayerType members (so "E" is the string form's letter only). */
+static gboolean convert_layout(const PnIoCtx *ctx, const cJSON *root, PnScenario *sc, GError **error)
+{
+  static const char *const ptr = "/parallel/pipeline_model_parallel_layout";
+  static const struct {
+    const char *name;
+    char letter;
+  } types[]      = {{"embedding", 'E'}, {"decoder", 't'}, {"mtp", 'm'}, {"loss", 'L'}};
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "parallel"),
+                                                    "pipeline_model_parallel_layout");
+  if (v == NULL || cJSON_IsNull(v))
+    return TRUE;
+  g_autoptr(GString) text = g_string_new(NULL);
+  if (cJSON_IsString(v)) {
+    g_string_assign(text, v->valuestring);
+  } else if (cJSON_IsArray(v) && cJSON_GetArraySize(v) > 0) {
+    gsize i = 0;
+    for (const cJSON *stage = v->child; stage != NULL; stage = stage->next, i++) {
+      g_autofree char *sptr = pn__io_ptr_index(ptr, i);
+      if (!cJSON_IsArray(stage)) {
+        g_autofree char *got = pn__io_describe(stage);
+        pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, sptr, "expected an array of layer names (a virtual stage), got %s",
+                    got);
+        return FALSE;
+      }
+      if (i > 0)
+        g_string_append_c(text, '|');
+      gsize j = 0;
+      for (const cJSON *item = stage->child; item != NULL; item = item->next, j++) {
+        g_autofree char *iptr = pn__io_ptr_index(sptr, j);
+        g_autofree char *name = cJSON_IsString(item) ? g_ascii_strdown(item->valuestring, -1) : NULL;
+        char letter           = 0;
+        for (gsize k = 0; name != NULL && k < G_N_ELEMENTS(types) && letter == 0; k++)
+          if (strcmp(g_strstrip(name), types[k].name) == 0)
+            letter = types[k].letter;
+        if (letter != 0) {
+          g_string_append_c(text, letter);
+          continue;
+        }
+        g_autofree char *got = pn__io_describe(item);
+        if (name != NULL && strcmp(name, "encoder") == 0)
+          pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, iptr,
+                      "\"encoder\": encoder layers are not supported in a pipeline layout (Megatron-Core)");
+        else
+          pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, iptr,
+                      "expected \"embedding\", \"decoder\", \"mtp\" or \"loss\" (the letters E, t, m, L are the "
+                      "string form's), got %s",
+                      got);
+        return FALSE;
+      }
+    }
+  } else {
+    g_autofree char *got = pn__io_describe(v);
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, ptr,
+                "expected Megatron's layout string (e.g. \"Et*3|(tt|)*29,m|L\"), a non-empty array of arrays of layer "
+                "names, or null, got %s",
+                got);
+    return FALSE;
+  }
+  PnRuleViolation rv;
+  if (pn_workload_layout_expand(text->str, sc->parallel.pipeline_model_parallel_layout,
+                                sizeof sc->parallel.pipeline_model_parallel_layout, &rv) != PN_RULE_OK) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, ptr, "%s", rv.message);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean convert(const PnIoCtx *ctx, const cJSON *root, const char *base_dir, PnScenario *sc,
                         GPtrArray *warnings, GError **error)
 {
@@ -843,6 +936,8 @@ static gboolean convert(const PnIoCtx *ctx, const cJSON *root, const char *base_
   for (gsize i = 0; i < G_N_ELEMENTS(name_sets); i++)
     if (!convert_name_set(ctx, root, &name_sets[i], sc, error))
       return FALSE;
+  if (!convert_layout(ctx, root, sc, error))
+    return FALSE;
 
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   if (model == NULL) {

@@ -49,6 +49,7 @@ static const char *model_file(const char *name)
       {"LLAMA2-7B", "llama2-7b"},         {"LLAMA2-13B", "llama2-13b"},           {"LLAMA2-70B", "llama2-70b"},
       {"GPT3-175B", "gpt3-175b"},         {"Nemotron4-340B", "nemotron4-340b"},   {"Nemotron4-15B", "nemotron4-15b"},
       {"Qwen3-30B-A3B", "qwen3-30b-a3b"}, {"Qwen3-235B-A22B", "qwen3-235b-a22b"}, {"GPT-OSS-120B", "gpt-oss-120b"},
+      {"DeepSeek-V3", "deepseek-v3"},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(map); i++)
     if (strcmp(name, map[i][0]) == 0)
@@ -149,6 +150,22 @@ static bool bridge_pack_ep_overlap(const cJSON *rec, const char *model)
   return false;
 }
 
+/* Megatron-Bridge's DeepSeek-V3 H100 performance run, the same in its 25.09 script
+ * (v0.1.0rc4's scripts/performance/run_script.py: pp_vp_map "h100": (8, 4), the layout, DeepEP,
+ * A2A_1F1B, recompute_modules, overlap_grad_reduce False) and its 25.11 pack
+ * (Megatron-Bridge@97ad8cc6f scripts/performance/configs/deepseek/: the H100 base config's
+ * moe_flex_dispatcher_backend "deepep", moe_a2a_overlap, recompute_modules, the layout, and
+ * "cfg.comm_overlap.overlap_grad_reduce = False"): the pipeline layout "Et|(tt|)*30mL" (the
+ * embedding and one layer, thirty stages of two, the MTP layer and the loss), the flex
+ * dispatcher, EP overlap with delayed wgrad, moe_shared_expert_overlap off, selective recompute of
+ * mla_up_proj and mlp (the dense layers' MLPs), no overlap of the gradient reduction; the
+ * recipe's apply_rope_fusion is off (recipes/deepseek/deepseek_v3.py). */
+static bool bridge_deepseek_v3_h100(const cJSON *rec, const char *model, long pp, long vp)
+{
+  return strcmp(model, "DeepSeek-V3") == 0 && pp == 8 && vp == 4 &&
+         g_str_has_prefix(str_or(rec, "source_family", ""), "megatron-bridge");
+}
+
 /* The scenario a record describes, as JSON: its layout, and the frameworks' defaults (Megatron-Bridge's
  * recipes, Megatron-LM's overlap flags) for what it leaves out. Sets row->layout; what had to be
  * assumed is appended to `notes` ("...; "). */
@@ -209,6 +226,9 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
    * models/gpt_oss/gpt_oss_bridge.py:74) */
   if (f && strcmp(f, "gpt-oss-120b") == 0)
     cJSON_AddBoolToObject(tr, "bias_dropout_fusion", false);
+  bool deepseek = bridge_deepseek_v3_h100(rec, row->model, pp, vp);
+  if (deepseek)
+    cJSON_AddBoolToObject(tr, "apply_rope_fusion", false);
   cJSON *p = cJSON_AddObjectToObject(sc, "parallel");
   cJSON_AddNumberToObject(p, "tensor_model_parallel_size", (double)tp);
   cJSON_AddNumberToObject(p, "pipeline_model_parallel_size", (double)pp);
@@ -217,7 +237,10 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   cJSON_AddNumberToObject(p, "context_parallel_size", (double)cp);
   cJSON_AddBoolToObject(p, "sequence_parallel", tp > 1);
   long layers = (long)num_or(arch, "layers", 0), stages = pp * (vp > 1 ? vp : 1);
-  if (layers % stages != 0 && (layers + 2) % stages == 0) {
+  if (deepseek) {
+    cJSON_AddStringToObject(p, "pipeline_model_parallel_layout", "Et|(tt|)*30mL");
+    g_string_append(notes, "the Bridge H100 script's layout, DeepEP, EP overlap and recompute; ");
+  } else if (layers % stages != 0 && (layers + 2) % stages == 0) {
     /* Megatron-Bridge's recipes for such models (Llama 3.1 405B) count the embedding and the
      * loss as pipeline layers: the only split Megatron accepts for this layout */
     cJSON_AddBoolToObject(p, "account_for_embedding_in_pipeline_split", true);
@@ -226,9 +249,9 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   }
   const cJSON *moe = obj_get(arch, "moe");
   long ep          = (long)num_or(par, "ep", 1);
-  bool pack_ep     = moe && bridge_pack_ep_overlap(rec, row->model);
+  bool pack_ep     = moe && (bridge_pack_ep_overlap(rec, row->model) || deepseek);
   bool ep_overlap  = cJSON_IsTrue(obj_get(obj_get(par, "overlap"), "overlap_moe_expert_parallel_comm")) || pack_ep;
-  if (pack_ep)
+  if (pack_ep && !deepseek)
     g_string_append(notes, "EP overlap and delayed wgrad as the 25.11 pack sets them; ");
   if (moe) {
     /* Megatron-Bridge's MoE recipes: expert TP 1, the alltoall dispatcher of the model providers
@@ -236,8 +259,9 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
     const char *disp = str_or(par, "moe_dispatcher", "");
     cJSON_AddNumberToObject(p, "expert_model_parallel_size", (double)ep);
     cJSON_AddNumberToObject(p, "expert_tensor_parallel_size", 1);
-    cJSON_AddStringToObject(p, "moe_token_dispatcher_type", g_str_has_prefix(disp, "flex") ? "flex" : "alltoall");
-    if (!*disp)
+    cJSON_AddStringToObject(p, "moe_token_dispatcher_type",
+                            g_str_has_prefix(disp, "flex") || deepseek ? "flex" : "alltoall");
+    if (!*disp && !deepseek)
       g_string_append(notes, "MoE dispatcher not stated: alltoall assumed; ");
   }
   cJSON *d = cJSON_AddObjectToObject(sc, "ddp");
@@ -256,6 +280,8 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
     cJSON_AddBoolToObject(d, "overlap_grad_reduce", true);
     cJSON_AddBoolToObject(d, "overlap_param_gather", true);
   }
+  if (deepseek)
+    cJSON_AddBoolToObject(d, "overlap_grad_reduce", false);
   cJSON *co = cJSON_AddObjectToObject(sc, "comm_overlap");
   cJSON_AddBoolToObject(co, "tp_comm_overlap", tp > 1);
   char preset[128];
@@ -265,6 +291,14 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   if (moe) {
     cJSON_AddBoolToObject(co, "overlap_moe_expert_parallel_comm", ep_overlap);
     cJSON_AddBoolToObject(co, "delay_wgrad_compute", cJSON_IsTrue(obj_get(par, "delay_wgrad_compute")) || pack_ep);
+  }
+  if (deepseek) {
+    cJSON_AddBoolToObject(co, "moe_shared_expert_overlap", false);
+    cJSON *rc = cJSON_AddObjectToObject(sc, "recompute");
+    cJSON_AddStringToObject(rc, "recompute_granularity", "selective");
+    cJSON *mods = cJSON_AddArrayToObject(rc, "recompute_modules");
+    cJSON_AddItemToArray(mods, cJSON_CreateString("mla_up_proj"));
+    cJSON_AddItemToArray(mods, cJSON_CreateString("mlp"));
   }
   cJSON *env = cJSON_AddObjectToObject(sc, "env");
   /* Megatron-LM asserts one connection with TP / CP on Hopper; the MoE recipes run 8 or 32 */
@@ -302,8 +336,6 @@ static PnValidationRow *validate_record(const cJSON *rec, const char *profile)
     return skip(row, "not pretraining");
   if (!cJSON_IsObject(arch))
     return skip(row, "architecture not stated");
-  if (obj_get(arch, "mla"))
-    return skip(row, "MLA (multi-latent attention) is not simulated yet");
   if (!isfinite(row->published_step_s) || row->published_step_s <= 0)
     return skip(row, "no step time or throughput");
 

@@ -22,6 +22,12 @@ static bool applies_dist_opt(const PnScenario *sc)
 {
   return applies_dp(sc) && sc->ddp.use_distributed_optimizer && !sc->ddp.use_megatron_fsdp;
 }
+/* the parameter all-gather overlap needs the gradient reduction's (Megatron-Core asserts): not a
+ * knob of its own where the scenario turns that off */
+static bool applies_param(const PnScenario *sc)
+{
+  return applies_dist_opt(sc) && sc->ddp.overlap_grad_reduce != PN_TRI_FALSE;
+}
 /* userbuffers are Transformer Engine's: Megatron-Core's local linear layers never use them */
 static bool applies_tp(const PnScenario *sc)
 {
@@ -185,7 +191,7 @@ const PnOverlapStrategy pn_overlap_strategies[N_STRATEGIES] = {
             .keys    = {"ddp.overlap_param_gather", "ddp.align_param_gather",
                         "ddp.overlap_param_gather_with_optimizer_step", "ddp.fp8_param_gather"},
             .gate    = NULL, /* pn__overlap_gate_dp, with the grad reduce */
-            .applies = applies_dist_opt,
+            .applies = applies_param,
             .is_on   = on_param,
             .set_on  = {"ddp.overlap_param_gather=true"},
             .set_off = {"ddp.overlap_param_gather=false"},

@@ -147,6 +147,12 @@ gboolean pn__overlap_gate_tp(const PnScenario *sc, PnPlan *plan, GPtrArray *warn
   plan->tp_comm_overlap = tp_overlap;
   if (!tp_overlap)
     return TRUE;
+  if (sc->model.multi_latent_attention)
+    pn__overlap_warn(warnings,
+                     "%s: /comm_overlap/tp_comm_overlap: multi-latent attention's up projections run Transformer "
+                     "Engine's asynchronous collectives here, not userbuffers (their slots are not simulated); "
+                     "linear_proj and the MLPs use the userbuffers",
+                     sc->path);
   const char *preset = co->tp_comm_overlap_cfg;
   if (preset[0] == '\0') {
     pn__overlap_warn(warnings, "Tensor parallel overlap: No overlap config provided. Initializing TP comm overlap with "

@@ -12,6 +12,7 @@
 #include "sweep/space.h"
 #include "sweep/whatif.h"
 #include "workload/rules.h"
+#include "workload/split.h"
 
 #define PN_PLAN_MAX_ODD 3 /* odd pipeline factors given counts of their own, per octave */
 #define PN_PLAN_MAX_PP 16 /* the sweep's default pipeline sizes (space.h) */
@@ -29,7 +30,15 @@ static gint cmp_i64(gconstpointer a, gconstpointer b)
   return x < y ? -1 : x > y;
 }
 
-GArray *pn_plan_gpu_counts(int64_t min, int64_t max, int gpus_per_node, int64_t split, char **why)
+/* The odd part of n. */
+static int64_t odd_part(int64_t n)
+{
+  while (n % 2 == 0)
+    n /= 2;
+  return n;
+}
+
+GArray *pn_plan_gpu_counts(int64_t min, int64_t max, int gpus_per_node, uint32_t pipeline_sizes, char **why)
 {
   GArray *counts = g_array_new(FALSE, FALSE, sizeof(int64_t));
   for (int64_t n = 1; n <= max; n *= 2)
@@ -40,9 +49,13 @@ GArray *pn_plan_gpu_counts(int64_t min, int64_t max, int gpus_per_node, int64_t 
   int n_odd     = 0;
   GString *pps  = g_string_new(NULL);
   GString *adds = g_string_new(NULL);
-  for (int64_t d = 3; d <= PN_PLAN_MAX_PP && n_odd < PN_PLAN_MAX_ODD; d += 2)
-    if (split % d == 0)
+  for (int64_t d = 3; d <= PN_PLAN_MAX_PP && n_odd < PN_PLAN_MAX_ODD; d += 2) {
+    bool some = false;
+    for (int64_t pp = d; pp <= PN_PLAN_MAX_PP && !some; pp += d)
+      some = ((pipeline_sizes >> pp) & 1u) && odd_part(pp) == d;
+    if (some)
       odd[n_odd++] = d;
+  }
   for (int i = 0; i < n_odd; i++) {
     bool any = false;
     for (int64_t n = odd[i]; n <= max; n *= 2)
@@ -55,14 +68,12 @@ GArray *pn_plan_gpu_counts(int64_t min, int64_t max, int gpus_per_node, int64_t 
       continue;
     g_string_append_printf(pps, "%s%" G_GINT64_FORMAT " (pipeline sizes", pps->len ? "; " : "", odd[i]);
     for (int64_t pp = odd[i]; pp <= PN_PLAN_MAX_PP; pp += odd[i])
-      if (split % pp == 0)
+      if ((pipeline_sizes >> pp) & 1u)
         g_string_append_printf(pps, " %" G_GINT64_FORMAT, pp);
     g_string_append_c(pps, ')');
   }
   g_array_sort(counts, cmp_i64);
-  *why = adds->len ? g_strdup_printf("%s: multiples of %s of the %" G_GINT64_FORMAT " layers the pipeline splits",
-                                     adds->str, pps->str, split)
-                   : NULL;
+  *why = adds->len ? g_strdup_printf("%s: multiples of %s, which the pipeline split takes", adds->str, pps->str) : NULL;
   g_string_free(pps, TRUE), g_string_free(adds, TRUE);
   return counts;
 }
@@ -162,9 +173,11 @@ static PnPlanSweep *sweep_new(const PnPlanResult *r, PnScenario *base, GError **
  * a count that is no whole number of their nodes is refused by the rules). */
 static gboolean plan_counts(PnPlanResult *r, const PnScenario *b, GError **error)
 {
-  int64_t split = b->model.num_layers + b->parallel.account_for_embedding_in_pipeline_split +
-                  b->parallel.account_for_loss_in_pipeline_split;
-  r->counts = pn_plan_gpu_counts(r->spec->gpus_min, r->spec->gpus_max, b->hw->gpus_per_node, split, &r->counts_why);
+  uint32_t sizes = 0; /* the sweep's default pipeline sizes (sweep/space.c) */
+  for (int64_t pp = 1; pp <= PN_PLAN_MAX_PP; pp++)
+    if (pn_workload_split_ok(b, pp, 1))
+      sizes |= 1u << pp;
+  r->counts = pn_plan_gpu_counts(r->spec->gpus_min, r->spec->gpus_max, b->hw->gpus_per_node, sizes, &r->counts_why);
   if (r->counts->len > 0)
     return TRUE;
   g_set_error(error, PN_IO_ERROR, PN_IO_ERROR_INVALID,

@@ -34,9 +34,10 @@ double pn_plan_cost(double gpu_hours, double price_per_gpu_hour);
 double pn_plan_efficiency(double per_gpu, double per_gpu_at_smallest);
 
 /* The planned GPU counts in [min, max], ascending, and in *why (g_free) which counts were added
- * beside the powers of two and for which pipeline sizes (NULL when none). `split` is the layers
- * the pipeline divides. Empty when none. */
-GArray *pn_plan_gpu_counts(int64_t min, int64_t max, int gpus_per_node, int64_t split, char **why);
+ * beside the powers of two and for which pipeline sizes (NULL when none). `pipeline_sizes` has
+ * bit p set when Megatron's split takes pipeline size p (p <= 16; workload/split.h). Empty when
+ * none. */
+GArray *pn_plan_gpu_counts(int64_t min, int64_t max, int gpus_per_node, uint32_t pipeline_sizes, char **why);
 /* The global batches, in sequences of `seq` tokens: powers of two with tokens in [min, max]. */
 GArray *pn_plan_batches(double tokens_min, double tokens_max, int64_t seq);
 

@@ -14,11 +14,14 @@
 
 /* What penumbra does not simulate: the README's list ("What is simulated"), one line each. */
 static const char *const not_simulated[] = {
-    "MLA, NVLink SHARP; of Megatron-FSDP: hybrid FSDP, nccl_ub, its hooks' host Python with optim_grads, FP8 "
-    "transposes re-made after each gather, its gathers inside EP overlap's combined 1F1B",
+    "NVLink SHARP; of MLA: the fused down projection, userbuffers for its up projections, the TP all-reduce of its "
+    "down projections' gradients; DeepSeek's sigmoid group-limited router (priced as softmax top-k); the "
+    "precision-aware optimizer; MTP layers inside EP overlap's combined 1F1B (run whole); of Megatron-FSDP: hybrid "
+    "FSDP, nccl_ub, its hooks' host Python with optim_grads, FP8 transposes re-made after each gather, its gathers "
+    "inside EP overlap's combined 1F1B",
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "
     "Python a published figure; without a host slowed by a busy GPU or a DGX host's speed",
-    "MoE token dropping and router imbalance (routing is balanced); MoE layer frequency (every layer is MoE)",
+    "MoE token dropping and router imbalance (routing is balanced)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
     "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "
     "predicted slightly too fast); a copy engine's share of HBM beside kernels",

@@ -44,18 +44,22 @@ static double template_work(const PnHwProfile *hw, const GArray *tpl, bool *side
   return w;
 }
 
+/* [1]: a MoE model's dense layers (b->dense_tpl) */
 typedef struct {
-  double layer_fwd, layer_bwd, layer_bwd_plain, emb_fwd, emb_bwd, head_fwd, head_bwd;
+  double layer_fwd[2], layer_bwd[2], layer_bwd_plain[2], emb_fwd, emb_bwd, head_fwd, head_bwd;
 } TemplateWork;
 
 static void chunk_work(PnBuilder *b, const TemplateWork *tw, uint32_t rank, int64_t chunk, double *fwd, double *bwd)
 {
   int64_t vs = pn__vstage_of(b, rank, chunk), last = b->pp * b->vpp - 1;
-  int64_t n = g_array_index(b->vs_layers, int64_t, vs);
-  *fwd      = (double)n * tw->layer_fwd;
-  *bwd      = 0.0;
-  for (int64_t l = 0; l < n; l++)
-    *bwd += pn_workload_layer_is_recomputed(b->sc, l) ? tw->layer_bwd : tw->layer_bwd_plain;
+  int64_t n = g_array_index(b->vs_layers, int64_t, vs), l0 = g_array_index(b->vs_first_layer, int64_t, vs);
+  *fwd = 0.0;
+  *bwd = 0.0;
+  for (int64_t l = 0; l < n; l++) {
+    int k = pn__layer_tpl(b, l0 + l) == &b->dense_tpl;
+    *fwd += tw->layer_fwd[k];
+    *bwd += pn_workload_layer_is_recomputed(b->sc, l) ? tw->layer_bwd[k] : tw->layer_bwd_plain[k];
+  }
   if (vs == 0)
     *fwd += tw->emb_fwd, *bwd += tw->emb_bwd;
   if (vs == last)
@@ -68,14 +72,17 @@ static double bound_of(PnBuilder *b)
 {
   const PnHwProfile *hw = b->sc->hw;
   bool side             = false;
-  TemplateWork tw;
-  tw.layer_fwd       = template_work(hw, b->tpl.layer_fwd, &side);
-  tw.layer_bwd       = template_work(hw, b->tpl.layer_bwd, &side);
-  tw.layer_bwd_plain = template_work(hw, b->tpl.layer_bwd_plain, &side);
-  tw.emb_fwd         = template_work(hw, b->tpl.emb_fwd, &side);
-  tw.emb_bwd         = template_work(hw, b->tpl.emb_bwd, &side);
-  tw.head_fwd        = template_work(hw, b->tpl.head_fwd, &side);
-  tw.head_bwd        = template_work(hw, b->tpl.head_bwd, &side);
+  TemplateWork tw       = {0};
+  for (int k = 0; k < (b->mixed ? 2 : 1); k++) {
+    const PnTemplates *t  = k ? &b->dense_tpl : &b->tpl;
+    tw.layer_fwd[k]       = template_work(hw, t->layer_fwd, &side);
+    tw.layer_bwd[k]       = template_work(hw, t->layer_bwd, &side);
+    tw.layer_bwd_plain[k] = template_work(hw, t->layer_bwd_plain, &side);
+  }
+  tw.emb_fwd      = template_work(hw, b->tpl.emb_fwd, &side);
+  tw.emb_bwd      = template_work(hw, b->tpl.emb_bwd, &side);
+  tw.head_fwd     = template_work(hw, b->tpl.head_fwd, &side);
+  tw.head_bwd     = template_work(hw, b->tpl.head_bwd, &side);
   double upstream = 0.0, ranks = 0.0, optimizer = 0.0;
   for (uint32_t r = 0; r < b->pp; r++) {
     RankWork w = {0.0, INFINITY, INFINITY};
@@ -110,7 +117,7 @@ gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double
       pn__units_build(&b, r, c);
   pn__templates_build(&b);
   *bound_ns = bound_of(&b);
-  pn__templates_free(&b.tpl);
+  pn__templates_free(&b);
   g_ptr_array_unref(b.units);
   g_array_unref(b.vs_first_layer);
   g_array_unref(b.vs_layers);

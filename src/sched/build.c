@@ -7,6 +7,7 @@
 #include "sched/order.h"
 #include "sched/sched-private.h"
 #include "workload/ops.h"
+#include "workload/split.h"
 
 GQuark pn_build_error_quark(void) { return g_quark_from_static_string("pn-build-error-quark"); }
 
@@ -164,7 +165,7 @@ static void moe_python(PnBuilder *b)
   tpl_add_python_set(bwds, G_N_ELEMENTS(bwds), bwd);
 }
 
-void pn__templates_build(PnBuilder *b)
+static void templates_build(PnBuilder *b)
 {
   b->tpl.layer_fwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
   b->tpl.layer_bwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_BWD);
@@ -199,7 +200,22 @@ void pn__templates_build(PnBuilder *b)
   pn__graphs_capture_templates(b);
 }
 
-void pn__templates_free(PnTemplates *t)
+/* A MoE model's dense layers are the layers of its dense twin: their templates are built with b->sc
+ * standing for it, then the model's own. */
+void pn__templates_build(PnBuilder *b)
+{
+  if (b->mixed) {
+    const PnScenario *sc = b->sc;
+    b->sc                = &b->dense_sc;
+    templates_build(b);
+    b->dense_tpl = b->tpl;
+    memset(&b->tpl, 0, sizeof b->tpl);
+    b->sc = sc;
+  }
+  templates_build(b);
+}
+
+static void templates_free(PnTemplates *t)
 {
   GArray **all[] = {&t->layer_fwd, &t->layer_bwd, &t->layer_bwd_plain, &t->emb_fwd,
                     &t->emb_bwd,   &t->head_fwd,  &t->head_bwd};
@@ -213,13 +229,19 @@ void pn__templates_free(PnTemplates *t)
   g_clear_pointer(&t->mlp_dw, g_array_unref);
 }
 
+void pn__templates_free(PnBuilder *b)
+{
+  templates_free(&b->tpl);
+  templates_free(&b->dense_tpl);
+}
+
 /* ---- the iteration ----------------------------------------------------------------------- */
 
 /* Whether unit `u`'s backward runs the recomputed layer template (PN_AT_RECOMPUTED). */
 static bool unit_recomputed(PnBuilder *b, uint32_t rank, const PnUnit *u, int16_t chunk)
 {
   int64_t l0 = g_array_index(b->vs_first_layer, int64_t, pn__vstage_of(b, rank, chunk));
-  return u->kind == PN_UNIT_LAYER && pn_workload_layer_is_recomputed(b->sc, u->layer - l0);
+  return pn__unit_is_layer(u) && pn_workload_layer_is_recomputed(b->sc, u->layer - l0);
 }
 
 /* One unit's template, with `hook` around its entries (NULL: none). */
@@ -235,10 +257,13 @@ static void emit_unit(PnBuilder *b, uint32_t rank, const PnUnit *u, bool fwd, in
     tpl = fwd ? b->tpl.head_fwd : b->tpl.head_bwd;
     break;
   case PN_UNIT_LAYER:
-    tpl = fwd ? b->tpl.layer_fwd : (unit_recomputed(b, rank, u, chunk) ? b->tpl.layer_bwd : b->tpl.layer_bwd_plain);
+  case PN_UNIT_DENSE: {
+    const PnTemplates *t = pn__layer_tpl(b, u->layer);
+    tpl = fwd ? t->layer_fwd : (unit_recomputed(b, rank, u, chunk) ? t->layer_bwd : t->layer_bwd_plain);
     break;
   }
-  pn__emit_template_hooked(b, rank, tpl, mb, chunk, u->kind == PN_UNIT_LAYER ? (int16_t)u->layer : -1, hook, ctx);
+  }
+  pn__emit_template_hooked(b, rank, tpl, mb, chunk, pn__unit_is_layer(u) ? (int16_t)u->layer : -1, hook, ctx);
 }
 
 /* fp8 ops outside the layer templates (workload/ops.h), emitted for one chunk of `rank`: the
@@ -266,7 +291,7 @@ static void emit_fp8(PnBuilder *b, uint32_t rank, bool fwd, int32_t mb, int16_t 
 
 static bool unit_is_layer(GArray *units, gint i)
 {
-  return i >= 0 && i < (gint)units->len && g_array_index(units, PnUnit, i).kind == PN_UNIT_LAYER;
+  return i >= 0 && i < (gint)units->len && pn__unit_is_layer(&g_array_index(units, PnUnit, i));
 }
 
 /* The forward pre-hooks of the DP bucket groups (overlap_param_gather) act in the chunk's first
@@ -291,12 +316,12 @@ static void emit_forward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
     PnDpUnit dp;
     pn__dp_unit(b, rank, a->chunk, (int32_t)i, PN_AT_PLAIN, &dp);
     bool hooked = gather && pn__dp_unit_any(&dp);
-    if (hooked && fp8 && u->kind == PN_UNIT_LAYER)
+    if (hooked && fp8 && pn__unit_is_layer(u))
       pn__dp_gather_first(b, rank, &dp);
-    if (u->kind == PN_UNIT_LAYER && a->first_forward_of_chunk)
+    if (pn__unit_is_layer(u) && a->first_forward_of_chunk)
       emit_fp8(b, rank, true, a->microbatch, a->chunk, u->layer);
     emit_unit(b, rank, u, true, a->microbatch, a->chunk, hooked ? pn__dp_gather_hook : NULL, &dp);
-    if (u->kind == PN_UNIT_LAYER && !unit_is_layer(units, (gint)i + 1))
+    if (pn__unit_is_layer(u) && !unit_is_layer(units, (gint)i + 1))
       emit_fp8(b, rank, true, a->microbatch, a->chunk, -1); /* the block's fp8_autocast exits */
   }
 }
@@ -323,7 +348,7 @@ static void emit_backward(PnBuilder *b, uint32_t rank, const PnSchedAction *a)
                 &dp);
     bool hooked = reduce && pn__dp_unit_any(&dp);
     emit_unit(b, rank, u, false, a->microbatch, a->chunk, hooked ? pn__dp_reduce_hook : NULL, &dp);
-    if (u->kind == PN_UNIT_LAYER && !unit_is_layer(units, i - 1))
+    if (pn__unit_is_layer(u) && !unit_is_layer(units, i - 1))
       emit_fp8(b, rank, false, a->microbatch, a->chunk, -1); /* the block's first fp8 module's backward ends */
   }
 }
@@ -439,32 +464,23 @@ static gboolean emit_iteration(PnBuilder *b, GError **error)
 
 /* ---- the build --------------------------------------------------------------------------- */
 
-/* Megatron's pipeline split: num_layers (plus one for the embedding and one for the loss when
- * account_for_*_in_pipeline_split) over pp * vpp virtual stages; the accounted embedding and
- * loss take a layer's place in the first and last virtual stage. */
+/* Megatron's pipeline split of the scenario's layout (workload/split.h): the layers of each
+ * virtual stage, each starting where the previous one ends. */
 gboolean pn__split_layers(PnBuilder *b, GError **error)
 {
-  const PnScenario *sc        = b->sc;
-  const PnParallelConfig *par = &sc->parallel;
-  int64_t n_vs                = b->pp * b->vpp;
-  bool acc_emb                = par->account_for_embedding_in_pipeline_split;
-  bool acc_loss               = par->account_for_loss_in_pipeline_split;
-  int64_t slots               = sc->model.num_layers + (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0);
-  if (slots % n_vs != 0 || slots / n_vs < 1 + ((acc_emb && n_vs == 1) ? 1 : 0)) {
-    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID,
-                "num_layers %" G_GINT64_FORMAT " (+%d accounted embedding/loss) is not divisible by pipeline * "
-                "virtual pipeline size %" G_GINT64_FORMAT,
-                sc->model.num_layers, (acc_emb ? 1 : 0) + (acc_loss ? 1 : 0), n_vs);
+  PnRuleViolation v;
+  g_autoptr(GArray) layers = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  if (pn_workload_stage_layers(b->sc, b->pp, b->vpp, layers, &v) != PN_RULE_OK) {
+    g_set_error(error, PN_BUILD_ERROR, PN_BUILD_ERROR_INVALID, "%s: %s", v.path, v.message);
     return FALSE;
   }
+  g_assert(layers->len == (guint)(b->pp * b->vpp)); /* a layout's vpp is the one the rules derived */
   b->vs_first_layer = g_array_new(FALSE, FALSE, sizeof(int64_t));
-  b->vs_layers      = g_array_new(FALSE, FALSE, sizeof(int64_t));
-  for (int64_t vs = 0, first = 0; vs < n_vs; vs++) {
-    int64_t n = slots / n_vs - ((acc_emb && vs == 0) ? 1 : 0) - ((acc_loss && vs == n_vs - 1) ? 1 : 0);
+  for (int64_t vs = 0, first = 0; vs < (int64_t)layers->len; vs++) {
     g_array_append_val(b->vs_first_layer, first);
-    g_array_append_val(b->vs_layers, n);
-    first += n;
+    first += g_array_index(layers, int64_t, vs);
   }
+  b->vs_layers = g_steal_pointer(&layers);
   return TRUE;
 }
 
@@ -493,7 +509,7 @@ static gboolean reserve_graph(PnBuilder *b, GError **error)
 
 static void builder_free(PnBuilder *b)
 {
-  pn__templates_free(&b->tpl);
+  pn__templates_free(b);
   g_hash_table_unref(b->p2p_open);
   g_array_unref(b->actions);
   g_array_unref(b->action_task);
@@ -523,11 +539,14 @@ void pn__builder_layout(PnBuilder *b, const PnScenario *sc, const PnPlan *plan, 
   b->plan                     = plan;
   b->info                     = info;
   b->pp                       = par->pipeline_model_parallel_size;
-  b->vpp = par->virtual_pipeline_model_parallel_size > 0 ? par->virtual_pipeline_model_parallel_size : 1;
-  b->tp  = par->tensor_model_parallel_size;
-  b->cp  = par->context_parallel_size;
-  b->dp  = par->data_parallel_size;
-  b->m   = par->num_microbatches;
+  b->vpp   = par->virtual_pipeline_model_parallel_size > 0 ? par->virtual_pipeline_model_parallel_size : 1;
+  b->tp    = par->tensor_model_parallel_size;
+  b->cp    = par->context_parallel_size;
+  b->dp    = par->data_parallel_size;
+  b->m     = par->num_microbatches;
+  b->mixed = pn_workload_has_dense_layers(sc);
+  if (b->mixed)
+    pn_workload_dense_layer_scenario(sc, &b->dense_sc);
 }
 
 GPtrArray *pn__arrays_new(guint n, guint elem)

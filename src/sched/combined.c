@@ -67,29 +67,30 @@ static void emit_end_unit(PnBuilder *b, uint32_t gpu, const PnCombined *c, bool 
  * first `delayed` backward layers waits for post_backward (the chunk-level call). */
 static void emit_layer_pair(PnBuilder *b, uint32_t gpu, const PnCombined *c, int64_t fi, int64_t bi, PnChains *ch)
 {
-  const PnTemplates *T = &b->tpl;
   bool F = fi >= 0, B = bi >= 0;
+  /* each layer's own nodes: a dense layer of a MoE model has no dispatch or combine */
+  const PnTemplates *TF = pn__layer_tpl(b, c->f_first + MAX(fi, 0)), *TB = pn__layer_tpl(b, c->b_first + MAX(bi, 0));
   bool delayed = B && bi < b->plan->p2p_wgrad_delayed_layers;
   if (B)
-    emit_part(b, gpu, c, false, bi, PN_BWD_PART_COMBINE, T->node_bwd[PN_NODE_COMBINE], true, &ch->b);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_COMBINE, TB->node_bwd[PN_NODE_COMBINE], true, &ch->b);
   if (F)
-    emit_part(b, gpu, c, true, fi, PN_NODE_ATTN, T->node_fwd[PN_NODE_ATTN], false, &ch->f);
+    emit_part(b, gpu, c, true, fi, PN_NODE_ATTN, TF->node_fwd[PN_NODE_ATTN], false, &ch->f);
   if (B)
-    emit_part(b, gpu, c, false, bi, PN_BWD_PART_MLP, T->node_bwd[PN_NODE_MLP], false, &ch->b);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_MLP, TB->node_bwd[PN_NODE_MLP], false, &ch->b);
   if (F)
-    emit_part(b, gpu, c, true, fi, PN_NODE_DISPATCH, T->node_fwd[PN_NODE_DISPATCH], true, &ch->f);
+    emit_part(b, gpu, c, true, fi, PN_NODE_DISPATCH, TF->node_fwd[PN_NODE_DISPATCH], true, &ch->f);
   if (B && !(delayed && b->plan->p2p_delay_mlp_wgrad))
-    emit_part(b, gpu, c, false, bi, PN_BWD_PART_MLP_DW, T->mlp_dw, false, NULL);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_MLP_DW, TB->mlp_dw, false, NULL);
   if (B)
-    emit_part(b, gpu, c, false, bi, PN_BWD_PART_DISPATCH, T->node_bwd[PN_NODE_DISPATCH], true, &ch->b);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_DISPATCH, TB->node_bwd[PN_NODE_DISPATCH], true, &ch->b);
   if (F) {
-    emit_part(b, gpu, c, true, fi, PN_NODE_MLP, T->node_fwd[PN_NODE_MLP], false, &ch->f);
-    emit_part(b, gpu, c, true, fi, PN_NODE_COMBINE, T->node_fwd[PN_NODE_COMBINE], true, &ch->f);
+    emit_part(b, gpu, c, true, fi, PN_NODE_MLP, TF->node_fwd[PN_NODE_MLP], false, &ch->f);
+    emit_part(b, gpu, c, true, fi, PN_NODE_COMBINE, TF->node_fwd[PN_NODE_COMBINE], true, &ch->f);
   }
   if (B) {
-    emit_part(b, gpu, c, false, bi, PN_BWD_PART_ATTN, T->node_bwd[PN_NODE_ATTN], false, &ch->b);
+    emit_part(b, gpu, c, false, bi, PN_BWD_PART_ATTN, TB->node_bwd[PN_NODE_ATTN], false, &ch->b);
     if (!delayed)
-      emit_part(b, gpu, c, false, bi, PN_BWD_PART_ATTN_DW, T->attn_dw, false, NULL);
+      emit_part(b, gpu, c, false, bi, PN_BWD_PART_ATTN_DW, TB->attn_dw, false, NULL);
   }
 }
 
@@ -197,9 +198,10 @@ static void emit_combined(PnBuilder *b, uint32_t rank, guint fi, guint bi, guint
   /* the delayed pre-dispatch wgrads of the last backward layers, after post_backward */
   if (c.b)
     for (int64_t i = 0; i < MIN(b->plan->p2p_wgrad_delayed_layers, c.nb); i++) {
+      const PnTemplates *t = pn__layer_tpl(b, c.b_first + i);
       if (b->plan->p2p_delay_mlp_wgrad)
-        emit_part(b, rank, &c, false, i, PN_BWD_PART_MLP_DW, b->tpl.mlp_dw, false, NULL);
-      emit_part(b, rank, &c, false, i, PN_BWD_PART_ATTN_DW, b->tpl.attn_dw, false, NULL);
+        emit_part(b, rank, &c, false, i, PN_BWD_PART_MLP_DW, t->mlp_dw, false, NULL);
+      emit_part(b, rank, &c, false, i, PN_BWD_PART_ATTN_DW, t->attn_dw, false, NULL);
     }
   emit_event_wait(b, rank, ch.f);
   emit_event_wait(b, rank, ch.b);

@@ -73,12 +73,15 @@ void pn__units_build(PnBuilder *b, uint32_t rank, int64_t chunk)
   }
   int64_t first = g_array_index(b->vs_first_layer, int64_t, vs);
   for (int64_t l = 0; l < g_array_index(b->vs_layers, int64_t, vs); l++) {
-    double experts = pn_workload_layer_expert_params(b->sc);
-    PnUnit e       = {PN_UNIT_LAYER, first + l, pn_workload_layer_params(b->sc) - experts, experts};
+    bool dense            = b->mixed && !pn_workload_layer_is_moe(b->sc, first + l);
+    const PnScenario *lsc = dense ? &b->dense_sc : b->sc;
+    double experts        = pn_workload_layer_expert_params(lsc);
+    PnUnit e = {dense ? PN_UNIT_DENSE : PN_UNIT_LAYER, first + l, pn_workload_layer_params(lsc) - experts, experts};
     g_array_append_val(u, e);
   }
   if (vs == last) {
-    PnUnit e = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc), 0.0};
+    double experts = pn_workload_head_expert_params(b->sc);
+    PnUnit e       = {PN_UNIT_HEAD, -1, pn_workload_head_params(b->sc) - experts, experts};
     g_array_append_val(u, e);
   }
 }
@@ -163,10 +166,10 @@ static void combined_at(const PnTemplates *t, const PnParam *p, PnParamAt *at)
 
 void pn__params_build(PnBuilder *b)
 {
-  const PnTemplates *t                    = &b->tpl;
-  const GArray *fwd[PN_UNIT_KINDS]        = {t->emb_fwd, t->layer_fwd, t->head_fwd};
-  const GArray *plain[PN_UNIT_KINDS]      = {t->emb_bwd, t->layer_bwd_plain, t->head_bwd};
-  const GArray *recomputed[PN_UNIT_KINDS] = {t->emb_bwd, t->layer_bwd, t->head_bwd};
+  const PnTemplates *t = &b->tpl, *dt = &b->dense_tpl;
+  const GArray *fwd[PN_UNIT_KINDS]        = {t->emb_fwd, t->layer_fwd, t->head_fwd, dt->layer_fwd};
+  const GArray *plain[PN_UNIT_KINDS]      = {t->emb_bwd, t->layer_bwd_plain, t->head_bwd, dt->layer_bwd_plain};
+  const GArray *recomputed[PN_UNIT_KINDS] = {t->emb_bwd, t->layer_bwd, t->head_bwd, dt->layer_bwd};
   for (int k = 0; k < PN_UNIT_KINDS; k++) {
     b->params[k]   = g_array_new(FALSE, FALSE, sizeof(PnParam));
     b->param_at[k] = g_array_new(FALSE, FALSE, sizeof(PnParamAt));
@@ -174,6 +177,8 @@ void pn__params_build(PnBuilder *b)
   pn_workload_embedding_param_list(b->sc, b->params[PN_UNIT_EMB]);
   pn_workload_layer_param_list(b->sc, b->params[PN_UNIT_LAYER]);
   pn_workload_head_param_list(b->sc, b->params[PN_UNIT_HEAD]);
+  if (b->mixed)
+    pn_workload_layer_param_list(&b->dense_sc, b->params[PN_UNIT_DENSE]);
   for (int k = 0; k < PN_UNIT_KINDS; k++)
     for (guint i = 0; i < b->params[k]->len; i++) {
       const PnParam *p = &g_array_index(b->params[k], PnParam, i);
@@ -182,8 +187,8 @@ void pn__params_build(PnBuilder *b)
       PnParamAt at = {.fwd = {MAX(f, 0), MAX(f, 0), MAX(f, 0)},
                       .bwd = {bp >= 0 ? bp : (int32_t)plain[k]->len - 1, br >= 0 ? br : (int32_t)recomputed[k]->len - 1,
                               bp >= 0 ? bp : (int32_t)plain[k]->len - 1}};
-      if (k == PN_UNIT_LAYER && b->plan->overlap_moe_expert_parallel_comm)
-        combined_at(t, p, &at);
+      if ((k == PN_UNIT_LAYER || k == PN_UNIT_DENSE) && b->plan->overlap_moe_expert_parallel_comm)
+        combined_at(k == PN_UNIT_DENSE ? dt : t, p, &at);
       g_array_append_val(b->param_at[k], at);
     }
 }
@@ -664,7 +669,7 @@ void pn__fsdp_release(PnBuilder *b, uint32_t rank, int64_t chunk, bool fwd)
   GArray *groups = pn__groups_of(b, rank, chunk);
   for (guint k = 0; k < groups->len; k++) {
     const PnBucketGroup *g = &g_array_index(groups, PnBucketGroup, k);
-    if (fwd || g_array_index(units, PnUnit, g->unit).kind == PN_UNIT_LAYER)
+    if (fwd || pn__unit_is_layer(&g_array_index(units, PnUnit, g->unit)))
       g_array_index(ags, PnTaskId, k) = PN_TASK_NONE;
   }
 }
@@ -814,7 +819,7 @@ gboolean pn_sched_dp_buckets(const PnScenario *sc, const PnPlan *plan, uint32_t 
     PnDpBucketGroup o      = {k->elems, k->param_bytes, k->buckets, k->unit, k->expert};
     g_array_append_val(out, o);
   }
-  pn__templates_free(&b.tpl);
+  pn__templates_free(&b);
   for (int k = 0; k < PN_UNIT_KINDS; k++) {
     g_clear_pointer(&b.params[k], g_array_unref);
     g_clear_pointer(&b.param_at[k], g_array_unref);

@@ -48,13 +48,14 @@ typedef struct {
   GArray *attn_dw, *mlp_dw;
 } PnTemplates;
 
-/* A unit of a model chunk, the granularity at which it is emitted: the embedding, one layer, or
- * the output head. */
-typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD } PnUnitKind;
-#define PN_UNIT_KINDS 3
+/* A unit of a model chunk, the granularity at which it is emitted: the embedding, one layer (a
+ * dense layer of a MoE model, moe_layer_freq, is a kind of its own: its templates and parameters
+ * are the dense twin's), or the output head. */
+typedef enum { PN_UNIT_EMB, PN_UNIT_LAYER, PN_UNIT_HEAD, PN_UNIT_DENSE } PnUnitKind;
+#define PN_UNIT_KINDS 4
 typedef struct {
   PnUnitKind kind;
-  int64_t layer;        /* global layer index (PN_UNIT_LAYER) */
+  int64_t layer;        /* global layer index (PN_UNIT_LAYER, PN_UNIT_DENSE) */
   double params;        /* parameters on this GPU reduced over dp x cp */
   double expert_params; /* expert parameters on this GPU, reduced over the expert-DP group */
 } PnUnit;
@@ -115,6 +116,11 @@ typedef struct {
   PnGraph *g;
   PnBuildInfo *info;
   PnTemplates tpl;
+  /* a MoE model's dense layers (moe_layer_freq): their scenario (workload/ops.h; sharing sc's hw)
+   * and layer templates; `mixed` false, and dense_tpl empty, when every layer is of one kind */
+  bool mixed;
+  PnScenario dense_sc;
+  PnTemplates dense_tpl;
   int64_t pp, vpp, tp, cp, dp, m;
   GArray *vs_first_layer; /* of int64_t: first global layer of each virtual stage */
   GArray *vs_layers;      /* of int64_t: transformer layers in each virtual stage */
@@ -141,6 +147,14 @@ typedef struct {
 
 static inline int64_t pn__vstage_of(const PnBuilder *b, int64_t rank, int64_t chunk) { return chunk * b->pp + rank; }
 
+static inline bool pn__unit_is_layer(const PnUnit *u) { return u->kind == PN_UNIT_LAYER || u->kind == PN_UNIT_DENSE; }
+
+/* The layer templates of global layer `layer`: the dense twin's for a MoE model's dense layers. */
+static inline const PnTemplates *pn__layer_tpl(const PnBuilder *b, int64_t layer)
+{
+  return b->mixed && !pn_workload_layer_is_moe(b->sc, layer) ? &b->dense_tpl : &b->tpl;
+}
+
 static inline GArray *pn__units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
 {
   return g_ptr_array_index(b->units, rank * b->vpp + chunk);
@@ -157,10 +171,12 @@ static inline GArray *pn__groups_of(PnBuilder *b, uint32_t rank, int64_t chunk)
 void pn__builder_layout(PnBuilder *b, const PnScenario *sc, const PnPlan *plan, PnBuildInfo *info);
 /* n GArrays of `elem`-byte elements, freed with the array. */
 GPtrArray *pn__arrays_new(guint n, guint elem);
-/* b->vs_first_layer and b->vs_layers (owned by b); FALSE when the layers do not divide. */
+/* b->vs_first_layer and b->vs_layers (owned by b): Megatron's split (workload/split.h); FALSE,
+ * with the rule's message, when it refuses the layout. */
 gboolean pn__split_layers(PnBuilder *b, GError **error);
+/* b->tpl, and with dense layers in a MoE model b->mixed, b->dense_sc and b->dense_tpl. */
 void pn__templates_build(PnBuilder *b);
-void pn__templates_free(PnTemplates *t);
+void pn__templates_free(PnBuilder *b);
 /* The optimizer step of `rank` (its local parameters from b->units), as a template. */
 GArray *pn__optimizer_template(PnBuilder *b, uint32_t rank);
 

@@ -177,11 +177,13 @@ static void tpl_ub_group(PnBuilder *b, GArray *tpl, const PnOp *comm, const PnOp
 
 /* TE without userbuffers still overlaps two backward collectives of a column-parallel linear
  * with sequence parallel: the async all-gather of the saved ln output runs beside the dgrad
- * GEMM, and the async reduce-scatter of dX beside the wgrad GEMM (layernorm_linear.py). */
+ * GEMM, and the async reduce-scatter of dX beside the wgrad GEMM (layernorm_linear.py). MLA's
+ * up projections ("mla_up_*", not userbuffers slots) always run so. */
 static bool slot_is_te_async(const char *slot)
 {
-  return slot && (g_str_equal(slot, "qkv_dgrad") || g_str_equal(slot, "fc1_dgrad") || g_str_equal(slot, "qkv_wgrad") ||
-                  g_str_equal(slot, "fc1_wgrad"));
+  return slot &&
+         (g_str_equal(slot, "qkv_dgrad") || g_str_equal(slot, "fc1_dgrad") || g_str_equal(slot, "qkv_wgrad") ||
+          g_str_equal(slot, "fc1_wgrad") || g_str_equal(slot, "mla_up_dgrad") || g_str_equal(slot, "mla_up_wgrad"));
 }
 
 /* The GEMM a TP collective at `i` belongs to: the next op when it carries the same slot, or one

@@ -7,6 +7,7 @@
 #include "io/jsonw.h"
 #include "io/megatron.h"
 #include "sim/result.h"
+#include "workload/split.h"
 
 static const char *axis_name(const PnSweepSpec *spec, guint a)
 {
@@ -98,6 +99,11 @@ char *pn_sweep_megatron_args(const PnSweepSpec *spec, uint64_t index)
   }
   if (spec->sp_follows_tp && c.parallel.sequence_parallel)
     g_string_append(s, " --sequence-parallel");
+  if (c.parallel.pipeline_model_parallel_layout[0] != '\0') { /* the split the layout gives (workload/split.h) */
+    g_autofree char *layout = pn_workload_layout_compact(c.parallel.pipeline_model_parallel_layout);
+    g_autofree char *quoted = g_shell_quote(layout);
+    g_string_append_printf(s, " --pipeline-model-parallel-layout %s", quoted);
+  }
   if (c.ddp.use_distributed_optimizer)
     g_string_append(s, " --use-distributed-optimizer");
   return g_string_free(s, FALSE);
@@ -152,6 +158,10 @@ static void layout_text(GString *s, const PnSweepSpec *spec, const PnSweepRow *r
       g_string_append_printf(s, "%s%s%s", s->len ? " " : "", ab, value_text(v, buf, sizeof buf));
     else
       g_string_append_printf(s, "%s%s=%s", s->len ? " " : "", axis_name(spec, a), value_text(v, buf, sizeof buf));
+    if (strcmp(ax->field.name, "parallel.pipeline_model_parallel_size") == 0 && spec->vpp_follows_layout)
+      g_string_append_printf(s, " VPP%" G_GINT64_FORMAT,
+                             pn_workload_layout_stages(spec->base->parallel.pipeline_model_parallel_layout) /
+                                 g_ascii_strtoll(v->text, NULL, 10));
     if (strcmp(ax->field.name, "parallel.context_parallel_size") == 0)
       g_string_append_printf(s, " DP%" G_GINT64_FORMAT, row->data_parallel_size);
   }

@@ -5,6 +5,7 @@
 
 #include "overlap/gating.h"
 #include "overlap/strategy.h"
+#include "workload/split.h"
 
 #define PN_DEFAULT_MAX_PP 16
 #define PN_DEFAULT_MAX_VPP 16
@@ -73,22 +74,33 @@ static void axis_add_base(PnSweepAxis *a, const PnScenario *base)
 static void layout_axes(PnSweepSpec *spec)
 {
   const PnScenario *b = spec->base;
-  int64_t split       = b->model.num_layers + b->parallel.account_for_embedding_in_pipeline_split +
-                  b->parallel.account_for_loss_in_pipeline_split;
+  /* A pipeline_model_parallel_layout fixes pp x vpp: the pipeline sizes are those its virtual
+   * stages divide over, and the virtual size follows from each (vpp_follows_layout), as
+   * Megatron-LM derives it (arguments.py). The layout is kept rather than dropped for an even split:
+   * a Megatron user writes one layout for all the (pp, vpp) it fits (Megatron-Bridge's
+   * deepseek_v3.py layout_map gives one list to (16, 1), (8, 2) and (4, 4)), and an even split
+   * would simulate another model than the one asked about. */
   PnSweepAxis *a = axis_new("parallel.tensor_model_parallel_size");
   for (int64_t tp = 1; tp <= b->hw->gpus_per_node; tp *= 2)
     axis_add_int(a, tp);
   axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
-  a = axis_new("parallel.pipeline_model_parallel_size");
-  for (int64_t pp = 1; pp <= MIN(split, PN_DEFAULT_MAX_PP); pp++)
-    if (split % pp == 0)
+  int64_t stages = pn_workload_layout_stages(b->parallel.pipeline_model_parallel_layout);
+  a              = axis_new("parallel.pipeline_model_parallel_size");
+  for (int64_t pp = 1; pp <= PN_DEFAULT_MAX_PP; pp++)
+    if (pn_workload_split_ok(b, pp, 1) && !(pp == 1 && stages > 1)) /* interleaving needs pp > 1 */
       axis_add_int(a, pp);
   axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
-  a = axis_new("parallel.virtual_pipeline_model_parallel_size");
-  for (int64_t v = 1; v <= MIN(split, PN_DEFAULT_MAX_VPP); v++)
-    if (v == 1 || split % v == 0)
-      axis_add_int(a, v);
-  axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
+  if (stages == 0) {
+    a = axis_new("parallel.virtual_pipeline_model_parallel_size");
+    for (int64_t v = 1; v <= PN_DEFAULT_MAX_VPP; v++) {
+      bool some = v == 1;
+      for (int64_t pp = 1; pp <= PN_DEFAULT_MAX_PP && !some; pp++)
+        some = pn_workload_split_ok(b, pp, v);
+      if (some)
+        axis_add_int(a, v);
+    }
+    axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
+  }
   a = axis_new("parallel.context_parallel_size");
   for (int64_t cp = 1; cp <= 8; cp *= 2)
     axis_add_int(a, cp);
@@ -229,6 +241,8 @@ gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError
       axis_find(spec, "parallel.sequence_parallel") == NULL && (o->layout || bp->sequence_parallel == (btp > 1));
   spec->etp_follows_tp = axis_find(spec, "parallel.expert_tensor_parallel_size") == NULL &&
                          (o->layout || bp->expert_tensor_parallel_size == btp);
+  spec->vpp_follows_layout = axis_find(spec, "parallel.virtual_pipeline_model_parallel_size") == NULL &&
+                             pn_workload_layout_stages(bp->pipeline_model_parallel_layout) > 0;
   base_position(spec);
   return TRUE;
 }

@@ -75,6 +75,8 @@ void pn_sweep_candidate(const PnSweepSpec *spec, uint64_t index, PnScenario *out
     out->parallel.sequence_parallel = true; /* turned off at tp 1 by the rules, as Megatron does */
   if (spec->etp_follows_tp)
     out->parallel.expert_tensor_parallel_size = 0;
+  if (spec->vpp_follows_layout)
+    out->parallel.virtual_pipeline_model_parallel_size = 1; /* null: the rules derive it from the layout */
   for (guint k = spec->axes->len; k-- > 0;) {
     const PnSweepAxis *ax = g_ptr_array_index(spec->axes, k);
     pn_scenario_field_set(&ax->field, out, &g_array_index(ax->values, PnScenarioValue, index % ax->values->len));

@@ -52,6 +52,9 @@ typedef struct {
    * base scenario's value differs from what following gives: sequence_parallel = tp > 1,
    * expert_tensor_parallel_size = tp. */
   bool sp_follows_tp, etp_follows_tp;
+  /* The base's pipeline_model_parallel_layout gives the virtual size at each pipeline size (its
+   * virtual stages / pp, as Megatron-LM derives it), unless an axis sets it. */
+  bool vpp_follows_layout;
   /* The base's own layout, when every axis holds the base's value (space.c): its index. */
   bool base_in_space;
   uint64_t base_index;

@@ -8,7 +8,9 @@
  *
  * Units: sizes in elements or tokens unless the name says `_bytes`; booleans are `bool`.
  * Invariants after pn_scenario validation (io/): every size > 0; tp*pp*cp divides num_gpus;
- * num_layers (+1 for each account_for_*_in_pipeline_split) % (pp*vpp) == 0; global_batch % (micro_batch * dp) == 0.
+ * the layers split over pp * vpp virtual stages as Megatron-Core splits them (workload/split.h: evenly,
+ * num_layers + 1 for each account_for_*_in_pipeline_split, or unevenly, or by a layout, whose vpp
+ * is then derived); global_batch % (micro_batch * dp) == 0.
  * Tri-state options (`PnTri`) distinguish "user left unset" from an explicit value, because the
  * frameworks' gating (Megatron-Bridge CommOverlapConfig) lets explicit user values win.
  */
@@ -21,6 +23,9 @@
 #include "hw/profile.h"
 
 typedef enum { PN_TRI_UNSET = -1, PN_TRI_FALSE = 0, PN_TRI_TRUE = 1 } PnTri;
+
+/* Bytes of a pipeline layout in normal form, with its NUL (split.h): room for ~1,000 layers. */
+#define PN_LAYOUT_MAX 1024
 
 typedef enum { PN_ACT_GELU, PN_ACT_SWIGLU, PN_ACT_SQUARED_RELU, PN_ACT_RELU } PnActivation;
 typedef enum { PN_NORM_LAYERNORM, PN_NORM_RMSNORM } PnNorm;
@@ -41,7 +46,7 @@ typedef enum { PN_FSDP_NO_SHARD, PN_FSDP_OPTIM, PN_FSDP_OPTIM_GRADS, PN_FSDP_OPT
 typedef enum { PN_MOE_DISPATCHER_ALLGATHER, PN_MOE_DISPATCHER_ALLTOALL, PN_MOE_DISPATCHER_FLEX } PnMoeDispatcher;
 
 /* Megatron-Core recompute_modules (selective recompute), as a bit set; Megatron's default is
- * ["core_attn"]. workload/ops.c simulates each (its Rc) but "mla_up_proj" (no MLA). */
+ * ["core_attn"]. workload/ops.c simulates each (its Rc). */
 typedef enum {
   PN_RECOMPUTE_MODULE_CORE_ATTN      = 1u << 0,
   PN_RECOMPUTE_MODULE_MOE_ACT        = 1u << 1,
@@ -93,6 +98,9 @@ typedef enum {
   PN_CUDA_GRAPH_IMPL_FULL_ITERATION,
 } PnCudaGraphImpl;
 
+/* Longest moe_layer_freq list (layers) a model may give. */
+#define PN_MAX_MOE_LAYER_PATTERN 1024
+
 /* A transformer decoder, Megatron TransformerConfig names. MoE fields are carried (num_moe_experts
  * > 0) so the format is stable; dense models leave them 0. */
 typedef struct {
@@ -120,9 +128,27 @@ typedef struct {
   int64_t moe_router_topk;
   int64_t moe_ffn_hidden_size;
   int64_t moe_shared_expert_intermediate_size;
-  bool moe_grouped_gemm;  /* the local experts in one grouped GEMM (TEGroupedMLP); false: Megatron-Core's
-                             SequentialMLP, a Python call per local expert. Default true (Bridge's recipes) */
-  int64_t mtp_num_layers; /* multi-token prediction layers, 0 = none (Megatron None); validated, not simulated */
+  bool moe_grouped_gemm; /* the local experts in one grouped GEMM (TEGroupedMLP); false: Megatron-Core's
+                            SequentialMLP, a Python call per local expert. Default true (Bridge's recipes) */
+  /* moe_layer_freq (num_moe_experts > 0): layer i (from 0) is a MoE layer when i % moe_layer_freq
+   * == 0 (Megatron's int form, default 1: every layer), or, with moe_layer_pattern_set, when
+   * moe_layer_pattern[i] is 1 (the list form, one entry per layer); the others are dense layers
+   * with an ffn_hidden_size MLP (gpt_layer_specs.py get_gpt_decoder_layer_specs) */
+  int64_t moe_layer_freq;
+  bool moe_layer_pattern_set;
+  uint8_t moe_layer_pattern[PN_MAX_MOE_LAYER_PATTERN];
+  int64_t mtp_num_layers; /* multi-token prediction layers, 0 = none (Megatron None), on the last stage */
+  /* multi-latent attention (MLATransformerConfig; transformer/multi_latent_attention.py): q through
+   * a q_lora_rank bottleneck (0: Megatron's None, q straight from the hidden state), k and v through
+   * kv_lora_rank, query / key heads of qk_head_dim + qk_pos_emb_head_dim (the rope part, one key
+   * head shared by all heads), value heads of v_head_dim; num_query_groups and kv_channels unused */
+  bool multi_latent_attention;
+  int64_t q_lora_rank;
+  int64_t kv_lora_rank;
+  int64_t qk_head_dim;
+  int64_t qk_pos_emb_head_dim;
+  int64_t v_head_dim;
+  bool qk_layernorm;                  /* MLA: the q / kv latents normalized, fused into their up projections */
   double activation_func_clamp_value; /* the GLU halves clamped to it before the activation (GPT-OSS), 0 = none */
 } PnModelConfig;
 
@@ -179,8 +205,15 @@ typedef struct {
   int64_t microbatch_group_size_per_vp_stage;   /* 0 = default (pp) */
   bool account_for_embedding_in_pipeline_split; /* the embedding counts as one layer of the first stage */
   bool account_for_loss_in_pipeline_split;      /* the output layer + loss count as one layer of the last */
-  int64_t data_parallel_size;                   /* derived: gpus / (tp*pp*cp) */
-  int64_t num_microbatches;                     /* derived: gbs / (mbs*dp) */
+  /* Megatron-Core's uneven split (workload/split.h): the decoder layers of the first / last
+   * pipeline stage, 0 = unset (Megatron None) */
+  int64_t num_layers_in_first_pipeline_stage;
+  int64_t num_layers_in_last_pipeline_stage;
+  /* Megatron-Core's pipeline_model_parallel_layout in split.h's normal form ("Ettt|tttt|ttL"), or
+   * "" for none */
+  char pipeline_model_parallel_layout[PN_LAYOUT_MAX];
+  int64_t data_parallel_size; /* derived: gpus / (tp*pp*cp) */
+  int64_t num_microbatches;   /* derived: gbs / (mbs*dp) */
 } PnParallelConfig;
 
 typedef struct {

@@ -12,9 +12,17 @@
  *   core attention (causal)   6 * q * S2   (= 3 * 2 * q * seq/2 * 2 per token: QK^T and PV,
  *                                            half the s^2 counted for the causal mask)
  *   MLP, dense                6 * T * h * ffn * (3 if gated_linear_unit else 2)
- *   MLP, MoE (every layer)    6 * T * h * [moe_ffn * topk + shared_ffn] * (3 | 2)
- *   logits                    6 * T * h * V
- *   total = L * (attention + core + MLP) + logits. Recompute is not counted.
+ *   MLP, MoE                  6 * T * h * [moe_ffn * topk + shared_ffn] * (3 | 2)  (the layers moe_layer_freq
+ *                                                                                     makes MoE; the others dense)
+ *   logits                    6 * T * h * V * (1 + mtp_num_layers)
+ *   MTP layers                each one more layer of the last layer's kind, and 6 * T * (3h + 2h^2)
+ *                             (its norms and eh_proj)
+ *   total = L * (attention + core + MLP) + logits (+ MTP). Recompute is not counted.
+ * Multi-latent attention (flop_utils.py's MLA branch), with r_q = q_lora_rank, r_kv = kv_lora_rank,
+ * d_qk = qk_head_dim + qk_pos_emb_head_dim, n = heads, d_v = v_head_dim, d_r = qk_pos_emb_head_dim:
+ *   attention, token-linear   6 * T * [r_q*(h + n*d_qk + 1) (or h*n*d_qk without r_q)
+ *                                      + r_kv*(h + n*(qk_head_dim + d_v) + 1) + h*d_r + n*d_v*h]
+ *   core attention (causal)   3 * n * (d_qk + d_v) * S2
  * The "full attention" variant counts all of s^2 (core term 12 * q * S2): NeMo's flops_formulas
  * before NeMo commit 6251117f4c (2025-08-09), the Megatron-LM 2024 README table and the
  * dgxc-benchmarking READMEs use it.

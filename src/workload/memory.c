@@ -6,6 +6,7 @@
 
 #include "workload/ops.h"
 #include "workload/rules.h"
+#include "workload/split.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -104,20 +105,26 @@ static void chunk_activations(const PnScenario *sc, const PnLayerSaved *ls, int6
   }
 }
 
-/* Layers of chunk `chunk` of stage `stage`: Megatron's pipeline split (sched/build.c
- * split_layers), num_layers plus one slot for the embedding and one for the loss when
- * account_for_*_in_pipeline_split, over pp * vp virtual stages; chunk c of stage r is virtual
- * stage c * pp + r, and the accounted embedding and loss take a layer's place in the first and
- * the last. */
-static int64_t chunk_layer_count(const PnScenario *sc, int64_t stage, int64_t chunk)
+/* Layers of each chunk of stage `stage`, into `layers[vp]`, and of them a MoE model's dense layers
+ * (moe_layer_freq) into `dense[vp]`: Megatron's pipeline split (workload/split.h), chunk c of
+ * stage r being virtual stage c * pp + r, whose layers follow the virtual stages before it. A
+ * layout Megatron refuses (estimated all the same by callers comparing) gets num_layers / (pp *
+ * vp) per chunk, counted from layer 0. */
+static void stage_chunk_layers(const PnScenario *sc, int64_t stage, int64_t *layers, int64_t *dense)
 {
-  const PnParallelConfig *p = &sc->parallel;
-  int64_t pp                = MAX(p->pipeline_model_parallel_size, 1);
-  int64_t n_vs              = pp * vp_size(sc);
-  int64_t vs                = chunk * pp + stage;
-  bool emb = p->account_for_embedding_in_pipeline_split, loss = p->account_for_loss_in_pipeline_split;
-  int64_t slots = sc->model.num_layers + (emb ? 1 : 0) + (loss ? 1 : 0);
-  return slots / n_vs - ((emb && vs == 0) ? 1 : 0) - ((loss && vs == n_vs - 1) ? 1 : 0);
+  int64_t pp = MAX(sc->parallel.pipeline_model_parallel_size, 1), vp = vp_size(sc);
+  g_autoptr(GArray) split = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  bool ok    = pn_workload_stage_layers(sc, pp, vp, split, NULL) == PN_RULE_OK && split->len == (guint)(pp * vp);
+  bool mixed = pn_workload_has_dense_layers(sc);
+  for (int64_t c = 0; c < vp; c++) {
+    int64_t vs = c * pp + stage, first = 0;
+    layers[c] = ok ? g_array_index(split, int64_t, vs) : sc->model.num_layers / (pp * vp);
+    for (int64_t v = 0; ok && v < vs; v++)
+      first += g_array_index(split, int64_t, v);
+    dense[c] = 0;
+    for (int64_t l = first; mixed && l < first + layers[c]; l++)
+      dense[c] += !pn_workload_layer_is_moe(sc, l);
+  }
 }
 
 /* Which chunks the `n` (chunk-)micro-batches a stage holds at its peak belong to, into
@@ -167,22 +174,31 @@ static double other_bytes(const PnScenario *sc, bool tp_userbuffers)
   return other;
 }
 
-/* Saved bytes stage `stage` holds at its peak, its chunks having `layers[c]` layers. */
-static double stage_activations(const PnScenario *sc, int64_t stage, const int64_t *layers)
+/* Saved bytes stage `stage` holds at its peak, its chunks having `layers[c]` layers, `dense[c]`
+ * of them a MoE model's dense layers (each kind's saved bytes its own). */
+static double stage_activations(const PnScenario *sc, int64_t stage, const int64_t *layers, const int64_t *dense)
 {
   int64_t vp                   = vp_size(sc);
   g_autofree int64_t *inflight = g_new(int64_t, vp); /* per chunk */
   inflight_per_chunk(sc, pn_workload_inflight_microbatches(sc, stage), inflight);
-  PnLayerSaved ls;
+  PnLayerSaved ls, lsd = {0};
   layer_saved(sc, &ls);
+  PnScenario dsc;
+  if (pn_workload_has_dense_layers(sc)) {
+    pn_workload_dense_layer_scenario(sc, &dsc);
+    layer_saved(&dsc, &lsd);
+  }
   double act = 0.0, transient = 0.0;
   for (int64_t c = 0; c < vp; c++) {
-    if (inflight[c] == 0)
+    if (inflight[c] == 0 || layers[c] == 0) /* a chunk without layers (split.h) saves and recomputes none */
       continue;
-    double per_mb = 0.0, tr = 0.0;
-    chunk_activations(sc, &ls, layers[c], &per_mb, &tr);
-    act += (double)inflight[c] * per_mb;
-    transient = MAX(transient, tr);
+    double per_mb = 0.0, tr = 0.0, per_mb_d = 0.0, tr_d = 0.0;
+    if (layers[c] > dense[c])
+      chunk_activations(sc, &ls, layers[c] - dense[c], &per_mb, &tr);
+    if (dense[c] > 0)
+      chunk_activations(sc, &lsd, dense[c], &per_mb_d, &tr_d);
+    act += (double)inflight[c] * (per_mb + per_mb_d);
+    transient = MAX(transient, MAX(tr, tr_d));
   }
   act += transient;
   if (stage == 0)
@@ -202,15 +218,22 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   int64_t dp                = MAX(p->data_parallel_size, 1);
   g_assert(stage >= 0 && stage < pp);
   g_autofree int64_t *layers = g_new(int64_t, vp); /* per chunk */
-  int64_t stage_layers       = 0;
+  g_autofree int64_t *dense  = g_new(int64_t, vp); /* of which a MoE model's dense layers */
+  int64_t stage_layers = 0, stage_dense = 0;
+  stage_chunk_layers(sc, stage, layers, dense);
   for (int64_t c = 0; c < vp; c++) {
-    layers[c] = chunk_layer_count(sc, stage, c);
     stage_layers += layers[c];
+    stage_dense += dense[c];
   }
+  PnScenario dsc = *sc;
+  if (stage_dense > 0)
+    pn_workload_dense_layer_scenario(sc, &dsc);
+  double n_moe = (double)(stage_layers - stage_dense), n_dense = (double)stage_dense;
 
   /* parameters */
-  double params = (double)stage_layers * pn_workload_layer_params(sc);
-  double linear = (double)stage_layers * pn_workload_layer_linear_params(sc);
+  double layer_params = n_moe * pn_workload_layer_params(sc) + n_dense * pn_workload_layer_params(&dsc);
+  double params       = layer_params;
+  double linear       = n_moe * pn_workload_layer_linear_params(sc) + n_dense * pn_workload_layer_linear_params(&dsc);
   if (stage == 0)
     params += pn_workload_embedding_params(sc);
   if (stage == pp - 1)
@@ -225,10 +248,10 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
     shard            = (double)(dp * cp) / instances;
     expert_shard     = (double)pn_workload_expert_dp(sc) / instances;
   }
-  double experts = (double)stage_layers * pn_workload_layer_expert_params(sc);
+  double experts = n_moe * pn_workload_layer_expert_params(sc) + pn_workload_head_expert_params(sc) * (stage == pp - 1);
   double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);
   /* Megatron-FSDP holds unsharded only what is gathered or being reduced at the peak (memory.h) */
-  double unit = pn_workload_layer_params(sc), root = params - (double)stage_layers * unit;
+  double unit = MAX(pn_workload_layer_params(sc), pn_workload_layer_params(&dsc)), root = params - layer_params;
 
   out->stage         = stage;
   out->weights_bytes = params * 2.0;
@@ -241,7 +264,7 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   if (fsdp >= PN_FSDP_OPTIM_GRADS)
     out->gradients_bytes = sharded * grad_b + MIN(params, unit) * grad_b;
 
-  out->activations_bytes = stage_activations(sc, stage, layers);
+  out->activations_bytes = stage_activations(sc, stage, layers, dense);
   /* the step's fp32 copy of bf16 grads is never live with the activations (memory.h) */
   double grad_copy     = grad_b < 4.0 ? sharded * 4.0 : 0.0;
   out->optimizer_bytes = sharded * 12.0 + MAX(grad_copy - out->activations_bytes, 0.0);
@@ -293,19 +316,19 @@ static bool add_if_fits(PnFitSearch *s, PnScenario *c, const char *fmt, ...)
 }
 
 /* The smallest larger pipeline size that fits; an interleaved schedule keeps its virtual size
- * when it still divides the stage's layers, else the largest smaller one that does (or none). */
+ * when the split still takes it (workload/split.h), else the largest smaller one that does (or
+ * none). A layout keeps its virtual stages: the virtual size follows from it (rules.h). */
 static void fit_pipeline(PnFitSearch *s, const PnScenario *sc)
 {
   const PnParallelConfig *p = &sc->parallel;
-  int64_t split =
-      sc->model.num_layers + p->account_for_embedding_in_pipeline_split + p->account_for_loss_in_pipeline_split;
-  int64_t vp   = vp_size(sc);
-  int64_t most = sc->hardware.num_gpus / (p->tensor_model_parallel_size * p->context_parallel_size);
+  bool layout               = p->pipeline_model_parallel_layout[0] != '\0';
+  int64_t vp                = vp_size(sc);
+  int64_t most              = sc->hardware.num_gpus / (p->tensor_model_parallel_size * p->context_parallel_size);
   for (int64_t pp = p->pipeline_model_parallel_size + 1; pp <= most; pp++) {
-    if (split % pp != 0)
+    if (!pn_workload_split_ok(sc, pp, 1))
       continue;
-    int64_t v = vp;
-    while (v > 1 && (split / pp) % v != 0)
+    int64_t v = layout ? 1 : vp;
+    while (v > 1 && !pn_workload_split_ok(sc, pp, v))
       v--;
     PnScenario c                                    = *sc;
     c.parallel.pipeline_model_parallel_size         = pp;
@@ -313,7 +336,7 @@ static void fit_pipeline(PnFitSearch *s, const PnScenario *sc)
     char with[64]                                   = "";
     if (v != vp && v > 1)
       g_snprintf(with, sizeof with, " with virtual_pipeline_model_parallel_size=%" G_GINT64_FORMAT, v);
-    else if (v != vp)
+    else if (v != vp && !layout)
       g_strlcpy(with, " with virtual_pipeline_model_parallel_size=null", sizeof with);
     if (add_if_fits(s, &c, "pipeline_model_parallel_size=%" G_GINT64_FORMAT "%s", pp, with))
       return;

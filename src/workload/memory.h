@@ -1,9 +1,9 @@
 /* memory.h — device memory per GPU at the peak of one training iteration, per pipeline stage.
  *
  * What it models (bytes, per GPU; P = parameters held by the stage's GPU, TP-sharded, of the
- * stage's layers as Megatron splits them: num_layers, plus one slot for the embedding and one for
- * the loss with account_for_*_in_pipeline_split, over pp * vp virtual stages, the accounted
- * embedding and loss taking a layer's place in the first and the last virtual stage):
+ * stage's layers as Megatron splits them (workload/split.h: evenly, num_layers plus one slot for
+ * the embedding and one for the loss with account_for_*_in_pipeline_split over pp * vp virtual
+ * stages, or with uneven first / last stages, or by a pipeline_model_parallel_layout):
  *   weights      P * 2 (bf16). fp8 training: TE also caches the fp8 weight and, on Hopper, its
  *                fp8 transpose: + 2 B per weight-matrix parameter (pn_workload_layer_linear_params);
  *                with ddp.fp8_param_gather the fp8 copies are the primary weights and no extra

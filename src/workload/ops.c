@@ -7,10 +7,15 @@
 /* The scenario, reduced to the per-GPU shapes the op lists need. */
 typedef struct {
   int64_t h, heads, groups, kvc, ffn, tp, cp, b, s;
-  int64_t T;      /* tokens per GPU */
-  int64_t Tsp;    /* tokens of norms / dropout / residual adds */
-  int64_t q_tp;   /* heads*kvc/tp */
-  int64_t kv_tp;  /* groups*kvc/tp (K width; V the same) */
+  int64_t T;                /* tokens per GPU */
+  int64_t Tsp;              /* tokens of norms / dropout / residual adds */
+  int64_t q_tp;             /* heads*kvc/tp (Q width) */
+  int64_t kv_tp;            /* groups*kvc/tp (the K and the V width of a fused qkv) */
+  int64_t k_tp, v_tp, o_tp; /* K, V and attention-output widths: kv_tp, kv_tp, q_tp; MLA's own */
+  /* multi-latent attention (mla_qkv_forward): q_lora_rank (0: none), kv_lora_rank, the no-rope and
+   * rope parts of a query / key head, a value head; qk_layernorm */
+  bool mla, qk_ln;
+  int64_t qlr, kvlr, nope, pe, vd;
   int64_t f_tp;   /* ffn/tp */
   int64_t fc1_tp; /* ffn*(2 if gated)/tp */
   int64_t vocab_tp;
@@ -82,12 +87,31 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->s      = sc->training.seq_length;
   g_assert(d->heads % d->tp == 0 && d->groups % d->tp == 0);
   g_assert(d->s % d->cp == 0);
-  d->T        = d->s / d->cp * d->b;
-  d->sp       = sc->parallel.sequence_parallel && d->tp > 1;
-  d->tp_comm  = d->tp > 1;
-  d->Tsp      = d->sp ? d->T / d->tp : d->T;
-  d->q_tp     = d->heads * d->kvc / d->tp;
-  d->kv_tp    = d->groups * d->kvc / d->tp;
+  d->T       = d->s / d->cp * d->b;
+  d->sp      = sc->parallel.sequence_parallel && d->tp > 1;
+  d->tp_comm = d->tp > 1;
+  d->Tsp     = d->sp ? d->T / d->tp : d->T;
+  d->q_tp    = d->heads * d->kvc / d->tp;
+  d->kv_tp   = d->groups * d->kvc / d->tp;
+  d->k_tp    = d->kv_tp;
+  d->v_tp    = d->kv_tp;
+  d->o_tp    = d->q_tp;
+  d->mla     = m->multi_latent_attention;
+  if (d->mla) { /* every head its own key and value: no groups; kvc is a query / key head */
+    d->qlr    = m->q_lora_rank;
+    d->kvlr   = m->kv_lora_rank;
+    d->nope   = m->qk_head_dim;
+    d->pe     = m->qk_pos_emb_head_dim;
+    d->vd     = m->v_head_dim;
+    d->qk_ln  = m->qk_layernorm;
+    d->groups = d->heads;
+    d->kvc    = d->nope + d->pe;
+    d->q_tp   = d->heads / d->tp * d->kvc;
+    d->kv_tp  = d->q_tp;
+    d->k_tp   = d->q_tp;
+    d->v_tp   = d->heads / d->tp * d->vd;
+    d->o_tp   = d->v_tp;
+  }
   d->gated    = m->gated_linear_unit;
   d->f_tp     = d->ffn / d->tp;
   d->fc1_tp   = d->f_tp * (d->gated ? 2 : 1);
@@ -105,6 +129,10 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->bias         = m->add_bias_linear;
   d->act_unfused  = !sc->training.bias_activation_fusion;
   d->rope_unfused = d->rope && (yarn || !sc->training.apply_rope_fusion);
+  if (d->mla) { /* MLA always rotates its rope part; its fused kernels take YaRN's cos / sin */
+    d->rope         = true;
+    d->rope_unfused = !sc->training.apply_rope_fusion;
+  }
   d->bda_unfused  = !sc->training.bias_dropout_fusion;
   d->unfused_attn = pn_workload_unfused_attention(sc);
   /* Megatron-Core's FusedScaleMaskSoftmax takes its fused kernel only for 16 < sk <= 4096 (and
@@ -325,21 +353,27 @@ static void push_cast(GArray *out, const Dims *d, const char *name, PnPhase phas
   push_mem(out, name, phase, elems * bytes_per_elem, 0.0);
 }
 
-/* Column-parallel TE LayerNormLinear forward: [AG of ln out] + GEMM. `saved` is the GEMM's input
- * as TE keeps it (the local shard with SP). */
-static void push_column_fwd(GArray *out, const Dims *d, const char *name, const char *ag_name, const char *slot,
-                            const char *norm_cast, PnPhase phase, int64_t n, double saved)
+/* Column-parallel TE LayerNormLinear forward of a `kin`-wide input: [AG of ln out] + GEMM. `saved`
+ * is the GEMM's input as TE keeps it (the local shard with SP). */
+static void push_column_fwd_k(GArray *out, const Dims *d, const char *name, const char *ag_name, const char *slot,
+                              const char *norm_cast, PnPhase phase, int64_t n, int64_t kin, double saved)
 {
   /* current scaling: the norm writes bf16 and its amax (FUSED_NORM_AMAX_FP8), all-reduced over
    * TP with SP (layernorm_linear.py), then the rowwise cast; the transpose is made for the wgrad */
   if (norm_cast && d->cs) {
-    push_cs_prologue(out, d, phase, (double)d->Tsp * (double)d->h, true, d->sp);
-    push_mem(out, norm_cast, phase, (double)d->Tsp * (double)d->h * 3.0, 0.0);
+    push_cs_prologue(out, d, phase, (double)d->Tsp * (double)kin, true, d->sp);
+    push_mem(out, norm_cast, phase, (double)d->Tsp * (double)kin * 3.0, 0.0);
   }
   if (d->sp)
-    push_comm(out, ag_name, slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, (double)d->T * (double)d->h * d->e,
+    push_comm(out, ag_name, slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, (double)d->T * (double)kin * d->e,
               d->gemm_dt);
-  push_gemm(out, name, slot, phase, PN_GEMM_FPROP, d->gemm_dt, d->T, n, d->h, saved);
+  push_gemm(out, name, slot, phase, PN_GEMM_FPROP, d->gemm_dt, d->T, n, kin, saved);
+}
+
+static void push_column_fwd(GArray *out, const Dims *d, const char *name, const char *ag_name, const char *slot,
+                            const char *norm_cast, PnPhase phase, int64_t n, double saved)
+{
+  push_column_fwd_k(out, d, name, ag_name, slot, norm_cast, phase, n, d->h, saved);
 }
 
 /* Row-parallel TE Linear forward: [fp8 cast_transpose of the input] + GEMM + RS (SP) / AR. */
@@ -376,31 +410,39 @@ static void push_row_bwd(GArray *out, const Dims *d, const char *dgrad_name, con
   push_wgrad(out, d, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, d->h, k, 1, true);
 }
 
-/* Column-parallel backward: [fp8 cast of dY] [AG of the saved ln out (SP)] dgrad [fp8 transpose
- * of the ln out] [RS (SP) / AR of dX] wgrad. */
-static void push_column_bwd(GArray *out, const Dims *d, const char *dgrad_name, const char *wgrad_name,
-                            const char *cast_name, const char *ag_name, const char *tr_name, const char *rs_name,
-                            const char *dgrad_slot, const char *wgrad_slot, PnPhase phase, int64_t n)
+/* Column-parallel backward of a `kin`-wide input: [fp8 cast of dY] [AG of the saved ln out (SP)]
+ * dgrad [fp8 transpose of the ln out] [RS (SP) / AR of dX] wgrad. */
+static void push_column_bwd_k(GArray *out, const Dims *d, const char *dgrad_name, const char *wgrad_name,
+                              const char *cast_name, const char *ag_name, const char *tr_name, const char *rs_name,
+                              const char *dgrad_slot, const char *wgrad_slot, PnPhase phase, int64_t n, int64_t kin)
 {
-  double full = (double)d->T * (double)d->h;
+  double full = (double)d->T * (double)kin;
   if (d->fp8)
     push_cast(out, d, cast_name, phase, (double)d->T * (double)n, 4.0, false);
   if (d->sp)
     push_comm(out, ag_name, dgrad_slot, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, full * d->e, d->gemm_dt);
-  push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, n, d->h);
+  push_dgrad(out, dgrad_name, dgrad_slot, phase, d->gemm_dt, d->T, n, kin);
   if (d->fp8)
     push_mem(out, tr_name, phase, full * 2.0, 0.0);
   if (d->sp)
     push_comm(out, rs_name, wgrad_slot, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, full * 2.0, PN_DT_BF16);
   else if (d->tp_comm)
     push_comm(out, rs_name, NULL, phase, PN_COLL_ALL_REDUCE, PN_GROUP_TP, full * 2.0, PN_DT_BF16);
-  push_wgrad(out, d, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, n, d->h, 1, true);
+  push_wgrad(out, d, wgrad_name, wgrad_slot, phase, d->gemm_dt, d->T, n, kin, 1, true);
+}
+
+static void push_column_bwd(GArray *out, const Dims *d, const char *dgrad_name, const char *wgrad_name,
+                            const char *cast_name, const char *ag_name, const char *tr_name, const char *rs_name,
+                            const char *dgrad_slot, const char *wgrad_slot, PnPhase phase, int64_t n)
+{
+  push_column_bwd_k(out, d, dgrad_name, wgrad_name, cast_name, ag_name, tr_name, rs_name, dgrad_slot, wgrad_slot, phase,
+                    n, d->h);
 }
 
 static bool cp_a2a(const Dims *d) { return d->cp > 1 && d->cp_type == PN_CP_A2A; }
 
 /* Bytes of K+V (bf16) of this GPU's tokens and TP share of query groups. */
-static double kv_local_bytes(const Dims *d) { return 2.0 * (double)d->T * (double)d->kv_tp * 2.0; }
+static double kv_local_bytes(const Dims *d) { return (double)d->T * (double)(d->k_tp + d->v_tp) * 2.0; }
 
 /* CP exchange before the attention (forward or its recompute). */
 static void push_cp_fwd(GArray *out, const Dims *d, PnPhase phase)
@@ -419,7 +461,7 @@ static void push_cp_fwd(GArray *out, const Dims *d, PnPhase phase)
     break;
   case PN_CP_A2A:
     push_comm(out, "cp_qkv_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP,
-              (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0, PN_DT_BF16);
+              (double)d->T * (double)(d->q_tp + d->k_tp + d->v_tp) * 2.0, PN_DT_BF16);
     break;
   }
 }
@@ -427,18 +469,19 @@ static void push_cp_fwd(GArray *out, const Dims *d, PnPhase phase)
 static void push_cp_fwd_after(GArray *out, const Dims *d, PnPhase phase)
 {
   if (cp_a2a(d))
-    push_comm(out, "cp_out_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP, (double)d->T * (double)d->q_tp * 2.0,
+    push_comm(out, "cp_out_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP, (double)d->T * (double)d->o_tp * 2.0,
               PN_DT_BF16);
 }
 
 /* Core attention forward op and what it saves. */
 static void push_attn(GArray *out, const Dims *d, PnPhase phase, bool backward, double saved)
 {
-  PnOp o     = op_base(PN_OP_ATTN, backward ? "core_attn_bwd" : "core_attn", phase);
-  o.batch    = d->b;
-  o.head_dim = d->kvc;
-  o.causal   = true;
-  o.backward = backward;
+  PnOp o       = op_base(PN_OP_ATTN, backward ? "core_attn_bwd" : "core_attn", phase);
+  o.batch      = d->b;
+  o.head_dim   = d->kvc;
+  o.head_dim_v = d->mla ? d->vd : 0;
+  o.causal     = true;
+  o.backward   = backward;
   if (cp_a2a(d)) {
     o.seq_q    = d->s;
     o.seq_kv   = d->s;
@@ -451,10 +494,12 @@ static void push_attn(GArray *out, const Dims *d, PnPhase phase, bool backward, 
     o.kv_heads = d->groups / d->tp;
   }
   /* Load-balanced causal CP: every rank does 1/cp of the full causal work. */
-  double full_causal = attn_fwd_flops(d->b, d->s, d->s, d->heads / d->tp, d->kvc, true);
-  double fwd         = full_causal / (double)d->cp;
-  o.flops            = backward ? 2.5 * fwd : fwd;
-  o.saved_bytes      = saved;
+  /* QK^T over the query / key head, PV over the value head (MLA's differ) */
+  double full_causal = attn_fwd_flops(d->b, d->s, d->s, d->heads / d->tp, d->kvc, true) *
+                       (d->mla ? (double)(d->kvc + d->vd) / (2.0 * (double)d->kvc) : 1.0);
+  double fwd    = full_causal / (double)d->cp;
+  o.flops       = backward ? 2.5 * fwd : fwd;
+  o.saved_bytes = saved;
   g_array_append_val(out, o);
 }
 
@@ -494,9 +539,13 @@ static void push_param_grad_adds(GArray *out, const Dims *d, PnPhase phase)
 {
   int n        = d->layernorm ? 4 : 2;
   double elems = (double)n * (double)d->h;
-  if (d->bias) {
-    n += 4;
-    elems += (double)(d->q_tp + 2 * d->kv_tp) + 2.0 * (double)d->h + (double)d->fc1_tp;
+  if (d->mla && d->qk_ln) { /* MLA's latent norms (RMSNorm weights) */
+    n += d->qlr > 0 ? 2 : 1;
+    elems += (double)(d->qlr + d->kvlr);
+  }
+  if (d->bias) { /* MLA's projections have no bias */
+    n += d->mla ? 3 : 4;
+    elems += (double)(d->mla ? 0 : d->q_tp + 2 * d->kv_tp) + 2.0 * (double)d->h + (double)d->fc1_tp;
   }
   double mg = d->main_grad_dt == PN_DT_FP32 ? 4.0 : 2.0;
   push_mem(out, "param_grad_adds", phase, elems * (2.0 + 2.0 * mg), 0.0);
@@ -607,10 +656,10 @@ static void push_rope(GArray *out, const Dims *d, PnPhase phase, bool backward)
 }
 
 /* Activation bytes the core attention keeps: q, k, v (bf16, after rope) and o + LSE. */
-static double attn_qkv_bytes(const Dims *d) { return (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0; }
+static double attn_qkv_bytes(const Dims *d) { return (double)d->T * (double)(d->q_tp + d->k_tp + d->v_tp) * 2.0; }
 static double attn_o_lse_bytes(const Dims *d)
 {
-  return (double)d->T * (double)d->q_tp * 2.0 + (double)d->T * (double)(d->heads / d->tp) * 4.0;
+  return (double)d->T * (double)d->o_tp * 2.0 + (double)d->T * (double)(d->heads / d->tp) * 4.0;
 }
 
 /* The bias-dropout-add after the attention and after the MLP (fusions/fused_bias_dropout.py):
@@ -633,6 +682,245 @@ static void push_bda(GArray *out, const Dims *d, const char *bias_name, const ch
     mark_rng(out, true);
   }
   push_mem(out, add_name, phase, hsp * 6.0, 0.0);
+}
+
+/* Selective recompute (recompute_granularity "selective") as Megatron-Core applies each of its
+ * recompute_modules to a layer (transformer/transformer_layer.py, attention.py, moe/experts.py,
+ * moe/moe_layer.py, moe/shared_experts.py): a checkpointed piece keeps its input, drops what its
+ * ops would keep for the backward, and runs its forward again when autograd reaches it.
+ *   core_attn: the core attention (its q, k, v kept); layernorm: the norms that are modules of
+ *   their own (the local layers' two, and a MoE layer's pre-MLP norm; Transformer Engine fuses the
+ *   others into qkv / fc1), their output dropped, re-run before the first op needing it back;
+ *   moe_act: the experts' activation (with the GLU clamps), the fc2 input dropped, re-run before
+ *   fc2's backward; mlp: a dense layer's whole MLP (its TP collectives too); moe: the whole MoE
+ *   block from the router to the combine (its all-to-alls too); shared_experts: the shared
+ *   experts' MLP; mla_up_proj: MLA's up projections and rope (mla_qkv_forward). With MLA the input
+ *   norm is a module of its own too. */
+typedef struct {
+  bool attn, ln1, ln2, moe_act, mlp, moe, shared, up;
+} Rc;
+
+static Rc rc_of(const Dims *d, PnRecomputeGranularity gran)
+{
+  Rc r = {0};
+  if (gran != PN_RECOMPUTE_SELECTIVE)
+    return r;
+  uint32_t m = d->rc_modules;
+  r.attn     = m & PN_RECOMPUTE_MODULE_CORE_ATTN;
+  r.ln1      = (m & PN_RECOMPUTE_MODULE_LAYERNORM) && (d->norms_separate || d->mla);
+  r.ln2      = (m & PN_RECOMPUTE_MODULE_LAYERNORM) && (d->norms_separate || d->moe) && !d->ln2_rc_blocked;
+  r.moe_act  = (m & PN_RECOMPUTE_MODULE_MOE_ACT) && d->moe;
+  r.mlp      = (m & PN_RECOMPUTE_MODULE_MLP) && !d->moe;
+  r.moe      = (m & PN_RECOMPUTE_MODULE_MOE) && d->moe;
+  r.shared   = (m & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) && d->moe && d->sf_tp > 0;
+  r.up       = (m & PN_RECOMPUTE_MODULE_MLA_UP_PROJ) && d->mla;
+  return r;
+}
+
+/* ---- multi-latent attention ---- */
+
+/* A down projection (TELinear "duplicated" over TP: the same weight on every TP rank, applied to
+ * this GPU's sequence-parallel tokens, no communication): [fp8 cast_transpose of its input] GEMM. */
+static void mla_down_fwd(GArray *out, const Dims *d, const char *name, const char *cast_name, PnPhase phase, int64_t n,
+                         double saved)
+{
+  if (d->fp8)
+    push_cast(out, d, cast_name, phase, (double)d->Tsp * (double)d->h, 4.0, false);
+  push_gemm(out, name, NULL, phase, PN_GEMM_FPROP, d->gemm_dt, d->Tsp, n, d->h, saved);
+}
+
+static void mla_down_bwd(GArray *out, const Dims *d, const char *dgrad_name, const char *wgrad_name,
+                         const char *cast_name, PnPhase phase, int64_t n)
+{
+  if (d->fp8)
+    push_cast(out, d, cast_name, phase, (double)d->Tsp * (double)n, 4.0, false);
+  push_dgrad(out, dgrad_name, NULL, phase, d->gemm_dt, d->Tsp, n, d->h);
+  push_wgrad(out, d, wgrad_name, NULL, phase, d->gemm_dt, d->Tsp, n, d->h, 1, true);
+}
+
+/* An up projection of a `kin`-wide latent to `n` columns on this GPU (column parallel): with
+ * qk_layernorm a TE LayerNormLinear, its RMSNorm over the local tokens keeping its input and
+ * statistics, else a TE Linear casting its input for fp8; then the all-gather (SP) and the GEMM.
+ * `keep` scales what it keeps (0 under mla_up_proj recompute). */
+static void mla_up_fwd(GArray *out, const Dims *d, const char *name, const char *norm_name, const char *ag_name,
+                       const char *cast_name, PnPhase phase, int64_t n, int64_t kin, double keep)
+{
+  double elems = (double)d->Tsp * (double)kin;
+  if (d->qk_ln && norm_name) {
+    push_mem(out, norm_name, phase, elems * (2.0 + d->norm_e), keep * (elems * 2.0 + (double)d->Tsp * 4.0));
+    push_column_fwd_k(out, d, name, ag_name, NULL, cast_name, phase, n, kin, keep * elems * d->e);
+    return;
+  }
+  if (d->fp8)
+    push_cast(out, d, cast_name, phase, elems, 4.0, d->sp);
+  push_column_fwd_k(out, d, name, ag_name, NULL, NULL, phase, n, kin, keep * elems * d->e);
+}
+
+/* Width of linear_kv_up_proj's output on this GPU: each head's no-rope key and value. */
+static int64_t mla_kv_up_tp(const Dims *d) { return d->heads / d->tp * (d->nope + d->vd); }
+
+/* MLA's projections on this GPU in registration order (MLASelfAttention.__init__, after
+ * linear_proj): linear_q_proj, or linear_q_down_proj and linear_q_up_proj; linear_kv_down_proj,
+ * linear_kv_up_proj. `norm`: its latent norm (qk_layernorm, TE LayerNormLinear's
+ * layer_norm_weight, registered first); fwd / bwd: the ops its forward starts and backward ends with. */
+typedef struct {
+  const char *weight, *norm_weight, *fwd_op, *bwd_op, *cast;
+  int64_t in, out;
+} MlaLinear;
+
+static int mla_linears(const Dims *d, MlaLinear l[4])
+{
+  int n = 0;
+  if (d->qlr == 0) {
+    l[n++] = (MlaLinear){
+        "self_attention.linear_q_proj.weight", NULL, "q_proj", "q_proj_wgrad", "q_proj_weight_cast", d->h, d->q_tp};
+  } else {
+    l[n++] = (MlaLinear){
+        "self_attention.linear_q_down_proj.weight", NULL, "q_down", "q_down_wgrad", "q_down_weight_cast", d->h, d->qlr};
+    l[n++] = (MlaLinear){"self_attention.linear_q_up_proj.weight",
+                         d->qk_ln ? "self_attention.linear_q_up_proj.layer_norm_weight" : NULL,
+                         d->qk_ln ? "q_norm" : "q_up",
+                         d->qk_ln ? "q_norm_bwd" : "q_up_wgrad",
+                         "q_up_weight_cast",
+                         d->qlr,
+                         d->q_tp};
+  }
+  l[n++] = (MlaLinear){"self_attention.linear_kv_down_proj.weight",
+                       NULL,
+                       "kv_down",
+                       "kv_down_wgrad",
+                       "kv_down_weight_cast",
+                       d->h,
+                       d->kvlr + d->pe};
+  l[n++] = (MlaLinear){"self_attention.linear_kv_up_proj.weight",
+                       d->qk_ln ? "self_attention.linear_kv_up_proj.layer_norm_weight" : NULL,
+                       d->qk_ln ? "kv_norm" : "kv_up",
+                       d->qk_ln ? "kv_norm_bwd" : "kv_up_wgrad",
+                       "kv_up_weight_cast",
+                       d->kvlr,
+                       mla_kv_up_tp(d)};
+  return n;
+}
+
+/* The weights of the attention's input projections on this GPU (qkv, or MLA's). */
+static double attn_in_weights(const Dims *d)
+{
+  if (!d->mla)
+    return (double)d->h * (double)(d->q_tp + 2 * d->kv_tp);
+  MlaLinear l[4];
+  double w = 0.0;
+  for (int i = 0, n = mla_linears(d, l); i < n; i++)
+    w += (double)l[i].in * (double)l[i].out;
+  return w;
+}
+
+/* The rope of the query's and the shared key's rope parts and the assembly of the query, key and
+ * value heads: with apply_rope_fusion fused_apply_mla_rope_for_q (reads q, writes the query) and
+ * _for_kv (reads the up projection's output and the rope key, writes key and value); without it
+ * apply_rotary_pos_emb on q_pos_emb and k_pos_emb (push_rope's kernels) and torch.cat of the query,
+ * of the key (the rope key expanded over the heads), and value.contiguous() (a split's view). Its
+ * backward moves as much. */
+static void mla_rope(GArray *out, const Dims *d, PnPhase phase, bool backward)
+{
+  double T = (double)d->T, q = T * (double)d->q_tp, k = T * (double)d->k_tp, v = T * (double)d->v_tp;
+  double kv = T * (double)mla_kv_up_tp(d), kpe = T * (double)d->pe;
+  if (!d->rope_unfused) {
+    push_mem(out, backward ? "mla_rope_q_bwd" : "mla_rope_q", phase, q * 4.0, 0.0);
+    push_mem(out, backward ? "mla_rope_kv_bwd" : "mla_rope_kv", phase, (kv + kpe + k + v) * 2.0, 0.0);
+    return;
+  }
+  double rot = T * (double)(d->heads / d->tp * d->pe) + kpe;
+  push_torch(out, d, backward ? "rope_bwd" : "rope", phase, backward ? PN_TK_ROPE_BWD : PN_TK_ROPE_FWD, rot * 24.0,
+             backward ? 12 : 24, 0.0);
+  push_mem(out, backward ? "mla_q_cat_bwd" : "mla_q_cat", phase, q * 4.0, 0.0);
+  push_mem(out, backward ? "mla_k_cat_bwd" : "mla_k_cat", phase, k * 4.0, 0.0);
+  push_mem(out, backward ? "mla_v_copy_bwd" : "mla_v_copy", phase, v * 4.0, 0.0);
+}
+
+/* The up projections and the rope: what mla_up_proj recompute checkpoints. */
+static void mla_up_forward(GArray *out, const Dims *d, PnPhase phase, double keep)
+{
+  if (d->qlr > 0)
+    mla_up_fwd(out, d, "q_up", "q_norm", "q_up_ag", "q_up_in_cast", phase, d->q_tp, d->qlr, keep);
+  else /* linear_q_proj from the input norm's output, which the down projection keeps in bf16 */
+    mla_up_fwd(out, d, "q_proj", NULL, "q_proj_ag", "q_proj_in_cast", phase, d->q_tp, d->h, d->fp8 ? keep : 0.0);
+  mla_up_fwd(out, d, "kv_up", "kv_norm", "kv_up_ag", "kv_up_in_cast", phase, mla_kv_up_tp(d), d->kvlr, keep);
+  mla_rope(out, d, phase, false);
+}
+
+/* Multi-latent attention's query, key and value (MLASelfAttention.get_query_key_value_tensors, the
+ * Transformer Engine layer spec without mla_down_proj_fusion, gpt_layer_specs.py): the input norm
+ * is a module of its own (a bf16 output); linear_q_down_proj and linear_kv_down_proj run on this
+ * GPU's tokens; the rope key (qk_pos_emb_head_dim wide, one for all heads) is all-gathered over
+ * the sequence with SP (gather_from_sequence_parallel_region); then the up projections and the
+ * rope. Under mla_up_proj recompute (CheckpointWithoutOutput) those keep nothing and their outputs
+ * are freed once the attention ran: the checkpoint keeps its inputs, the two latents and the
+ * gathered rope key, charged to the down projections. */
+static void mla_qkv_forward(GArray *out, const Dims *d, PnPhase phase, double keep, const Rc *rc, bool full)
+{
+  const double hsp = (double)d->Tsp * (double)d->h;
+  push_norm_fwd(out, d, "ln1", phase, 2.0, full || rc->ln1 ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d));
+  /* the down projections' input as each keeps it: its own fp8 copy, or the one bf16 norm output
+   * (dropped under layernorm recompute) */
+  double in_bf16 = rc->ln1 ? 0.0 : keep * hsp * 2.0, in_fp8 = keep * hsp;
+  int64_t kvw = d->kvlr + d->pe;
+  double ckpt = rc->up ? keep : 0.0;
+  if (d->qlr > 0)
+    mla_down_fwd(out, d, "q_down", "q_down_in_cast", phase, d->qlr,
+                 (d->fp8 ? in_fp8 : in_bf16) + ckpt * (double)d->Tsp * (double)d->qlr * 2.0);
+  mla_down_fwd(out, d, "kv_down", "kv_down_in_cast", phase, kvw,
+               (d->fp8 ? in_fp8 : (d->qlr > 0 ? 0.0 : in_bf16)) +
+                   ckpt * ((double)d->Tsp * (double)kvw * 2.0 + (double)d->T * (double)d->pe * 2.0));
+  if (d->sp)
+    push_comm(out, "kv_pe_ag", NULL, phase, PN_COLL_ALL_GATHER, PN_GROUP_TP, (double)d->T * (double)d->pe * 2.0,
+              PN_DT_BF16);
+  mla_up_forward(out, d, phase, rc->up ? 0.0 : keep);
+}
+
+static void mla_up_bwd(GArray *out, const Dims *d, const char *prefix_dgrad, const char *prefix_wgrad,
+                       const char *cast_name, const char *ag_name, const char *tr_name, const char *rs_name,
+                       const char *norm_bwd, int64_t n, int64_t kin)
+{
+  /* TE's asynchronous all-gather beside the dgrad and reduce-scatter beside the wgrad, as for qkv
+   * without userbuffers (sched/tp_slots.c); MLA's userbuffers slots are not simulated */
+  push_column_bwd_k(out, d, prefix_dgrad, prefix_wgrad, cast_name, ag_name, tr_name, rs_name, "mla_up_dgrad",
+                    "mla_up_wgrad", PN_PHASE_BWD, n, kin);
+  if (d->qk_ln && norm_bwd) {
+    push_mem(out, norm_bwd, PN_PHASE_BWD, (double)d->Tsp * (double)kin * 6.0, 0.0);
+    set_kernels(out, 2);
+  }
+}
+
+/* Backward of mla_qkv_forward, from the attention's input gradients to the layer input's: the rope
+ * and assembly, each up projection (its all-gather of the saved latent and its dgrad's
+ * reduce-scatter with SP), the rope key's reduce-scatter, the down projections, the sum of their
+ * input gradients, the input norm. */
+static void mla_qkv_backward(GArray *out, const Dims *d, const Rc *rc)
+{
+  const PnPhase B  = PN_PHASE_BWD;
+  const double hsp = (double)d->Tsp * (double)d->h;
+  int64_t kvw      = d->kvlr + d->pe;
+  mla_rope(out, d, B, true);
+  mla_up_bwd(out, d, "kv_up_dgrad", "kv_up_wgrad", "kv_up_dy_cast", "kv_up_dgrad_ag", "kv_up_in_transpose",
+             "kv_up_dgrad_rs", "kv_norm_bwd", mla_kv_up_tp(d), d->kvlr);
+  if (d->sp)
+    push_comm(out, "kv_pe_rs", NULL, B, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, (double)d->T * (double)d->pe * 2.0,
+              PN_DT_BF16);
+  if (d->qlr > 0)
+    mla_up_bwd(out, d, "q_up_dgrad", "q_up_wgrad", "q_up_dy_cast", "q_up_dgrad_ag", "q_up_in_transpose",
+               "q_up_dgrad_rs", "q_norm_bwd", d->q_tp, d->qlr);
+  if (rc->ln1) /* the input norm's output, dropped, is wanted back by the down projections' wgrads */
+    push_norm_fwd(out, d, "ln1", PN_PHASE_RECOMPUTE, 2.0, hsp * 2.0 + norm_stats_bytes(d));
+  if (d->qlr == 0)
+    mla_up_bwd(out, d, "q_proj_dgrad", "q_proj_wgrad", "q_proj_dy_cast", "q_proj_dgrad_ag", "q_proj_in_transpose",
+               "q_proj_dgrad_rs", NULL, d->q_tp, d->h);
+  /* kv_combined's gradient is the concatenation of the latent's and the rope key's */
+  push_mem(out, "kv_down_dy_cat", B, (double)d->Tsp * (double)kvw * 4.0, 0.0);
+  mla_down_bwd(out, d, "kv_down_dgrad", "kv_down_wgrad", "kv_down_dy_cast", B, kvw);
+  if (d->qlr > 0)
+    mla_down_bwd(out, d, "q_down_dgrad", "q_down_wgrad", "q_down_dy_cast", B, d->qlr);
+  push_mem(out, "mla_dx_add", B, hsp * 6.0, 0.0); /* autograd sums the norm output's two gradients */
+  push_norm_bwd(out, d, "ln1_bwd", "residual_grad_add", B);
 }
 
 /* ---- mixture of experts (ops.h) ---- */
@@ -695,37 +983,6 @@ static void push_expert_bias(GArray *out, const Dims *d, PnPhase phase, bool bac
   double rh = (double)d->R * (double)d->h;
   push_mem(out, backward ? "moe_fc2_bias_bwd" : "moe_fc2_bias", phase, rh * (backward ? 8.0 : 10.0), 0.0);
   set_kernels(out, (int)MIN(255, backward ? 4 * d->L : 2 * d->L + 1));
-}
-
-/* Selective recompute (recompute_granularity "selective") as Megatron-Core applies each of its
- * recompute_modules to a layer (transformer/transformer_layer.py, attention.py, moe/experts.py,
- * moe/moe_layer.py, moe/shared_experts.py): a checkpointed piece keeps its input, drops what its
- * ops would keep for the backward, and runs its forward again when autograd reaches it.
- *   core_attn: the core attention (its q, k, v kept); layernorm: the norms that are modules of
- *   their own (the local layers' two, and a MoE layer's pre-MLP norm; Transformer Engine fuses the
- *   others into qkv / fc1), their output dropped, re-run before the first op needing it back;
- *   moe_act: the experts' activation (with the GLU clamps), the fc2 input dropped, re-run before
- *   fc2's backward; mlp: a dense layer's whole MLP (its TP collectives too); moe: the whole MoE
- *   block from the router to the combine (its all-to-alls too); shared_experts: the shared
- *   experts' MLP. */
-typedef struct {
-  bool attn, ln1, ln2, moe_act, mlp, moe, shared;
-} Rc;
-
-static Rc rc_of(const Dims *d, PnRecomputeGranularity gran)
-{
-  Rc r = {0};
-  if (gran != PN_RECOMPUTE_SELECTIVE)
-    return r;
-  uint32_t m = d->rc_modules;
-  r.attn     = m & PN_RECOMPUTE_MODULE_CORE_ATTN;
-  r.ln1      = (m & PN_RECOMPUTE_MODULE_LAYERNORM) && d->norms_separate;
-  r.ln2      = (m & PN_RECOMPUTE_MODULE_LAYERNORM) && (d->norms_separate || d->moe) && !d->ln2_rc_blocked;
-  r.moe_act  = (m & PN_RECOMPUTE_MODULE_MOE_ACT) && d->moe;
-  r.mlp      = (m & PN_RECOMPUTE_MODULE_MLP) && !d->moe;
-  r.moe      = (m & PN_RECOMPUTE_MODULE_MOE) && d->moe;
-  r.shared   = (m & PN_RECOMPUTE_MODULE_SHARED_EXPERTS) && d->moe && d->sf_tp > 0;
-  return r;
 }
 
 /* The clamps of the experts' GLU halves (activation_func_clamp_value, GPT-OSS): Megatron-Core's
@@ -970,28 +1227,33 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
   /* Under full recompute the layer keeps only its input, charged to ln1. */
   double keep = full ? 0.0 : 1.0;
 
-  double ln1_saved = full || rc.ln1 ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d);
-  push_norm_fwd(out, d, "ln1", phase, d->norm_e, ln1_saved);
-  push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", "qkv_in_cast", phase, d->q_tp + 2 * d->kv_tp,
-                  rc.ln1 ? 0.0 : keep * hsp * d->e);
-  if (d->rope)
-    push_rope(out, d, phase, false);
+  if (d->mla) {
+    mla_qkv_forward(out, d, phase, keep, &rc, full);
+  } else {
+    double ln1_saved = full || rc.ln1 ? hsp * 2.0 : hsp * 2.0 + norm_stats_bytes(d);
+    push_norm_fwd(out, d, "ln1", phase, d->norm_e, ln1_saved);
+    push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", "qkv_in_cast", phase, d->q_tp + 2 * d->kv_tp,
+                    rc.ln1 ? 0.0 : keep * hsp * d->e);
+    if (d->rope)
+      push_rope(out, d, phase, false);
+  }
   if (d->unfused_attn) {
     /* selective recompute checkpoints the core attention: it keeps its inputs q, k, v */
     double saved = phase == PN_PHASE_FWD && rc.attn ? attn_qkv_bytes(d) : unfused_attn_saved(d);
     push_attn_unfused_fwd(out, d, phase, keep * saved);
   } else {
     push_cp_fwd(out, d, phase);
-    double attn_saved = attn_qkv_bytes(d) + (rc.attn ? 0.0 : attn_o_lse_bytes(d));
+    /* mla_up_proj frees the q, k, v the attention keeps (refilled by its recompute) */
+    double attn_saved = (rc.up ? 0.0 : attn_qkv_bytes(d)) + (rc.attn ? 0.0 : attn_o_lse_bytes(d));
     push_attn(out, d, phase, false, keep * attn_saved);
     push_cp_fwd_after(out, d, phase);
   }
 
   /* proj input: in fp8 the transposed fp8 copy; in bf16 attention's o, unless selective recompute
    * dropped it from the attention or the CP a2a made a separate tensor. */
-  double proj_in    = (double)d->T * (double)d->q_tp;
+  double proj_in    = (double)d->T * (double)d->o_tp;
   double proj_saved = d->fp8 ? proj_in : ((rc.attn || cp_a2a(d)) && !d->unfused_attn ? proj_in * 2.0 : 0.0);
-  push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->q_tp, keep * proj_saved);
+  push_row_fwd(out, d, "proj", "proj_in_cast", "proj_rs", "proj_fprop", phase, d->o_tp, keep * proj_saved);
   push_bda(out, d, "bias_add", "dropout", "dropout_add", phase, keep);
 
   if (d->moe) {
@@ -1026,7 +1288,7 @@ static void push_cp_bwd_before(GArray *out, const Dims *d, PnPhase phase)
               PN_DT_BF16);
     break;
   case PN_CP_A2A:
-    push_comm(out, "cp_dout_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP, (double)d->T * (double)d->q_tp * 2.0,
+    push_comm(out, "cp_dout_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP, (double)d->T * (double)d->o_tp * 2.0,
               PN_DT_BF16);
     break;
   }
@@ -1041,7 +1303,7 @@ static void push_cp_bwd_after(GArray *out, const Dims *d, PnPhase phase)
               PN_DT_BF16);
   else if (d->cp_type == PN_CP_A2A)
     push_comm(out, "cp_dqkv_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_CP,
-              (double)d->T * (double)(d->q_tp + 2 * d->kv_tp) * 2.0, PN_DT_BF16);
+              (double)d->T * (double)(d->q_tp + d->k_tp + d->v_tp) * 2.0, PN_DT_BF16);
 }
 
 static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gran)
@@ -1086,8 +1348,10 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   }
   push_dbias(out, d, "proj_dbias", B, (double)d->Tsp, (double)d->h);
   push_row_bwd(out, d, "proj_dgrad", "proj_wgrad", "proj_dy_cast", "proj_dgrad_ag", "proj_dy_transpose", "proj_dgrad",
-               "proj_wgrad", B, d->q_tp);
+               "proj_wgrad", B, d->o_tp);
 
+  if (rc.up) /* its hook on the attention output's gradient re-runs the up projections and rope */
+    mla_up_forward(out, d, PN_PHASE_RECOMPUTE, 0.0);
   if (d->unfused_attn) {
     if (rc.attn)
       push_attn_unfused_fwd(out, d, PN_PHASE_RECOMPUTE, unfused_attn_saved(d) - attn_qkv_bytes(d));
@@ -1103,6 +1367,12 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
     push_cp_bwd_before(out, d, B);
     push_attn(out, d, B, true, 0.0);
     push_cp_bwd_after(out, d, B);
+  }
+  if (d->mla) {
+    mla_qkv_backward(out, d, &rc);
+    if (!d->moe)
+      push_param_grad_adds(out, d, B);
+    return;
   }
   if (d->rope)
     push_rope(out, d, B, true);
@@ -1191,12 +1461,10 @@ void pn_workload_embedding_ops(const PnScenario *sc, PnPhase phase, GArray *out)
   }
 }
 
-void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
+/* The output layer and the loss (the decoder's final norm first), forward or backward. */
+static void head_ops(const PnScenario *sc, const Dims *dd, PnPhase phase, GArray *out)
 {
-  g_assert(sc && out);
-  g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
-  Dims d;
-  dims_init(sc, &d);
+  const Dims d        = *dd;
   const double th     = (double)d.T * (double)d.h;
   const double hsp    = (double)d.Tsp * (double)d.h;
   const double logits = (double)d.T * (double)d.vocab_tp;
@@ -1228,6 +1496,93 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
   }
 }
 
+/* The scenario whose layer an MTP layer is: the decoder's last layer's kind
+ * (get_gpt_mtp_block_spec builds it from the decoder's last layer spec). */
+static const PnScenario *mtp_layer_scenario(const PnScenario *sc, PnScenario *dense)
+{
+  if (!pn_workload_has_dense_layers(sc) || pn_workload_layer_is_moe(sc, sc->model.num_layers - 1))
+    return sc;
+  pn_workload_dense_layer_scenario(sc, dense);
+  return dense;
+}
+
+/* One multi-token-prediction layer (transformer/multi_token_prediction.py,
+ * MultiTokenPredictionLayer and process_mtp_loss), on the last pipeline stage: the embedding of
+ * the input shifted by one more token (the model's embedding, roll_tensor), enorm and hnorm
+ * (the embedding's and the decoder output's), their concatenation, eh_proj (TE column parallel,
+ * 2h -> h, in the fp8 context: the input cast, its sequence all-gather, then the output gathered
+ * over TP, gather_from_tensor_model_parallel_region, and split back to the sequence shard), one
+ * transformer layer, its final norm, the output layer and the loss. Backward in reverse, the
+ * decoder output's gradient summed with the main path's. */
+static void mtp_forward(const PnScenario *sc, const Dims *d, GArray *out)
+{
+  const PnPhase F  = PN_PHASE_FWD;
+  const double hsp = (double)d->Tsp * (double)d->h, th = (double)d->T * (double)d->h;
+  PnScenario dense;
+  pn_workload_embedding_ops(sc, F, out);
+  push_norm_fwd(out, d, "mtp_enorm", F, 2.0, hsp * 2.0 + norm_stats_bytes(d));
+  push_norm_fwd(out, d, "mtp_hnorm", F, 2.0, hsp * 2.0 + norm_stats_bytes(d));
+  push_mem(out, "mtp_cat", F, hsp * 8.0, 0.0);
+  if (d->fp8)
+    push_cast(out, d, "mtp_eh_proj_in_cast", F, 2.0 * hsp, 4.0, d->sp);
+  if (d->sp)
+    push_comm(out, "mtp_eh_proj_ag", NULL, F, PN_COLL_ALL_GATHER, PN_GROUP_TP, 2.0 * th * d->e, d->gemm_dt);
+  push_gemm(out, "mtp_eh_proj", NULL, F, PN_GEMM_FPROP, d->gemm_dt, d->T, d->h / d->tp, 2 * d->h, 2.0 * hsp * d->e);
+  if (d->tp_comm)
+    push_comm(out, "mtp_eh_proj_out_ag", NULL, F, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+  if (d->sp)
+    push_mem(out, "mtp_eh_proj_split", F, hsp * 4.0, 0.0);
+  pn_workload_layer_ops(mtp_layer_scenario(sc, &dense), F, out);
+  head_ops(sc, d, F, out);
+}
+
+static void mtp_backward(const PnScenario *sc, const Dims *d, GArray *out)
+{
+  const PnPhase B = PN_PHASE_BWD;
+  const double th = (double)d->T * (double)d->h;
+  PnScenario dense;
+  head_ops(sc, d, B, out);
+  pn_workload_layer_ops(mtp_layer_scenario(sc, &dense), B, out);
+  if (d->sp) /* the split's backward gathers the sequence, the gather's backward splits the hidden */
+    push_comm(out, "mtp_eh_proj_split_ag", NULL, B, PN_COLL_ALL_GATHER, PN_GROUP_TP, th * 2.0, PN_DT_BF16);
+  if (d->fp8)
+    push_cast(out, d, "mtp_eh_proj_dy_cast", B, (double)d->T * (double)(d->h / d->tp), 4.0, false);
+  if (d->sp)
+    push_comm(out, "mtp_eh_proj_dgrad_ag", NULL, B, PN_COLL_ALL_GATHER, PN_GROUP_TP, 2.0 * th * d->e, d->gemm_dt);
+  push_dgrad(out, "mtp_eh_proj_dgrad", NULL, B, d->gemm_dt, d->T, d->h / d->tp, 2 * d->h);
+  if (d->sp)
+    push_comm(out, "mtp_eh_proj_dgrad_rs", NULL, B, PN_COLL_REDUCE_SCATTER, PN_GROUP_TP, 2.0 * th * 2.0, PN_DT_BF16);
+  else if (d->tp_comm)
+    push_comm(out, "mtp_eh_proj_dgrad_ar", NULL, B, PN_COLL_ALL_REDUCE, PN_GROUP_TP, 2.0 * th * 2.0, PN_DT_BF16);
+  push_wgrad(out, d, "mtp_eh_proj_wgrad", NULL, B, d->gemm_dt, d->T, d->h / d->tp, 2 * d->h, 1, true);
+  push_norm_bwd(out, d, "mtp_hnorm_bwd", "mtp_hidden_grad_add", B);
+  push_norm_bwd(out, d, "mtp_enorm_bwd", NULL, B);
+  pn_workload_embedding_ops(sc, B, out);
+}
+
+void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
+{
+  g_assert(sc && out);
+  g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
+  Dims d;
+  dims_init(sc, &d);
+  int64_t mtp = sc->model.mtp_num_layers;
+  if (phase == PN_PHASE_FWD) { /* the decoder's final norm, the MTP layers, the main output layer */
+    for (int64_t k = 0; k < mtp; k++)
+      mtp_forward(sc, &d, out);
+    head_ops(sc, &d, phase, out);
+    return;
+  }
+  head_ops(sc, &d, phase, out);
+  if (mtp > 0) { /* the MTP layers' backward before the final norm's, which takes both gradients */
+    PnOp norm_bwd = g_array_index(out, PnOp, out->len - 1);
+    g_array_set_size(out, out->len - 1);
+    for (int64_t k = 0; k < mtp; k++)
+      mtp_backward(sc, &d, out);
+    g_array_append_val(out, norm_bwd);
+  }
+}
+
 void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, double params_unsharded, GArray *out)
 {
   g_assert(sc && out && params_on_gpu >= 0.0 && params_unsharded >= 0.0);
@@ -1245,9 +1600,11 @@ void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, doubl
  * (module/base.py: num_gemms x 3 fwd, x 2 bwd). GroupedLinear counts one per local expert. */
 static int64_t fp8_gemms_per_layer(const Dims *d)
 {
+  MlaLinear l[4];
+  int64_t attn = d->mla ? 1 + mla_linears(d, l) : 2;
   if (!d->moe)
-    return 4;
-  return 2 + (d->sf_tp > 0 ? 2 : 0) + 2 * d->L;
+    return attn + 2;
+  return attn + (d->sf_tp > 0 ? 2 : 0) + 2 * d->L;
 }
 
 void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, GArray *out)
@@ -1286,8 +1643,14 @@ void pn_workload_fp8_weight_ops(const PnScenario *sc, GArray *out)
     return;
   const bool fp8p = sc->ddp.fp8_param_gather;
   const double h  = (double)d.h;
-  push_weight_cast(out, &d, fp8p, "qkv_weight_cast", h * (double)(d.q_tp + 2 * d.kv_tp));
-  push_weight_cast(out, &d, fp8p, "proj_weight_cast", (double)d.q_tp * h);
+  if (d.mla) {
+    MlaLinear l[4];
+    for (int i = 0, n = mla_linears(&d, l); i < n; i++)
+      push_weight_cast(out, &d, fp8p, l[i].cast, (double)l[i].in * (double)l[i].out);
+  } else {
+    push_weight_cast(out, &d, fp8p, "qkv_weight_cast", h * (double)(d.q_tp + 2 * d.kv_tp));
+  }
+  push_weight_cast(out, &d, fp8p, "proj_weight_cast", (double)d.o_tp * h);
   if (!d.moe) {
     push_weight_cast(out, &d, fp8p, "fc1_weight_cast", h * (double)d.fc1_tp);
     push_weight_cast(out, &d, fp8p, "fc2_weight_cast", (double)d.f_tp * h);
@@ -1306,6 +1669,34 @@ void pn_workload_fp8_weight_ops(const PnScenario *sc, GArray *out)
 /* ---- parameters ---- */
 
 bool pn_workload_is_moe(const PnScenario *sc) { return sc->model.num_moe_experts > 0; }
+
+bool pn_workload_layer_is_moe(const PnScenario *sc, int64_t layer)
+{
+  const PnModelConfig *m = &sc->model;
+  if (m->num_moe_experts <= 0 || layer < 0)
+    return false;
+  if (m->moe_layer_pattern_set)
+    return layer < PN_MAX_MOE_LAYER_PATTERN && m->moe_layer_pattern[layer] != 0;
+  return layer % MAX(m->moe_layer_freq, 1) == 0;
+}
+
+bool pn_workload_has_dense_layers(const PnScenario *sc)
+{
+  for (int64_t l = 0; pn_workload_is_moe(sc) && l < sc->model.num_layers; l++)
+    if (!pn_workload_layer_is_moe(sc, l))
+      return true;
+  return false;
+}
+
+void pn_workload_dense_layer_scenario(const PnScenario *sc, PnScenario *out)
+{
+  *out                                           = *sc;
+  out->model.num_moe_experts                     = 0;
+  out->model.moe_router_topk                     = 0;
+  out->model.moe_shared_expert_intermediate_size = 0;
+  out->model.moe_layer_freq                      = 1;
+  out->model.moe_layer_pattern_set               = false;
+}
 
 int64_t pn_workload_local_experts(const PnScenario *sc)
 {
@@ -1345,7 +1736,7 @@ double pn_workload_layer_linear_params(const PnScenario *sc)
   Dims d;
   dims_init(sc, &d);
   double h    = (double)d.h;
-  double attn = h * (double)(d.q_tp + 2 * d.kv_tp) + (double)d.q_tp * h;
+  double attn = attn_in_weights(&d) + (double)d.o_tp * h;
   if (!d.moe)
     return attn + h * (double)d.fc1_tp + (double)d.f_tp * h;
   return attn + h * (double)d.sfc1_tp + (double)d.sf_tp * h + pn_workload_layer_expert_params(sc);
@@ -1357,7 +1748,7 @@ double pn_workload_layer_params(const PnScenario *sc)
   dims_init(sc, &d);
   double h = (double)d.h;
   double p = pn_workload_layer_linear_params(sc);
-  if (sc->model.add_bias_linear || sc->model.add_qkv_bias)
+  if ((sc->model.add_bias_linear || sc->model.add_qkv_bias) && !d.mla) /* MLA's projections have none */
     p += (double)(d.q_tp + 2 * d.kv_tp);
   if (sc->model.add_bias_linear && !d.moe)
     p += h + (double)d.fc1_tp + h; /* proj and fc2 biases are replicated, fc1's split */
@@ -1366,6 +1757,8 @@ double pn_workload_layer_params(const PnScenario *sc)
   if (d.moe)
     p += (double)d.E * h; /* router */
   p += 2.0 * (d.layernorm ? 2.0 * h : h);
+  if (d.mla && d.qk_ln)
+    p += (double)(d.qlr + d.kvlr);
   return p;
 }
 
@@ -1379,13 +1772,24 @@ double pn_workload_embedding_params(const PnScenario *sc)
   return p;
 }
 
+double pn_workload_head_expert_params(const PnScenario *sc)
+{
+  g_autoptr(GArray) list = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  pn_workload_head_param_list(sc, list);
+  double p = 0.0;
+  for (guint i = 0; i < list->len; i++)
+    if (g_array_index(list, PnParam, i).expert)
+      p += (double)g_array_index(list, PnParam, i).elems;
+  return p;
+}
+
 double pn_workload_head_params(const PnScenario *sc)
 {
-  double h   = (double)sc->model.hidden_size;
-  int64_t tp = MAX(sc->parallel.tensor_model_parallel_size, 1);
-  double p   = sc->model.normalization == PN_NORM_LAYERNORM ? 2.0 * h : h;
-  if (sc->model.untie_embeddings_and_output_weights || sc->parallel.pipeline_model_parallel_size > 1)
-    p += (double)(pn_workload_padded_vocab(sc) / tp) * h;
+  g_autoptr(GArray) list = g_array_new(FALSE, FALSE, sizeof(PnParam));
+  pn_workload_head_param_list(sc, list);
+  double p = 0.0;
+  for (guint i = 0; i < list->len; i++)
+    p += (double)g_array_index(list, PnParam, i).elems;
   return p;
 }
 
@@ -1417,13 +1821,27 @@ void pn_workload_layer_param_list(const PnScenario *sc, GArray *out)
   dims_init(sc, &d);
   const bool bias = sc->model.add_bias_linear;
   Module proj = {out, "proj", "proj_wgrad"}, qkv = {out, "ln1", "ln1_bwd"};
-  push_param(&proj, "self_attention.linear_proj.weight", d.q_tp * d.h, false, true);
+  if (d.mla) { /* the input norm is a module of the layer, registered before the attention */
+    Module ln1 = {out, "ln1", "ln1_bwd"};
+    push_norm(&ln1, &d, "input_layernorm.weight", "input_layernorm.bias");
+  }
+  push_param(&proj, "self_attention.linear_proj.weight", d.o_tp * d.h, false, true);
   if (bias)
     push_param(&proj, "self_attention.linear_proj.bias", d.h, false, false); /* row parallel: replicated */
-  push_norm(&qkv, &d, "self_attention.linear_qkv.layer_norm_weight", "self_attention.linear_qkv.layer_norm_bias");
-  push_param(&qkv, "self_attention.linear_qkv.weight", d.h * (d.q_tp + 2 * d.kv_tp), false, true);
-  if (bias || sc->model.add_qkv_bias)
-    push_param(&qkv, "self_attention.linear_qkv.bias", d.q_tp + 2 * d.kv_tp, false, false);
+  if (d.mla) {
+    MlaLinear l[4];
+    for (int i = 0, n = mla_linears(&d, l); i < n; i++) {
+      Module lin = {out, l[i].fwd_op, l[i].bwd_op};
+      if (l[i].norm_weight)
+        push_param(&lin, l[i].norm_weight, l[i].in, false, false);
+      push_param(&lin, l[i].weight, l[i].in * l[i].out, false, true);
+    }
+  } else {
+    push_norm(&qkv, &d, "self_attention.linear_qkv.layer_norm_weight", "self_attention.linear_qkv.layer_norm_bias");
+    push_param(&qkv, "self_attention.linear_qkv.weight", d.h * (d.q_tp + 2 * d.kv_tp), false, true);
+    if (bias || sc->model.add_qkv_bias)
+      push_param(&qkv, "self_attention.linear_qkv.bias", d.q_tp + 2 * d.kv_tp, false, false);
+  }
   if (!d.moe) {
     Module fc1 = {out, "ln2", "ln2_bwd"}, fc2 = {out, "fc2", "fc2_wgrad"};
     push_norm(&fc1, &d, "mlp.linear_fc1.layer_norm_weight", "mlp.linear_fc1.layer_norm_bias");
@@ -1481,6 +1899,25 @@ void pn_workload_head_param_list(const PnScenario *sc, GArray *out)
   dims_init(sc, &d);
   Module norm = {out, "final_norm", "final_norm_bwd"}, output = {out, "logits", "logits_wgrad"};
   push_norm(&norm, &d, "decoder.final_layernorm.weight", "decoder.final_layernorm.bias");
+  if (sc->model.mtp_num_layers > 0) { /* MultiTokenPredictionBlock, registered before output_layer */
+    PnScenario dense;
+    const PnScenario *lsc = mtp_layer_scenario(sc, &dense);
+    /* the last stage builds its own embedding for MTP, kept equal to the first stage's */
+    if (sc->parallel.pipeline_model_parallel_size > 1) {
+      Module emb = {out, "embedding", "embedding_wgrad"};
+      push_param(&emb, "embedding.word_embeddings.weight", d.vocab_tp * d.h, false, false);
+      g_array_index(out, PnParam, out->len - 1).shared_embedding = true;
+    }
+    for (int64_t k = 0; k < sc->model.mtp_num_layers; k++) {
+      Module enorm = {out, "mtp_enorm", "mtp_enorm_bwd"}, hnorm = {out, "mtp_hnorm", "mtp_hnorm_bwd"};
+      Module eh = {out, "mtp_eh_proj", "mtp_eh_proj_wgrad"}, fnorm = {out, "final_norm", "final_norm_bwd"};
+      push_norm(&enorm, &d, "mtp.layers.enorm.weight", "mtp.layers.enorm.bias");
+      push_norm(&hnorm, &d, "mtp.layers.hnorm.weight", "mtp.layers.hnorm.bias");
+      push_param(&eh, "mtp.layers.eh_proj.weight", 2 * d.h * (d.h / d.tp), false, true);
+      pn_workload_layer_param_list(lsc, out);
+      push_norm(&fnorm, &d, "mtp.layers.final_layernorm.weight", "mtp.layers.final_layernorm.bias");
+    }
+  }
   if (sc->model.untie_embeddings_and_output_weights || sc->parallel.pipeline_model_parallel_size > 1) {
     push_param(&output, "output_layer.weight", d.vocab_tp * d.h, false, false);
     g_array_index(out, PnParam, out->len - 1).shared_embedding = shared_embedding(sc);

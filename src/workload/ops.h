@@ -222,6 +222,7 @@ typedef struct {
   int64_t batch, seq_q, seq_kv, heads, kv_heads, head_dim; /* ATTN, per GPU; GEMM: `batch` > 0 is a
                                                              strided-batched GEMM of that many
                                                              matrices (torch.bmm), one kernel */
+  int64_t head_dim_v; /* ATTN: the value head when it differs from head_dim (MLA); 0: head_dim */
   bool causal;
   bool backward;      /* ATTN: backward kernel */
   double bytes;       /* MEM: bytes read + written; COMM: S in nccl-tests convention
@@ -298,6 +299,15 @@ int64_t pn_workload_expert_dp(const PnScenario *sc);
 /* Experts held by one GPU: num_moe_experts / expert_model_parallel_size (0 for a dense model). */
 int64_t pn_workload_local_experts(const PnScenario *sc);
 bool pn_workload_is_moe(const PnScenario *sc);
+/* Whether layer `layer` (global, from 0) is a MoE layer: MoE models by moe_layer_freq
+ * (config.h); always false for a dense model. */
+bool pn_workload_layer_is_moe(const PnScenario *sc, int64_t layer);
+/* A MoE model with dense layers (moe_layer_freq other than 1). */
+bool pn_workload_has_dense_layers(const PnScenario *sc);
+/* The scenario of a MoE model's dense layers: the same with num_moe_experts 0 (their MLP is
+ * ffn_hidden_size wide, tensor parallel, as Megatron-Core builds it); the layer lists, parameters
+ * and memory of a dense layer are those of this scenario's layers. */
+void pn_workload_dense_layer_scenario(const PnScenario *sc, PnScenario *out);
 /* Whether the core attention is Megatron-Core's DotProductAttention or TE's unfused one (batched
  * GEMMs over the [B, s, s] scores): transformer_impl local, or attention_backend unfused / local. */
 bool pn_workload_unfused_attention(const PnScenario *sc);
@@ -306,8 +316,12 @@ double pn_workload_layer_linear_params(const PnScenario *sc);
 /* Word embedding (padded_vocab/tp rows) + learned position embedding (replicated). */
 double pn_workload_embedding_params(const PnScenario *sc);
 /* Last stage: final norm + output layer (padded_vocab/tp * h) when untied, or when tied with
- * pp > 1 (the last stage keeps its own copy of the shared weight). */
+ * pp > 1 (the last stage keeps its own copy of the shared weight); with mtp_num_layers, the MTP
+ * layers' (enorm, hnorm, eh_proj, a transformer layer, final norm) and, with pp > 1, the last
+ * stage's copy of the word embedding. */
 double pn_workload_head_params(const PnScenario *sc);
+/* Of which expert parameters (an MTP layer's routed experts). */
+double pn_workload_head_expert_params(const PnScenario *sc);
 /* One parameter tensor on this GPU, as Megatron-Core registers it (module.named_parameters()
  * order; the data-parallel gradient buckets are filled in the reverse of that order,
  * param_and_grad_buffer.py / distrib_optimizer.py _compute_per_buffer_param_layout). */

@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "workload/split.h"
+
 #define I64 "%" G_GINT64_FORMAT
 
 static const char *const summaries[PN_RULE_N] = {
@@ -13,8 +15,11 @@ static const char *const summaries[PN_RULE_N] = {
     [PN_RULE_TP_QUERY_GROUPS]      = "tensor_model_parallel_size does not divide num_query_groups",
     [PN_RULE_WORLD]                = "tensor x pipeline x context parallel size does not divide the GPUs",
     [PN_RULE_VPP_NEEDS_PP]         = "virtual_pipeline_model_parallel_size needs pipeline_model_parallel_size > 1",
+    [PN_RULE_PP_SPLIT_ARGS]        = "more than one way to split the pipeline (uneven stages, a layout, account_for_*)",
     [PN_RULE_PP_LAYERS]            = "pipeline_model_parallel_size does not divide num_layers",
     [PN_RULE_VPP_LAYERS]           = "virtual_pipeline_model_parallel_size does not divide the layers of a stage",
+    [PN_RULE_PP_UNEVEN]            = "num_layers_in_first/last_pipeline_stage leave no even split of the rest",
+    [PN_RULE_PP_LAYOUT]            = "pipeline_model_parallel_layout does not fit the pipeline or the model",
     [PN_RULE_VPP_PP2_P2P]          = "interleaving at pipeline_model_parallel_size 2 needs overlap_p2p_comm",
     [PN_RULE_BATCH]                = "micro_batch_size x data_parallel_size does not divide global_batch_size",
     [PN_RULE_VPP_GROUP]            = "microbatch_group_size_per_vp_stage outside [pipeline size, num_microbatches]",
@@ -82,42 +87,45 @@ static PnRule check_layout(PnScenario *sc, PnRuleViolation *v)
   return PN_RULE_OK;
 }
 
-static PnRule check_pipeline(const PnScenario *sc, int64_t *stage_layers_out, PnRuleViolation *v)
+static PnRule check_pipeline(PnScenario *sc, int64_t *stage_layers_out, PnRuleViolation *v)
 {
-  const PnModelConfig *m      = &sc->model;
-  const PnParallelConfig *par = &sc->parallel;
+  PnParallelConfig *par = &sc->parallel;
   int64_t pp = par->pipeline_model_parallel_size, vpp = par->virtual_pipeline_model_parallel_size;
+  const char *vpp_ptr = "/parallel/virtual_pipeline_model_parallel_size";
 
+  /* a layout says how many virtual stages there are: Megatron-LM derives the virtual size from it
+   * (arguments.py validate_args: num_stages // pp, None when 1), and TransformerConfig refuses
+   * another one given */
+  int64_t layout_stages = pn_workload_layout_stages(par->pipeline_model_parallel_layout);
+  if (layout_stages > 0) {
+    if (layout_stages % pp != 0 || (vpp > 1 && vpp != layout_stages / pp))
+      return pn_workload_stage_layers(sc, pp, vpp, NULL, v); /* the layout's own complaint */
+    par->virtual_pipeline_model_parallel_size = vpp = layout_stages / pp;
+    vpp_ptr                                         = "/parallel/pipeline_model_parallel_layout";
+  }
   /* pipeline stages and virtual chunks hold whole layers */
   if (vpp > 1 && pp == 1)
-    return broken(v, PN_RULE_VPP_NEEDS_PP, "/parallel/virtual_pipeline_model_parallel_size",
+    return broken(v, PN_RULE_VPP_NEEDS_PP, vpp_ptr,
                   I64 " needs pipeline_model_parallel_size > 1 (interleaving splits each pipeline stage)", vpp);
-  /* Megatron's account_for_{embedding,loss}_in_pipeline_split count the embedding (first stage)
-   * and the output layer + loss (last stage) as one layer each when splitting */
-  int64_t extra =
-      (par->account_for_embedding_in_pipeline_split ? 1 : 0) + (par->account_for_loss_in_pipeline_split ? 1 : 0);
-  int64_t split_layers = m->num_layers + extra;
-  char counted[96];
-  if (extra == 0)
-    g_snprintf(counted, sizeof counted, "num_layers " I64, m->num_layers);
-  else
-    g_snprintf(counted, sizeof counted, "num_layers " I64 " + " I64 " (account_for_*_in_pipeline_split)", m->num_layers,
-               extra);
-  if (pp > split_layers || split_layers % pp != 0)
-    return broken(v, PN_RULE_PP_LAYERS, "/parallel/pipeline_model_parallel_size", I64 " does not divide %s", pp,
-                  counted);
-  int64_t stage_layers = split_layers / pp;
-  if (vpp > 1 && stage_layers % vpp != 0)
-    return broken(v, PN_RULE_VPP_LAYERS, "/parallel/virtual_pipeline_model_parallel_size",
-                  I64 " does not divide the " I64
-                      " layers of each pipeline stage (%s / pipeline_model_parallel_size " I64 ")",
-                  vpp, stage_layers, counted, pp);
+  g_autoptr(GArray) layers = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  PnRule r                 = pn_workload_stage_layers(sc, pp, vpp, layers, v);
+  if (r != PN_RULE_OK)
+    return r;
   if (vpp > 1 && pp == 2 && sc->comm_overlap.overlap_p2p_comm == PN_TRI_FALSE)
     return broken(v, PN_RULE_VPP_PP2_P2P, "/comm_overlap/overlap_p2p_comm",
                   "false is not supported with interleaving (virtual_pipeline_model_parallel_size " I64
                   ") at pipeline_model_parallel_size 2: Megatron requires pp > 2 when overlap_p2p_comm is off",
                   vpp);
-  *stage_layers_out = stage_layers;
+  /* the most layers a pipeline stage holds, an accounted embedding or loss counting as one */
+  int64_t most = 0;
+  for (int64_t rank = 0; rank < pp; rank++) {
+    int64_t n = (rank == 0 && par->account_for_embedding_in_pipeline_split ? 1 : 0) +
+                (rank == pp - 1 && par->account_for_loss_in_pipeline_split ? 1 : 0);
+    for (int64_t chunk = 0; chunk < MAX(vpp, 1); chunk++)
+      n += g_array_index(layers, int64_t, chunk * pp + rank);
+    most = MAX(most, n);
+  }
+  *stage_layers_out = most;
   return PN_RULE_OK;
 }
 

@@ -7,8 +7,11 @@
  * fit" search (workload/memory.c) and the sweep (which counts rejected layouts by rule).
  *
  * pn_workload_check derives, as Megatron does: data_parallel_size = gpus / (tp*pp*cp),
+ * virtual_pipeline_model_parallel_size = the layout's virtual stages / pp when a
+ * pipeline_model_parallel_layout is set (arguments.py; a vpp > 1 given must be that),
  * num_microbatches = global_batch / (micro_batch * dp), expert_tensor_parallel_size = tp when
  * unset (0), and sequence_parallel off when tp is 1 (noted in `notes`, a warning for users).
+ * The pipeline split itself is split.h's.
  * Afterwards the invariants of config.h hold. Cost: O(1).
  */
 #ifndef PN_WORKLOAD_RULES_H
@@ -22,8 +25,11 @@ typedef enum {
   PN_RULE_TP_QUERY_GROUPS,      /* tp divides num_query_groups */
   PN_RULE_WORLD,                /* tp * pp * cp divides num_gpus */
   PN_RULE_VPP_NEEDS_PP,         /* interleaving needs pp > 1 */
+  PN_RULE_PP_SPLIT_ARGS,        /* at most one way to split: uneven, layout, or account_for_* (split.h) */
   PN_RULE_PP_LAYERS,            /* pp divides the layers (+ account_for_*_in_pipeline_split) */
   PN_RULE_VPP_LAYERS,           /* vpp divides the layers of a stage */
+  PN_RULE_PP_UNEVEN,            /* num_layers_in_first/last_pipeline_stage leave an even rest (split.h) */
+  PN_RULE_PP_LAYOUT,            /* pipeline_model_parallel_layout fits pp and the model (split.h) */
   PN_RULE_VPP_PP2_P2P,          /* interleaving at pp 2 needs overlap_p2p_comm */
   PN_RULE_BATCH,                /* micro_batch * dp divides global_batch */
   PN_RULE_VPP_GROUP,            /* pp <= microbatch_group_size_per_vp_stage <= num_microbatches */

@@ -31,6 +31,14 @@ expect tp-not-dividing-heads '/parallel/tensor_model_parallel_size' -- run "$goo
 expect gpus-not-divisible '/hardware/num_gpus' -- run "$good" --set hardware.num_gpus=12 --set parallel.tensor_model_parallel_size=8
 expect layers-not-divisible 'num_layers' -- run "$good" --set parallel.pipeline_model_parallel_size=3 --set hardware.num_gpus=24 --set training.global_batch_size=120
 expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set training.global_batch_size=101
+# Megatron-Core's uneven stages and pipeline layouts (workload/split.h): each refusal at its key
+expect uneven-rest '/parallel/num_layers_in_first_pipeline_stage: leaves 25 layers, not divisible by the 2 middle' -- run "$good" --set parallel.pipeline_model_parallel_size=4 --set hardware.num_gpus=8 --set parallel.num_layers_in_first_pipeline_stage=3 --set parallel.num_layers_in_last_pipeline_stage=4
+expect uneven-with-account '/parallel/num_layers_in_last_pipeline_stage: cannot be set together with account_for' -- run "$good" --set parallel.num_layers_in_last_pipeline_stage=4 --set parallel.account_for_loss_in_pipeline_split=true
+expect layout-letter '^penumbra: --set: /parallel/pipeline_model_parallel_layout: invalid layer character .x. in virtual stage 1 ' -- run "$good" --set 'parallel.pipeline_model_parallel_layout=Et*16|t*16xL'
+expect layout-stages '/parallel/pipeline_model_parallel_layout: has 3 virtual stages, not a multiple of pipeline_model_parallel_size 2' -- run "$good" --set parallel.pipeline_model_parallel_size=2 --set 'parallel.pipeline_model_parallel_layout=E|t*16|t*16L'
+expect layout-layers "/parallel/pipeline_model_parallel_layout: holds 31 decoder layers 't', the model's num_layers is 32" -- run "$good" --set 'parallel.pipeline_model_parallel_layout=Et*31L'
+expect layout-list '/parallel/pipeline_model_parallel_layout/0/1: expected "embedding", "decoder", "mtp" or "loss"' -- run "$good" --set 'parallel.pipeline_model_parallel_layout=[["embedding", "transformer"]]'
+expect layout-vpp '/parallel/virtual_pipeline_model_parallel_size: 4 conflicts with pipeline_model_parallel_layout' -- run "$good" --set parallel.pipeline_model_parallel_size=2 --set parallel.virtual_pipeline_model_parallel_size=4 --set 'parallel.pipeline_model_parallel_layout=E(t*8|)*3,t*8L'
 expect negative-size '/training/seq_length' -- run "$good" --set training.seq_length=-5
 expect wrong-type '/training/micro_batch_size' -- run "$good" --set 'training.micro_batch_size="two"'
 expect bad-format 'format' -- run "$good" --format yaml

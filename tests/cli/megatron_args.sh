@@ -178,6 +178,83 @@ grep -q "virtual-pipeline-model-parallel-size: not an argument" "$tmp/err" || fa
 [ "$(key "$tmp/moe.json" model moe_grouped_gemm)" = false ] ||
   fail "without --moe-grouped-gemm Megatron-LM runs SequentialMLP: model.moe_grouped_gemm false"
 
+# MLA, --moe-layer-freq's list expression and MTP: Megatron-LM's defaults where the flags are left
+# out (q_lora_rank None, kv_lora_rank 32), the expression read into one entry per layer, the export
+# written back as runs, a bad expression refused
+mla=(--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024
+  --micro-batch-size 1 --global-batch-size 16 --vocab-size 32000 --bf16 --num-experts 8 --moe-router-topk 2
+  --moe-ffn-hidden-size 512 --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall
+  --multi-latent-attention --qk-layernorm --mtp-num-layers 1)
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/mla.json" -- "${mla[@]}" --moe-layer-freq '([0]*1+[1]*1)*2' \
+  2>"$tmp/err" || fail "MLA import: $(cat "$tmp/err")"
+for kv in "model q_lora_rank null" "model kv_lora_rank 32" "model qk_layernorm true" "model mtp_num_layers 1" \
+  "model moe_layer_freq [0,1,0,1]"; do
+  set -- $kv
+  [ "$(key "$tmp/mla.json" "$1" "$2" | tr -d ' ')" = "$3" ] || fail "MLA $1.$2: expected $3, got $(key "$tmp/mla.json" "$1" "$2")"
+done
+"$bin" export megatron-args "$tmp/mla.json" >"$tmp/mla.line" 2>/dev/null || fail "MLA export"
+grep -q -- "--moe-layer-freq '\[0\]\*1+\[1\]\*1+\[0\]\*1+\[1\]\*1'" "$tmp/mla.line" ||
+  fail "--moe-layer-freq must be exported as runs: $(cat "$tmp/mla.line")"
+grep -q -- "--kv-lora-rank 32 " "$tmp/mla.line" && ! grep -q -- "--q-lora-rank" "$tmp/mla.line" ||
+  fail "MLA's sizes must be exported as Megatron-LM reads them: $(cat "$tmp/mla.line")"
+eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/mla.line")"
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/mla2.json" -- "$@" 2>/dev/null || fail "MLA re-import"
+[ "$(iter "$tmp/mla.json")" = "$(iter "$tmp/mla2.json")" ] || fail "MLA: import -> export -> import moved the prediction"
+set +e
+"$bin" import megatron-args -s hardware.num_gpus=8 -- "${mla[@]}" --moe-layer-freq '[0,2]*2' >/dev/null 2>"$tmp/err"
+rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q -- "--moe-layer-freq \[0,2\]\*2: expected an integer >= 1 or a list expression" "$tmp/err" ||
+  fail "a bad --moe-layer-freq must exit 2 with its message (rc $rc): $(cat "$tmp/err")"
+
+# Megatron-Core's uneven stages and pipeline layouts (workload/split.h): the arguments land on their
+# keys (a layout as written; the loader reads it and derives the virtual size), export gives them
+# back (the layout written short in Megatron's syntax, quoted for the shell, without a virtual
+# size beside it: Megatron-LM refuses both), predicting the same time, and the round trips are
+# fixed points
+tiny=(--num-layers 8 --hidden-size 64 --num-attention-heads 2 --seq-length 64 --max-position-embeddings 64
+  --global-batch-size 8 --vocab-size 100 --bf16)
+while IFS=';' read -r args gpus want; do
+  eval "set -- $args"
+  "$bin" import megatron-args -s hardware.num_gpus="$gpus" -o "$tmp/split.json" -- "${tiny[@]}" "$@" 2>"$tmp/err" ||
+    fail "import $args: $(cat "$tmp/err")"
+  for kv in $want; do
+    k=${kv%%=*} v=${kv#*=}
+    [ "$(key "$tmp/split.json" parallel "$k")" = "$v" ] ||
+      fail "$args: parallel.$k, expected $v, got $(key "$tmp/split.json" parallel "$k")"
+  done
+  "$bin" export megatron-args "$tmp/split.json" >"$tmp/split.line" 2>/dev/null || fail "export $args"
+  ! grep -q -- "--pipeline-model-parallel-layout.*--num-virtual-stages\|--num-virtual-stages.*--pipeline-model-parallel-layout" \
+    "$tmp/split.line" || fail "$args: a layout and a virtual size exported together: $(cat "$tmp/split.line")"
+  eval "set -- $(cat "$tmp/split.line")"
+  "$bin" import megatron-args -o "$tmp/split1.json" -- "$@" 2>/dev/null || fail "import of the export of $args"
+  [ "$(iter "$tmp/split.json")" = "$(iter "$tmp/split1.json")" ] || fail "$args: the round trip predicts another time"
+  "$bin" export megatron-args "$tmp/split1.json" >"$tmp/split.line2" 2>/dev/null
+  cmp -s "$tmp/split.line" "$tmp/split.line2" || fail "$args: export -> import -> export is not a fixed point"
+  eval "set -- $(cat "$tmp/split.line2")"
+  "$bin" import megatron-args -o "$tmp/split2.json" -- "$@" 2>/dev/null
+  cmp -s "$tmp/split1.json" "$tmp/split2.json" || fail "$args: import -> export -> import is not a fixed point"
+done <<'SPLIT'
+--pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 1;4;pipeline_model_parallel_size=4 num_layers_in_first_pipeline_stage=1 num_layers_in_last_pipeline_stage=1
+--pipeline-model-parallel-size 4 --decoder-last-pipeline-num-layers 2 --num-virtual-stages-per-pipeline-rank 2;4;num_layers_in_last_pipeline_stage=2 virtual_pipeline_model_parallel_size=2
+--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'E(t*2|)*3,ttL';2;pipeline_model_parallel_layout="E(t*2|)*3,ttL"
+--pipeline-model-parallel-size 2 --pipeline-model-parallel-layout 'Et*4,,|t*4L';2;pipeline_model_parallel_layout="Et*4,,|t*4L"
+SPLIT
+grep -q -- "--pipeline-model-parallel-layout 'Et\*4|t\*4L'" "$tmp/split.line" || fail "the layout exported: $(cat "$tmp/split.line")"
+# what Megatron-LM refuses: a layout beside a virtual size, uneven stages with layers per virtual
+# stage; a layout Megatron-Core refuses
+while IFS=';' read -r args why; do
+  read -r -a words <<<"$args"
+  rc=0
+  "$bin" import megatron-args -s hardware.num_gpus=2 -- "${tiny[@]}" --pipeline-model-parallel-size 2 "${words[@]}" \
+    >/dev/null 2>"$tmp/err" || rc=$?
+  [ $rc = 2 ] && grep -q -- "$why" "$tmp/err" || fail "$args: exit $rc: $(cat "$tmp/err")"
+done <<'BAD'
+--pipeline-model-parallel-layout Et*4|t*4L --num-virtual-stages-per-pipeline-rank 1;gives the virtual pipeline size itself
+--decoder-first-pipeline-num-layers 4 --num-layers-per-virtual-pipeline-stage 2;wants --num-virtual-stages-per-pipeline-rank
+--pipeline-model-parallel-layout Et*4|t*4;/parallel/pipeline_model_parallel_layout: the last layer must be the loss
+BAD
+
 # the local layers and the attention backends (training.transformer_impl / attention_backend), and
 # gradient reduction in fp32, Megatron-LM's default with --bf16 (arguments.py) unless
 # --grad-reduce-in-bf16; export gives each back

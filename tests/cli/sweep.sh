@@ -74,6 +74,25 @@ c = json.load(open(sys.argv[1]))["counts"]
 assert c["candidates"] == 4 and c["rejected"] == 0, c
 PY
 
+# a pipeline layout fixes pp x vpp: --layouts varies the pipeline sizes its 8 virtual stages divide
+# over (2, 4, 8; pp 1 would interleave without a pipeline) and no virtual size, which follows from
+# the layout at each (VPP 4, 2, 1 in the table); every layout simulated runs the layout, and its
+# Megatron-LM line carries it
+printf '%s' '{"schema_version": 1, "model": {"base": "llama3-8b", "num_layers": 14},
+  "hardware": {"profile": "h100-sxm", "num_gpus": 8},
+  "training": {"seq_length": 1024, "micro_batch_size": 1, "global_batch_size": 64},
+  "parallel": {"pipeline_model_parallel_size": 2, "pipeline_model_parallel_layout": "Et|(tt|)*6,tL"}}' >"$tmp/layout.json"
+"$bin" sweep "$tmp/layout.json" --layouts --vary parallel.tensor_model_parallel_size=1 \
+  --vary parallel.context_parallel_size=1 --vary training.micro_batch_size=1 --vary recompute.recompute_granularity=null \
+  -j 2 --json "$tmp/layout-sweep.json" >"$tmp/layout.txt"
+grep -q '^space: 3 candidates over 5 axes (tensor_model_parallel_size 1, pipeline_model_parallel_size 3, ' "$tmp/layout.txt" ||
+  { echo "FAIL: a layout's pipeline axis"; cat "$tmp/layout.txt"; exit 1; }
+for l in "TP1 PP2 VPP4 CP1 DP4" "TP1 PP4 VPP2 CP1 DP2" "TP1 PP8 VPP1 CP1 DP1"; do
+  grep -q "$l" "$tmp/layout.txt" || { echo "FAIL: no row $l"; cat "$tmp/layout.txt"; exit 1; }
+done
+grep -q -- "--pipeline-model-parallel-layout 'Et|(tt|)\*6,tL'" "$tmp/layout.txt" ||
+  { echo "FAIL: the layout not in the best layout's Megatron-LM line"; exit 1; }
+
 # Ctrl-C: what is done is written, and said; exit 130. (--foreground: timeout signals only the
 # sweep, once; without it the signal also goes to the process group, a second Ctrl-C, which kills)
 set +e

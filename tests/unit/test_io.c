@@ -593,8 +593,8 @@ START_TEST(test_semantic_errors)
   expect_extra_error("\"recompute\": {\"recompute_granularity\": \"selective\", \"recompute_modules\": "
                      "[\"mla_up_proj\"]}",
                      PN_IO_ERROR_INVALID,
-                     "/recompute/recompute_modules: \"mla_up_proj\" is only supported with multi-latent attention, "
-                     "which is not simulated");
+                     "/recompute/recompute_modules: \"mla_up_proj\" is only supported with multi-latent attention "
+                     "(model.multi_latent_attention)");
   g_autofree char *jd = scenario_json(NULL, NULL,
                                       "{\"seq_length\": 4096, \"global_batch_size\": 8, \"precision\": \"fp8\", "
                                       "\"fp8_recipe\": \"delayed\"}",

@@ -38,27 +38,43 @@ static GString *counts_text(GArray *a)
   return s;
 }
 
+/* The pipeline sizes up to 16 an even split of `layers` takes, as bits (plan.h). */
+static uint32_t divisors(int64_t layers)
+{
+  uint32_t bits = 0;
+  for (int64_t pp = 1; pp <= 16; pp++)
+    if (layers % pp == 0)
+      bits |= 1u << pp;
+  return bits;
+}
+
 /* Llama 3 70B (80 layers): powers of two 512..8192, and PP 5 / 10 need multiples of 5: 640, 1280,
- * 2560, 5120 (one per octave). 126 layers (405B): odd parts 3, 7, 9 give three counts per octave. */
+ * 2560, 5120 (one per octave). 126 layers (405B): odd parts 3, 7, 9 give three counts per octave.
+ * A split that takes PP 6 and 12 but not 3 (uneven stages) still plans multiples of 3. */
 START_TEST(test_gpu_counts)
 {
   char *why            = NULL;
-  g_autoptr(GArray) c  = pn_plan_gpu_counts(512, 8192, 8, 80, &why);
+  g_autoptr(GArray) c  = pn_plan_gpu_counts(512, 8192, 8, divisors(80), &why);
   g_autoptr(GString) s = counts_text(c);
   ck_assert_str_eq(s->str, "512 640 1024 1280 2048 2560 4096 5120 8192");
   ck_assert_ptr_nonnull(strstr(why, "pipeline sizes 5 10"));
   g_free(why);
-  g_autoptr(GArray) d  = pn_plan_gpu_counts(512, 1023, 8, 126, &why);
+  g_autoptr(GArray) d  = pn_plan_gpu_counts(512, 1023, 8, divisors(126), &why);
   g_autoptr(GString) t = counts_text(d);
   ck_assert_str_eq(t->str, "512 576 768 896");
   g_free(why);
   /* below a node: counts that divide it; none in a range without a power of two of whole nodes */
-  g_autoptr(GArray) e  = pn_plan_gpu_counts(2, 16, 8, 32, &why);
+  g_autoptr(GArray) e  = pn_plan_gpu_counts(2, 16, 8, divisors(32), &why);
   g_autoptr(GString) u = counts_text(e);
   ck_assert_str_eq(u->str, "2 4 8 16");
   ck_assert_ptr_null(why);
-  g_autoptr(GArray) f = pn_plan_gpu_counts(9, 15, 8, 32, &why);
+  g_autoptr(GArray) f = pn_plan_gpu_counts(9, 15, 8, divisors(32), &why);
   ck_assert_uint_eq(f->len, 0);
+  g_autoptr(GArray) g  = pn_plan_gpu_counts(512, 1023, 8, 1u << 1 | 1u << 2 | 1u << 6 | 1u << 12, &why);
+  g_autoptr(GString) w = counts_text(g);
+  ck_assert_str_eq(w->str, "512 768");
+  ck_assert_ptr_nonnull(strstr(why, "3 (pipeline sizes 6 12)"));
+  g_free(why);
 }
 END_TEST
 

@@ -1753,6 +1753,193 @@ START_TEST(test_param_lists)
 }
 END_TEST
 
+/* DeepSeek-V3's multi-latent attention at TP 2 with SP, seq 4096, mbs 1, by hand: T = 4096 tokens,
+ * Tsp = 2048, 64 heads per GPU, query / key heads 128 + 64 = 192 wide (q_tp = 12288), value heads
+ * 128 (v_tp = 8192), linear_kv_up_proj's output 64 * (128 + 128) = 16384. */
+static void mla_scenario(PnScenario *sc)
+{
+  scenario(sc, 16, 2, true, 1, 1, 1);
+  sc->training.seq_length          = 4096;
+  sc->model.hidden_size            = 7168;
+  sc->model.ffn_hidden_size        = 18432;
+  sc->model.num_attention_heads    = 128;
+  sc->model.num_query_groups       = 128;
+  sc->model.multi_latent_attention = true;
+  sc->model.q_lora_rank            = 1536;
+  sc->model.kv_lora_rank           = 512;
+  sc->model.qk_head_dim            = 128;
+  sc->model.qk_pos_emb_head_dim    = 64;
+  sc->model.v_head_dim             = 128;
+  sc->model.qk_layernorm           = true;
+}
+
+START_TEST(test_mla_ops)
+{
+  PnScenario sc;
+  mla_scenario(&sc);
+  g_autoptr(GArray) f = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b = layer(&sc, PN_PHASE_BWD);
+  ck_assert_ptr_null(find(f, "qkv"));
+  /* the down projections on the local tokens, no TP communication */
+  const PnOp *qd = find(f, "q_down"), *kd = find(f, "kv_down");
+  ck_assert(qd->m == 2048 && qd->n == 1536 && qd->k == 7168);
+  ck_assert(kd->m == 2048 && kd->n == 576 && kd->k == 7168);
+  ck_assert_double_eq(qd->saved_bytes, 2048.0 * 7168 * 2); /* the one bf16 norm output */
+  ck_assert_double_eq(kd->saved_bytes, 0.0);
+  /* the rope key gathered over the sequence; each latent gathered before its up projection */
+  ck_assert_double_eq(find(f, "kv_pe_ag")->bytes, 4096.0 * 64 * 2);
+  ck_assert_double_eq(find(f, "q_up_ag")->bytes, 4096.0 * 1536 * 2);
+  ck_assert_double_eq(find(f, "kv_up_ag")->bytes, 4096.0 * 512 * 2);
+  const PnOp *qu = find(f, "q_up"), *ku = find(f, "kv_up");
+  ck_assert(qu->m == 4096 && qu->n == 12288 && qu->k == 1536);
+  ck_assert(ku->m == 4096 && ku->n == 16384 && ku->k == 512);
+  /* the latent norms fused into the up projections (qk_layernorm): 2 + 2 B per element */
+  ck_assert_double_eq(find(f, "q_norm")->bytes, 2048.0 * 1536 * 4);
+  ck_assert_int_lt(index_of(f, "q_down"), index_of(f, "q_up"));
+  ck_assert_int_lt(index_of(f, "kv_up"), index_of(f, "core_attn"));
+  /* the attention: QK^T over 192, PV over 128: 2 * s^2 * heads * (192 + 128) / 2 (causal) */
+  const PnOp *at = find(f, "core_attn");
+  ck_assert(at->head_dim == 192 && at->head_dim_v == 128 && at->heads == 64 && at->kv_heads == 64);
+  ck_assert_double_eq(at->flops, 2.0 * 4096 * 4096 * 64 * 320 / 2);
+  ck_assert_double_eq(at->saved_bytes, 4096.0 * (12288 + 12288 + 8192) * 2 + 4096.0 * 8192 * 2 + 4096.0 * 64 * 4);
+  const PnOp *pj = find(f, "proj");
+  ck_assert(pj->m == 4096 && pj->n == 7168 && pj->k == 8192);
+  /* unfused rope (apply_rope_fusion off): the rope parts rotated, the heads assembled */
+  sc.training.apply_rope_fusion = false;
+  g_autoptr(GArray) fu          = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(fu, "rope")->bytes, (4096.0 * 64 * 64 + 4096.0 * 64) * 24);
+  ck_assert_double_eq(find(fu, "mla_q_cat")->bytes, 4096.0 * 12288 * 4);
+  ck_assert_double_eq(find(fu, "mla_v_copy")->bytes, 4096.0 * 8192 * 4);
+  ck_assert_ptr_null(find(f, "mla_q_cat"));
+  sc.training.apply_rope_fusion = true;
+  /* backward: each up projection's dgrad reduce-scattered, the down projections' dgrads summed */
+  const PnOp *kud = find(b, "kv_up_dgrad");
+  ck_assert(kud->m == 4096 && kud->n == 512 && kud->k == 16384);
+  ck_assert_double_eq(find(b, "kv_up_dgrad_rs")->bytes, 4096.0 * 512 * 2);
+  ck_assert_double_eq(find(b, "kv_pe_rs")->bytes, 4096.0 * 64 * 2);
+  const PnOp *qdw = find(b, "q_down_wgrad");
+  ck_assert(qdw->m == 1536 && qdw->n == 7168 && qdw->k == 2048);
+  ck_assert_int_lt(index_of(b, "kv_down_wgrad"), index_of(b, "mla_dx_add"));
+  ck_assert_int_lt(index_of(b, "mla_dx_add"), index_of(b, "ln1_bwd"));
+  /* parameters: h*r_q + r_q*q_tp + h*(r_kv + 64) + r_kv*16384 + the two latent norms, proj 8192*h */
+  double attn = 7168.0 * 1536 + 1536.0 * 12288 + 7168.0 * 576 + 512.0 * 16384 + 8192.0 * 7168;
+  double mlp  = 7168.0 * 18432 * 3 / 2;
+  ck_assert_double_eq(pn_workload_layer_linear_params(&sc), attn + mlp);
+  ck_assert_double_eq(pn_workload_layer_params(&sc), attn + mlp + 2.0 * 7168 + 1536 + 512);
+  check_lists(&sc);
+  /* mla_up_proj recompute: the up projections and rope keep nothing, the attention drops q, k, v
+   * and keeps o + LSE; the checkpoint keeps the latents and the gathered rope key; all re-run
+   * (their all-gathers too) before the attention's backward */
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_SELECTIVE;
+  sc.recompute.recompute_modules     = PN_RECOMPUTE_MODULE_MLA_UP_PROJ;
+  g_autoptr(GArray) fr               = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) br               = layer(&sc, PN_PHASE_BWD);
+  ck_assert_double_eq(find(fr, "q_up")->saved_bytes, 0.0);
+  ck_assert_double_eq(find(fr, "core_attn")->saved_bytes, 4096.0 * 8192 * 2 + 4096.0 * 64 * 4);
+  ck_assert_double_eq(find(fr, "kv_down")->saved_bytes, 2048.0 * 576 * 2 + 4096.0 * 64 * 2);
+  int up = index_of(br, "q_up");
+  ck_assert_int_ge(up, 0);
+  ck_assert_int_eq(g_array_index(br, PnOp, up).phase, PN_PHASE_RECOMPUTE);
+  ck_assert_int_lt(up, index_of(br, "core_attn_bwd"));
+  ck_assert_int_lt(index_of(br, "proj_dgrad"), up);
+  /* no q_lora_rank: linear_q_proj straight from the norm output */
+  sc.recompute.recompute_granularity = PN_RECOMPUTE_NONE;
+  sc.model.q_lora_rank               = 0;
+  g_autoptr(GArray) fq               = layer(&sc, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(fq, "q_down"));
+  const PnOp *qp = find(fq, "q_proj");
+  ck_assert(qp->m == 4096 && qp->n == 12288 && qp->k == 7168);
+  check_lists(&sc);
+}
+END_TEST
+
+/* Bridge's MLA FLOPs per token, DeepSeek-V3's attention: 6 * [r_q (h + n d_qk + 1) + r_kv (h +
+ * n (128 + 128) + 1) + h * 64 + n * 128 * h] + 3 * n * (192 + 128) * s per layer. */
+START_TEST(test_mla_flops)
+{
+  PnScenario sc;
+  mla_scenario(&sc);
+  sc.model.num_layers = 1;
+  sc.model.vocab_size = 1;
+  double h = 7168, n = 128, s = 4096;
+  double proj = 1536 * (h + n * 192 + 1) + 512 * (h + n * 256 + 1) + h * 64 + n * 128 * h;
+  double mlp  = h * 18432 * 3;
+  double v    = (double)pn_workload_padded_vocab(&sc);
+  double want = s * (6 * proj + 3 * n * 320 * s + 6 * mlp + 6 * h * v);
+  ck_assert_rel(pn_workload_model_flops(&sc.model, 4096, 1, pn_workload_padded_vocab(&sc)), want, 1e-12);
+}
+END_TEST
+
+/* moe_layer_freq: the int form (every N-th layer from layer 0) and the list form; a dense layer is
+ * the dense twin's layer, an ffn_hidden_size MLP with no router or all-to-all. */
+START_TEST(test_moe_layer_freq)
+{
+  PnScenario sc;
+  moe_scenario_ops(&sc, 1, PN_MOE_DISPATCHER_ALLTOALL);
+  ck_assert(!pn_workload_has_dense_layers(&sc));
+  sc.model.moe_layer_freq = 2;
+  ck_assert(pn_workload_layer_is_moe(&sc, 0) && !pn_workload_layer_is_moe(&sc, 1) && pn_workload_layer_is_moe(&sc, 30));
+  ck_assert(pn_workload_has_dense_layers(&sc));
+  sc.model.moe_layer_freq        = 0;
+  sc.model.moe_layer_pattern_set = true;
+  memset(sc.model.moe_layer_pattern, 1, (size_t)sc.model.num_layers);
+  sc.model.moe_layer_pattern[0] = sc.model.moe_layer_pattern[1] = 0;
+  ck_assert(!pn_workload_layer_is_moe(&sc, 1) && pn_workload_layer_is_moe(&sc, 2));
+  PnScenario dense;
+  pn_workload_dense_layer_scenario(&sc, &dense);
+  ck_assert(!pn_workload_is_moe(&dense) && !pn_workload_layer_is_moe(&dense, 2));
+  g_autoptr(GArray) f = layer(&dense, PN_PHASE_FWD);
+  ck_assert_ptr_null(find(f, "router"));
+  ck_assert_int_eq(find(f, "fc1")->n, 14336 * 2 / 2); /* ffn_hidden_size, gated, over TP 2 */
+  ck_assert_double_eq(pn_workload_layer_expert_params(&dense), 0.0);
+  /* a dense model has no MoE layers whatever the pattern says */
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  ck_assert(!pn_workload_layer_is_moe(&sc, 0) && !pn_workload_has_dense_layers(&sc));
+}
+END_TEST
+
+/* One MTP layer at TP 2 with SP: in the head's lists, before the main output layer (forward) and
+ * before the decoder's final norm (backward): the embedding of the shifted tokens, enorm, hnorm,
+ * eh_proj (T, h / TP, 2h) with its input gathered and its output gathered over TP, a transformer
+ * layer, its own final norm, output layer and loss. Its parameters join the head's. */
+START_TEST(test_mtp_ops)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 2, true, 2, 1, 1);
+  g_autoptr(GArray) f0 = ops_new();
+  pn_workload_head_ops(&sc, PN_PHASE_FWD, f0);
+  double head0            = pn_workload_head_params(&sc);
+  sc.model.mtp_num_layers = 1;
+  g_autoptr(GArray) f     = ops_new();
+  g_autoptr(GArray) b     = ops_new();
+  pn_workload_head_ops(&sc, PN_PHASE_FWD, f);
+  pn_workload_head_ops(&sc, PN_PHASE_BWD, b);
+  const PnOp *eh = find(f, "mtp_eh_proj");
+  ck_assert(eh->m == 8192 && eh->n == 2048 && eh->k == 8192);
+  ck_assert_double_eq(find(f, "mtp_eh_proj_ag")->bytes, 8192.0 * 8192 * 2);
+  ck_assert_double_eq(find(f, "mtp_eh_proj_out_ag")->bytes, 8192.0 * 4096 * 2);
+  ck_assert_int_lt(index_of(f, "embedding"), index_of(f, "mtp_eh_proj"));
+  ck_assert_int_lt(index_of(f, "mtp_eh_proj"), index_of(f, "qkv"));
+  ck_assert_int_lt(index_of(f, "qkv"), index_of(f, "logits"));
+  int logits = 0;
+  for (guint i = 0; i < f->len; i++)
+    logits += strcmp(g_array_index(f, PnOp, i).name, "logits") == 0;
+  ck_assert_int_eq(logits, 2);
+  g_autoptr(GArray) lf = layer(&sc, PN_PHASE_FWD), ef = ops_new();
+  pn_workload_embedding_ops(&sc, PN_PHASE_FWD, ef);
+  /* the embedding, enorm, hnorm, cat, eh_proj's gather, GEMM, output gather and split, the layer,
+   * then the head's lists twice */
+  ck_assert_uint_eq(f->len, ef->len + 7 + lf->len + 2 * f0->len);
+  ck_assert_str_eq(g_array_index(b, PnOp, b->len - 1).name, "final_norm_bwd");
+  ck_assert_int_lt(index_of(b, "qkv_wgrad"), index_of(b, "mtp_eh_proj_wgrad"));
+  /* enorm, hnorm, eh_proj, the layer, the final norm, and the last stage's embedding copy */
+  double emb = (double)pn_workload_padded_vocab(&sc) / 2 * 4096;
+  ck_assert_double_eq(pn_workload_head_params(&sc),
+                      head0 + emb + 3 * 4096.0 + 2 * 4096.0 * 2048 + pn_workload_layer_params(&sc));
+  check_lists(&sc);
+}
+END_TEST
+
 /* Megatron-Core's DotProductAttention (transformer_impl local), by hand: Llama3-8B at TP 2 with SP,
  * seq 8192 -> s = 4096 here, mbs 2: np = 32/2 = 16 heads, B = 32 matrices, q = T*q_tp = 8192*2048,
  * GQA 4:1. */
@@ -1943,6 +2130,10 @@ static Suite *workload_suite(void)
       {"moe_ops", test_moe_ops},
       {"moe_etp_and_allgather", test_moe_etp_and_allgather},
       {"rules", test_rules},
+      {"mla_ops", test_mla_ops},
+      {"mla_flops", test_mla_flops},
+      {"moe_layer_freq", test_moe_layer_freq},
+      {"mtp_ops", test_mtp_ops},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);

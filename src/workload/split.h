@@ -1,0 +1,70 @@
+/* split.h — Megatron-Core's pipeline split: how many decoder layers each virtual pipeline stage
+ * builds. One copy of the arithmetic serves the rules (rules.c), the task-graph builder
+ * (sched/build.c), the memory estimate (memory.c), the sweep's and the plan's pipeline sizes.
+ *
+ * Megatron-Core splits a model in one of three ways (megatron/core/transformer/transformer_block.py
+ * get_num_layers_to_build, transformer_layer.py get_transformer_layer_offset, checked by
+ * transformer_config.py TransformerConfig.__post_init__):
+ *   even    num_layers, plus one slot for the embedding and one for the loss with
+ *           account_for_{embedding,loss}_in_pipeline_split, over pp * vpp virtual stages; the
+ *           accounted embedding and loss take a layer's place in the first and the last virtual
+ *           stage (which may then build none);
+ *   uneven  num_layers_in_first_pipeline_stage / num_layers_in_last_pipeline_stage: that many
+ *           layers on the first / last pipeline stage, the other stages share the rest evenly; each
+ *           stage's layers are split evenly over its vpp chunks. Not with account_for_*;
+ *   layout  pipeline_model_parallel_layout (pipeline_parallel_layer_layout.py): every virtual
+ *           stage's layers written out, pp * vpp of them in Megatron's order, vpp derived from
+ *           their number (megatron/training/arguments.py). Not with the keys of the other two.
+ * Virtual stage vs = chunk * pp + rank (chunk c of pipeline rank r); a virtual stage's decoder
+ * layers follow the previous virtual stage's (the offsets of transformer_layer.py), so the first
+ * layer of vs is the sum of the layers of the ones before it. The embedding is built on virtual
+ * stage 0 and the output layer and loss on the last, whatever the split.
+ *
+ * Layouts. Megatron's string ("Et*3|(tt|)*29,m|L": E embedding, t decoder layer, m multi-token
+ * prediction layer, L loss, '|' between virtual stages, x*N and (...)*N repetition, ',' cosmetic)
+ * is read as PipelineParallelLayerLayout.parse_str_to_list reads it and kept in its normal form:
+ * the letters of each virtual stage, stages joined by '|' ("Ettt|tt|tt|...|m|L"); the normal form
+ * reads back as itself. A stage may be empty ("E|tt||tL": the third builds nothing and passes its
+ * input on). The layout's checks are validate_layer_layout's; its 'm' must number
+ * model.mtp_num_layers, as Megatron checks, and sit beside the 'L' (penumbra prices MTP with the
+ * loss: layout_mtp in split.c is the one place that says so).
+ *
+ * Errors are PnRuleViolation (rules.h): the JSON pointer of the key to blame and Megatron's check
+ * in words. Cost: linear in the layout's length; the split O(pp * vpp).
+ */
+#ifndef PN_WORKLOAD_SPLIT_H
+#define PN_WORKLOAD_SPLIT_H
+
+#include <glib.h>
+
+#include "workload/config.h"
+#include "workload/rules.h"
+
+/* Megatron's layout string `layout` into its normal form in `out` (`out_size` bytes, NUL-terminated).
+ * Returns PN_RULE_OK, or PN_RULE_PP_LAYOUT with `v` (may be NULL) filled, blaming
+ * /parallel/pipeline_model_parallel_layout: a character that names no layer, no layer at all,
+ * a normal form longer than out_size - 1 bytes. */
+PnRule pn_workload_layout_expand(const char *layout, char *out, gsize out_size, PnRuleViolation *v);
+
+/* A layout in normal form written back short in Megatron's syntax (g_free): runs of three or more
+ * of a layer as "t*N", runs of a virtual stage as "(S|)*N," ("Et|(tt|)*30,mL"); expanding it
+ * gives the normal form back. */
+char *pn_workload_layout_compact(const char *layout);
+
+/* The virtual stages a layout in normal form describes; 0 for "" (no layout). */
+int64_t pn_workload_layout_stages(const char *layout);
+
+/* Megatron-Core's split of `sc`'s decoder layers at pipeline size `pp` (>= 1) and virtual size
+ * `vpp` (<= 1: not interleaved; with a layout, <= 1 is Megatron's None: the layout's own count of
+ * virtual stages over pp), by the keys of sc->parallel and sc->model.num_layers (and mtp_num_layers
+ * for a layout's 'm'). Fills `layers` (may be NULL: a check only; else resized) with the decoder
+ * layers of each virtual stage, by vs = chunk * pp + rank. Returns PN_RULE_OK, or the rule broken
+ * (PN_RULE_PP_SPLIT_ARGS, PN_RULE_PP_LAYERS, PN_RULE_VPP_LAYERS, PN_RULE_PP_UNEVEN,
+ * PN_RULE_PP_LAYOUT) with `v` (may be NULL) filled. Does not check that vpp > 1 needs pp > 1
+ * (rules.c does). */
+PnRule pn_workload_stage_layers(const PnScenario *sc, int64_t pp, int64_t vpp, GArray *layers, PnRuleViolation *v);
+
+/* Whether the split of `sc` works at pipeline size `pp` and virtual size `vpp` (as above). */
+gboolean pn_workload_split_ok(const PnScenario *sc, int64_t pp, int64_t vpp);
+
+#endif
