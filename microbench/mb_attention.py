@@ -3,7 +3,7 @@
 
     python3 mb_attention.py [--out attention.json] [--budget-s 100] [--device 0]
         [--seqs 2048,4096,8192,16384] [--heads 4,8,16,32,64] [--head-dims 128,192]
-        [--backends cudnn,flash]
+        [--backends cudnn,flash] [--v-head-dim N]
 
 PyTorch's scaled_dot_product_attention pinned to one backend at a time (cuDNN fused attention,
 which Transformer Engine uses by default on Hopper, and FlashAttention-2), batch 1, layout
@@ -13,6 +13,12 @@ timed with CUDA events: fwd_ns around the forward (inputs require grad, as in tr
 bwd_ns around torch.autograd.grad of a fresh forward's output. FLOPs count causal as half:
 fwd_flops = 4*b*h*s^2*d / 2, bwd_flops = 2.5 * fwd_flops. Unsupported cases are recorded with
 status "unsupported: <reason>".
+
+With --v-head-dim N (> 0) the values (and the output) have heads of N, the queries and keys of
+each --head-dims d: multi-latent attention's shape (DeepSeek-V3: d = 192, N = 128); the rows say
+"head_dim_v" and count fwd_flops = 2*b*h*s^2*(d + N) / 2 (QK^T over d, PV over N). calibrate keeps
+them out of the attention table and replays them in --check against the table's d-wide kernel
+priced for (d + N) / 2d of its work.
 """
 import argparse
 import json
@@ -133,6 +139,7 @@ def main():
     ap.add_argument("--head-dims", default="128,192")
     ap.add_argument("--backends", default="cudnn,flash")
     ap.add_argument("--target-ms", type=float, default=40.0)
+    ap.add_argument("--v-head-dim", type=int, default=0)
     a = ap.parse_args()
     dev = torch.device("cuda", a.device)
     torch.cuda.set_device(dev)
@@ -161,17 +168,20 @@ def main():
                         if time.time() - t0 > a.budget_s:
                             truncated = True
                             break
-                        fwd_flops = 4.0 * batch * h * s * s * d / 2
+                        dv = a.v_head_dim if a.v_head_dim > 0 else d
+                        fwd_flops = 2.0 * batch * h * s * s * (d + dv) / 2
                         row = {"seq_len": s, "batch": batch, "heads": h, "kv_heads": kvh, "head_dim": d,
                                "causal": True, "dtype": "bf16", "layout": "bhsd", "backend": b,
                                "fwd_flops": fwd_flops, "bwd_flops": 2.5 * fwd_flops}
+                        if dv != d:
+                            row["head_dim_v"] = dv
                         q = k = v = dout = None
                         try:
                             gen = torch.Generator(device=dev).manual_seed(s + h + d)
                             q = torch.randn(batch, h, s, d, device=dev, dtype=torch.bfloat16, generator=gen)
                             k = torch.randn(batch, kvh, s, d, device=dev, dtype=torch.bfloat16, generator=gen)
-                            v = torch.randn(batch, kvh, s, d, device=dev, dtype=torch.bfloat16, generator=gen)
-                            dout = torch.randn(batch, h, s, d, device=dev, dtype=torch.bfloat16, generator=gen)
+                            v = torch.randn(batch, kvh, s, dv, device=dev, dtype=torch.bfloat16, generator=gen)
+                            dout = torch.randn(batch, h, s, dv, device=dev, dtype=torch.bfloat16, generator=gen)
                             for t in (q, k, v):
                                 t.requires_grad_(True)
                             gqa = kvh != h

@@ -263,9 +263,9 @@ static bool fit_contention(const PnCalData *d, PnCalVariant variant, int sm_coun
 static gint cmp_attn(gconstpointer a, gconstpointer b)
 {
   const PnAttnPoint *x = a, *y = b;
-  int64_t kx[] = {x->head_dim, x->batch, x->seq, x->heads, x->kv_heads};
-  int64_t ky[] = {y->head_dim, y->batch, y->seq, y->heads, y->kv_heads};
-  for (int i = 0; i < 5; i++)
+  int64_t kx[] = {x->head_dim, x->head_dim_v, x->batch, x->seq, x->heads, x->kv_heads};
+  int64_t ky[] = {y->head_dim, y->head_dim_v, y->batch, y->seq, y->heads, y->kv_heads};
+  for (int i = 0; i < 6; i++)
     if (kx[i] != ky[i])
       return kx[i] < ky[i] ? -1 : 1;
   return 0;

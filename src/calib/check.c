@@ -185,14 +185,14 @@ static void check_attn(const PnCalData *d, const PnHwProfile *p, PnCalCheck *out
   pn__calib_fit_attn(d, &fastest);
   for (int i = 0; i < fastest.n; i++) {
     const PnAttnPoint *a = &fastest.pts[i];
-    pn__calib_push_err(
-        out->attn,
-        pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, false, NULL),
-        a->fwd_ns);
-    pn__calib_push_err(
-        out->attn,
-        pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, true, NULL),
-        a->bwd_ns);
+    pn__calib_push_err(out->attn,
+                       pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim,
+                                            a->head_dim_v, true, false, NULL),
+                       a->fwd_ns);
+    pn__calib_push_err(out->attn,
+                       pn_cost_attention_ns(p, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim,
+                                            a->head_dim_v, true, true, NULL),
+                       a->bwd_ns);
   }
   g_free(fastest.pts);
 }

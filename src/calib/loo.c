@@ -96,10 +96,10 @@ static void loo_attn(const PnHwProfile *p, PnCalCheck *out)
     const PnAttnPoint *a = &t->pts[i];
     /* causal FLOPs as cost.c counts them: QK^T and PV, half masked; the backward 2.5x */
     double fwd_flops =
-        2.0 * (double)a->batch * (double)a->heads * (double)a->seq * (double)a->seq * (double)a->head_dim;
+        (double)a->batch * (double)a->heads * (double)a->seq * (double)a->seq * (double)(a->head_dim + a->head_dim_v);
     for (int bwd = 0; bwd < 2; bwd++) {
-      double ns =
-          pn_cost_attention_ns(&lp, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, true, bwd, NULL);
+      double ns = pn_cost_attention_ns(&lp, a->batch, a->seq, a->seq, a->heads, a->kv_heads, a->head_dim, a->head_dim_v,
+                                       true, bwd, NULL);
       double measured = bwd ? a->bwd_ns : a->fwd_ns, flops = bwd ? 2.5 * fwd_flops : fwd_flops;
       pn__calib_push_err(err, ns, measured);
       add_point(out, bwd ? "attn_bwd" : "attn_fwd", 0, flops, flops / measured * 1e-3, flops / ns * 1e-3, true);

@@ -186,32 +186,48 @@ double pn_cost_bmm_ns(const PnHwProfile *hw, int64_t batch, int64_t m, int64_t n
 }
 
 static double attention_flops(int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads, int64_t head_dim,
-                              bool causal, bool backward)
+                              int64_t head_dim_v, bool causal, bool backward)
 {
-  /* QK^T and PV: 2 matmuls of 2*b*h*sq*skv*d each; causal masks half; the backward runs 5
-   * (recomputed QK^T, dV, dP, dQ, dK): 2.5x the forward. */
-  double f = 4.0 * (double)batch * (double)heads * (double)seq_q * (double)seq_kv * (double)head_dim;
+  /* QK^T and PV: 2 matmuls of 2*b*h*sq*skv*d each (d the query / key heads' and the value heads'
+   * width); causal masks half; the backward runs 5 (recomputed QK^T, dV, dP, dQ, dK): 2.5x the
+   * forward. */
+  double f = 2.0 * (double)batch * (double)heads * (double)seq_q * (double)seq_kv * (double)(head_dim + head_dim_v);
   if (causal)
     f *= 0.5;
   return backward ? 2.5 * f : f;
 }
 
-double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
-                            int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src)
+/* Whether the table has rows of these widths. */
+static bool attn_has(const PnAttnTable *t, int64_t head_dim, int64_t head_dim_v)
 {
-  double flops         = attention_flops(batch, seq_q, seq_kv, heads, head_dim, causal, backward);
+  for (int i = 0; i < t->n; i++)
+    if (t->pts[i].head_dim == head_dim && t->pts[i].head_dim_v == head_dim_v)
+      return true;
+  return false;
+}
+
+double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
+                            int64_t kv_heads, int64_t head_dim, int64_t head_dim_v, bool causal, bool backward,
+                            PnCostSource *src)
+{
+  if (head_dim_v <= 0)
+    head_dim_v = head_dim;
+  double flops         = attention_flops(batch, seq_q, seq_kv, heads, head_dim, head_dim_v, causal, backward);
   const PnAttnTable *t = &hw->attn_bf16;
+  /* without rows of a narrower value head, the symmetric kernel's rate (MLA's measured rows run
+   * faster than that: hwprofiles/calibration/h100-sxm/attention_mla.json) */
+  int64_t rows_v = attn_has(t, head_dim, head_dim_v) ? head_dim_v : head_dim;
   if (t->n > 0) {
     PnNeighbour best[PN_COST_NEIGHBOURS];
     int n_best = 0;
     for (int i = 0; i < t->n; i++) {
       const PnAttnPoint *p = &t->pts[i];
-      if (p->head_dim != head_dim)
+      if (p->head_dim != head_dim || p->head_dim_v != rows_v)
         continue;
       double ds = log2_ratio((double)seq_q, (double)p->seq), dh = log2_ratio((double)heads, (double)p->heads);
       double dg = log2_ratio((double)kv_heads, (double)p->kv_heads), db = log2_ratio((double)batch, (double)p->batch);
       double dist = sqrt(ds * ds + dh * dh + 0.25 * dg * dg + db * db);
-      double pf   = attention_flops(p->batch, p->seq, p->seq, p->heads, p->head_dim, true, backward);
+      double pf   = attention_flops(p->batch, p->seq, p->seq, p->heads, p->head_dim, p->head_dim_v, true, backward);
       keep_nearest(best, &n_best, dist, pf / (backward ? p->bwd_ns : p->fwd_ns));
     }
     bool exact  = false;

@@ -27,9 +27,13 @@ double pn_cost_gemm_accum_ns(const PnHwProfile *hw, int64_t m, int64_t n, int64_
  * from the profile's bmm_bf16 table (nearest points in log(batch, m, n, k)), else as one GEMM of
  * (batch*m, n, k). */
 double pn_cost_bmm_ns(const PnHwProfile *hw, int64_t batch, int64_t m, int64_t n, int64_t k, PnCostSource *src);
-/* Causal flash attention, per GPU: batch, sequence (q = kv), heads and query groups on this GPU. */
+/* Causal flash attention, per GPU: batch, sequence (q = kv), heads and query groups on this GPU,
+ * query / key heads of head_dim, value heads of head_dim_v (0: head_dim; MLA's differ). From the
+ * profile's attn_bf16 rows of those two widths (nearest shapes, at their FLOP rate: QK^T counts
+ * head_dim, PV head_dim_v); with none of a narrower value head, the head_dim rows' rate. */
 double pn_cost_attention_ns(const PnHwProfile *hw, int64_t batch, int64_t seq_q, int64_t seq_kv, int64_t heads,
-                            int64_t kv_heads, int64_t head_dim, bool causal, bool backward, PnCostSource *src);
+                            int64_t kv_heads, int64_t head_dim, int64_t head_dim_v, bool causal, bool backward,
+                            PnCostSource *src);
 /* Memory-bound kernel classes, each with its measured bandwidth curve (microbench memory rows:
  * copy, rmsnorm, gelu/swiglu, adam). */
 /* PN_MEM_DROPOUT: a kernel drawing random numbers for dropout and writing or reading its mask

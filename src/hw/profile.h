@@ -42,6 +42,7 @@ typedef struct {
 
 typedef struct {
   int64_t batch, seq, heads, kv_heads, head_dim; /* per GPU, causal */
+  int64_t head_dim_v;                            /* the value heads' (MLA: 128 beside 192); head_dim otherwise */
   double fwd_ns, bwd_ns;
 } PnAttnPoint;
 

@@ -168,7 +168,10 @@ static gboolean read_attention_row(const PnIoCtx *ctx, const cJSON *row, gsize i
   DUR("bwd_ns", bwd);
   if (get(row, "batch"))
     INT("batch", batch, 1);
-  PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, fwd, bwd};
+  double hdv = hd; /* mb_attention.py --v-head-dim: the value heads' own width */
+  if (get(row, "head_dim_v"))
+    INT("head_dim_v", hdv, 1);
+  PnAttnPoint a = {(int64_t)batch, (int64_t)seq, (int64_t)heads, (int64_t)kvh, (int64_t)hd, (int64_t)hdv, fwd, bwd};
   if (fwd > 0 && bwd > 0)
     g_array_append_val(d->attn, a);
   return TRUE;
@@ -722,15 +725,15 @@ static cJSON *contention_table_json(const PnHwProfile *p, const char *source)
 
 static cJSON *attn_table_json(const PnAttnTable *t, const char *source)
 {
-  static const char *const cols[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
-  g_autofree double *v            = g_new(double, (gsize)t->n * 7 + 1);
+  static const char *const cols[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "head_dim_v", "fwd_ns", "bwd_ns"};
+  g_autofree double *v            = g_new(double, (gsize)t->n * 8 + 1);
   for (int i = 0; i < t->n; i++) {
     const PnAttnPoint *a = &t->pts[i];
-    double row[]         = {(double)a->batch,    (double)a->seq,   (double)a->heads, (double)a->kv_heads,
-                            (double)a->head_dim, round(a->fwd_ns), round(a->bwd_ns)};
-    memcpy(v + (gsize)i * 7, row, sizeof row);
+    double row[]         = {(double)a->batch,    (double)a->seq,        (double)a->heads, (double)a->kv_heads,
+                            (double)a->head_dim, (double)a->head_dim_v, round(a->fwd_ns), round(a->bwd_ns)};
+    memcpy(v + (gsize)i * 8, row, sizeof row);
   }
-  return table_json(cols, 7, v, t->n, source);
+  return table_json(cols, 8, v, t->n, source);
 }
 
 static cJSON *bmm_table_json(const PnGemmTable *t, const char *source)

@@ -191,8 +191,11 @@ static const char *const gemm_columns[]       = {"m", "n", "k", "ns"};
 static const char *const coll_columns[]       = {"collective", "ranks", "ctas", "bytes", "ns"};
 static const char *const pair_columns[]       = {"collective", "ctas", "bytes", "ns"}; /* nccl_pair_table: ranks 2 */
 static const char *const contention_columns[] = {"m", "n", "k", "dtype", "variant", "sms_held", "slowdown"};
-static const char *const attn_columns[]       = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
-static const char *const bmm_columns[]        = {"batch", "m", "n", "k", "ns"};
+static const char *const attn_columns[]       = {"batch",    "seq",        "heads",  "kv_heads",
+                                                 "head_dim", "head_dim_v", "fwd_ns", "bwd_ns"};
+/* before the value heads had a column of their own (every row head_dim_v = head_dim) */
+static const char *const attn_columns_7[] = {"batch", "seq", "heads", "kv_heads", "head_dim", "fwd_ns", "bwd_ns"};
+static const char *const bmm_columns[]    = {"batch", "m", "n", "k", "ns"};
 
 const char *const pn__io_torch_kernel_names[PN_TK_N] = {
     [PN_TK_MASKED_FILL]       = "masked_fill",
@@ -685,19 +688,23 @@ static gboolean read_attn_table(const PnIoCtx *ctx, const cJSON *t, PnHwProfile 
 {
   g_autofree double *vals = NULL;
   int n                   = 0;
-  if (!read_table(ctx, t, "/calibration/attn_bf16", attn_columns, 7, 5, &vals, &n, error))
+  const cJSON *cols       = cJSON_GetObjectItemCaseSensitive(t, "columns");
+  bool old                = cJSON_IsArray(cols) && cJSON_GetArraySize(cols) == 7;
+  int nc                  = old ? 7 : 8;
+  if (!read_table(ctx, t, "/calibration/attn_bf16", old ? attn_columns_7 : attn_columns, nc, nc - 2, &vals, &n, error))
     return FALSE;
   p->attn_bf16.pts = n > 0 ? g_new0(PnAttnPoint, n) : NULL;
   p->attn_bf16.n   = n;
   for (int r = 0; r < n; r++) {
-    const double *v     = vals + (gsize)r * 7;
-    p->attn_bf16.pts[r] = (PnAttnPoint){.batch    = (int64_t)v[0],
-                                        .seq      = (int64_t)v[1],
-                                        .heads    = (int64_t)v[2],
-                                        .kv_heads = (int64_t)v[3],
-                                        .head_dim = (int64_t)v[4],
-                                        .fwd_ns   = v[5],
-                                        .bwd_ns   = v[6]};
+    const double *v     = vals + (gsize)r * (gsize)nc;
+    p->attn_bf16.pts[r] = (PnAttnPoint){.batch      = (int64_t)v[0],
+                                        .seq        = (int64_t)v[1],
+                                        .heads      = (int64_t)v[2],
+                                        .kv_heads   = (int64_t)v[3],
+                                        .head_dim   = (int64_t)v[4],
+                                        .head_dim_v = (int64_t)v[old ? 4 : 5],
+                                        .fwd_ns     = v[nc - 2],
+                                        .bwd_ns     = v[nc - 1]};
   }
   return TRUE;
 }

@@ -168,16 +168,6 @@ static PnMemClass mem_class(const PnOp *op)
   return PN_MEM_COPY;
 }
 
-/* An attention whose value head is narrower than its query / key head (MLA: 192 and 128) does
- * (d_qk + d_v) / (2 d_qk) of the work of one with both at d_qk, at that kernel's measured rate:
- * QK^T and its gradients scale with d_qk, PV and its with d_v. */
-static double attn_v_share(const PnOp *op)
-{
-  if (op->head_dim_v <= 0 || op->head_dim_v == op->head_dim)
-    return 1.0;
-  return (double)(op->head_dim + op->head_dim_v) / (2.0 * (double)op->head_dim);
-}
-
 /* A kernel occupies its stream at least its class's floor (PnHwProfile.kernel_floor_ns: ramp and
  * tail, measured in a CUDA graph); the executor adds kernel_launch_ns on top. */
 static double floored(const PnHwProfile *hw, double work_ns, PnFloorClass cls)
@@ -229,8 +219,7 @@ void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t)
   case PN_OP_ATTN:
     t->work_ns = floored(hw,
                          pn_cost_attention_ns(hw, op->batch, op->seq_q, op->seq_kv, op->heads, op->kv_heads,
-                                              op->head_dim, op->causal, op->backward, &src) *
-                             attn_v_share(op),
+                                              op->head_dim, op->head_dim_v, op->causal, op->backward, &src),
                          PN_FLOOR_ATTN);
     t->host_ns = host_launch_ns(b->sc, op, 1);
     /* flash attention reads Q, K, V and writes O once (bf16); its backward also reads O and dO and

@@ -25,8 +25,8 @@ hbm=("$C"/h100-sxm/hbm_share.json "$C"/h100-sxm-2gpu/copy_nccl_overlap.json)
 # userbuffers CTAs pushing without multicast (mb_p2p_sm) were measured on two H200s (NVLink 4, as
 # the H100's): both profiles take them
 p2p=("$C"/h200-sxm/p2p_sm.json)
-h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}" "${hbm[@]}" "${p2p[@]}")
-h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,memory,copy_engine,gemm_accum,torch_mem,unfused_attn}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${hbm[@]}" "${p2p[@]}")
+h100=("$C"/h100-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,attention_mla,memory}.json "$C"/h200-sxm-8gpu/collective.json "$C"/h200-sxm/copy_engine.json "${host[@]}" "${accum[@]}" "${torch_mem[@]}" "${unfused[@]}" "${hbm[@]}" "${p2p[@]}")
+h200=("$C"/h200-sxm/{gemm,gemm_moe_experts,gemm_moe_router,gemm_contention,attention,attention_hd,attention_mla,memory,copy_engine,gemm_accum,torch_mem,unfused_attn}.json "$C"/h200-sxm-8gpu/collective.json "${host[@]}" "${hbm[@]}" "${p2p[@]}")
 # re-fitting a committed profile from the committed measurements must change nothing, its
 # "calibrated" day included (the newest date_utc of the results, no --date needed); the h200 base
 # starts without one, which the fit adds right after "gpu"

@@ -650,6 +650,47 @@ END_TEST
  * An empty table prices every bmm as that folded GEMM: (8 x 1024, 1024, 64) at its 25000 ns. A
  * batch of 0 or 1 is one GEMM: a table of such points prices as the same points in gemm_bf16,
  * bit for bit (random tables and queries, the roofline included). */
+/* MLA's attention (query / key heads 192, value heads 128): the rows of those two widths price it
+ * at their own rate; without them, the d = 192 rows' rate for the work of (192 + 128) / 2 wide
+ * heads: QK^T over 192, PV over 128, so (192 + 128) / (2 * 192) of the symmetric kernel's time. */
+START_TEST(test_cost_attention_mla)
+{
+  PnHwProfile hw   = {.sm_count = 132, .peak_bf16_flops_per_ns = 989e3, .attn_efficiency = 0.5};
+  PnAttnPoint pt[] = {{.batch      = 1,
+                       .seq        = 4096,
+                       .heads      = 64,
+                       .kv_heads   = 64,
+                       .head_dim   = 192,
+                       .head_dim_v = 192,
+                       .fwd_ns     = 678000.0,
+                       .bwd_ns     = 3230000.0},
+                      {.batch      = 1,
+                       .seq        = 4096,
+                       .heads      = 64,
+                       .kv_heads   = 64,
+                       .head_dim   = 192,
+                       .head_dim_v = 128,
+                       .fwd_ns     = 602000.0,
+                       .bwd_ns     = 2059000.0}};
+  hw.attn_bf16     = (PnAttnTable){.n = 1, .pts = pt};
+  PnCostSource src;
+  ck_assert_double_eq_tol(pn_cost_attention_ns(&hw, 1, 4096, 4096, 64, 64, 192, 192, true, false, &src), 678000.0,
+                          1e-6);
+  ck_assert_double_eq_tol(pn_cost_attention_ns(&hw, 1, 4096, 4096, 64, 64, 192, 0, true, true, &src), 3230000.0, 1e-6);
+  ck_assert_double_eq_tol(pn_cost_attention_ns(&hw, 1, 4096, 4096, 64, 64, 192, 128, true, false, &src),
+                          678000.0 * 320.0 / 384.0, 1e-6);
+  hw.attn_bf16 = (PnAttnTable){.n = 2, .pts = pt};
+  ck_assert_double_eq_tol(pn_cost_attention_ns(&hw, 1, 4096, 4096, 64, 64, 192, 128, true, false, &src), 602000.0,
+                          1e-6);
+  ck_assert_int_eq(src, PN_COST_TABLE);
+  ck_assert_double_eq_tol(pn_cost_attention_ns(&hw, 1, 4096, 4096, 64, 64, 192, 128, true, true, &src), 2059000.0,
+                          1e-6);
+  /* a symmetric query still takes the symmetric row */
+  ck_assert_double_eq_tol(pn_cost_attention_ns(&hw, 1, 4096, 4096, 64, 64, 192, 192, true, true, &src), 3230000.0,
+                          1e-6);
+}
+END_TEST
+
 START_TEST(test_cost_bmm)
 {
   PnHwProfile hw     = {.sm_count               = 132,
@@ -2056,6 +2097,7 @@ static Suite *hw_suite(void)
   } while (0)
   TC("gemm_accum_cost", test_gemm_accum_cost);
   TC("cost_bmm", test_cost_bmm);
+  TC("cost_attention_mla", test_cost_attention_mla);
   TC("cost_torch_kernel", test_cost_torch_kernel);
   TC("busbw_factor", test_busbw_factor);
   TC("maxmin_single_flow", test_mm_single_flow);
