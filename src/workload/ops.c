@@ -14,7 +14,8 @@ typedef struct {
   int64_t k_tp, v_tp, o_tp; /* K, V and attention-output widths: kv_tp, kv_tp, q_tp; MLA's own */
   /* multi-latent attention (mla_qkv_forward): q_lora_rank (0: none), kv_lora_rank, the no-rope and
    * rope parts of a query / key head, a value head; qk_layernorm */
-  bool mla, qk_ln;
+  bool mla, qk_ln; /* qk_ln: MLA's latent norms; without MLA, the per-head q and k norms (qk_norm) */
+  bool qk_norm;
   int64_t qlr, kvlr, nope, pe, vd;
   int64_t f_tp;   /* ffn/tp */
   int64_t fc1_tp; /* ffn*(2 if gated)/tp */
@@ -97,6 +98,7 @@ static void dims_init(const PnScenario *sc, Dims *d)
   d->v_tp    = d->kv_tp;
   d->o_tp    = d->q_tp;
   d->mla     = m->multi_latent_attention;
+  d->qk_norm = m->qk_layernorm && !d->mla;
   if (d->mla) { /* every head its own key and value: no groups; kvc is a query / key head */
     d->qlr    = m->q_lora_rank;
     d->kvlr   = m->kv_lora_rank;
@@ -543,6 +545,10 @@ static void push_param_grad_adds(GArray *out, const Dims *d, PnPhase phase)
     n += d->qlr > 0 ? 2 : 1;
     elems += (double)(d->qlr + d->kvlr);
   }
+  if (d->qk_norm) { /* the q and k norms' weights (and biases) */
+    n += d->layernorm ? 4 : 2;
+    elems += (double)d->kvc * (d->layernorm ? 4.0 : 2.0);
+  }
   if (d->bias) { /* MLA's projections have no bias */
     n += d->mla ? 3 : 4;
     elems += (double)(d->mla ? 0 : d->q_tp + 2 * d->kv_tp) + 2.0 * (double)d->h + (double)d->fc1_tp;
@@ -637,6 +643,18 @@ static void push_attn_unfused_bwd(GArray *out, const Dims *d, PnPhase B_)
     push_mem(out, "attn_kv_repeat_bwd", B_, 2.0 * (2.0 * q + 2.0 * kv), 0.0);
     set_kernels(out, 2);
   }
+}
+
+/* qk_layernorm without MLA (attention.py get_query_key_value_tensors): TENorm over each query
+ * and key head after the qkv split, before the rope (Qwen3): read 2 B, write 2 B per element,
+ * keeping its input and its per-head statistics (fp32). */
+static void push_qk_norms(GArray *out, const Dims *d, PnPhase phase, double keep)
+{
+  if (!d->qk_norm)
+    return;
+  double q = (double)d->T * (double)d->q_tp, k = (double)d->T * (double)d->kv_tp;
+  push_mem(out, "q_norm", phase, q * 4.0, keep * (q * 2.0 + q / (double)d->kvc * 4.0));
+  push_mem(out, "k_norm", phase, k * 4.0, keep * (k * 2.0 + k / (double)d->kvc * 4.0));
 }
 
 /* The rotary embedding of q and k: TE's fused kernel (read + write, 4 B per element), or without
@@ -1234,6 +1252,7 @@ static void layer_forward(GArray *out, const Dims *d, PnPhase phase, PnRecompute
     push_norm_fwd(out, d, "ln1", phase, d->norm_e, ln1_saved);
     push_column_fwd(out, d, "qkv", "qkv_ag", "qkv_fprop", "qkv_in_cast", phase, d->q_tp + 2 * d->kv_tp,
                     rc.ln1 ? 0.0 : keep * hsp * d->e);
+    push_qk_norms(out, d, phase, keep);
     if (d->rope)
       push_rope(out, d, phase, false);
   }
@@ -1376,6 +1395,12 @@ static void layer_backward(GArray *out, const Dims *d, PnRecomputeGranularity gr
   }
   if (d->rope)
     push_rope(out, d, B, true);
+  if (d->qk_norm) { /* 2 B read of each gradient and input, 2 B written: the main and finalize kernels */
+    push_mem(out, "k_norm_bwd", B, (double)d->T * (double)d->kv_tp * 6.0, 0.0);
+    set_kernels(out, 2);
+    push_mem(out, "q_norm_bwd", B, (double)d->T * (double)d->q_tp * 6.0, 0.0);
+    set_kernels(out, 2);
+  }
   if (rc.ln1) /* the input norm's checkpoint re-runs when qkv's input gradient is wanted */
     push_norm_fwd(out, d, "ln1", PN_PHASE_RECOMPUTE, d->norm_e, hsp * 2.0 + norm_stats_bytes(d));
   push_column_bwd(out, d, "qkv_dgrad", "qkv_wgrad", "qkv_dy_cast", "qkv_dgrad_ag", "qkv_in_transpose", "qkv_wgrad_rs",
@@ -1607,15 +1632,23 @@ static int64_t fp8_gemms_per_layer(const Dims *d)
   return attn + (d->sf_tp > 0 ? 2 : 0) + 2 * d->L;
 }
 
-void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, GArray *out)
+void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, int64_t dense_layers,
+                              GArray *out)
 {
-  g_assert(sc && out && layers_on_rank >= 0);
+  g_assert(sc && out && layers_on_rank >= 0 && dense_layers >= 0);
   g_assert(phase == PN_PHASE_FWD || phase == PN_PHASE_BWD);
-  Dims d;
+  Dims d, dd;
   dims_init(sc, &d);
-  if (!d.fp8 || d.cs || layers_on_rank == 0)
+  if (!d.fp8 || d.cs || layers_on_rank + dense_layers == 0)
     return;
-  double floats = (double)(fp8_gemms_per_layer(&d) * layers_on_rank) * (phase == PN_PHASE_FWD ? 3.0 : 2.0);
+  int64_t gemms = fp8_gemms_per_layer(&d) * layers_on_rank;
+  if (dense_layers > 0) {
+    PnScenario dsc;
+    pn_workload_dense_layer_scenario(sc, &dsc);
+    dims_init(&dsc, &dd);
+    gemms += fp8_gemms_per_layer(&dd) * dense_layers;
+  }
+  double floats = (double)gemms * (phase == PN_PHASE_FWD ? 3.0 : 2.0);
   push_mem(out, "fp8_amax_cat", phase, floats * 8.0, 0.0);
   const PnParallelConfig *p = &sc->parallel;
   if (d.tp * d.cp * MAX(p->data_parallel_size, 1) > 1)
@@ -1759,6 +1792,8 @@ double pn_workload_layer_params(const PnScenario *sc)
   p += 2.0 * (d.layernorm ? 2.0 * h : h);
   if (d.mla && d.qk_ln)
     p += (double)(d.qlr + d.kvlr);
+  if (d.qk_norm)
+    p += 2.0 * (double)d.kvc * (d.layernorm ? 2.0 : 1.0);
   return p;
 }
 
@@ -1841,6 +1876,15 @@ void pn_workload_layer_param_list(const PnScenario *sc, GArray *out)
     push_param(&qkv, "self_attention.linear_qkv.weight", d.h * (d.q_tp + 2 * d.kv_tp), false, true);
     if (bias || sc->model.add_qkv_bias)
       push_param(&qkv, "self_attention.linear_qkv.bias", d.q_tp + 2 * d.kv_tp, false, false);
+    if (d.qk_norm) { /* SelfAttention builds q_layernorm and k_layernorm after linear_qkv */
+      Module qn = {out, "q_norm", "q_norm_bwd"}, kn = {out, "k_norm", "k_norm_bwd"};
+      push_param(&qn, "self_attention.q_layernorm.weight", d.kvc, false, false);
+      if (d.layernorm)
+        push_param(&qn, "self_attention.q_layernorm.bias", d.kvc, false, false);
+      push_param(&kn, "self_attention.k_layernorm.weight", d.kvc, false, false);
+      if (d.layernorm)
+        push_param(&kn, "self_attention.k_layernorm.bias", d.kvc, false, false);
+    }
   }
   if (!d.moe) {
     Module fc1 = {out, "ln2", "ln2_bwd"}, fc2 = {out, "fc2", "fc2_wgrad"};

@@ -276,8 +276,10 @@ void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, doubl
  * buffer (8n B), the all-reduce (MAX) of 4n B over PN_GROUP_AMAX (none when that group is one
  * rank), and tex.fused_amax_and_scale_update_after_reduction (20n B: amax history and scale read,
  * history, scale and scale_inv written, history length 1 as Megatron's default). Empty unless
- * fp8 with the delayed recipe. */
-void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, GArray *out);
+ * fp8 with the delayed recipe. `dense_layers`: a MoE model's dense layers (moe_layer_freq) on the
+ * rank beside the `layers_on_rank` MoE layers, each with a dense layer's GEMMs. */
+void pn_workload_fp8_amax_ops(const PnScenario *sc, PnPhase phase, int64_t layers_on_rank, int64_t dense_layers,
+                              GArray *out);
 /* One layer's weight quantization, which TE runs on a chunk's first micro-batch only and caches
  * (is_first_microbatch; layernorm_linear.py quantize_weight): per weight matrix (experts one by
  * one) a cast_transpose, 4 B/elem, preceded with current scaling by its amax and scale kernels;
@@ -345,12 +347,14 @@ typedef struct {
  * SelfAttention builds linear_qkv, and TE's LayerNormLinear registers its norm first; then, dense,
  * mlp.linear_fc1 (norm, weight, bias) and linear_fc2 (weight, bias); MoE, pre_mlp_layernorm, the
  * router, the experts' fc1 then fc2 (weight{i}, bias{i} per local expert, TE GroupedLinear) and
- * the shared experts' fc1 and fc2. Biases and norm biases only where the model has them.
+ * the shared experts' fc1 and fc2; with qk_layernorm, the q and k norms after linear_qkv; with
+ * MLA, input_layernorm first, linear_proj, then MLA's projections (their latent norms first).
+ * Biases and norm biases only where the model has them.
  * Embedding: word_embeddings, then position_embeddings (learned_absolute). Head: the decoder's
  * final_layernorm, then output_layer (untied, or tied with pp > 1). fwd_op / bwd_op name ops of
  * pn_workload_layer_ops (embedding_ops, head_ops): a module's norm, or its fprop GEMM, and its
  * wgrad, or the norm backward TE's LayerNormLinear ends with. Not listed, as in the totals:
- * the router's bias, the shared experts' biases, QK layernorms. Cost: O(params), ~12 + 2 x local
+ * the router's bias, the shared experts' biases. Cost: O(params), ~12 + 2 x local
  * experts for a layer. */
 void pn_workload_layer_param_list(const PnScenario *sc, GArray *out);
 void pn_workload_embedding_param_list(const PnScenario *sc, GArray *out);

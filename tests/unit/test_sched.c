@@ -1193,6 +1193,41 @@ static int64_t count_label(const PnGraph *g, const char *label)
   return n;
 }
 
+/* moe_layer_freq [0, 1]: layer 0 is a dense layer (its dense MLP, no router, no all-to-all),
+ * layer 1 a MoE layer: one dispatch and one combine per micro-batch where every layer MoE has
+ * two, one dense fc1 forward, and the expert buckets hold one layer's experts; the same with EP
+ * overlap's combined 1F1B (a dense layer's nodes have no dispatch or combine). Global batch 8
+ * over DP 4: 2 micro-batches. */
+START_TEST(test_moe_layer_kinds)
+{
+  static const char *const overlap[] = {NULL, "comm_overlap.overlap_moe_expert_parallel_comm=true"};
+  for (int o = 0; o < 2; o++) {
+    for (int mixed = 0; mixed < 2; mixed++) {
+      g_autoptr(GString) json = g_string_new(MOE_JSON("2"));
+      g_string_replace(json, "\"global_batch_size\": 4", "\"global_batch_size\": 8", 1);
+      if (mixed)
+        g_string_replace(json, "\"moe_router_topk\": 2", "\"moe_router_topk\": 2, \"moe_layer_freq\": [0, 1]", 1);
+      Built b;
+      build_tiny(&b, json->str, overlap[o]);
+      ck_assert_int_eq(b.plan.overlap_moe_expert_parallel_comm, o == 1);
+      ck_assert_int_eq(count_label(b.g, "moe_dispatch_a2a"), mixed ? 2 : 4);
+      ck_assert_int_eq(count_label(b.g, "moe_combine_a2a_bwd"), mixed ? 2 : 4);
+      ck_assert_int_eq(count_label(b.g, "fc1"), mixed ? 2 : 0);
+      ck_assert_int_eq(count_label(b.g, "router"), mixed ? 2 : 4);
+      built_clear(&b);
+    }
+  }
+  g_autoptr(GString) json = g_string_new(MOE_JSON("2"));
+  g_string_replace(json, "\"moe_router_topk\": 2", "\"moe_router_topk\": 2, \"moe_layer_freq\": [0, 1]", 1);
+  g_autoptr(GArray) gs = groups_of(json->str, "ddp.bucket_size=1", 0, 0);
+  double expert        = 0.0;
+  for (guint i = 0; i < gs->len; i++)
+    if (GROUP(gs, i)->expert)
+      expert += GROUP(gs, i)->elems;
+  ck_assert_double_eq(expert, 1048576.0);
+}
+END_TEST
+
 /* What each strategy moves per iteration, the tiny model at DP 2 with m = 2 micro-batches
  * (global batch 4), U = 4 units of which L = 2 layers:
  *   optim               reduce-scatters once (the last micro-batch): U; gathers once: U;
@@ -1319,6 +1354,7 @@ static Suite *sched_suite(void)
       {"dp_bucket_every_group_reduced", test_dp_bucket_every_group_reduced},
       {"fsdp_groups", test_fsdp_groups},
       {"fsdp_traffic", test_fsdp_traffic},
+      {"moe_layer_kinds", test_moe_layer_kinds},
       {"fsdp_prefetch", test_fsdp_prefetch},
       {"fsdp_reduce_queue", test_fsdp_reduce_queue},
   };

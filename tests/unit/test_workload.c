@@ -428,7 +428,7 @@ START_TEST(test_fp8_amax_ops)
   scenario(&sc, 8, 4, true, 1, 1, 1);
   sc.training.precision = PN_PREC_FP8;
   g_autoptr(GArray) f   = ops_new();
-  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, f);
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, 0, f);
   ck_assert_int_eq(f->len, 3);
   ck_assert_double_eq(find(f, "fp8_amax_cat")->bytes, 3072.0);
   const PnOp *ar = find(f, "fp8_amax_all_reduce");
@@ -436,22 +436,22 @@ START_TEST(test_fp8_amax_ops)
   ck_assert_double_eq(ar->bytes, 1536.0);
   ck_assert_double_eq(find(f, "fp8_scale_update")->bytes, 7680.0);
   g_autoptr(GArray) b = ops_new();
-  pn_workload_fp8_amax_ops(&sc, PN_PHASE_BWD, 32, b);
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_BWD, 32, 0, b);
   ck_assert_double_eq(find(b, "fp8_amax_all_reduce")->bytes, 1024.0);
   ck_assert_int_eq(find(b, "fp8_amax_all_reduce")->phase, PN_PHASE_BWD);
   scenario(&sc, 1, 1, false, 1, 1, 1);
   sc.training.precision = PN_PREC_FP8;
   g_autoptr(GArray) one = ops_new();
-  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, one);
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, 0, one);
   ck_assert_int_eq(one->len, 2);
   ck_assert_ptr_null(find(one, "fp8_amax_all_reduce"));
   sc.training.fp8_recipe = PN_FP8_TENSORWISE;
   g_autoptr(GArray) cs   = ops_new();
-  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, cs);
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, 0, cs);
   ck_assert_int_eq(cs->len, 0);
   sc.training.precision  = PN_PREC_BF16;
   sc.training.fp8_recipe = PN_FP8_DELAYED;
-  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, cs);
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 32, 0, cs);
   ck_assert_int_eq(cs->len, 0);
 }
 END_TEST
@@ -1853,6 +1853,34 @@ START_TEST(test_mla_ops)
 }
 END_TEST
 
+/* qk_layernorm without MLA (Qwen3): TENorm over each query and key head after the split, before
+ * the rope, Llama 3 8B at TP 1 (q_tp 4096, kv_tp 1024, heads of 128): 4 B per element moved,
+ * keeping the input (2 B) and 4 B of statistics per head; the backward's 6 B in two kernels each;
+ * one weight of 128 per norm. */
+START_TEST(test_qk_layernorm)
+{
+  PnScenario sc;
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  double p0             = pn_workload_layer_params(&sc);
+  sc.model.qk_layernorm = true;
+  g_autoptr(GArray) f   = layer(&sc, PN_PHASE_FWD);
+  g_autoptr(GArray) b   = layer(&sc, PN_PHASE_BWD);
+  const double T        = 8192.0;
+  const PnOp *q = find(f, "q_norm"), *k = find(f, "k_norm");
+  ck_assert_double_eq(q->bytes, T * 4096 * 4);
+  ck_assert_double_eq(q->saved_bytes, T * 4096 * 2 + T * 32 * 4);
+  ck_assert_double_eq(k->saved_bytes, T * 1024 * 2 + T * 8 * 4);
+  ck_assert_int_lt(index_of(f, "qkv"), index_of(f, "q_norm"));
+  ck_assert_int_lt(index_of(f, "k_norm"), index_of(f, "rope"));
+  ck_assert_double_eq(find(b, "q_norm_bwd")->bytes, T * 4096 * 6);
+  ck_assert_int_eq(find(b, "k_norm_bwd")->kernels, 2);
+  ck_assert_int_lt(index_of(b, "rope_bwd"), index_of(b, "k_norm_bwd"));
+  ck_assert_int_lt(index_of(b, "q_norm_bwd"), index_of(b, "qkv_dgrad"));
+  ck_assert_double_eq(pn_workload_layer_params(&sc), p0 + 2 * 128);
+  check_lists(&sc);
+}
+END_TEST
+
 /* Bridge's MLA FLOPs per token, DeepSeek-V3's attention: 6 * [r_q (h + n d_qk + 1) + r_kv (h +
  * n (128 + 128) + 1) + h * 64 + n * 128 * h] + 3 * n * (192 + 128) * s per layer. */
 START_TEST(test_mla_flops)
@@ -1892,6 +1920,13 @@ START_TEST(test_moe_layer_freq)
   ck_assert_ptr_null(find(f, "router"));
   ck_assert_int_eq(find(f, "fc1")->n, 14336 * 2 / 2); /* ffn_hidden_size, gated, over TP 2 */
   ck_assert_double_eq(pn_workload_layer_expert_params(&dense), 0.0);
+  /* delayed scaling's amax buffer over a MoE layer (qkv, proj, 2 local experts x 2: 6 GEMMs) and
+   * a dense one (4): 3 fp32 per GEMM forward, 8 B each in the cat */
+  sc.training.precision  = PN_PREC_FP8;
+  sc.training.fp8_recipe = PN_FP8_DELAYED;
+  g_autoptr(GArray) amax = ops_new();
+  pn_workload_fp8_amax_ops(&sc, PN_PHASE_FWD, 1, 1, amax);
+  ck_assert_double_eq(find(amax, "fp8_amax_cat")->bytes, (6.0 + 4.0) * 3.0 * 8.0);
   /* a dense model has no MoE layers whatever the pattern says */
   scenario(&sc, 8, 1, false, 1, 1, 1);
   ck_assert(!pn_workload_layer_is_moe(&sc, 0) && !pn_workload_has_dense_layers(&sc));
@@ -2132,6 +2167,7 @@ static Suite *workload_suite(void)
       {"rules", test_rules},
       {"mla_ops", test_mla_ops},
       {"mla_flops", test_mla_flops},
+      {"qk_layernorm", test_qk_layernorm},
       {"moe_layer_freq", test_moe_layer_freq},
       {"mtp_ops", test_mtp_ops},
   };
