@@ -173,7 +173,10 @@ static PnPlanSweep *sweep_new(const PnPlanResult *r, PnScenario *base, GError **
  * a count that is no whole number of their nodes is refused by the rules). */
 static gboolean plan_counts(PnPlanResult *r, const PnScenario *b, GError **error)
 {
-  uint32_t sizes = 0; /* the sweep's default pipeline sizes (sweep/space.c) */
+  /* the pipeline sizes the model's own split takes (even here): each count's sweep also offers
+   * those where it chooses an uneven or account_for_* split (sweep/space.c), which would add odd
+   * counts for nearly every model (3, 5 and 7 x 2^k) and are left out */
+  uint32_t sizes = 0;
   for (int64_t pp = 1; pp <= PN_PLAN_MAX_PP; pp++)
     if (pn_workload_split_ok(b, pp, 1))
       sizes |= 1u << pp;

@@ -28,6 +28,25 @@ static const char *value_text(const PnScenarioValue *v, char *buf, gsize n)
   return strcmp(v->text, "null") == 0 ? "none" : v->text;
 }
 
+static bool is_axis(const PnSweepSpec *spec, const char *key)
+{
+  for (guint a = 0; a < spec->axes->len; a++)
+    if (strcmp(((const PnSweepAxis *)g_ptr_array_index(spec->axes, a))->field.name, key) == 0)
+      return true;
+  return false;
+}
+
+/* Split key `k` of pn_sweep_split_keys in candidate `c`; false when an axis sets it (the axis's
+ * column says it). */
+static bool split_value(const PnSweepSpec *spec, gsize k, const PnScenario *c, PnScenarioValue *v)
+{
+  PnScenarioField f;
+  if (is_axis(spec, pn_sweep_split_keys[k]) || !pn_scenario_field_find(pn_sweep_split_keys[k], "sweep", &f, NULL))
+    return false;
+  pn_scenario_field_get(&f, c, v);
+  return true;
+}
+
 bool pn_sweep_within_error(const PnSweepResult *r, guint k, double error_pct)
 {
   if (r->rows->len == 0 || isnan(error_pct))
@@ -99,6 +118,9 @@ char *pn_sweep_megatron_args(const PnSweepSpec *spec, uint64_t index)
   }
   if (spec->sp_follows_tp && c.parallel.sequence_parallel)
     g_string_append(s, " --sequence-parallel");
+  for (gsize k = 0; k < G_N_ELEMENTS(pn_sweep_split_keys); k++) /* the split, chosen or the base's */
+    if (split_value(spec, k, &c, &v))
+      pn_megatron_append(s, pn_sweep_split_keys[k], &v);
   if (c.parallel.pipeline_model_parallel_layout[0] != '\0') { /* the split the layout gives (workload/split.h) */
     g_autofree char *layout = pn_workload_layout_compact(c.parallel.pipeline_model_parallel_layout);
     g_autofree char *quoted = g_shell_quote(layout);
@@ -132,7 +154,21 @@ char *pn_sweep_text_space(const PnSweepSpec *spec, const PnSweepResult *r)
   return g_string_free(s, FALSE);
 }
 
-/* "TP4 PP4 VPP5 CP2 EP1 DP2 MBS1 recompute=selective" and any other axis as key=value. */
+/* The split the sweep chose for a layout, when it is not the even one: " last_stage=5",
+ * " first_stage=15 last_stage=14", " account_for=embedding,loss". */
+static void split_text(GString *s, const PnSplitKeys *k)
+{
+  if (k->num_layers_in_first_pipeline_stage > 0)
+    g_string_append_printf(s, " first_stage=%" G_GINT64_FORMAT, k->num_layers_in_first_pipeline_stage);
+  if (k->num_layers_in_last_pipeline_stage > 0)
+    g_string_append_printf(s, " last_stage=%" G_GINT64_FORMAT, k->num_layers_in_last_pipeline_stage);
+  bool emb = k->account_for_embedding_in_pipeline_split, loss = k->account_for_loss_in_pipeline_split;
+  if (emb || loss)
+    g_string_append_printf(s, " account_for=%s", emb && loss ? "embedding,loss" : emb ? "embedding" : "loss");
+}
+
+/* "TP4 PP4 VPP5 CP2 EP1 DP2 MBS1 recompute=selective" and any other axis as key=value; a split
+ * the sweep chose follows the later of the pipeline and virtual sizes ("PP8 VPP1 last_stage=5"). */
 static void layout_text(GString *s, const PnSweepSpec *spec, const PnSweepRow *row)
 {
   static const struct {
@@ -162,6 +198,8 @@ static void layout_text(GString *s, const PnSweepSpec *spec, const PnSweepRow *r
       g_string_append_printf(s, " VPP%" G_GINT64_FORMAT,
                              pn_workload_layout_stages(spec->base->parallel.pipeline_model_parallel_layout) /
                                  g_ascii_strtoll(v->text, NULL, 10));
+    if (spec->split_chosen && (int)a == MAX(spec->split_pp_axis, spec->split_vpp_axis))
+      split_text(s, pn_sweep_split(spec, row->index));
     if (strcmp(ax->field.name, "parallel.context_parallel_size") == 0)
       g_string_append_printf(s, " DP%" G_GINT64_FORMAT, row->data_parallel_size);
   }
@@ -281,6 +319,9 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
   GString *s = g_string_new("rank,index");
   for (guint a = 0; a < spec->axes->len; a++)
     g_string_append_printf(s, ",%s", ((const PnSweepAxis *)g_ptr_array_index(spec->axes, a))->field.name);
+  for (gsize k = 0; k < G_N_ELEMENTS(pn_sweep_split_keys); k++)
+    if (!is_axis(spec, pn_sweep_split_keys[k]))
+      g_string_append_printf(s, ",%s", pn_sweep_split_keys[k]);
   g_string_append(s, ",data_parallel_size,num_microbatches,model_tflops_per_gpu,tokens_per_s_per_gpu,mfu,"
                      "iteration_time_s,memory_gib,headroom_gib");
   for (int c = 0; c < PN_CLASS_N; c++)
@@ -294,6 +335,14 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
       g_string_append_c(s, ',');
       csv_cell(s, value_text(pn_sweep_value(spec, a, row->index), buf, sizeof buf));
     }
+    PnScenario cand;
+    PnScenarioValue v;
+    pn_sweep_candidate(spec, row->index, &cand);
+    for (gsize i = 0; i < G_N_ELEMENTS(pn_sweep_split_keys); i++)
+      if (split_value(spec, i, &cand, &v)) {
+        g_string_append_c(s, ',');
+        csv_cell(s, value_text(&v, buf, sizeof buf));
+      }
     g_string_append_printf(s, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%.3f,%.1f,%.4f,%.6f,%.3f,%.3f",
                            row->data_parallel_size, row->num_microbatches, row->tflops_per_gpu,
                            row->tokens_per_s_per_gpu, row->mfu, row->iteration_s, row->memory_gib, row->headroom_gib);
@@ -405,6 +454,16 @@ static void json_row(PnJsonWriter *w, const PnSweepSpec *spec, const PnSweepResu
     else
       pn_jsonw_int(w, ax->field.name, g_ascii_strtoll(v->text, NULL, 10));
   }
+  PnScenario cand; /* the split keys that are set and no axis: the split chosen, or the base's */
+  PnScenarioValue v;
+  pn_sweep_candidate(spec, row->index, &cand);
+  for (gsize i = 0; i < G_N_ELEMENTS(pn_sweep_split_keys); i++)
+    if (split_value(spec, i, &cand, &v) && strcmp(v.text, "null") != 0 && strcmp(v.text, "false") != 0) {
+      if (strcmp(v.text, "true") == 0)
+        pn_jsonw_bool(w, pn_sweep_split_keys[i], true);
+      else
+        pn_jsonw_int(w, pn_sweep_split_keys[i], g_ascii_strtoll(v.text, NULL, 10));
+    }
   pn_jsonw_int(w, "data_parallel_size", row->data_parallel_size);
   pn_jsonw_int(w, "num_microbatches", row->num_microbatches);
   if (row->failed) {

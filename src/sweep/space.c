@@ -71,6 +71,15 @@ static void axis_add_base(PnSweepAxis *a, const PnScenario *base)
   g_array_insert_val(a->values, at, v);
 }
 
+/* Whether the default pipeline size axis holds `pp`: a split Megatron accepts there (the base's
+ * own, or the one pn_workload_split_choose picks when it states none), and pp > 1 with a layout
+ * of several virtual stages. */
+static gboolean pipeline_size_ok(const PnScenario *base, int64_t pp)
+{
+  int64_t stages = pn_workload_layout_stages(base->parallel.pipeline_model_parallel_layout);
+  return pn_workload_split_choose(base, pp, 1, NULL) && !(pp == 1 && stages > 1); /* interleaving needs pp > 1 */
+}
+
 static void layout_axes(PnSweepSpec *spec)
 {
   const PnScenario *b = spec->base;
@@ -87,7 +96,7 @@ static void layout_axes(PnSweepSpec *spec)
   int64_t stages = pn_workload_layout_stages(b->parallel.pipeline_model_parallel_layout);
   a              = axis_new("parallel.pipeline_model_parallel_size");
   for (int64_t pp = 1; pp <= PN_DEFAULT_MAX_PP; pp++)
-    if (pn_workload_split_ok(b, pp, 1) && !(pp == 1 && stages > 1)) /* interleaving needs pp > 1 */
+    if (pipeline_size_ok(b, pp))
       axis_add_int(a, pp);
   axis_add_base(a, b), g_ptr_array_add(spec->axes, a);
   if (stages == 0) {
@@ -95,7 +104,7 @@ static void layout_axes(PnSweepSpec *spec)
     for (int64_t v = 1; v <= PN_DEFAULT_MAX_VPP; v++) {
       bool some = v == 1;
       for (int64_t pp = 1; pp <= PN_DEFAULT_MAX_PP && !some; pp++)
-        some = pn_workload_split_ok(b, pp, v);
+        some = pn_workload_split_choose(b, pp, v, NULL);
       if (some)
         axis_add_int(a, v);
     }
@@ -201,6 +210,45 @@ static gboolean user_axis(PnSweepSpec *spec, const PnSpaceEntry *e, GError **err
   return TRUE;
 }
 
+/* Whether the sweep chooses each candidate's split (sweep.h, split_chosen), and the splits chosen
+ * for every pair of a pipeline and a virtual size of the axes: |pp| x |vpp| choices. */
+static void choose_splits(PnSweepSpec *spec)
+{
+  spec->split_chosen  = false;
+  spec->split_pp_axis = spec->split_vpp_axis = -1;
+  if (pn_workload_split_stated(&spec->base->parallel))
+    return;
+  for (guint a = 0; a < spec->axes->len; a++) {
+    const char *name = ((const PnSweepAxis *)g_ptr_array_index(spec->axes, a))->field.name;
+    for (gsize k = 0; k < G_N_ELEMENTS(pn_sweep_split_keys); k++)
+      if (strcmp(name, pn_sweep_split_keys[k]) == 0)
+        return; /* the user varies the split */
+    if (strcmp(name, "parallel.pipeline_model_parallel_size") == 0)
+      spec->split_pp_axis = (int)a;
+    if (strcmp(name, "parallel.virtual_pipeline_model_parallel_size") == 0)
+      spec->split_vpp_axis = (int)a;
+  }
+  if (spec->split_pp_axis < 0 && spec->split_vpp_axis < 0)
+    return; /* the base's sizes: its even split, which the loader checked */
+  PnSweepAxis *pp  = spec->split_pp_axis >= 0 ? g_ptr_array_index(spec->axes, spec->split_pp_axis) : NULL;
+  PnSweepAxis *vpp = spec->split_vpp_axis >= 0 ? g_ptr_array_index(spec->axes, spec->split_vpp_axis) : NULL;
+  PnSweepAxis *own = pp ? pp : vpp;
+  guint n_pp = pp ? pp->values->len : 1, n_vpp = vpp ? vpp->values->len : 1;
+  g_free(own->splits);
+  own->splits  = g_new0(PnSplitKeys, n_pp * n_vpp);
+  PnScenario c = *spec->base; /* the sizes as the axes set them */
+  for (guint i = 0; i < n_pp; i++)
+    for (guint j = 0; j < n_vpp; j++) {
+      if (pp)
+        pn_scenario_field_set(&pp->field, &c, &g_array_index(pp->values, PnScenarioValue, i));
+      if (vpp)
+        pn_scenario_field_set(&vpp->field, &c, &g_array_index(vpp->values, PnScenarioValue, j));
+      pn_workload_split_choose(spec->base, c.parallel.pipeline_model_parallel_size,
+                               c.parallel.virtual_pipeline_model_parallel_size, &own->splits[i * n_vpp + j]);
+    }
+  spec->split_chosen = true;
+}
+
 /* The base's own layout in the space: every axis must hold the base's value. */
 static void base_position(PnSweepSpec *spec)
 {
@@ -243,6 +291,7 @@ gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError
                          (o->layout || bp->expert_tensor_parallel_size == btp);
   spec->vpp_follows_layout = axis_find(spec, "parallel.virtual_pipeline_model_parallel_size") == NULL &&
                              pn_workload_layout_stages(bp->pipeline_model_parallel_layout) > 0;
+  choose_splits(spec);
   base_position(spec);
   return TRUE;
 }

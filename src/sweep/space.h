@@ -2,12 +2,15 @@
  * what the user opens or fixes (--vary, --space, --all-overlap).
  *
  * Defaults (with `layout`): hardware.num_gpus over the given counts; tensor sizes 1, 2, 4, ... up
- * to a node's GPUs; pipeline sizes up to 16 that Megatron's split takes (workload/split.h: the
- * divisors of the layers, with account_for_*_in_pipeline_split; with uneven first / last stages
- * those that leave an even rest; with a pipeline_model_parallel_layout those its virtual stages
- * divide over); virtual sizes 1 and those up to 16 the split takes at some pipeline size (the rules
- * keep those that divide a stage), none with a layout, which gives the virtual size (the sweep's
- * vpp_follows_layout); context sizes 1, 2, 4, 8; expert sizes the powers of two dividing the experts
+ * to a node's GPUs; pipeline sizes up to 16 that Megatron's split takes (workload/split.h): with
+ * a split of the base's own, as it states it (account_for_*_in_pipeline_split: the divisors of the
+ * layers + 1 or 2; uneven first / last stages: those that leave an even rest; a
+ * pipeline_model_parallel_layout: those its virtual stages divide over), else those where
+ * pn_workload_split_choose finds one (even, account_for_*, uneven: every size up to about half
+ * the layers), and each candidate then runs the split chosen at its pipeline and virtual sizes
+ * (sweep.h, split_chosen); virtual sizes 1 and those up to 16 the split takes at some pipeline
+ * size (the rules keep those that divide a stage), none with a layout, which gives the virtual
+ * size (the sweep's vpp_follows_layout); context sizes 1, 2, 4, 8; expert sizes the powers of two dividing the experts
  * up to 64 (MoE models; 1 otherwise); micro-batch sizes 1, 2, 4; recompute none, selective, full;
  * each also holds the base scenario's own value.
  * sequence_parallel follows tp (on when tp > 1) and expert_tensor_parallel_size follows tp, the
@@ -32,7 +35,8 @@ typedef struct {
   GPtrArray *entries;         /* of PnSpaceEntry*: --space then --vary, in order */
 } PnSpaceOptions;
 
-/* Fills spec->axes, sp_follows_tp, etp_follows_tp and vpp_follows_layout for `spec->base`.
+/* Fills spec->axes, sp_follows_tp, etp_follows_tp, vpp_follows_layout and the chosen splits
+ * (split_chosen) for `spec->base`.
  * Errors: an unknown key (did-you-mean), a value the key cannot take, a GPU range with no whole
  * number of nodes. */
 gboolean pn_sweep_space_build(PnSweepSpec *spec, const PnSpaceOptions *o, GError **error);

@@ -17,6 +17,7 @@ void pn_sweep_axis_free(PnSweepAxis *a)
   if (a == NULL)
     return;
   g_array_free(a->values, TRUE);
+  g_free(a->splits);
   g_free(a);
 }
 
@@ -77,11 +78,36 @@ void pn_sweep_candidate(const PnSweepSpec *spec, uint64_t index, PnScenario *out
     out->parallel.expert_tensor_parallel_size = 0;
   if (spec->vpp_follows_layout)
     out->parallel.virtual_pipeline_model_parallel_size = 1; /* null: the rules derive it from the layout */
+  const PnSplitKeys *split = pn_sweep_split(spec, index);
   for (guint k = spec->axes->len; k-- > 0;) {
     const PnSweepAxis *ax = g_ptr_array_index(spec->axes, k);
     pn_scenario_field_set(&ax->field, out, &g_array_index(ax->values, PnScenarioValue, index % ax->values->len));
     index /= ax->values->len;
   }
+  if (split != NULL)
+    pn_workload_split_keys_set(&out->parallel, split);
+}
+
+const char *const pn_sweep_split_keys[4] = {
+    "parallel.num_layers_in_first_pipeline_stage", "parallel.num_layers_in_last_pipeline_stage",
+    "parallel.account_for_embedding_in_pipeline_split", "parallel.account_for_loss_in_pipeline_split"};
+
+const PnSplitKeys *pn_sweep_split(const PnSweepSpec *spec, uint64_t index)
+{
+  if (!spec->split_chosen)
+    return NULL;
+  guint at_pp = 0, at_vpp = 0, n_vpp = 1; /* the candidate's values on the split's axes */
+  for (guint k = spec->axes->len; k-- > 0;) {
+    const PnSweepAxis *ax = g_ptr_array_index(spec->axes, k);
+    guint at              = (guint)(index % ax->values->len);
+    at_pp                 = (int)k == spec->split_pp_axis ? at : at_pp;
+    if ((int)k == spec->split_vpp_axis)
+      at_vpp = at, n_vpp = ax->values->len;
+    index /= ax->values->len;
+  }
+  const PnSweepAxis *own =
+      g_ptr_array_index(spec->axes, spec->split_pp_axis >= 0 ? spec->split_pp_axis : spec->split_vpp_axis);
+  return &own->splits[at_pp * n_vpp + at_vpp];
 }
 
 /* ---- pass 1: check ---- */

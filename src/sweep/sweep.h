@@ -38,11 +38,15 @@
 #include "hw/graph.h"
 #include "io/scenario.h"
 #include "workload/rules.h"
+#include "workload/split.h"
 
 typedef struct {
   PnScenarioField field;
   GArray *values; /* of PnScenarioValue, at least one */
   bool opened;    /* given by the user (--vary, --space, --all-overlap), not a default */
+  /* Owned, NULL but on the axis that holds a sweep's chosen splits (PnSweepSpec.split_chosen):
+   * the split of each pipeline size (row) at each virtual size (column). */
+  PnSplitKeys *splits;
 } PnSweepAxis;
 
 typedef struct {
@@ -55,6 +59,14 @@ typedef struct {
   /* The base's pipeline_model_parallel_layout gives the virtual size at each pipeline size (its
    * virtual stages / pp, as Megatron-LM derives it), unless an axis sets it. */
   bool vpp_follows_layout;
+  /* The base states no pipeline split (workload/split.h), no axis sets a split key, and an axis
+   * moves the pipeline or the virtual size: each candidate takes the split that
+   * pn_workload_split_choose picks at its sizes (none when it finds none: the rules then reject
+   * the candidate as they reject an even split that does not divide). Chosen once per pair of
+   * sizes into the `splits` of axis split_pp_axis (or split_vpp_axis when the pipeline size is no
+   * axis); an index of -1: that size is the base's. */
+  bool split_chosen;
+  int split_pp_axis, split_vpp_axis;
   /* The base's own layout, when every axis holds the base's value (space.c): its index. */
   bool base_in_space;
   uint64_t base_index;
@@ -112,8 +124,14 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC(PnSweepResult, pn_sweep_result_free)
 
 /* The number of candidates (the product of the axes' sizes), or 0 when it exceeds 2^62. */
 uint64_t pn_sweep_size(const PnSweepSpec *spec);
-/* Candidate `index` into `out` (a copy of the base with every axis set), before any check. */
+/* Candidate `index` into `out` (a copy of the base with every axis set, and the split chosen at
+ * its sizes when split_chosen), before any check. */
 void pn_sweep_candidate(const PnSweepSpec *spec, uint64_t index, PnScenario *out);
+/* The split chosen for candidate `index`, or NULL when the sweep chooses none (split_chosen). */
+const PnSplitKeys *pn_sweep_split(const PnSweepSpec *spec, uint64_t index);
+/* The scenario keys of a pipeline split that a sweep chooses or a base states, in the order the
+ * outputs write them. */
+extern const char *const pn_sweep_split_keys[4];
 /* The value of axis `a` in candidate `index`. */
 const PnScenarioValue *pn_sweep_value(const PnSweepSpec *spec, guint a, uint64_t index);
 

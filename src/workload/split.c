@@ -385,3 +385,75 @@ gboolean pn_workload_split_ok(const PnScenario *sc, int64_t pp, int64_t vpp)
 {
   return pn_workload_stage_layers(sc, pp, vpp, NULL, NULL) == PN_RULE_OK;
 }
+
+/* ---- choosing a split ------------------------------------------------------------------- */
+
+gboolean pn_workload_split_stated(const PnParallelConfig *par)
+{
+  return par->pipeline_model_parallel_layout[0] != '\0' || par->num_layers_in_first_pipeline_stage > 0 ||
+         par->num_layers_in_last_pipeline_stage > 0 || par->account_for_embedding_in_pipeline_split ||
+         par->account_for_loss_in_pipeline_split;
+}
+
+void pn_workload_split_keys_set(PnParallelConfig *par, const PnSplitKeys *keys)
+{
+  par->account_for_embedding_in_pipeline_split = keys->account_for_embedding_in_pipeline_split;
+  par->account_for_loss_in_pipeline_split      = keys->account_for_loss_in_pipeline_split;
+  par->num_layers_in_first_pipeline_stage      = keys->num_layers_in_first_pipeline_stage;
+  par->num_layers_in_last_pipeline_stage       = keys->num_layers_in_last_pipeline_stage;
+}
+
+/* The uneven split of split.h's rule 3: the middle stages' m, the first stage as full as m allows,
+ * the last the rest; a stage of m layers is left unset. FALSE when the ends cannot hold a multiple
+ * of vpp each (Megatron-Core's checks are pn_workload_stage_layers', not repeated here). */
+static gboolean uneven_choice(int64_t layers, int64_t pp, int64_t vpp, PnSplitKeys *keys)
+{
+  int64_t m    = vpp * ((layers + pp * vpp - 1) / (pp * vpp)); /* the least multiple of vpp with pp * m >= layers */
+  int64_t ends = layers - (pp - 2) * m;                        /* at most 2 m, as pp * m >= layers */
+  if (ends < 2 * vpp || ends % vpp != 0)
+    return FALSE;
+  int64_t first = MIN(m, ends - vpp), last = ends - first;
+  *keys = (PnSplitKeys){.num_layers_in_first_pipeline_stage = first == m ? 0 : first,
+                        .num_layers_in_last_pipeline_stage  = last == m ? 0 : last};
+  return TRUE;
+}
+
+/* The split keys `par` states. */
+static PnSplitKeys keys_of(const PnParallelConfig *par)
+{
+  return (PnSplitKeys){.account_for_embedding_in_pipeline_split = par->account_for_embedding_in_pipeline_split,
+                       .account_for_loss_in_pipeline_split      = par->account_for_loss_in_pipeline_split,
+                       .num_layers_in_first_pipeline_stage      = par->num_layers_in_first_pipeline_stage,
+                       .num_layers_in_last_pipeline_stage       = par->num_layers_in_last_pipeline_stage};
+}
+
+gboolean pn_workload_split_choose(const PnScenario *sc, int64_t pp, int64_t vpp, PnSplitKeys *keys)
+{
+  g_assert(sc != NULL && pp >= 1);
+  PnSplitKeys none = {0};
+  if (pn_workload_split_stated(&sc->parallel)) {
+    gboolean ok = pn_workload_split_ok(sc, pp, vpp);
+    if (keys != NULL)
+      *keys = ok ? keys_of(&sc->parallel) : none;
+    return ok;
+  }
+  vpp                   = MAX(vpp, 1);
+  int64_t layers        = sc->model.num_layers;
+  PnSplitKeys choice[3] = {
+      none, {.account_for_embedding_in_pipeline_split = true, .account_for_loss_in_pipeline_split = true}};
+  int n = pp > 1 ? 2 : 1;
+  if (pp > 1 && uneven_choice(layers, pp, vpp, &choice[2]))
+    n = 3;
+  PnScenario t = *sc;
+  for (int i = 0; i < n; i++) {
+    pn_workload_split_keys_set(&t.parallel, &choice[i]);
+    if (pn_workload_split_ok(&t, pp, vpp)) {
+      if (keys != NULL)
+        *keys = choice[i];
+      return TRUE;
+    }
+  }
+  if (keys != NULL)
+    *keys = none;
+  return FALSE;
+}

@@ -30,7 +30,8 @@
  * loss: layout_mtp in split.c is the one place that says so).
  *
  * Errors are PnRuleViolation (rules.h): the JSON pointer of the key to blame and Megatron's check
- * in words. Cost: linear in the layout's length; the split O(pp * vpp).
+ * in words. Cost: linear in the layout's length; the split O(pp * vpp), its check alone O(1) but
+ * for a layout.
  */
 #ifndef PN_WORKLOAD_SPLIT_H
 #define PN_WORKLOAD_SPLIT_H
@@ -66,5 +67,48 @@ PnRule pn_workload_stage_layers(const PnScenario *sc, int64_t pp, int64_t vpp, G
 
 /* Whether the split of `sc` works at pipeline size `pp` and virtual size `vpp` (as above). */
 gboolean pn_workload_split_ok(const PnScenario *sc, int64_t pp, int64_t vpp);
+
+/* ---- choosing a split ----------------------------------------------------------------------
+ *
+ * A scenario that states no split of its own is split evenly; at a pipeline size whose virtual
+ * stages do not divide num_layers, a Megatron user states one (Megatron-Bridge's Llama 3.1 405B
+ * recipe: 126 layers with account_for_embedding/loss_in_pipeline_split, 128 = 8 x 16; its
+ * DeepSeek-V3 recipe: 61 layers with a lighter last stage). pn_workload_split_choose makes that
+ * choice, for the sweep's candidates and anything else that moves the pipeline size. */
+
+/* The keys of Megatron-Core's even and uneven splits: what pn_workload_split_choose picks (never a
+ * layout: a user writes that). */
+typedef struct {
+  bool account_for_embedding_in_pipeline_split;
+  bool account_for_loss_in_pipeline_split;
+  int64_t num_layers_in_first_pipeline_stage; /* 0: unset (Megatron's None) */
+  int64_t num_layers_in_last_pipeline_stage;
+} PnSplitKeys;
+
+/* Whether `par` states a split of its own: a layout, the layers of the first or last stage, or an
+ * account_for_*_in_pipeline_split true. */
+gboolean pn_workload_split_stated(const PnParallelConfig *par);
+
+/* The split of `sc` at pipeline size `pp` (>= 1) and virtual size `vpp` (<= 1: not interleaved)
+ * into `keys` (may be NULL: a check only). When sc->parallel states a split, that one (its keys;
+ * a layout stays in `sc`). Otherwise the first of these that Megatron-Core accepts
+ * (pn_workload_stage_layers holds each to its checks):
+ *   1. even: num_layers over pp * vpp virtual stages (no key set);
+ *   2. account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: num_layers
+ *      + 2 over pp * vpp (pp > 1);
+ *   3. uneven (pp > 1): every middle stage holds m layers, the least multiple of vpp with
+ *      pp * m >= num_layers; the first and last stages hold the rest, S = num_layers - (pp - 2) m,
+ *      each a multiple of vpp and at most m (they also hold the embedding and the loss), so the
+ *      largest stage is as small as it can be; the first takes as many of S as it can (m, or
+ *      S - vpp) and the last the others: the last stage also holds the output layer, the loss and
+ *      any MTP layers. A stage that holds m stays unset (Megatron treats it as a middle one).
+ *      61 layers: pp 4 -> last 13, pp 8 -> last 5, pp 16 -> last 1, Megatron-Bridge's DeepSeek-V3
+ *      layouts for (4, 1), (8, 1) and (16, 1) (recipes/deepseek/deepseek_v3.py layout_map).
+ * Returns FALSE when Megatron-Core accepts none (a stated split that fails, or none of the three);
+ * `keys` then holds no split. Cost: O(1), pn_workload_split_ok's checks three times at most. */
+gboolean pn_workload_split_choose(const PnScenario *sc, int64_t pp, int64_t vpp, PnSplitKeys *keys);
+
+/* `keys` into the split keys of `par`; its other keys (the layout among them) stay. */
+void pn_workload_split_keys_set(PnParallelConfig *par, const PnSplitKeys *keys);
 
 #endif

@@ -3,7 +3,9 @@
 # without a pipeline, 18 left to the memory check and the simulation); -j 1 and -j 2 write the
 # same CSV and JSON byte for byte; the steady-state fast-forward agrees with the full simulation
 # (--exact) within 0.1% of the iteration time on every layout; Ctrl-C writes what is done and
-# exits 130; bad input is one line and exit 2.
+# exits 130; bad input is one line and exit 2. A model whose layers few pipeline sizes divide is
+# pipelined with the split the sweep chooses (DeepSeek-V3's 61 layers, account_for_* on 30 + 2),
+# which every output states; a split the scenario states stays.
 set -euo pipefail
 bin=$1 src=$2
 cd "$src"
@@ -92,6 +94,73 @@ for l in "TP1 PP2 VPP4 CP1 DP4" "TP1 PP4 VPP2 CP1 DP2" "TP1 PP8 VPP1 CP1 DP1"; d
 done
 grep -q -- "--pipeline-model-parallel-layout 'Et|(tt|)\*6,tL'" "$tmp/layout.txt" ||
   { echo "FAIL: the layout not in the best layout's Megatron-LM line"; exit 1; }
+
+# A model whose layers few pipeline sizes divide: DeepSeek-V3's 61 layers split evenly at pp 1
+# alone, so the sweep chooses a split Megatron accepts at each pipeline size (workload/split.h,
+# pn_workload_split_choose): an uneven last stage (pp 8: 7 x 8 + 5, pp 16: 15 x 4 + 1, as
+# Megatron-Bridge's DeepSeek-V3 layouts), none at pp 12, 14, 15; the virtual sizes where 61 + 2
+# (account_for_*) divides. The table, the JSON and CSV rows and the best layout's Megatron-LM line
+# say the split.
+"$bin" sweep --model deepseek-v3 --profile h100-sxm --gpus 1024 --seq-length 4096 --global-batch-size 8192 \
+  --vary parallel.tensor_model_parallel_size=1 --vary parallel.context_parallel_size=1 \
+  --vary parallel.expert_model_parallel_size=8 --vary training.micro_batch_size=1 \
+  --vary recompute.recompute_granularity=full -j 2 --json "$tmp/ds.json" --csv "$tmp/ds.csv" >"$tmp/ds.txt"
+grep -q "PP8 VPP1 last_stage=5 " "$tmp/ds.txt" || { echo "FAIL: no PP8 row with its split"; cat "$tmp/ds.txt"; exit 1; }
+grep -q "PP16 VPP1 last_stage=1 " "$tmp/ds.txt" || { echo "FAIL: no PP16 row with its split"; cat "$tmp/ds.txt"; exit 1; }
+grep -q -- "^best layout as Megatron-LM arguments:.* --pipeline-model-parallel-size \(8\|16\) .*--decoder-last-pipeline-num-layers \(5\|1\) " \
+  "$tmp/ds.txt" || { echo "FAIL: the best layout's Megatron-LM line has no split"; cat "$tmp/ds.txt"; exit 1; }
+python3 - "$tmp" <<'PY'
+import csv, json, sys
+t = sys.argv[1]
+j = json.load(open(f"{t}/ds.json"))
+axes = {a["key"]: a["values"] for a in j["space"]["axes"]}
+assert axes["parallel.pipeline_model_parallel_size"] == [str(p) for p in [*range(1, 12), 13, 16]], axes
+assert axes["parallel.virtual_pipeline_model_parallel_size"] == ["1", "3", "7", "9"], axes
+last = {2: 30, 4: 13, 8: 5, 16: 1}
+rows = j["layouts"]
+assert any(r["parallel.pipeline_model_parallel_size"] > 1 for r in rows), rows
+for r in rows:
+    pp = r["parallel.pipeline_model_parallel_size"]
+    assert r.get("parallel.num_layers_in_last_pipeline_stage") == last.get(pp), r
+    assert "parallel.num_layers_in_first_pipeline_stage" not in r, r
+    flag = f"--decoder-last-pipeline-num-layers {last[pp]}" if pp in last else "--decoder-last-pipeline-num-layers"
+    assert (flag in r["megatron_args"]) == (pp in last), r["megatron_args"]
+for r in csv.DictReader(open(f"{t}/ds.csv")):
+    want = str(last.get(int(r["parallel.pipeline_model_parallel_size"]), "none"))
+    assert r["parallel.num_layers_in_last_pipeline_stage"] == want, r
+    assert r["parallel.account_for_embedding_in_pipeline_split"] == "false", r
+print(f"DeepSeek-V3: {len(rows)} layouts, pipeline sizes {sorted({r['parallel.pipeline_model_parallel_size'] for r in rows})}")
+PY
+
+# Megatron-Bridge's Llama 3.1 405B way: 30 layers + the embedding + the loss = 32 slots over pp 4
+# and 8 (and their chunks at vpp 2), 15 + 15 at pp 2; a split the scenario states stays (first 10
+# at pp 2: 10 + 20; pp 4 leaves 20 for three middle stages and is refused as Megatron refuses it)
+printf '%s' '{"schema_version": 1, "model": {"base": "llama3-8b", "num_layers": 30},
+  "hardware": {"profile": "h100-sxm", "num_gpus": 8},
+  "training": {"seq_length": 1024, "micro_batch_size": 1, "global_batch_size": 64}}' >"$tmp/acc.json"
+"$bin" sweep "$tmp/acc.json" --vary parallel.pipeline_model_parallel_size=1,2,4,8 \
+  --vary parallel.virtual_pipeline_model_parallel_size=1,2 -j 2 --json "$tmp/acc-out.json" >"$tmp/acc.txt"
+grep -q "PP4 VPP1 account_for=embedding,loss" "$tmp/acc.txt" || { echo "FAIL: no account_for row"; cat "$tmp/acc.txt"; exit 1; }
+"$bin" sweep "$tmp/acc.json" --set parallel.num_layers_in_first_pipeline_stage=10 \
+  --set parallel.pipeline_model_parallel_size=2 --vary parallel.pipeline_model_parallel_size=2,4 -j 2 \
+  --json "$tmp/stated.json" >/dev/null
+python3 - "$tmp" <<'PY'
+import json, sys
+t = sys.argv[1]
+rows = json.load(open(f"{t}/acc-out.json"))["layouts"]
+both = "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+for r in rows:
+    pp = r["parallel.pipeline_model_parallel_size"]
+    account = pp in (4, 8) or (pp, r["parallel.virtual_pipeline_model_parallel_size"]) == (2, 2)
+    assert r.get("parallel.account_for_embedding_in_pipeline_split", False) == account, r
+    assert r.get("parallel.account_for_loss_in_pipeline_split", False) == account, r
+    assert (both in r["megatron_args"]) == account, r["megatron_args"]
+assert len(rows) == 7, len(rows)
+s = json.load(open(f"{t}/stated.json"))
+assert [r["parallel.pipeline_model_parallel_size"] for r in s["layouts"]] == [2], s["layouts"]
+assert s["layouts"][0]["parallel.num_layers_in_first_pipeline_stage"] == 10, s["layouts"][0]
+assert "--decoder-first-pipeline-num-layers 10" in s["layouts"][0]["megatron_args"], s["layouts"][0]
+PY
 
 # Ctrl-C: what is done is written, and said; exit 130. (--foreground: timeout signals only the
 # sweep, once; without it the signal also goes to the process group, a second Ctrl-C, which kills)

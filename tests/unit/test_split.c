@@ -458,6 +458,188 @@ START_TEST(test_even)
 }
 END_TEST
 
+/* ---- choosing a split (pn_workload_split_choose) ---- */
+
+/* The split chosen for `layers` at (pp, vpp), as "first F last L account E,L | <virtual stages>"
+ * ("-" for an unset key; the virtual stages' layers as split_text writes them, Megatron's check of
+ * the chosen keys), or "none" when nothing is accepted. */
+static char *choose_text(int64_t layers, int64_t pp, int64_t vpp)
+{
+  PnScenario sc;
+  split_scenario(&sc, layers, 0, NULL);
+  PnSplitKeys k;
+  if (!pn_workload_split_choose(&sc, pp, vpp, &k)) {
+    ck_assert(k.num_layers_in_first_pipeline_stage == 0 && k.num_layers_in_last_pipeline_stage == 0 &&
+              !k.account_for_embedding_in_pipeline_split && !k.account_for_loss_in_pipeline_split);
+    return g_strdup("none");
+  }
+  pn_workload_split_keys_set(&sc.parallel, &k);
+  g_autofree char *stages = split_text(&sc, pp, vpp);
+  GString *s              = g_string_new(NULL);
+  if (k.num_layers_in_first_pipeline_stage > 0)
+    g_string_append_printf(s, "first %" G_GINT64_FORMAT " ", k.num_layers_in_first_pipeline_stage);
+  if (k.num_layers_in_last_pipeline_stage > 0)
+    g_string_append_printf(s, "last %" G_GINT64_FORMAT " ", k.num_layers_in_last_pipeline_stage);
+  if (k.account_for_embedding_in_pipeline_split || k.account_for_loss_in_pipeline_split)
+    g_string_append_printf(s, "account %s%s ", k.account_for_embedding_in_pipeline_split ? "E" : "",
+                           k.account_for_loss_in_pipeline_split ? "L" : "");
+  g_string_append_printf(s, "| %s", stages);
+  return g_string_free(s, FALSE);
+}
+
+/* The choice of split.h's three rules, each checked by Megatron's own (split_text: an accepted
+ * split lists its virtual stages, a refused one says "error").
+ * DeepSeek-V3's 61 layers (prime): at pp 8 the middle stages hold m = ceil(61 / 8) = 8, the ends
+ * 61 - 6 x 8 = 13: the first 8 (a middle stage's, left unset), the last 5; pp 16: m 4, ends 5:
+ * last 1; pp 4: m 16, ends 29: last 13; pp 2: m 31, last 30; pp 13: m 5, ends 6: last 1. These are
+ * Megatron-Bridge's DeepSeek-V3 layouts for (4, 1), (8, 1), (16, 1). Interleaved, nothing: every
+ * stage a multiple of vpp 2 or 4 sums to an even count, never 61, and 61 + 2 = 63 is odd;
+ * pp 14: m 5, ends 61 - 60 = 1 cannot hold two stages; pp 15: m 5, 13 x 5 > 61.
+ * Llama 3.1 405B's 126 layers at pp 8: 128 = 8 x 16 with the embedding and the loss accounted
+ * (Megatron-Bridge's recipe), also at vpp 2 (8 slots per chunk: 7 beside the embedding and the
+ * loss). 80 layers: even wherever they divide (pp 8, pp 4 vpp 5), 82 at pp 41 over 2 chunks is
+ * account_for's; at pp 8 vpp 4 (10 a stage, not a multiple of 4) m = 12, ends 80 - 72 = 8: first 4,
+ * last 4. 58 layers at pp 4 vpp 2: m 16, ends 26: the first 16 (unset), last 10 (5 a chunk).
+ * 17 layers at pp 16: m 2 leaves the ends nothing (14 x 2 > 17), and m 1 would leave them 3, more
+ * than a middle stage's 1. pp 1: the one stage, even; interleaved there only when it divides. */
+START_TEST(test_split_choose)
+{
+  static const struct {
+    int64_t layers, pp, vpp;
+    const char *want;
+  } cases[] = {
+      {61, 8, 1, "last 5 | 8 8 8 8 8 8 8 5"},
+      {61, 16, 1, "last 1 | 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 1"},
+      {61, 4, 1, "last 13 | 16 16 16 13"},
+      {61, 2, 1, "last 30 | 31 30"},
+      {61, 13, 1, "last 1 | 5 5 5 5 5 5 5 5 5 5 5 5 1"},
+      {61, 8, 2, "none"},
+      {61, 8, 4, "none"},
+      {61, 16, 2, "none"},
+      {61, 16, 4, "none"},
+      {61, 14, 1, "none"},
+      {61, 15, 1, "none"},
+      {61, 1, 1, "| 61"},
+      {126, 8, 1, "account EL | 15 16 16 16 16 16 16 15"},
+      {126, 8, 2, "account EL | 7 8 8 8 8 8 8 8 8 8 8 8 8 8 8 7"},
+      {80, 8, 1, "| 10 10 10 10 10 10 10 10"},
+      {80, 4, 5, "| 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4"},
+      {80, 41, 2,
+       "account EL | 0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 "
+       "1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 0"},
+      {80, 8, 4, "first 4 last 4 | 1 3 3 3 3 3 3 1 1 3 3 3 3 3 3 1 1 3 3 3 3 3 3 1 1 3 3 3 3 3 3 1"},
+      {58, 4, 2, "last 10 | 8 8 8 5 8 8 8 5"},
+      {17, 16, 1, "none"},
+      {80, 1, 5, "| 16 16 16 16 16"},
+      {61, 1, 2, "none"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *got = choose_text(cases[i].layers, cases[i].pp, cases[i].vpp);
+    ck_assert_msg(strcmp(got, cases[i].want) == 0,
+                  "%" G_GINT64_FORMAT " layers at pp %" G_GINT64_FORMAT " vpp %" G_GINT64_FORMAT ": %s, expected %s",
+                  cases[i].layers, cases[i].pp, cases[i].vpp, got, cases[i].want);
+  }
+}
+END_TEST
+
+/* A split the scenario states is kept, where Megatron accepts it, and never replaced: uneven keys
+ * (32 layers, first 5: pp 4 yes, pp 8 no, though the even split would work there), account_for
+ * (30 + 2 at pp 4), a layout (its keys none, its virtual stages dividing over pp 2 and 4, not 3). */
+START_TEST(test_split_choose_stated)
+{
+  PnScenario sc;
+  PnSplitKeys k;
+  split_scenario(&sc, 32, 0, NULL);
+  ck_assert(!pn_workload_split_stated(&sc.parallel));
+  sc.parallel.num_layers_in_first_pipeline_stage = 5;
+  ck_assert(pn_workload_split_stated(&sc.parallel));
+  ck_assert(pn_workload_split_choose(&sc, 4, 1, &k));
+  ck_assert(k.num_layers_in_first_pipeline_stage == 5 && k.num_layers_in_last_pipeline_stage == 0);
+  ck_assert(!pn_workload_split_choose(&sc, 8, 1, &k) && k.num_layers_in_first_pipeline_stage == 0);
+  split_scenario(&sc, 30, 0, NULL);
+  sc.parallel.account_for_embedding_in_pipeline_split = sc.parallel.account_for_loss_in_pipeline_split = true;
+  ck_assert(pn_workload_split_choose(&sc, 4, 1, &k) && k.account_for_embedding_in_pipeline_split &&
+            k.account_for_loss_in_pipeline_split);
+  ck_assert(!pn_workload_split_choose(&sc, 3, 1, NULL) && pn_workload_split_choose(&sc, 2, 1, NULL));
+  split_scenario(&sc, 14, 0, "Et|(tt|)*6,tL");
+  ck_assert(pn_workload_split_stated(&sc.parallel));
+  ck_assert(pn_workload_split_choose(&sc, 2, 1, &k) && pn_workload_split_choose(&sc, 4, 1, NULL));
+  ck_assert(k.num_layers_in_first_pipeline_stage == 0 && !k.account_for_loss_in_pipeline_split);
+  ck_assert(!pn_workload_split_choose(&sc, 3, 1, NULL));
+}
+END_TEST
+
+/* The largest pipeline stage of the split `sc` states at (pp, vpp); 0 when Megatron refuses it. */
+static int64_t largest_stage(const PnScenario *sc, int64_t pp, int64_t vpp)
+{
+  g_autoptr(GArray) layers = g_array_new(FALSE, FALSE, sizeof(int64_t));
+  if (pn_workload_stage_layers(sc, pp, vpp, layers, NULL) != PN_RULE_OK)
+    return 0;
+  int64_t most = 0;
+  for (int64_t rank = 0; rank < pp; rank++) {
+    int64_t n = 0;
+    for (int64_t chunk = 0; chunk < vpp; chunk++)
+      n += g_array_index(layers, int64_t, chunk * pp + rank);
+    most = MAX(most, n);
+  }
+  return most;
+}
+
+/* The rule against every split Megatron accepts, 1 to 64 layers at pp 3 to 16 and vpp 1 to 4: the
+ * even split when Megatron takes it, else account_for when it takes that, else among every pair of
+ * first / last stages it takes (each 1 .. num_layers) whose ends hold no more than a middle stage,
+ * one of the least largest stage, the first as full as it gets: the chooser's, stage for stage; and
+ * "none" exactly when no such split exists. */
+START_TEST(test_split_choose_exhaustive)
+{
+  PnScenario sc, t;
+  for (int64_t layers = 1; layers <= 64; layers++)
+    for (int64_t pp = 3; pp <= 16; pp++)
+      for (int64_t vpp = 1; vpp <= 4; vpp++) {
+        split_scenario(&sc, layers, 0, NULL);
+        PnSplitKeys got;
+        gboolean ok                                        = pn_workload_split_choose(&sc, pp, vpp, &got);
+        t                                                  = sc;
+        PnSplitKeys want                                   = {0};
+        bool found                                         = pn_workload_split_ok(&t, pp, vpp);
+        t.parallel.account_for_embedding_in_pipeline_split = t.parallel.account_for_loss_in_pipeline_split = true;
+        if (!found && pn_workload_split_ok(&t, pp, vpp))
+          found = true, want.account_for_embedding_in_pipeline_split = want.account_for_loss_in_pipeline_split = true;
+        t.parallel.account_for_embedding_in_pipeline_split = t.parallel.account_for_loss_in_pipeline_split = false;
+        int64_t best_middle = 0, best_first = 0;
+        for (int64_t f = vpp; !found && f <= layers; f += vpp)
+          for (int64_t l = vpp; l + f <= layers; l += vpp) {
+            t.parallel.num_layers_in_first_pipeline_stage = f;
+            t.parallel.num_layers_in_last_pipeline_stage  = l;
+            if (!pn_workload_split_ok(&t, pp, vpp))
+              continue;
+            int64_t middle = (layers - f - l) / (pp - 2);
+            if (f > middle || l > middle)
+              continue;
+            if (best_middle == 0 || middle < best_middle || (middle == best_middle && f > best_first))
+              best_middle = middle, best_first = f, want.num_layers_in_first_pipeline_stage = f,
+              want.num_layers_in_last_pipeline_stage = l;
+          }
+        found = found || best_middle > 0;
+        ck_assert_msg(ok == found,
+                      "%" G_GINT64_FORMAT " layers, pp %" G_GINT64_FORMAT " vpp %" G_GINT64_FORMAT
+                      ": chosen %d, a split exists %d",
+                      layers, pp, vpp, ok, found);
+        if (!ok)
+          continue;
+        /* the same stages: a first or last of a middle stage's layers is the chooser's unset key */
+        PnScenario a = sc, b = sc;
+        pn_workload_split_keys_set(&a.parallel, &got);
+        pn_workload_split_keys_set(&b.parallel, &want);
+        g_autofree char *sa = split_text(&a, pp, vpp), *sb = split_text(&b, pp, vpp);
+        ck_assert_msg(strcmp(sa, sb) == 0 && largest_stage(&a, pp, vpp) > 0,
+                      "%" G_GINT64_FORMAT " layers, pp %" G_GINT64_FORMAT " vpp %" G_GINT64_FORMAT
+                      ": chosen %s, expected %s",
+                      layers, pp, vpp, sa, sb);
+      }
+}
+END_TEST
+
 /* ---- the rules and the scenario keys ---- */
 
 /* pn_workload_check derives the virtual size from a layout (arguments.py); a layout at pp 1 with
@@ -610,12 +792,20 @@ static Suite *split_suite(void)
     const char *name;
     const TTest *test;
   } cases[] = {
-      {"layout_expand", test_layout_expand},       {"layout_compact", test_layout_compact},
-      {"layout_docstring", test_layout_docstring}, {"layout_deepseek_v3", test_layout_deepseek_v3},
-      {"layout_errors", test_layout_errors},       {"uneven", test_uneven},
-      {"uneven_errors", test_uneven_errors},       {"even", test_even},
-      {"split_rules", test_split_rules},           {"split_keys", test_split_keys},
+      {"layout_expand", test_layout_expand},
+      {"layout_compact", test_layout_compact},
+      {"layout_docstring", test_layout_docstring},
+      {"layout_deepseek_v3", test_layout_deepseek_v3},
+      {"layout_errors", test_layout_errors},
+      {"uneven", test_uneven},
+      {"uneven_errors", test_uneven_errors},
+      {"even", test_even},
+      {"split_rules", test_split_rules},
+      {"split_keys", test_split_keys},
       {"split_simulated", test_split_simulated},
+      {"split_choose", test_split_choose},
+      {"split_choose_stated", test_split_choose_stated},
+      {"split_choose_exhaustive", test_split_choose_exhaustive},
   };
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
