@@ -3,6 +3,8 @@
 
 #include <glib.h>
 
+#include "workload/ops.h"
+
 static double model_flops(const PnModelConfig *m, int64_t seq_length, int64_t global_batch, int64_t padded_vocab,
                           double core_factor)
 {
@@ -32,10 +34,8 @@ static double model_flops(const PnModelConfig *m, int64_t seq_length, int64_t gl
   double moe_layers = 0.0, mtp = (double)m->mtp_num_layers;
   bool last_moe = false;
   for (int64_t l = 0; m->num_moe_experts > 0 && l < m->num_layers; l++) {
-    bool is_moe = m->moe_layer_pattern_set ? m->moe_layer_pattern[l] != 0
-                                           : l % (m->moe_layer_freq > 0 ? m->moe_layer_freq : 1) == 0;
-    moe_layers += is_moe ? 1.0 : 0.0;
-    last_moe = is_moe;
+    last_moe = pn_workload_model_layer_is_moe(m, l);
+    moe_layers += last_moe ? 1.0 : 0.0;
   }
   moe_layers += last_moe ? mtp : 0.0;
   double layers      = (double)m->num_layers + mtp;

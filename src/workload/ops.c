@@ -1705,7 +1705,11 @@ bool pn_workload_is_moe(const PnScenario *sc) { return sc->model.num_moe_experts
 
 bool pn_workload_layer_is_moe(const PnScenario *sc, int64_t layer)
 {
-  const PnModelConfig *m = &sc->model;
+  return pn_workload_model_layer_is_moe(&sc->model, layer);
+}
+
+bool pn_workload_model_layer_is_moe(const PnModelConfig *m, int64_t layer)
+{
   if (m->num_moe_experts <= 0 || layer < 0)
     return false;
   if (m->moe_layer_pattern_set)

@@ -304,6 +304,8 @@ bool pn_workload_is_moe(const PnScenario *sc);
 /* Whether layer `layer` (global, from 0) is a MoE layer: MoE models by moe_layer_freq
  * (config.h); always false for a dense model. */
 bool pn_workload_layer_is_moe(const PnScenario *sc, int64_t layer);
+/* The same, of a model alone. */
+bool pn_workload_model_layer_is_moe(const PnModelConfig *m, int64_t layer);
 /* A MoE model with dense layers (moe_layer_freq other than 1). */
 bool pn_workload_has_dense_layers(const PnScenario *sc);
 /* The scenario of a MoE model's dense layers: the same with num_moe_experts 0 (their MLP is

@@ -44,8 +44,7 @@ static const char *const summaries[PN_RULE_N] = {
 
 const char *pn_rule_summary(PnRule r) { return r >= 0 && r < PN_RULE_N ? summaries[r] : "unknown rule"; }
 
-G_GNUC_PRINTF(4, 5)
-static PnRule broken(PnRuleViolation *v, PnRule rule, const char *path, const char *fmt, ...)
+PnRule pn__rule_broken(PnRuleViolation *v, PnRule rule, const char *path, const char *fmt, ...)
 {
   if (v != NULL) {
     v->rule = rule;
@@ -70,19 +69,20 @@ static PnRule check_layout(PnScenario *sc, PnRuleViolation *v)
 
   /* tensor parallelism splits heads and query groups */
   if (m->num_attention_heads % tp != 0)
-    return broken(v, PN_RULE_TP_HEADS, "/parallel/tensor_model_parallel_size",
-                  I64 " does not divide num_attention_heads " I64, tp, m->num_attention_heads);
+    return pn__rule_broken(v, PN_RULE_TP_HEADS, "/parallel/tensor_model_parallel_size",
+                           I64 " does not divide num_attention_heads " I64, tp, m->num_attention_heads);
   if (m->num_query_groups % tp != 0)
-    return broken(v, PN_RULE_TP_QUERY_GROUPS, "/parallel/tensor_model_parallel_size",
-                  I64 " does not divide num_query_groups " I64, tp, m->num_query_groups);
+    return pn__rule_broken(v, PN_RULE_TP_QUERY_GROUPS, "/parallel/tensor_model_parallel_size",
+                           I64 " does not divide num_query_groups " I64, tp, m->num_query_groups);
 
   /* world = tp * pp * cp * dp; each factor <= num_gpus <= 1e7, so the products below fit */
   int64_t tp_pp     = (tp > gpus || pp > gpus) ? gpus + 1 : tp * pp;
   int64_t model_par = (tp_pp > gpus || cp > gpus) ? gpus + 1 : tp_pp * cp;
   if (model_par > gpus || gpus % model_par != 0)
-    return broken(v, PN_RULE_WORLD, "/hardware/num_gpus",
-                  I64 " is not divisible by tensor x pipeline x context parallel size (" I64 " x " I64 " x " I64 ")",
-                  gpus, tp, pp, cp);
+    return pn__rule_broken(v, PN_RULE_WORLD, "/hardware/num_gpus",
+                           I64 " is not divisible by tensor x pipeline x context parallel size (" I64 " x " I64
+                               " x " I64 ")",
+                           gpus, tp, pp, cp);
   par->data_parallel_size = gpus / model_par;
   return PN_RULE_OK;
 }
@@ -105,17 +105,18 @@ static PnRule check_pipeline(PnScenario *sc, int64_t *stage_layers_out, PnRuleVi
   }
   /* pipeline stages and virtual chunks hold whole layers */
   if (vpp > 1 && pp == 1)
-    return broken(v, PN_RULE_VPP_NEEDS_PP, vpp_ptr,
-                  I64 " needs pipeline_model_parallel_size > 1 (interleaving splits each pipeline stage)", vpp);
+    return pn__rule_broken(v, PN_RULE_VPP_NEEDS_PP, vpp_ptr,
+                           I64 " needs pipeline_model_parallel_size > 1 (interleaving splits each pipeline stage)",
+                           vpp);
   g_autoptr(GArray) layers = g_array_new(FALSE, FALSE, sizeof(int64_t));
   PnRule r                 = pn_workload_stage_layers(sc, pp, vpp, layers, v);
   if (r != PN_RULE_OK)
     return r;
   if (vpp > 1 && pp == 2 && sc->comm_overlap.overlap_p2p_comm == PN_TRI_FALSE)
-    return broken(v, PN_RULE_VPP_PP2_P2P, "/comm_overlap/overlap_p2p_comm",
-                  "false is not supported with interleaving (virtual_pipeline_model_parallel_size " I64
-                  ") at pipeline_model_parallel_size 2: Megatron requires pp > 2 when overlap_p2p_comm is off",
-                  vpp);
+    return pn__rule_broken(v, PN_RULE_VPP_PP2_P2P, "/comm_overlap/overlap_p2p_comm",
+                           "false is not supported with interleaving (virtual_pipeline_model_parallel_size " I64
+                           ") at pipeline_model_parallel_size 2: Megatron requires pp > 2 when overlap_p2p_comm is off",
+                           vpp);
   /* the most layers a pipeline stage holds, an accounted embedding or loss counting as one */
   int64_t most = 0;
   for (int64_t rank = 0; rank < pp; rank++) {
@@ -139,9 +140,10 @@ static PnRule check_batch(PnScenario *sc, PnRuleViolation *v)
   /* batch: gbs = mbs * dp * num_microbatches */
   int64_t mbs_dp = tr->micro_batch_size * dp; /* <= 1e9 * 1e7 */
   if (tr->global_batch_size % mbs_dp != 0)
-    return broken(v, PN_RULE_BATCH, "/training/global_batch_size",
-                  I64 " is not divisible by micro_batch_size x data_parallel_size (" I64 " x " I64 " = " I64 ")",
-                  tr->global_batch_size, tr->micro_batch_size, dp, mbs_dp);
+    return pn__rule_broken(v, PN_RULE_BATCH, "/training/global_batch_size",
+                           I64 " is not divisible by micro_batch_size x data_parallel_size (" I64 " x " I64 " = " I64
+                               ")",
+                           tr->global_batch_size, tr->micro_batch_size, dp, mbs_dp);
   int64_t nmb           = tr->global_batch_size / mbs_dp;
   par->num_microbatches = nmb;
 
@@ -151,21 +153,22 @@ static PnRule check_batch(PnScenario *sc, PnRuleViolation *v)
     const char *gptr = par->microbatch_group_size_per_vp_stage ? "/parallel/microbatch_group_size_per_vp_stage"
                                                                : "/training/global_batch_size";
     if (group < pp || group > nmb)
-      return broken(v, PN_RULE_VPP_GROUP, gptr,
-                    "the interleaved schedule needs pipeline_model_parallel_size (" I64
-                    ") <= microbatch_group_size_per_vp_stage (" I64 ") <= num_microbatches (" I64 ")",
-                    pp, group, nmb);
+      return pn__rule_broken(v, PN_RULE_VPP_GROUP, gptr,
+                             "the interleaved schedule needs pipeline_model_parallel_size (" I64
+                             ") <= microbatch_group_size_per_vp_stage (" I64 ") <= num_microbatches (" I64 ")",
+                             pp, group, nmb);
     if (nmb % group != 0 && nmb % group < pp && !par->microbatch_group_size_per_vp_stage)
-      return broken(v, PN_RULE_VPP_MICROBATCHES, gptr,
-                    "the interleaved schedule (virtual_pipeline_model_parallel_size " I64
-                    ") needs num_microbatches (" I64 " = " I64 " / (micro_batch_size " I64 " x data_parallel_size " I64
-                    ")) to be a multiple of pipeline_model_parallel_size " I64 " (Megatron raises otherwise)",
-                    vpp, nmb, tr->global_batch_size, tr->micro_batch_size, dp, pp);
+      return pn__rule_broken(v, PN_RULE_VPP_MICROBATCHES, gptr,
+                             "the interleaved schedule (virtual_pipeline_model_parallel_size " I64
+                             ") needs num_microbatches (" I64 " = " I64 " / (micro_batch_size " I64
+                             " x data_parallel_size " I64 ")) to be a multiple of pipeline_model_parallel_size " I64
+                             " (Megatron raises otherwise)",
+                             vpp, nmb, tr->global_batch_size, tr->micro_batch_size, dp, pp);
     if (nmb % group != 0 && nmb % group < pp)
-      return broken(v, PN_RULE_VPP_GROUP_REMAINDER, gptr,
-                    "num_microbatches " I64 " mod microbatch_group_size_per_vp_stage " I64 " = " I64
-                    " must be 0 or >= pipeline_model_parallel_size " I64 " (Megatron: dependency bubbles)",
-                    nmb, group, nmb % group, pp);
+      return pn__rule_broken(v, PN_RULE_VPP_GROUP_REMAINDER, gptr,
+                             "num_microbatches " I64 " mod microbatch_group_size_per_vp_stage " I64 " = " I64
+                             " must be 0 or >= pipeline_model_parallel_size " I64 " (Megatron: dependency bubbles)",
+                             nmb, group, nmb % group, pp);
   }
   return PN_RULE_OK;
 }
@@ -179,33 +182,34 @@ static PnRule check_sequence(PnScenario *sc, unsigned *notes, PnRuleViolation *v
 
   /* sequence: CP splits it into 2*cp chunks (load balancing), SP shards each CP slice over TP */
   if (cp > 1 && tr->seq_length % (2 * cp) != 0)
-    return broken(v, PN_RULE_CP_SEQUENCE, "/training/seq_length",
-                  I64 " is not divisible by 2 x context_parallel_size = " I64
-                      " (context parallelism splits the sequence into 2*cp chunks for load balancing)",
-                  tr->seq_length, 2 * cp);
+    return pn__rule_broken(v, PN_RULE_CP_SEQUENCE, "/training/seq_length",
+                           I64 " is not divisible by 2 x context_parallel_size = " I64
+                               " (context parallelism splits the sequence into 2*cp chunks for load balancing)",
+                           tr->seq_length, 2 * cp);
   if (par->sequence_parallel && tp == 1) {
     *notes |= PN_RULE_NOTE_SP_DISABLED; /* as Megatron does */
     par->sequence_parallel = false;
   }
   if (par->sequence_parallel && (tr->seq_length / cp) % tp != 0) {
     if (cp > 1)
-      return broken(v, PN_RULE_SP_SEQUENCE, "/training/seq_length",
-                    I64 " / context_parallel_size " I64 " = " I64 " is not divisible by tensor_model_parallel_size " I64
-                        " (sequence_parallel)",
-                    tr->seq_length, cp, tr->seq_length / cp, tp);
-    return broken(v, PN_RULE_SP_SEQUENCE, "/training/seq_length",
-                  I64 " is not divisible by tensor_model_parallel_size " I64 " (sequence_parallel)", tr->seq_length,
-                  tp);
+      return pn__rule_broken(v, PN_RULE_SP_SEQUENCE, "/training/seq_length",
+                             I64 " / context_parallel_size " I64 " = " I64
+                                 " is not divisible by tensor_model_parallel_size " I64 " (sequence_parallel)",
+                             tr->seq_length, cp, tr->seq_length / cp, tp);
+    return pn__rule_broken(v, PN_RULE_SP_SEQUENCE, "/training/seq_length",
+                           I64 " is not divisible by tensor_model_parallel_size " I64 " (sequence_parallel)",
+                           tr->seq_length, tp);
   }
   if (cp > 1 && sc->comm_overlap.cp_comm_type == PN_CP_A2A && (m->num_attention_heads / tp) % cp != 0)
-    return broken(v, PN_RULE_CP_A2A_HEADS, "/parallel/context_parallel_size",
-                  I64 " does not divide the " I64 " attention heads per tensor-parallel rank (cp_comm_type \"a2a\")",
-                  cp, m->num_attention_heads / tp);
+    return pn__rule_broken(v, PN_RULE_CP_A2A_HEADS, "/parallel/context_parallel_size",
+                           I64 " does not divide the " I64
+                               " attention heads per tensor-parallel rank (cp_comm_type \"a2a\")",
+                           cp, m->num_attention_heads / tp);
   if (m->max_position_embeddings > 0 && strcmp(m->position_embedding_type, "learned_absolute") == 0 &&
       tr->seq_length > m->max_position_embeddings)
-    return broken(v, PN_RULE_MAX_POSITIONS, "/training/seq_length",
-                  I64 " exceeds the model's max_position_embeddings " I64 " (learned absolute positions)",
-                  tr->seq_length, m->max_position_embeddings);
+    return pn__rule_broken(v, PN_RULE_MAX_POSITIONS, "/training/seq_length",
+                           I64 " exceeds the model's max_position_embeddings " I64 " (learned absolute positions)",
+                           tr->seq_length, m->max_position_embeddings);
   return PN_RULE_OK;
 }
 
@@ -222,26 +226,27 @@ static PnRule check_experts(PnScenario *sc, PnRuleViolation *v)
     par->expert_tensor_parallel_size = tp;
   int64_t etp = par->expert_tensor_parallel_size;
   if (m->num_moe_experts == 0 && (ep > 1 || etp != tp))
-    return broken(v, PN_RULE_EXPERTS_NEED_MOE,
-                  ep > 1 ? "/parallel/expert_model_parallel_size" : "/parallel/expert_tensor_parallel_size",
-                  I64 " needs a MoE model (num_moe_experts > 0)", ep > 1 ? ep : etp);
+    return pn__rule_broken(v, PN_RULE_EXPERTS_NEED_MOE,
+                           ep > 1 ? "/parallel/expert_model_parallel_size" : "/parallel/expert_tensor_parallel_size",
+                           I64 " needs a MoE model (num_moe_experts > 0)", ep > 1 ? ep : etp);
   if (m->num_moe_experts == 0)
     return PN_RULE_OK;
   if (m->num_moe_experts % ep != 0)
-    return broken(v, PN_RULE_EP_EXPERTS, "/parallel/expert_model_parallel_size",
-                  I64 " does not divide num_moe_experts " I64, ep, m->num_moe_experts);
+    return pn__rule_broken(v, PN_RULE_EP_EXPERTS, "/parallel/expert_model_parallel_size",
+                           I64 " does not divide num_moe_experts " I64, ep, m->num_moe_experts);
   if (etp > gpus || ep > gpus || (tp * cp * dp) % (etp * ep) != 0)
-    return broken(v, PN_RULE_EP_RANKS, "/parallel/expert_model_parallel_size",
-                  "expert_tensor_parallel_size x expert_model_parallel_size = " I64 " x " I64
-                  " does not divide the ranks of a pipeline stage (tp x cp x dp = " I64 ")",
-                  etp, ep, tp * cp * dp);
+    return pn__rule_broken(v, PN_RULE_EP_RANKS, "/parallel/expert_model_parallel_size",
+                           "expert_tensor_parallel_size x expert_model_parallel_size = " I64 " x " I64
+                           " does not divide the ranks of a pipeline stage (tp x cp x dp = " I64 ")",
+                           etp, ep, tp * cp * dp);
   int64_t moe_ffn = m->moe_ffn_hidden_size > 0 ? m->moe_ffn_hidden_size : m->ffn_hidden_size;
   if (moe_ffn % etp != 0)
-    return broken(v, PN_RULE_ETP_FFN, "/parallel/expert_tensor_parallel_size",
-                  I64 " does not divide moe_ffn_hidden_size " I64, etp, moe_ffn);
+    return pn__rule_broken(v, PN_RULE_ETP_FFN, "/parallel/expert_tensor_parallel_size",
+                           I64 " does not divide moe_ffn_hidden_size " I64, etp, moe_ffn);
   if (tp > 1 && ep > 1 && !par->sequence_parallel)
-    return broken(v, PN_RULE_EP_NEEDS_SP, "/parallel/sequence_parallel",
-                  "expected true: Megatron-Core requires sequence parallelism with tensor and expert parallelism");
+    return pn__rule_broken(
+        v, PN_RULE_EP_NEEDS_SP, "/parallel/sequence_parallel",
+        "expected true: Megatron-Core requires sequence parallelism with tensor and expert parallelism");
   return PN_RULE_OK;
 }
 
@@ -251,15 +256,18 @@ static PnRule check_training(const PnScenario *sc, int64_t stage_layers, PnRuleV
 
   /* optimizer, precision, recompute */
   if (dp % sc->ddp.num_distributed_optimizer_instances != 0)
-    return broken(v, PN_RULE_DISTOPT_INSTANCES, "/ddp/num_distributed_optimizer_instances",
-                  I64 " does not divide data_parallel_size " I64, sc->ddp.num_distributed_optimizer_instances, dp);
+    return pn__rule_broken(v, PN_RULE_DISTOPT_INSTANCES, "/ddp/num_distributed_optimizer_instances",
+                           I64 " does not divide data_parallel_size " I64, sc->ddp.num_distributed_optimizer_instances,
+                           dp);
   if (sc->ddp.fp8_param_gather && sc->training.precision != PN_PREC_FP8)
-    return broken(v, PN_RULE_FP8_PARAM_GATHER, "/ddp/fp8_param_gather", "true needs training.precision \"fp8\"");
+    return pn__rule_broken(v, PN_RULE_FP8_PARAM_GATHER, "/ddp/fp8_param_gather",
+                           "true needs training.precision \"fp8\"");
   const PnRecomputeConfig *rc = &sc->recompute;
   if (rc->recompute_num_layers > 0 && rc->recompute_granularity == PN_RECOMPUTE_FULL &&
       rc->recompute_num_layers > stage_layers)
-    return broken(v, PN_RULE_RECOMPUTE_LAYERS, "/recompute/recompute_num_layers",
-                  I64 " exceeds the " I64 " layers of a pipeline stage", rc->recompute_num_layers, stage_layers);
+    return pn__rule_broken(v, PN_RULE_RECOMPUTE_LAYERS, "/recompute/recompute_num_layers",
+                           I64 " exceeds the " I64 " layers of a pipeline stage", rc->recompute_num_layers,
+                           stage_layers);
   return PN_RULE_OK;
 }
 
@@ -270,16 +278,18 @@ static PnRule check_environment(const PnScenario *sc, PnRuleViolation *v)
 
   /* launch environment against the hardware */
   if (env->nccl_min_ctas > 0 && env->nccl_max_ctas > 0 && env->nccl_min_ctas > env->nccl_max_ctas)
-    return broken(v, PN_RULE_NCCL_CTAS, "/env/NCCL_MIN_CTAS", "%d exceeds NCCL_MAX_CTAS %d", env->nccl_min_ctas,
-                  env->nccl_max_ctas);
+    return pn__rule_broken(v, PN_RULE_NCCL_CTAS, "/env/NCCL_MIN_CTAS", "%d exceeds NCCL_MAX_CTAS %d",
+                           env->nccl_min_ctas, env->nccl_max_ctas);
   if (hw == NULL) /* the SM margins are checked against a loaded profile */
     return PN_RULE_OK;
   if (env->nvte_fwd_layernorm_sm_margin >= hw->sm_count)
-    return broken(v, PN_RULE_FWD_LAYERNORM_MARGIN, "/env/NVTE_FWD_LAYERNORM_SM_MARGIN",
-                  "%d leaves no SM for the kernel (the GPU has %d)", env->nvte_fwd_layernorm_sm_margin, hw->sm_count);
+    return pn__rule_broken(v, PN_RULE_FWD_LAYERNORM_MARGIN, "/env/NVTE_FWD_LAYERNORM_SM_MARGIN",
+                           "%d leaves no SM for the kernel (the GPU has %d)", env->nvte_fwd_layernorm_sm_margin,
+                           hw->sm_count);
   if (env->nvte_bwd_layernorm_sm_margin >= hw->sm_count)
-    return broken(v, PN_RULE_BWD_LAYERNORM_MARGIN, "/env/NVTE_BWD_LAYERNORM_SM_MARGIN",
-                  "%d leaves no SM for the kernel (the GPU has %d)", env->nvte_bwd_layernorm_sm_margin, hw->sm_count);
+    return pn__rule_broken(v, PN_RULE_BWD_LAYERNORM_MARGIN, "/env/NVTE_BWD_LAYERNORM_SM_MARGIN",
+                           "%d leaves no SM for the kernel (the GPU has %d)", env->nvte_bwd_layernorm_sm_margin,
+                           hw->sm_count);
   return PN_RULE_OK;
 }
 

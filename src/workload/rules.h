@@ -62,6 +62,10 @@ typedef struct {
   char message[400]; /* what was expected, with the values, e.g. "8 does not divide num_attention_heads 12" */
 } PnRuleViolation;
 
+/* Fills `v` (when non-NULL) with `rule`, `path` and the formatted message, and returns `rule`: how
+ * the workload layer's checks (rules.c, split.c) report a broken rule. */
+PnRule pn__rule_broken(PnRuleViolation *v, PnRule rule, const char *path, const char *fmt, ...) G_GNUC_PRINTF(4, 5);
+
 /* Checks `sc` rule by rule (the SM-margin rules only when sc->hw is loaded), in the order above, deriving the fields
  * the header names as it goes. Returns PN_RULE_OK, or the first rule broken with `v` filled
  * (when non-NULL). `notes` (may be NULL) receives PN_RULE_NOTE_* bits. */

@@ -12,20 +12,6 @@
  * pass the normal form's bound on the way; past this it is refused. */
 #define UNROLL_MAX (1 << 20)
 
-G_GNUC_PRINTF(4, 5)
-static PnRule fail(PnRuleViolation *v, PnRule rule, const char *path, const char *fmt, ...)
-{
-  if (v != NULL) {
-    v->rule = rule;
-    v->path = path;
-    va_list ap;
-    va_start(ap, fmt);
-    g_vsnprintf(v->message, sizeof v->message, fmt, ap);
-    va_end(ap);
-  }
-  return rule;
-}
-
 /* ---- layouts ---------------------------------------------------------------------------- */
 
 /* The decimal digits at `s` (at least one), capped at `cap` + 1; *end after the last. */
@@ -81,7 +67,7 @@ PnRule pn_workload_layout_expand(const char *layout, char *out, gsize out_size, 
     if (*p != ',')
       g_string_append_c(plain, *p);
   if (!unroll(plain->str, true, once) || !unroll(once->str, false, text))
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "unrolls to more than %d characters", UNROLL_MAX);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "unrolls to more than %d characters", UNROLL_MAX);
   int64_t stage = 0, layers = 0;
   for (const char *p = text->str; *p != '\0'; p++) {
     if (*p == '|') {
@@ -92,21 +78,21 @@ PnRule pn_workload_layout_expand(const char *layout, char *out, gsize out_size, 
         g_snprintf(what, sizeof what, "'%c'", *p);
       else
         g_snprintf(what, sizeof what, "byte 0x%02x", (unsigned char)*p);
-      return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                  "invalid layer character %s in virtual stage " I64
-                  " (known: E embedding, L loss, t decoder layer, m MTP layer; '|' between stages, x*N and "
-                  "(...)*N repeat, ',' is cosmetic)",
-                  what, stage);
+      return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                             "invalid layer character %s in virtual stage " I64
+                             " (known: E embedding, L loss, t decoder layer, m MTP layer; '|' between stages, x*N and "
+                             "(...)*N repeat, ',' is cosmetic)",
+                             what, stage);
     } else {
       layers++;
     }
   }
   if (layers == 0)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "holds no layer (the first must be the embedding 'E')");
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "holds no layer (the first must be the embedding 'E')");
   if (text->len >= out_size)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                "is %" G_GSIZE_FORMAT " characters written out, at most %" G_GSIZE_FORMAT " are read", text->len,
-                out_size - 1);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                           "is %" G_GSIZE_FORMAT " characters written out, at most %" G_GSIZE_FORMAT " are read",
+                           text->len, out_size - 1);
   memcpy(out, text->str, text->len + 1);
   return PN_RULE_OK;
 }
@@ -178,9 +164,10 @@ static int64_t count_of(const char *s, char c)
 static PnRule layout_mtp(char **stage, int64_t n_vs, int64_t n_mtp, PnRuleViolation *v)
 {
   if (count_of(stage[n_vs - 1], 'm') != n_mtp)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                "MTP layers ('m') outside the last virtual stage (Megatron's mtp_standalone) are not simulated: "
-                "put them beside the loss 'L'");
+    return pn__rule_broken(
+        v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+        "MTP layers ('m') outside the last virtual stage (Megatron's mtp_standalone) are not simulated: "
+        "put them beside the loss 'L'");
   return PN_RULE_OK;
 }
 
@@ -191,60 +178,67 @@ static PnRule layout_split(const PnScenario *sc, int64_t pp, int64_t vpp, GArray
   const char *layout = sc->parallel.pipeline_model_parallel_layout;
   int64_t n_vs       = pn_workload_layout_stages(layout);
   if (n_vs % pp != 0)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                "has " I64 " virtual stages, not a multiple of pipeline_model_parallel_size " I64
-                " (Megatron-Core: the length of pipeline_model_parallel_layout must be divisible by "
-                "pipeline_model_parallel_size)",
-                n_vs, pp);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                           "has " I64 " virtual stages, not a multiple of pipeline_model_parallel_size " I64
+                           " (Megatron-Core: the length of pipeline_model_parallel_layout must be divisible by "
+                           "pipeline_model_parallel_size)",
+                           n_vs, pp);
   /* TransformerConfig.__post_init__: a virtual size given must be the layout's */
   if (vpp > 1 && vpp != n_vs / pp)
-    return fail(v, PN_RULE_PP_LAYOUT, "/parallel/virtual_pipeline_model_parallel_size",
-                I64 " conflicts with pipeline_model_parallel_layout's " I64 " virtual stages per pipeline rank (" I64
-                    " stages / pipeline_model_parallel_size " I64 ")",
-                vpp, n_vs / pp, n_vs, pp);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, "/parallel/virtual_pipeline_model_parallel_size",
+                           I64 " conflicts with pipeline_model_parallel_layout's " I64
+                               " virtual stages per pipeline rank (" I64 " stages / pipeline_model_parallel_size " I64
+                               ")",
+                           vpp, n_vs / pp, n_vs, pp);
   vpp = n_vs / pp;
 
   g_auto(GStrv) stage   = g_strsplit(layout, "|", -1);
   g_autofree char *flat = g_strjoinv("", stage);
   gsize len             = strlen(flat);
   if (len == 0)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "holds no layer (the first must be the embedding 'E')");
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "holds no layer (the first must be the embedding 'E')");
   if (flat[0] != 'E')
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the first layer must be the embedding 'E', got '%c'", flat[0]);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the first layer must be the embedding 'E', got '%c'",
+                           flat[0]);
   if (flat[len - 1] != 'L')
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the last layer must be the loss 'L', got '%c'", flat[len - 1]);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the last layer must be the loss 'L', got '%c'",
+                           flat[len - 1]);
   if (count_of(flat, 'E') != 1)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the embedding 'E' must be given exactly once, got " I64,
-                count_of(flat, 'E'));
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the embedding 'E' must be given exactly once, got " I64,
+                           count_of(flat, 'E'));
   if (count_of(flat, 'L') != 1)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the loss 'L' must be given exactly once, got " I64,
-                count_of(flat, 'L'));
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "the loss 'L' must be given exactly once, got " I64,
+                           count_of(flat, 'L'));
   if (count_of(flat, 't') != sc->model.num_layers)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                "holds " I64 " decoder layers 't', the model's num_layers is " I64 " (Megatron-Core: they must match)",
-                count_of(flat, 't'), sc->model.num_layers);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                           "holds " I64 " decoder layers 't', the model's num_layers is " I64
+                           " (Megatron-Core: they must match)",
+                           count_of(flat, 't'), sc->model.num_layers);
   /* count(mtp) == mtp_num_layers, or none when it is None (0 here) */
   int64_t n_mtp = count_of(flat, 'm');
   if (n_mtp != sc->model.mtp_num_layers)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                "holds " I64 " MTP layers 'm' but model.mtp_num_layers is " I64
-                " (Megatron-Core: the number of mtp layers in the layout must match mtp_num_layers)",
-                n_mtp, sc->model.mtp_num_layers);
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                           "holds " I64 " MTP layers 'm' but model.mtp_num_layers is " I64
+                           " (Megatron-Core: the number of mtp layers in the layout must match mtp_num_layers)",
+                           n_mtp, sc->model.mtp_num_layers);
   const char *first_mtp = strchr(flat, 'm');
   if (first_mtp != NULL && strchr(first_mtp, 't') != NULL)
-    return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "decoder layers 't' must be placed before the MTP layers 'm'");
+    return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                           "decoder layers 't' must be placed before the MTP layers 'm'");
   /* "Currently we restrict that the MTP should be always in the last virtual pipeline stage of
    * that rank", and all of them in one virtual stage */
   for (int64_t rank = 0; rank < pp; rank++) {
     for (int64_t chunk = 0; chunk + 1 < vpp; chunk++)
       if (strchr(stage[chunk * pp + rank], 'm') != NULL)
-        return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
-                    "MTP layers 'm' must be in the last virtual stage of their pipeline rank, got one in virtual "
-                    "stage " I64 " (chunk " I64 " of rank " I64 ")",
-                    chunk * pp + rank, chunk, rank);
+        return pn__rule_broken(
+            v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+            "MTP layers 'm' must be in the last virtual stage of their pipeline rank, got one in virtual "
+            "stage " I64 " (chunk " I64 " of rank " I64 ")",
+            chunk * pp + rank, chunk, rank);
     int64_t here = count_of(stage[(vpp - 1) * pp + rank], 'm');
     if (here > 0 && here != sc->model.mtp_num_layers)
-      return fail(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR, "all the MTP layers 'm' must be in the same virtual stage");
+      return pn__rule_broken(v, PN_RULE_PP_LAYOUT, LAYOUT_PTR,
+                             "all the MTP layers 'm' must be in the same virtual stage");
   }
   PnRule r = layout_mtp(stage, n_vs, n_mtp, v);
   if (r != PN_RULE_OK)
@@ -268,52 +262,58 @@ static PnRule uneven_split(const PnScenario *sc, int64_t pp, int64_t vpp, GArray
   int64_t middle = sc->model.num_layers, middle_stages = pp;
   if (first > 0) {
     if (first % vpp != 0)
-      return fail(v, PN_RULE_PP_UNEVEN, FIRST_PTR,
-                  I64 " layers of the first stage are not divisible by virtual_pipeline_model_parallel_size " I64
-                      " (Megatron-Core: each chunk of a stage holds as many layers)",
-                  first, vpp);
+      return pn__rule_broken(v, PN_RULE_PP_UNEVEN, FIRST_PTR,
+                             I64
+                             " layers of the first stage are not divisible by virtual_pipeline_model_parallel_size " I64
+                             " (Megatron-Core: each chunk of a stage holds as many layers)",
+                             first, vpp);
     middle -= first, middle_stages--;
   }
   if (last > 0) {
     if (last % vpp != 0)
-      return fail(v, PN_RULE_PP_UNEVEN, LAST_PTR,
-                  I64 " layers of the last stage are not divisible by virtual_pipeline_model_parallel_size " I64
-                      " (Megatron-Core: each chunk of a stage holds as many layers)",
-                  last, vpp);
+      return pn__rule_broken(v, PN_RULE_PP_UNEVEN, LAST_PTR,
+                             I64
+                             " layers of the last stage are not divisible by virtual_pipeline_model_parallel_size " I64
+                             " (Megatron-Core: each chunk of a stage holds as many layers)",
+                             last, vpp);
     middle -= last, middle_stages--;
   }
   /* Megatron-Core lets these through and then builds another model than num_layers says: at pp 1
    * the one stage takes num_layers_in_last_pipeline_stage, and more layers than the model has
    * leave a negative rest */
   if (middle_stages < 0)
-    return fail(v, PN_RULE_PP_UNEVEN, LAST_PTR,
-                "set with num_layers_in_first_pipeline_stage at pipeline_model_parallel_size 1, whose one stage is "
-                "both: set one of them");
+    return pn__rule_broken(
+        v, PN_RULE_PP_UNEVEN, LAST_PTR,
+        "set with num_layers_in_first_pipeline_stage at pipeline_model_parallel_size 1, whose one stage is "
+        "both: set one of them");
   if (middle < 0)
-    return fail(v, PN_RULE_PP_UNEVEN, blame, "the first and last stages' " I64 " layers exceed num_layers " I64,
-                sc->model.num_layers - middle, sc->model.num_layers);
+    return pn__rule_broken(v, PN_RULE_PP_UNEVEN, blame,
+                           "the first and last stages' " I64 " layers exceed num_layers " I64,
+                           sc->model.num_layers - middle, sc->model.num_layers);
   if ((middle != 0) != (middle_stages != 0))
-    return fail(v, PN_RULE_PP_UNEVEN, blame,
-                "leaves " I64 " layers for " I64
-                " middle pipeline stages (Megatron-Core: middle stages and middle layers, both or neither)",
-                middle, middle_stages);
+    return pn__rule_broken(v, PN_RULE_PP_UNEVEN, blame,
+                           "leaves " I64 " layers for " I64
+                           " middle pipeline stages (Megatron-Core: middle stages and middle layers, both or neither)",
+                           middle, middle_stages);
   if (middle_stages > 0 && middle % middle_stages != 0)
-    return fail(v, PN_RULE_PP_UNEVEN, blame,
-                "leaves " I64 " layers, not divisible by the " I64 " middle pipeline stages", middle, middle_stages);
+    return pn__rule_broken(v, PN_RULE_PP_UNEVEN, blame,
+                           "leaves " I64 " layers, not divisible by the " I64 " middle pipeline stages", middle,
+                           middle_stages);
   /* get_transformer_layer_offset divides the middle chunks' layers by the middle stages: with
    * vpp and no middle stage (pp 2, both set) every rank but the first fails there */
   if (vpp > 1 && middle_stages == 0 && pp > 1)
-    return fail(v, PN_RULE_PP_UNEVEN, blame,
-                "with num_layers_in_last_pipeline_stage leaves no middle stage at pipeline_model_parallel_size 2, and "
-                "Megatron-Core's layer offsets divide by the middle stages when interleaving "
-                "(virtual_pipeline_model_parallel_size " I64 ")",
-                vpp);
+    return pn__rule_broken(
+        v, PN_RULE_PP_UNEVEN, blame,
+        "with num_layers_in_last_pipeline_stage leaves no middle stage at pipeline_model_parallel_size 2, and "
+        "Megatron-Core's layer offsets divide by the middle stages when interleaving "
+        "(virtual_pipeline_model_parallel_size " I64 ")",
+        vpp);
   int64_t per_middle = middle_stages > 0 ? middle / middle_stages : 0;
   if (per_middle % vpp != 0)
-    return fail(v, PN_RULE_PP_UNEVEN, blame,
-                "leaves " I64 " layers on each middle pipeline stage, not divisible by "
-                "virtual_pipeline_model_parallel_size " I64,
-                per_middle, vpp);
+    return pn__rule_broken(v, PN_RULE_PP_UNEVEN, blame,
+                           "leaves " I64 " layers on each middle pipeline stage, not divisible by "
+                           "virtual_pipeline_model_parallel_size " I64,
+                           per_middle, vpp);
   if (layers != NULL) {
     g_array_set_size(layers, (guint)(pp * vpp));
     for (int64_t rank = 0; rank < pp; rank++) {
@@ -338,13 +338,14 @@ static PnRule even_split(const PnScenario *sc, int64_t pp, int64_t vpp, GArray *
   else
     g_snprintf(counted, sizeof counted, "num_layers " I64 " + " I64 " (account_for_*_in_pipeline_split)", L, extra);
   if (pp > slots || slots % pp != 0)
-    return fail(v, PN_RULE_PP_LAYERS, "/parallel/pipeline_model_parallel_size", I64 " does not divide %s", pp, counted);
+    return pn__rule_broken(v, PN_RULE_PP_LAYERS, "/parallel/pipeline_model_parallel_size", I64 " does not divide %s",
+                           pp, counted);
   int64_t stage_slots = slots / pp;
   if (vpp > 1 && stage_slots % vpp != 0)
-    return fail(v, PN_RULE_VPP_LAYERS, "/parallel/virtual_pipeline_model_parallel_size",
-                I64 " does not divide the " I64 " layers of each pipeline stage (%s / pipeline_model_parallel_size " I64
-                    ")",
-                vpp, stage_slots, counted, pp);
+    return pn__rule_broken(v, PN_RULE_VPP_LAYERS, "/parallel/virtual_pipeline_model_parallel_size",
+                           I64 " does not divide the " I64
+                               " layers of each pipeline stage (%s / pipeline_model_parallel_size " I64 ")",
+                           vpp, stage_slots, counted, pp);
   if (layers != NULL) {
     int64_t n_vs = pp * vpp;
     g_array_set_size(layers, (guint)n_vs);
@@ -364,15 +365,15 @@ PnRule pn_workload_stage_layers(const PnScenario *sc, int64_t pp, int64_t vpp, G
   bool uneven = first > 0 || last > 0, layout = par->pipeline_model_parallel_layout[0] != '\0';
   /* TransformerConfig.__post_init__: uneven stages exclude account_for_*, a layout excludes both */
   if (uneven && (emb || loss))
-    return fail(v, PN_RULE_PP_SPLIT_ARGS, first > 0 ? FIRST_PTR : LAST_PTR,
-                "cannot be set together with account_for_embedding_in_pipeline_split or "
-                "account_for_loss_in_pipeline_split (Megatron-Core)");
+    return pn__rule_broken(v, PN_RULE_PP_SPLIT_ARGS, first > 0 ? FIRST_PTR : LAST_PTR,
+                           "cannot be set together with account_for_embedding_in_pipeline_split or "
+                           "account_for_loss_in_pipeline_split (Megatron-Core)");
   if (layout && (uneven || emb || loss))
-    return fail(v, PN_RULE_PP_SPLIT_ARGS, LAYOUT_PTR,
-                "cannot be set with the other pipeline layout keys (num_layers_in_first_pipeline_stage " I64
-                ", num_layers_in_last_pipeline_stage " I64
-                ", account_for_embedding_in_pipeline_split %s, account_for_loss_in_pipeline_split %s)",
-                first, last, emb ? "true" : "false", loss ? "true" : "false");
+    return pn__rule_broken(v, PN_RULE_PP_SPLIT_ARGS, LAYOUT_PTR,
+                           "cannot be set with the other pipeline layout keys (num_layers_in_first_pipeline_stage " I64
+                           ", num_layers_in_last_pipeline_stage " I64
+                           ", account_for_embedding_in_pipeline_split %s, account_for_loss_in_pipeline_split %s)",
+                           first, last, emb ? "true" : "false", loss ? "true" : "false");
   vpp = MAX(vpp, 1);
   if (layout)
     return layout_split(sc, pp, vpp, layers, v);
