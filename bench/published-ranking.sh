@@ -19,9 +19,16 @@ for s in scenarios/validation/*.json; do
 import json, sys
 j = json.load(open(sys.argv[1])); name = sys.argv[2]
 L = j["layouts"]
+def split(l):  # the split the sweep chose, when not even (as its table says it)
+    s = ""
+    if "parallel.num_layers_in_first_pipeline_stage" in l: s += " first_stage=%s" % l["parallel.num_layers_in_first_pipeline_stage"]
+    if "parallel.num_layers_in_last_pipeline_stage" in l: s += " last_stage=%s" % l["parallel.num_layers_in_last_pipeline_stage"]
+    if l.get("parallel.account_for_embedding_in_pipeline_split"): s += " account_for=embedding,loss"
+    if "parallel.pipeline_model_parallel_layout" in l: s += " layout=" + l["parallel.pipeline_model_parallel_layout"].replace("|", "\\|")
+    return s
 def lay(l):
-    return "TP%s PP%s VPP%s CP%s MBS%s %s" % (l["parallel.tensor_model_parallel_size"], l["parallel.pipeline_model_parallel_size"],
-        l["parallel.virtual_pipeline_model_parallel_size"], l["parallel.context_parallel_size"], l["training.micro_batch_size"],
+    return "TP%s PP%s VPP%s%s CP%s MBS%s %s" % (l["parallel.tensor_model_parallel_size"], l["parallel.pipeline_model_parallel_size"],
+        l["parallel.virtual_pipeline_model_parallel_size"], split(l), l["parallel.context_parallel_size"], l["training.micro_batch_size"],
         l["recompute.recompute_granularity"])
 gpus = L[0]["data_parallel_size"] * L[0]["parallel.tensor_model_parallel_size"] * L[0]["parallel.pipeline_model_parallel_size"] * L[0]["parallel.context_parallel_size"] if L else 0
 base = [l for l in L if l["index"] == j["base_index"]]

@@ -7,6 +7,7 @@
 #include "io/jsonw.h"
 #include "sweep/output.h"
 #include "workload/rules.h"
+#include "workload/split.h"
 
 #define DAY_S 86400.0
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -53,7 +54,8 @@ static const char *kind_name(const PnPlanResult *r, const PnPlanPoint *p)
   return g_array_index(r->spec->kinds, PnPlanKind, p->kind).profile;
 }
 
-/* "TP4 PP2 VPP1 CP2 DP32 MBS1 recompute none" (EP with experts). */
+/* "TP4 PP2 VPP1 CP2 DP32 MBS1 recompute none" (EP with experts; a split not even after the VPP:
+ * "PP8 VPP1 last_stage=5 CP1"). */
 static char *layout_of(const PnPlanResult *r, const PnPlanPoint *p, const PnSweepRow *row)
 {
   const PnPlanSweep *s = r->sweeps->pdata[p->kind];
@@ -62,9 +64,12 @@ static char *layout_of(const PnPlanResult *r, const PnPlanPoint *p, const PnSwee
   pn_workload_check(&c, NULL, NULL);
   const PnParallelConfig *q = &c.parallel;
   GString *t                = g_string_new(NULL);
-  g_string_printf(t, "TP%" G_GINT64_FORMAT " PP%" G_GINT64_FORMAT " VPP%" G_GINT64_FORMAT " CP%" G_GINT64_FORMAT,
+  g_string_printf(t, "TP%" G_GINT64_FORMAT " PP%" G_GINT64_FORMAT " VPP%" G_GINT64_FORMAT,
                   q->tensor_model_parallel_size, q->pipeline_model_parallel_size,
-                  MAX(1, q->virtual_pipeline_model_parallel_size), q->context_parallel_size);
+                  MAX(1, q->virtual_pipeline_model_parallel_size));
+  PnSplitKeys split = pn_workload_split_keys_of(q); /* the split the sweep chose, when not even */
+  pn_workload_split_describe(t, &split, false);
+  g_string_append_printf(t, " CP%" G_GINT64_FORMAT, q->context_parallel_size);
   if (c.model.num_moe_experts > 0)
     g_string_append_printf(t, " EP%" G_GINT64_FORMAT, q->expert_model_parallel_size);
   PnScenarioField f;
@@ -381,6 +386,14 @@ char *pn_plan_csv(const PnPlanResult *r)
     }
     const PnSweepRow *b  = pn_plan_best(p);
     g_autofree char *lay = layout_of(r, p, b);
+    if (strpbrk(lay, ",\"") != NULL) { /* account_for=embedding,loss: one quoted CSV field */
+      GString *q = g_string_new(lay);
+      g_string_replace(q, "\"", "\"\"", 0);
+      g_string_prepend_c(q, '"');
+      g_string_append_c(q, '"');
+      g_free(lay);
+      lay = g_string_free(q, FALSE);
+    }
     g_string_append_printf(s, "%s,%u,%u,%.6f,%.3f,%.5f,%.1f,%.4f,%.1f,", lay, p->simulated, p->within, b->iteration_s,
                            b->tflops_per_gpu, b->mfu, p->tokens_per_s, p->train_s / DAY_S, p->gpu_hours);
     if (!isnan(p->cost))

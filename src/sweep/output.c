@@ -47,6 +47,28 @@ static bool split_value(const PnSweepSpec *spec, gsize k, const PnScenario *c, P
   return true;
 }
 
+/* Whether a candidate may run a pipeline layout, the base's or one the sweep chose: the CSV's
+ * layout column, the JSON's key. */
+static bool any_layout(const PnSweepSpec *spec)
+{
+  if (spec->base->parallel.pipeline_model_parallel_layout[0] != '\0')
+    return true;
+  if (!spec->split_chosen)
+    return false;
+  guint n = 1;
+  for (int a = 0; a < 2; a++) {
+    int at = a == 0 ? spec->split_pp_axis : spec->split_vpp_axis;
+    if (at >= 0)
+      n *= ((const PnSweepAxis *)g_ptr_array_index(spec->axes, at))->values->len;
+  }
+  const PnSweepAxis *own =
+      g_ptr_array_index(spec->axes, spec->split_pp_axis >= 0 ? spec->split_pp_axis : spec->split_vpp_axis);
+  for (guint i = 0; i < n; i++)
+    if (own->splits[i].pipeline_model_parallel_layout[0] != '\0')
+      return true;
+  return false;
+}
+
 bool pn_sweep_within_error(const PnSweepResult *r, guint k, double error_pct)
 {
   if (r->rows->len == 0 || isnan(error_pct))
@@ -111,8 +133,12 @@ char *pn_sweep_megatron_args(const PnSweepSpec *spec, uint64_t index)
   PnScenario c;
   pn_sweep_candidate(spec, index, &c);
   pn_workload_check(&c, NULL, NULL);
+  bool layout = c.parallel.pipeline_model_parallel_layout[0] != '\0';
   for (guint a = 0; a < spec->axes->len; a++) {
     const PnSweepAxis *ax = g_ptr_array_index(spec->axes, a);
+    /* a layout gives the virtual size: Megatron-LM refuses a count of virtual stages beside it */
+    if (layout && strcmp(ax->field.name, "parallel.virtual_pipeline_model_parallel_size") == 0)
+      continue;
     pn_scenario_field_get(&ax->field, &c, &v); /* after the rules: sequence_parallel as it runs */
     pn_megatron_append(s, ax->field.name, &v);
   }
@@ -121,9 +147,9 @@ char *pn_sweep_megatron_args(const PnSweepSpec *spec, uint64_t index)
   for (gsize k = 0; k < G_N_ELEMENTS(pn_sweep_split_keys); k++) /* the split, chosen or the base's */
     if (split_value(spec, k, &c, &v))
       pn_megatron_append(s, pn_sweep_split_keys[k], &v);
-  if (c.parallel.pipeline_model_parallel_layout[0] != '\0') { /* the split the layout gives (workload/split.h) */
-    g_autofree char *layout = pn_workload_layout_compact(c.parallel.pipeline_model_parallel_layout);
-    g_autofree char *quoted = g_shell_quote(layout);
+  if (layout) { /* the split the layout gives (workload/split.h) */
+    g_autofree char *text   = pn_workload_layout_compact(c.parallel.pipeline_model_parallel_layout);
+    g_autofree char *quoted = g_shell_quote(text);
     g_string_append_printf(s, " --pipeline-model-parallel-layout %s", quoted);
   }
   if (c.ddp.use_distributed_optimizer)
@@ -152,19 +178,6 @@ char *pn_sweep_text_space(const PnSweepSpec *spec, const PnSweepResult *r)
   if (r->reasons->len > 6)
     g_string_append_printf(s, "    (%u more reasons in the JSON report)\n", r->reasons->len - 6);
   return g_string_free(s, FALSE);
-}
-
-/* The split the sweep chose for a layout, when it is not the even one: " last_stage=5",
- * " first_stage=15 last_stage=14", " account_for=embedding,loss". */
-static void split_text(GString *s, const PnSplitKeys *k)
-{
-  if (k->num_layers_in_first_pipeline_stage > 0)
-    g_string_append_printf(s, " first_stage=%" G_GINT64_FORMAT, k->num_layers_in_first_pipeline_stage);
-  if (k->num_layers_in_last_pipeline_stage > 0)
-    g_string_append_printf(s, " last_stage=%" G_GINT64_FORMAT, k->num_layers_in_last_pipeline_stage);
-  bool emb = k->account_for_embedding_in_pipeline_split, loss = k->account_for_loss_in_pipeline_split;
-  if (emb || loss)
-    g_string_append_printf(s, " account_for=%s", emb && loss ? "embedding,loss" : emb ? "embedding" : "loss");
 }
 
 /* "TP4 PP4 VPP5 CP2 EP1 DP2 MBS1 recompute=selective" and any other axis as key=value; a split
@@ -199,7 +212,7 @@ static void layout_text(GString *s, const PnSweepSpec *spec, const PnSweepRow *r
                              pn_workload_layout_stages(spec->base->parallel.pipeline_model_parallel_layout) /
                                  g_ascii_strtoll(v->text, NULL, 10));
     if (spec->split_chosen && (int)a == MAX(spec->split_pp_axis, spec->split_vpp_axis))
-      split_text(s, pn_sweep_split(spec, row->index));
+      pn_workload_split_describe(s, pn_sweep_split(spec, row->index), false);
     if (strcmp(ax->field.name, "parallel.context_parallel_size") == 0)
       g_string_append_printf(s, " DP%" G_GINT64_FORMAT, row->data_parallel_size);
   }
@@ -322,6 +335,9 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
   for (gsize k = 0; k < G_N_ELEMENTS(pn_sweep_split_keys); k++)
     if (!is_axis(spec, pn_sweep_split_keys[k]))
       g_string_append_printf(s, ",%s", pn_sweep_split_keys[k]);
+  bool layouts = any_layout(spec);
+  if (layouts)
+    g_string_append(s, ",parallel.pipeline_model_parallel_layout");
   g_string_append(s, ",data_parallel_size,num_microbatches,model_tflops_per_gpu,tokens_per_s_per_gpu,mfu,"
                      "iteration_time_s,memory_gib,headroom_gib");
   for (int c = 0; c < PN_CLASS_N; c++)
@@ -343,6 +359,11 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
         g_string_append_c(s, ',');
         csv_cell(s, value_text(&v, buf, sizeof buf));
       }
+    if (layouts) {
+      g_autofree char *layout = pn_workload_layout_compact(cand.parallel.pipeline_model_parallel_layout);
+      g_string_append_c(s, ',');
+      csv_cell(s, layout);
+    }
     g_string_append_printf(s, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%.3f,%.1f,%.4f,%.6f,%.3f,%.3f",
                            row->data_parallel_size, row->num_microbatches, row->tflops_per_gpu,
                            row->tokens_per_s_per_gpu, row->mfu, row->iteration_s, row->memory_gib, row->headroom_gib);
@@ -464,6 +485,10 @@ static void json_row(PnJsonWriter *w, const PnSweepSpec *spec, const PnSweepResu
       else
         pn_jsonw_int(w, pn_sweep_split_keys[i], g_ascii_strtoll(v.text, NULL, 10));
     }
+  if (cand.parallel.pipeline_model_parallel_layout[0] != '\0') {
+    g_autofree char *layout = pn_workload_layout_compact(cand.parallel.pipeline_model_parallel_layout);
+    pn_jsonw_string(w, "parallel.pipeline_model_parallel_layout", layout);
+  }
   pn_jsonw_int(w, "data_parallel_size", row->data_parallel_size);
   pn_jsonw_int(w, "num_microbatches", row->num_microbatches);
   if (row->failed) {

@@ -316,29 +316,37 @@ static bool add_if_fits(PnFitSearch *s, PnScenario *c, const char *fmt, ...)
 }
 
 /* The smallest larger pipeline size that fits; an interleaved schedule keeps its virtual size
- * when the split still takes it (workload/split.h), else the largest smaller one that does (or
- * none). A layout keeps its virtual stages: the virtual size follows from it (rules.h). */
+ * when a split takes it, else the largest smaller one that does (or none). The split is the
+ * scenario's own, or where it states none the one a Megatron user would write
+ * (pn_workload_split_choose: even, account_for_*, a lighter last stage, a layout), said in the
+ * change. A layout keeps its virtual stages: the virtual size follows from it (rules.h). */
 static void fit_pipeline(PnFitSearch *s, const PnScenario *sc)
 {
   const PnParallelConfig *p = &sc->parallel;
   bool layout               = p->pipeline_model_parallel_layout[0] != '\0';
+  bool stated               = pn_workload_split_stated(p);
   int64_t vp                = vp_size(sc);
   int64_t most              = sc->hardware.num_gpus / (p->tensor_model_parallel_size * p->context_parallel_size);
   for (int64_t pp = p->pipeline_model_parallel_size + 1; pp <= most; pp++) {
-    if (!pn_workload_split_ok(sc, pp, 1))
-      continue;
     int64_t v = layout ? 1 : vp;
-    while (v > 1 && !pn_workload_split_ok(sc, pp, v))
+    while (v > 1 && !pn_workload_split_choose(sc, pp, v, NULL))
       v--;
+    PnSplitKeys k;
+    if (!pn_workload_split_choose(sc, pp, v, &k))
+      continue;
     PnScenario c                                    = *sc;
     c.parallel.pipeline_model_parallel_size         = pp;
     c.parallel.virtual_pipeline_model_parallel_size = v;
-    char with[64]                                   = "";
+    pn_workload_split_keys_set(&c.parallel, &k);
+    g_autoptr(GString) with = g_string_new(NULL);
     if (v != vp && v > 1)
-      g_snprintf(with, sizeof with, " with virtual_pipeline_model_parallel_size=%" G_GINT64_FORMAT, v);
+      g_string_append_printf(with, " virtual_pipeline_model_parallel_size=%" G_GINT64_FORMAT, v);
     else if (v != vp && !layout)
-      g_strlcpy(with, " with virtual_pipeline_model_parallel_size=null", sizeof with);
-    if (add_if_fits(s, &c, "pipeline_model_parallel_size=%" G_GINT64_FORMAT "%s", pp, with))
+      g_string_append(with, " virtual_pipeline_model_parallel_size=null");
+    if (!stated)
+      pn_workload_split_describe(with, &k, true);
+    if (add_if_fits(s, &c, "pipeline_model_parallel_size=%" G_GINT64_FORMAT "%s%s", pp, with->len ? " with" : "",
+                    with->str))
       return;
   }
 }

@@ -96,7 +96,7 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
 
 /* One change that makes the estimate fit, as a Megatron user writes it. */
 typedef struct {
-  char change[128];   /* e.g. "pipeline_model_parallel_size=8 with virtual_pipeline_model_parallel_size=2" */
+  char change[256];   /* e.g. "pipeline_model_parallel_size=8 with virtual_pipeline_model_parallel_size=2" */
   double total_bytes; /* pn_workload_memory's total with the change */
 } PnMemoryFit;
 

@@ -402,6 +402,8 @@ void pn_workload_split_keys_set(PnParallelConfig *par, const PnSplitKeys *keys)
   par->account_for_loss_in_pipeline_split      = keys->account_for_loss_in_pipeline_split;
   par->num_layers_in_first_pipeline_stage      = keys->num_layers_in_first_pipeline_stage;
   par->num_layers_in_last_pipeline_stage       = keys->num_layers_in_last_pipeline_stage;
+  g_strlcpy(par->pipeline_model_parallel_layout, keys->pipeline_model_parallel_layout,
+            sizeof par->pipeline_model_parallel_layout);
 }
 
 /* The uneven split of split.h's rule 3: the middle stages' m, the first stage as full as m allows,
@@ -419,13 +421,42 @@ static gboolean uneven_choice(int64_t layers, int64_t pp, int64_t vpp, PnSplitKe
   return TRUE;
 }
 
-/* The split keys `par` states. */
-static PnSplitKeys keys_of(const PnParallelConfig *par)
+/* The layout of split.h's rule 4: rule 3 over the pp * vpp virtual stages, written out. FALSE when
+ * the middle stages alone would hold more than num_layers, or the layout does not fit its buffer
+ * (Megatron-Core's checks are pn_workload_stage_layers'). */
+static gboolean layout_choice(const PnScenario *sc, int64_t pp, int64_t vpp, PnSplitKeys *keys)
 {
-  return (PnSplitKeys){.account_for_embedding_in_pipeline_split = par->account_for_embedding_in_pipeline_split,
-                       .account_for_loss_in_pipeline_split      = par->account_for_loss_in_pipeline_split,
-                       .num_layers_in_first_pipeline_stage      = par->num_layers_in_first_pipeline_stage,
-                       .num_layers_in_last_pipeline_stage       = par->num_layers_in_last_pipeline_stage};
+  int64_t layers = sc->model.num_layers, stages = pp * vpp;
+  int64_t n    = (layers + stages - 1) / stages;
+  int64_t ends = layers - (stages - 2) * n;
+  if (stages < 2 || ends < 0 || layers + stages + sc->model.mtp_num_layers + 2 >= PN_LAYOUT_MAX)
+    return FALSE;
+  int64_t first = MIN(n, ends), last = ends - first;
+  char *p = keys->pipeline_model_parallel_layout;
+  *p++    = 'E';
+  for (int64_t vs = 0; vs < stages; vs++) {
+    int64_t t = vs == 0 ? first : vs == stages - 1 ? last : n;
+    if (vs > 0)
+      *p++ = '|';
+    for (int64_t i = 0; i < t; i++)
+      *p++ = 't';
+  }
+  for (int64_t i = 0; i < sc->model.mtp_num_layers; i++)
+    *p++ = 'm';
+  *p++ = 'L';
+  *p   = '\0';
+  return TRUE;
+}
+
+PnSplitKeys pn_workload_split_keys_of(const PnParallelConfig *par)
+{
+  PnSplitKeys k = {.account_for_embedding_in_pipeline_split = par->account_for_embedding_in_pipeline_split,
+                   .account_for_loss_in_pipeline_split      = par->account_for_loss_in_pipeline_split,
+                   .num_layers_in_first_pipeline_stage      = par->num_layers_in_first_pipeline_stage,
+                   .num_layers_in_last_pipeline_stage       = par->num_layers_in_last_pipeline_stage};
+  g_strlcpy(k.pipeline_model_parallel_layout, par->pipeline_model_parallel_layout,
+            sizeof k.pipeline_model_parallel_layout);
+  return k;
 }
 
 gboolean pn_workload_split_choose(const PnScenario *sc, int64_t pp, int64_t vpp, PnSplitKeys *keys)
@@ -435,18 +466,19 @@ gboolean pn_workload_split_choose(const PnScenario *sc, int64_t pp, int64_t vpp,
   if (pn_workload_split_stated(&sc->parallel)) {
     gboolean ok = pn_workload_split_ok(sc, pp, vpp);
     if (keys != NULL)
-      *keys = ok ? keys_of(&sc->parallel) : none;
+      *keys = ok ? pn_workload_split_keys_of(&sc->parallel) : none;
     return ok;
   }
   vpp                   = MAX(vpp, 1);
   int64_t layers        = sc->model.num_layers;
-  PnSplitKeys choice[3] = {
+  PnSplitKeys choice[4] = {
       none, {.account_for_embedding_in_pipeline_split = true, .account_for_loss_in_pipeline_split = true}};
-  int n = pp > 1 ? 2 : 1;
-  if (pp > 1 && uneven_choice(layers, pp, vpp, &choice[2]))
-    n = 3;
-  PnScenario t = *sc;
-  for (int i = 0; i < n; i++) {
+  bool offered[4] = {true, pp > 1, pp > 1 && uneven_choice(layers, pp, vpp, &choice[2]),
+                     pp > 1 && layout_choice(sc, pp, vpp, &choice[3])};
+  PnScenario t    = *sc;
+  for (int i = 0; i < 4; i++) {
+    if (!offered[i])
+      continue;
     pn_workload_split_keys_set(&t.parallel, &choice[i]);
     if (pn_workload_split_ok(&t, pp, vpp)) {
       if (keys != NULL)
@@ -457,4 +489,24 @@ gboolean pn_workload_split_choose(const PnScenario *sc, int64_t pp, int64_t vpp,
   if (keys != NULL)
     *keys = none;
   return FALSE;
+}
+
+void pn_workload_split_describe(GString *s, const PnSplitKeys *k, bool as_keys)
+{
+  if (k->num_layers_in_first_pipeline_stage > 0)
+    g_string_append_printf(s, " %s=" I64, as_keys ? "num_layers_in_first_pipeline_stage" : "first_stage",
+                           k->num_layers_in_first_pipeline_stage);
+  if (k->num_layers_in_last_pipeline_stage > 0)
+    g_string_append_printf(s, " %s=" I64, as_keys ? "num_layers_in_last_pipeline_stage" : "last_stage",
+                           k->num_layers_in_last_pipeline_stage);
+  bool emb = k->account_for_embedding_in_pipeline_split, loss = k->account_for_loss_in_pipeline_split;
+  if (as_keys)
+    g_string_append_printf(s, "%s%s", emb ? " account_for_embedding_in_pipeline_split=true" : "",
+                           loss ? " account_for_loss_in_pipeline_split=true" : "");
+  else if (emb || loss)
+    g_string_append_printf(s, " account_for=%s", emb && loss ? "embedding,loss" : emb ? "embedding" : "loss");
+  if (k->pipeline_model_parallel_layout[0] != '\0') {
+    g_autofree char *layout = pn_workload_layout_compact(k->pipeline_model_parallel_layout);
+    g_string_append_printf(s, as_keys ? " pipeline_model_parallel_layout=\"%s\"" : " layout=%s", layout);
+  }
 }

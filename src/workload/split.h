@@ -76,13 +76,13 @@ gboolean pn_workload_split_ok(const PnScenario *sc, int64_t pp, int64_t vpp);
  * DeepSeek-V3 recipe: 61 layers with a lighter last stage). pn_workload_split_choose makes that
  * choice, for the sweep's candidates and anything else that moves the pipeline size. */
 
-/* The keys of Megatron-Core's even and uneven splits: what pn_workload_split_choose picks (never a
- * layout: a user writes that). */
+/* The keys of Megatron-Core's splits: what pn_workload_split_choose picks. */
 typedef struct {
   bool account_for_embedding_in_pipeline_split;
   bool account_for_loss_in_pipeline_split;
   int64_t num_layers_in_first_pipeline_stage; /* 0: unset (Megatron's None) */
   int64_t num_layers_in_last_pipeline_stage;
+  char pipeline_model_parallel_layout[PN_LAYOUT_MAX]; /* normal form; "": none */
 } PnSplitKeys;
 
 /* Whether `par` states a split of its own: a layout, the layers of the first or last stage, or an
@@ -103,12 +103,28 @@ gboolean pn_workload_split_stated(const PnParallelConfig *par);
  *      S - vpp) and the last the others: the last stage also holds the output layer, the loss and
  *      any MTP layers. A stage that holds m stays unset (Megatron treats it as a middle one).
  *      61 layers: pp 4 -> last 13, pp 8 -> last 5, pp 16 -> last 1, Megatron-Bridge's DeepSeek-V3
- *      layouts for (4, 1), (8, 1) and (16, 1) (recipes/deepseek/deepseek_v3.py layout_map).
- * Returns FALSE when Megatron-Core accepts none (a stated split that fails, or none of the three);
- * `keys` then holds no split. Cost: O(1), pn_workload_split_ok's checks three times at most. */
+ *      layouts for (4, 1), (8, 1) and (16, 1) (recipes/deepseek/deepseek_v3.py layout_map);
+ *   4. a layout (pp > 1), where the keys cannot say it: rule 3 over the S = pp * vpp virtual
+ *      stages, each middle one n = ceil(num_layers / S) layers, the first as many of the rest as
+ *      n allows after the embedding, the last the others (possibly none) before the MTP layers and
+ *      the loss. 61 layers at (8, 4): "Et|(tt|)*30,mL", the layout of Megatron-Bridge's H100
+ *      DeepSeek-V3 script; at (8, 2) and (4, 4) its layout_map's "Etttt|(tttt|)*14,tmL".
+ * Returns FALSE when Megatron-Core accepts none (a stated split that fails, or none of the four);
+ * `keys` then holds no split. Cost: O(1), pn_workload_split_ok's checks three times at most, then
+ * the layout's, linear in its length. */
 gboolean pn_workload_split_choose(const PnScenario *sc, int64_t pp, int64_t vpp, PnSplitKeys *keys);
 
-/* `keys` into the split keys of `par`; its other keys (the layout among them) stay. */
+/* The split keys `par` states, its layout among them. */
+PnSplitKeys pn_workload_split_keys_of(const PnParallelConfig *par);
+
+/* `keys` in words, each after a space, appended to `s`; nothing for the even split. Short, as the
+ * sweep's table and the plan's report say a split: " first_stage=15", " last_stage=5",
+ * " account_for=embedding,loss", " layout=Et|(tt|)*30,mL" (the layout written short); with
+ * `as_keys`, as scenario keys: " num_layers_in_last_pipeline_stage=5",
+ * " account_for_embedding_in_pipeline_split=true", " pipeline_model_parallel_layout=\"Et|...\"". */
+void pn_workload_split_describe(GString *s, const PnSplitKeys *keys, bool as_keys);
+
+/* `keys` into the split keys of `par`, the layout among them. */
 void pn_workload_split_keys_set(PnParallelConfig *par, const PnSplitKeys *keys);
 
 #endif

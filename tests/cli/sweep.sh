@@ -96,40 +96,61 @@ grep -q -- "--pipeline-model-parallel-layout 'Et|(tt|)\*6,tL'" "$tmp/layout.txt"
   { echo "FAIL: the layout not in the best layout's Megatron-LM line"; exit 1; }
 
 # A model whose layers few pipeline sizes divide: DeepSeek-V3's 61 layers split evenly at pp 1
-# alone, so the sweep chooses a split Megatron accepts at each pipeline size (workload/split.h,
-# pn_workload_split_choose): an uneven last stage (pp 8: 7 x 8 + 5, pp 16: 15 x 4 + 1, as
-# Megatron-Bridge's DeepSeek-V3 layouts), none at pp 12, 14, 15; the virtual sizes where 61 + 2
-# (account_for_*) divides. The table, the JSON and CSV rows and the best layout's Megatron-LM line
-# say the split.
+# alone, so the sweep chooses a split Megatron accepts at each pipeline and virtual size
+# (workload/split.h, pn_workload_split_choose): an uneven last stage (pp 8: 7 x 8 + 5, pp 16:
+# 15 x 4 + 1, as Megatron-Bridge's DeepSeek-V3 layouts), the virtual sizes where 61 + 2
+# (account_for_*) divides, and where no keys can say a split, a layout (pp 8 vpp 2:
+# "Et*4|(t*4|)*14,tmL", Bridge's layout_map; pp 8 vpp 4: "Et|(tt|)*30,mL", Bridge's H100 run;
+# pp 12 and 14 too); none at pp 15. The table, the JSON and CSV rows and the Megatron-LM lines
+# say the split (a layout without a count of virtual stages beside it, as Megatron-LM requires).
 "$bin" sweep --model deepseek-v3 --profile h100-sxm --gpus 1024 --seq-length 4096 --global-batch-size 8192 \
   --vary parallel.tensor_model_parallel_size=1 --vary parallel.context_parallel_size=1 \
   --vary parallel.expert_model_parallel_size=8 --vary training.micro_batch_size=1 \
   --vary recompute.recompute_granularity=full -j 2 --json "$tmp/ds.json" --csv "$tmp/ds.csv" >"$tmp/ds.txt"
 grep -q "PP8 VPP1 last_stage=5 " "$tmp/ds.txt" || { echo "FAIL: no PP8 row with its split"; cat "$tmp/ds.txt"; exit 1; }
 grep -q "PP16 VPP1 last_stage=1 " "$tmp/ds.txt" || { echo "FAIL: no PP16 row with its split"; cat "$tmp/ds.txt"; exit 1; }
-grep -q -- "^best layout as Megatron-LM arguments:.* --pipeline-model-parallel-size \(8\|16\) .*--decoder-last-pipeline-num-layers \(5\|1\) " \
+grep -qF "PP8 VPP2 layout=Et*4|(t*4|)*14,tmL " "$tmp/ds.txt" ||
+  { echo "FAIL: no PP8 VPP2 row with Bridge's layout"; cat "$tmp/ds.txt"; exit 1; }
+grep -qF "PP8 VPP4 layout=Et|(tt|)*30,mL " "$tmp/ds.txt" ||
+  { echo "FAIL: no PP8 VPP4 row with Bridge's H100 layout"; cat "$tmp/ds.txt"; exit 1; }
+grep -q -- "^best layout as Megatron-LM arguments:.* --pipeline-model-parallel-size \(8\|16\) .*\(--decoder-last-pipeline-num-layers \(5\|1\) \|--pipeline-model-parallel-layout \)" \
   "$tmp/ds.txt" || { echo "FAIL: the best layout's Megatron-LM line has no split"; cat "$tmp/ds.txt"; exit 1; }
 python3 - "$tmp" <<'PY'
 import csv, json, sys
 t = sys.argv[1]
 j = json.load(open(f"{t}/ds.json"))
 axes = {a["key"]: a["values"] for a in j["space"]["axes"]}
-assert axes["parallel.pipeline_model_parallel_size"] == [str(p) for p in [*range(1, 12), 13, 16]], axes
-assert axes["parallel.virtual_pipeline_model_parallel_size"] == ["1", "3", "7", "9"], axes
+assert axes["parallel.pipeline_model_parallel_size"] == [str(p) for p in [*range(1, 15), 16]], axes
+assert axes["parallel.virtual_pipeline_model_parallel_size"] == [str(v) for v in [*range(1, 10), 11, 16]], axes
 last = {2: 30, 4: 13, 8: 5, 16: 1}
+layouts = {(8, 2): "Et*4|(t*4|)*14,tmL", (8, 4): "Et|(tt|)*30,mL", (16, 2): "Et|(tt|)*30,mL"}
 rows = j["layouts"]
 assert any(r["parallel.pipeline_model_parallel_size"] > 1 for r in rows), rows
+seen = set()
 for r in rows:
-    pp = r["parallel.pipeline_model_parallel_size"]
+    pp, vpp = r["parallel.pipeline_model_parallel_size"], r["parallel.virtual_pipeline_model_parallel_size"]
+    layout, args = r.get("parallel.pipeline_model_parallel_layout"), r["megatron_args"]
+    if layout is not None:
+        seen.add((pp, vpp))
+        assert layouts.get((pp, vpp), layout) == layout, r
+        assert f"--pipeline-model-parallel-layout '{layout}'" in args, args
+        assert "--num-virtual-stages-per-pipeline-rank" not in args, args
+        assert "parallel.num_layers_in_last_pipeline_stage" not in r, r
+        continue
+    assert vpp == 1 or pp in (3, 7, 9), r
     assert r.get("parallel.num_layers_in_last_pipeline_stage") == last.get(pp), r
     assert "parallel.num_layers_in_first_pipeline_stage" not in r, r
     flag = f"--decoder-last-pipeline-num-layers {last[pp]}" if pp in last else "--decoder-last-pipeline-num-layers"
-    assert (flag in r["megatron_args"]) == (pp in last), r["megatron_args"]
+    assert (flag in args) == (pp in last), args
+assert (8, 2) in seen and (8, 4) in seen, seen
 for r in csv.DictReader(open(f"{t}/ds.csv")):
+    if r["parallel.pipeline_model_parallel_layout"]:
+        assert r["parallel.num_layers_in_last_pipeline_stage"] == "none", r
+        continue
     want = str(last.get(int(r["parallel.pipeline_model_parallel_size"]), "none"))
     assert r["parallel.num_layers_in_last_pipeline_stage"] == want, r
     assert r["parallel.account_for_embedding_in_pipeline_split"] == "false", r
-print(f"DeepSeek-V3: {len(rows)} layouts, pipeline sizes {sorted({r['parallel.pipeline_model_parallel_size'] for r in rows})}")
+print(f"DeepSeek-V3: {len(rows)} layouts, pipeline sizes {sorted({r['parallel.pipeline_model_parallel_size'] for r in rows})}, layouts at {sorted(seen)}")
 PY
 
 # Megatron-Bridge's Llama 3.1 405B way: 30 layers + the embedding + the loss = 32 slots over pp 4

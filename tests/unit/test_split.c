@@ -470,7 +470,8 @@ static char *choose_text(int64_t layers, int64_t pp, int64_t vpp)
   PnSplitKeys k;
   if (!pn_workload_split_choose(&sc, pp, vpp, &k)) {
     ck_assert(k.num_layers_in_first_pipeline_stage == 0 && k.num_layers_in_last_pipeline_stage == 0 &&
-              !k.account_for_embedding_in_pipeline_split && !k.account_for_loss_in_pipeline_split);
+              !k.account_for_embedding_in_pipeline_split && !k.account_for_loss_in_pipeline_split &&
+              k.pipeline_model_parallel_layout[0] == '\0');
     return g_strdup("none");
   }
   pn_workload_split_keys_set(&sc.parallel, &k);
@@ -483,18 +484,26 @@ static char *choose_text(int64_t layers, int64_t pp, int64_t vpp)
   if (k.account_for_embedding_in_pipeline_split || k.account_for_loss_in_pipeline_split)
     g_string_append_printf(s, "account %s%s ", k.account_for_embedding_in_pipeline_split ? "E" : "",
                            k.account_for_loss_in_pipeline_split ? "L" : "");
+  if (k.pipeline_model_parallel_layout[0] != '\0') {
+    g_autofree char *layout = pn_workload_layout_compact(k.pipeline_model_parallel_layout);
+    g_string_append_printf(s, "layout %s ", layout);
+  }
   g_string_append_printf(s, "| %s", stages);
   return g_string_free(s, FALSE);
 }
 
-/* The choice of split.h's three rules, each checked by Megatron's own (split_text: an accepted
+/* The choice of split.h's four rules, each checked by Megatron's own (split_text: an accepted
  * split lists its virtual stages, a refused one says "error").
  * DeepSeek-V3's 61 layers (prime): at pp 8 the middle stages hold m = ceil(61 / 8) = 8, the ends
  * 61 - 6 x 8 = 13: the first 8 (a middle stage's, left unset), the last 5; pp 16: m 4, ends 5:
  * last 1; pp 4: m 16, ends 29: last 13; pp 2: m 31, last 30; pp 13: m 5, ends 6: last 1. These are
- * Megatron-Bridge's DeepSeek-V3 layouts for (4, 1), (8, 1), (16, 1). Interleaved, nothing: every
- * stage a multiple of vpp 2 or 4 sums to an even count, never 61, and 61 + 2 = 63 is odd;
- * pp 14: m 5, ends 61 - 60 = 1 cannot hold two stages; pp 15: m 5, 13 x 5 > 61.
+ * Megatron-Bridge's DeepSeek-V3 layouts for (4, 1), (8, 1), (16, 1). Interleaved, no keys: every
+ * stage a multiple of vpp 2 or 4 sums to an even count, never 61, and 61 + 2 = 63 is odd; so a
+ * layout, the same rule over the virtual stages: 16 of them (pp 8 vpp 2) hold n = 4, the ends
+ * 61 - 14 x 4 = 5: the first 4, the last 1 (Bridge's layout_map for (8, 2)); 32 (pp 8 vpp 4, pp
+ * 16 vpp 2): n 2, ends 1, the last none (Bridge's H100 DeepSeek-V3 run, at (8, 4)); 64 (pp 16
+ * vpp 4): n 1 and 62 middle layers > 61: none. pp 14: m 5, ends 61 - 60 = 1 cannot hold two
+ * stages of keys, a layout "Et|(t*5|)*12,L" can; pp 15: m 5, 13 x 5 > 61.
  * Llama 3.1 405B's 126 layers at pp 8: 128 = 8 x 16 with the embedding and the loss accounted
  * (Megatron-Bridge's recipe), also at vpp 2 (8 slots per chunk: 7 beside the embedding and the
  * loss). 80 layers: even wherever they divide (pp 8, pp 4 vpp 5), 82 at pp 41 over 2 chunks is
@@ -513,11 +522,11 @@ START_TEST(test_split_choose)
       {61, 4, 1, "last 13 | 16 16 16 13"},
       {61, 2, 1, "last 30 | 31 30"},
       {61, 13, 1, "last 1 | 5 5 5 5 5 5 5 5 5 5 5 5 1"},
-      {61, 8, 2, "none"},
-      {61, 8, 4, "none"},
-      {61, 16, 2, "none"},
+      {61, 8, 2, "layout Et*4|(t*4|)*14,tL | 4 4 4 4 4 4 4 4 4 4 4 4 4 4 4 1"},
+      {61, 8, 4, "layout Et|(tt|)*30,L | 1 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 0"},
+      {61, 16, 2, "layout Et|(tt|)*30,L | 1 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 0"},
       {61, 16, 4, "none"},
-      {61, 14, 1, "none"},
+      {61, 14, 1, "layout Et|(t*5|)*12,L | 1 5 5 5 5 5 5 5 5 5 5 5 5 0"},
       {61, 15, 1, "none"},
       {61, 1, 1, "| 61"},
       {126, 8, 1, "account EL | 15 16 16 16 16 16 16 15"},
@@ -588,8 +597,10 @@ static int64_t largest_stage(const PnScenario *sc, int64_t pp, int64_t vpp)
 /* The rule against every split Megatron accepts, 1 to 64 layers at pp 3 to 16 and vpp 1 to 4: the
  * even split when Megatron takes it, else account_for when it takes that, else among every pair of
  * first / last stages it takes (each 1 .. num_layers) whose ends hold no more than a middle stage,
- * one of the least largest stage, the first as full as it gets: the chooser's, stage for stage; and
- * "none" exactly when no such split exists. */
+ * one of the least largest stage, the first as full as it gets: the chooser's, stage for stage;
+ * where no keys split exists, a layout whose virtual stages hold at most ceil(layers / stages)
+ * (the least any split can), every middle one exactly that, the first as full as it gets after
+ * them; and "none" exactly when neither exists. */
 START_TEST(test_split_choose_exhaustive)
 {
   PnScenario sc, t;
@@ -621,6 +632,24 @@ START_TEST(test_split_choose_exhaustive)
               want.num_layers_in_last_pipeline_stage = l;
           }
         found = found || best_middle > 0;
+        if (!found) { /* a layout, written out (the stages are compared below) */
+          int64_t S = pp * vpp, n = (layers + S - 1) / S, ends = layers - (S - 2) * n;
+          if (ends >= 0) {
+            GString *w = g_string_new("E");
+            for (int64_t vs = 0; vs < S; vs++) {
+              int64_t k = vs == 0 ? MIN(n, ends) : vs == S - 1 ? ends - MIN(n, ends) : n;
+              g_string_append(w, vs ? "|" : "");
+              for (int64_t i = 0; i < k; i++)
+                g_string_append_c(w, 't');
+            }
+            g_string_append_c(w, 'L');
+            g_strlcpy(want.pipeline_model_parallel_layout, w->str, sizeof want.pipeline_model_parallel_layout);
+            g_string_free(w, TRUE);
+            t = sc;
+            pn_workload_split_keys_set(&t.parallel, &want);
+            found = pn_workload_split_ok(&t, pp, vpp);
+          }
+        }
         ck_assert_msg(ok == found,
                       "%" G_GINT64_FORMAT " layers, pp %" G_GINT64_FORMAT " vpp %" G_GINT64_FORMAT
                       ": chosen %d, a split exists %d",

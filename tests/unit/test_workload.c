@@ -1305,7 +1305,9 @@ START_TEST(test_memory_fits)
 END_TEST
 
 /* Only layouts Megatron accepts. 24 GPUs, GBS 120, distributed optimizer on, the capacity set to
- * PP 4's estimate: PP 3 would fit by the estimate but does not divide the 32 layers, and TP 3
+ * PP 4's estimate: PP 3 would fit by the estimate of an even split but does not divide the 32
+ * layers, and the split a Megatron user would write there (11, 11, 10: the last stage lighter)
+ * holds more than PP 4's 8 a stage, over the capacity; TP 3
  * divides neither the 32 heads nor the 8 query groups (pricing it would assert in ops.c), so the
  * list is Megatron-FSDP (its sharded weights and gradients fit), PP 4 (on the capacity) and TP 2;
  * PP 2, full recompute and CP 2 stay above it. */
@@ -1322,6 +1324,9 @@ START_TEST(test_memory_fits_divisibility)
   }
   double cap = estimate(&pp4);
   ck_assert(estimate(&pp3) <= cap);
+  PnScenario pp3_uneven                                 = pp3;
+  pp3_uneven.parallel.num_layers_in_last_pipeline_stage = 10;
+  ck_assert(pn_workload_check(&pp3_uneven, NULL, NULL) == PN_RULE_OK && estimate(&pp3_uneven) > cap);
   PnMemoryFit f[8];
   int n = pn_workload_memory_fits(&sc, false, cap, 8, f, 8);
   ck_assert_int_eq(n, 3);
@@ -1362,6 +1367,32 @@ START_TEST(test_memory_fits_order)
   pp4.parallel.data_parallel_size                   = 2;
   pp4.parallel.num_microbatches                     = 32;
   ck_assert_double_eq(f[3].total_bytes, estimate(&pp4));
+}
+END_TEST
+
+/* A larger pipeline where the layers do not divide: the split a Megatron user would write
+ * (pn_workload_split_choose), said in the change. 31 layers: PP 2 holds 16 and 15, the last stage
+ * lighter; with 63 (and no room for account_for_*'s 65 over 2) the same at 32 and 31. */
+START_TEST(test_memory_fits_split)
+{
+  static const struct {
+    int64_t layers;
+    const char *want;
+  } cases[] = {{31, "pipeline_model_parallel_size=2 with num_layers_in_last_pipeline_stage=15"},
+               {63, "pipeline_model_parallel_size=2 with num_layers_in_last_pipeline_stage=31"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    PnScenario sc;
+    scenario(&sc, 8, 1, false, 1, 1, 1);
+    sc.model.num_layers = cases[i].layers;
+    PnMemoryFit f[8];
+    int n           = pn_workload_memory_fits(&sc, false, 1e15, 8, f, 8);
+    const char *got = NULL;
+    for (int k = 0; k < n && got == NULL; k++)
+      if (g_str_has_prefix(f[k].change, "pipeline_model_parallel_size="))
+        got = f[k].change;
+    ck_assert_msg(got != NULL && strcmp(got, cases[i].want) == 0, "%" G_GINT64_FORMAT " layers: %s", cases[i].layers,
+                  got ? got : "no pipeline size");
+  }
 }
 END_TEST
 
@@ -2162,6 +2193,7 @@ static Suite *workload_suite(void)
       {"memory_fits", test_memory_fits},
       {"memory_fits_divisibility", test_memory_fits_divisibility},
       {"memory_fits_order", test_memory_fits_order},
+      {"memory_fits_split", test_memory_fits_split},
       {"moe_ops", test_moe_ops},
       {"moe_etp_and_allgather", test_moe_etp_and_allgather},
       {"rules", test_rules},
