@@ -56,7 +56,7 @@ static void chunk_work(PnBuilder *b, const TemplateWork *tw, uint32_t rank, int6
   *fwd = 0.0;
   *bwd = 0.0;
   for (int64_t l = 0; l < n; l++) {
-    int k = pn__layer_tpl(b, l0 + l) == &b->dense_tpl;
+    int k = pn__layer_is_dense(b, l0 + l);
     *fwd += tw->layer_fwd[k];
     *bwd += pn_workload_layer_is_recomputed(b->sc, l) ? tw->layer_bwd[k] : tw->layer_bwd_plain[k];
   }

@@ -276,13 +276,13 @@ static void emit_fp8(PnBuilder *b, uint32_t rank, bool fwd, int32_t mb, int16_t 
     return;
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   if (layer >= 0) { /* a dense layer of a MoE model casts a dense layer's weights */
-    pn_workload_fp8_weight_ops(pn__layer_tpl(b, layer) == &b->dense_tpl ? &b->dense_sc : b->sc, ops);
+    pn_workload_fp8_weight_ops(pn__layer_is_dense(b, layer) ? &b->dense_sc : b->sc, ops);
   } else {
     int64_t layers = 0, dense = 0;
     for (int64_t c = 0; c < b->vpp; c++) {
       int64_t vs = pn__vstage_of(b, rank, c), l0 = g_array_index(b->vs_first_layer, int64_t, vs);
       for (int64_t l = l0; l < l0 + g_array_index(b->vs_layers, int64_t, vs); l++)
-        *(pn__layer_tpl(b, l) == &b->dense_tpl ? &dense : &layers) += 1;
+        *(pn__layer_is_dense(b, l) ? &dense : &layers) += 1;
     }
     pn_workload_fp8_amax_ops(b->sc, fwd ? PN_PHASE_FWD : PN_PHASE_BWD, layers, dense, ops);
   }

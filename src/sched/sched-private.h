@@ -149,10 +149,17 @@ static inline int64_t pn__vstage_of(const PnBuilder *b, int64_t rank, int64_t ch
 
 static inline bool pn__unit_is_layer(const PnUnit *u) { return u->kind == PN_UNIT_LAYER || u->kind == PN_UNIT_DENSE; }
 
+/* Whether global layer `layer` is a MoE model's dense layer (built from the dense twin's templates
+ * and scenario, b->dense_tpl and b->dense_sc). */
+static inline bool pn__layer_is_dense(const PnBuilder *b, int64_t layer)
+{
+  return b->mixed && !pn_workload_layer_is_moe(b->sc, layer);
+}
+
 /* The layer templates of global layer `layer`: the dense twin's for a MoE model's dense layers. */
 static inline const PnTemplates *pn__layer_tpl(const PnBuilder *b, int64_t layer)
 {
-  return b->mixed && !pn_workload_layer_is_moe(b->sc, layer) ? &b->dense_tpl : &b->tpl;
+  return pn__layer_is_dense(b, layer) ? &b->dense_tpl : &b->tpl;
 }
 
 static inline GArray *pn__units_of(PnBuilder *b, uint32_t rank, int64_t chunk)
