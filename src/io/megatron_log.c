@@ -175,6 +175,14 @@ static void push_value(GPtrArray *out, const char *value)
     }
     return;
   }
+  /* arguments.py's dtype_map backwards: the dump prints the torch dtype a dtype flag became */
+  static const char *const dtypes[][2] = {
+      {"torch.float32", "fp32"}, {"torch.bfloat16", "bf16"}, {"torch.float16", "fp16"}, {"torch.uint8", "fp8"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(dtypes); i++)
+    if (strcmp(value, dtypes[i][0]) == 0) {
+      g_ptr_array_add(out, g_strdup(dtypes[i][1]));
+      return;
+    }
   const char *dot = strchr(value, '.');
   if (dot != NULL && g_ascii_isupper(value[0]) && strchr(dot + 1, '.') == NULL && g_ascii_isalpha(dot[1]))
     value = dot + 1;

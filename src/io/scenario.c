@@ -64,11 +64,14 @@ static const PnEnumName attention_backend_names[] = {
 static const PnEnumName ce_fusion_names[] = {{"native", PN_CE_FUSION_NATIVE}, {"te", PN_CE_FUSION_TE}, {NULL, 0}};
 const PnEnumName pn__io_cp_comm_names[]   = {
       {"p2p", PN_CP_P2P}, {"all_gather", PN_CP_ALL_GATHER}, {"a2a", PN_CP_A2A}, {"a2a+p2p", PN_CP_A2A_P2P}, {NULL, 0}};
-const PnEnumName pn__io_fsdp_shard_names[]  = {{"no_shard", PN_FSDP_NO_SHARD},
-                                               {"optim", PN_FSDP_OPTIM},
-                                               {"optim_grads", PN_FSDP_OPTIM_GRADS},
-                                               {"optim_grads_params", PN_FSDP_OPTIM_GRADS_PARAMS},
-                                               {NULL, 0}};
+const PnEnumName pn__io_fsdp_shard_names[]        = {{"no_shard", PN_FSDP_NO_SHARD},
+                                                     {"optim", PN_FSDP_OPTIM},
+                                                     {"optim_grads", PN_FSDP_OPTIM_GRADS},
+                                                     {"optim_grads_params", PN_FSDP_OPTIM_GRADS_PARAMS},
+                                                     {NULL, 0}};
+static const PnEnumName main_params_dtype_names[] = {{"fp32", PN_OPTIM_FP32}, {"fp16", PN_OPTIM_FP16}, {NULL, 0}};
+static const PnEnumName moment_dtype_names[]      = {
+         {"fp32", PN_OPTIM_FP32}, {"fp16", PN_OPTIM_FP16}, {"bf16", PN_OPTIM_BF16}, {"fp8", PN_OPTIM_FP8}, {NULL, 0}};
 static const PnEnumName granularity_names[] = {
     {"selective", PN_RECOMPUTE_SELECTIVE}, {"full", PN_RECOMPUTE_FULL}, {NULL, 0}};
 static const PnEnumName method_names[] = {
@@ -124,6 +127,10 @@ static const PnField training_fields[] = {
     F_ENUM(PnTrainingConfig, "cross_entropy_fusion_impl", PN_FIELD_ENUM, cross_entropy_fusion_impl, ce_fusion_names, 0),
     F_KIND(PnTrainingConfig, "persist_layer_norm", PN_FIELD_BOOL, persist_layer_norm),
     F_KIND(PnTrainingConfig, "fused_adam", PN_FIELD_BOOL, fused_adam),
+    F_KIND(PnTrainingConfig, "use_precision_aware_optimizer", PN_FIELD_BOOL, use_precision_aware_optimizer),
+    F_ENUM(PnTrainingConfig, "main_params_dtype", PN_FIELD_ENUM, main_params_dtype, main_params_dtype_names, 0),
+    F_ENUM(PnTrainingConfig, "exp_avg_dtype", PN_FIELD_ENUM, exp_avg_dtype, moment_dtype_names, 0),
+    F_ENUM(PnTrainingConfig, "exp_avg_sq_dtype", PN_FIELD_ENUM, exp_avg_sq_dtype, moment_dtype_names, 0),
     F_ENUM(PnTrainingConfig, "transformer_impl", PN_FIELD_ENUM, transformer_impl, transformer_impl_names, 0),
     F_ENUM(PnTrainingConfig, "attention_backend", PN_FIELD_ENUM, attention_backend, attention_backend_names, 0),
     {.key = NULL},
@@ -711,6 +718,34 @@ static gboolean validate(const PnIoCtx *ctx, PnScenario *sc, GPtrArray *warnings
                 "with /training/transformer_impl \"local\" or /training/attention_backend \"unfused\" / \"local\"");
     return FALSE;
   }
+  /* OptimizerConfig.__post_init__ and get_megatron_optimizer (megatron/core/optimizer/): the
+   * precision-aware optimizer is Transformer Engine's FusedAdam beside the distributed optimizer;
+   * without it every optimizer dtype stays fp32 */
+  const PnTrainingConfig *tr = &sc->training;
+  if (tr->use_precision_aware_optimizer && !sc->ddp.use_distributed_optimizer && !sc->ddp.use_megatron_fsdp) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/use_precision_aware_optimizer",
+                "needs the distributed optimizer (/ddp/use_distributed_optimizer true; Megatron-Core: "
+                "\"--use-precision-aware-optimizer only supported with distributed optimizer\")");
+    return FALSE;
+  }
+  if (tr->use_precision_aware_optimizer && !tr->fused_adam) {
+    pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, "/training/use_precision_aware_optimizer",
+                "needs Transformer Engine's FusedAdam (/training/fused_adam true), not torch's AdamW");
+    return FALSE;
+  }
+  static const struct {
+    const char *path;
+    size_t offset;
+  } dtypes[] = {{"/training/main_params_dtype", offsetof(PnTrainingConfig, main_params_dtype)},
+                {"/training/exp_avg_dtype", offsetof(PnTrainingConfig, exp_avg_dtype)},
+                {"/training/exp_avg_sq_dtype", offsetof(PnTrainingConfig, exp_avg_sq_dtype)}};
+  for (gsize i = 0; i < G_N_ELEMENTS(dtypes) && !tr->use_precision_aware_optimizer; i++)
+    if (*(const PnOptimDtype *)((const char *)tr + dtypes[i].offset) != PN_OPTIM_FP32) {
+      pn__io_fail(error, PN_IO_ERROR_INVALID, ctx, dtypes[i].path,
+                  "can only be \"fp32\" without /training/use_precision_aware_optimizer true (as Megatron-Core "
+                  "asserts)");
+      return FALSE;
+    }
   const PnModelConfig *mc = &sc->model;
   if (mc->activation_func_clamp_value > 0.0 && !mc->gated_linear_unit)
     warn(warnings, ctx, "/model/activation_func_clamp_value",

@@ -229,6 +229,18 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   bool deepseek = bridge_deepseek_v3_h100(rec, row->model, pp, vp);
   if (deepseek)
     cJSON_AddBoolToObject(tr, "apply_rope_fusion", false);
+  /* The optimizer: Megatron-Bridge's performance harness turns the precision-aware optimizer on
+   * for bf16 runs (25.09's v0.1.0rc4 and 25.11's v0.2.0 scripts/performance/run_script.py:
+   * `if args.compute_dtype == "bf16": recipe.optimizer.use_precision_aware_optimizer = True`) but
+   * not with Megatron-FSDP (utils/helpers.py turns it off there); the DeepSeek-V3 recipe sets it
+   * with bf16 moments and bf16 main grads (recipes/deepseek/deepseek_v3.py). */
+  bool bridge_fsdp = num_or(par, "fsdp", 0) > 0;
+  if (g_str_has_prefix(row->source_family, "megatron-bridge") && ((!fp8 && !bridge_fsdp) || deepseek))
+    cJSON_AddBoolToObject(tr, "use_precision_aware_optimizer", true);
+  if (deepseek) {
+    cJSON_AddStringToObject(tr, "exp_avg_dtype", "bf16");
+    cJSON_AddStringToObject(tr, "exp_avg_sq_dtype", "bf16");
+  }
   cJSON *p = cJSON_AddObjectToObject(sc, "parallel");
   cJSON_AddNumberToObject(p, "tensor_model_parallel_size", (double)tp);
   cJSON_AddNumberToObject(p, "pipeline_model_parallel_size", (double)pp);

@@ -16,8 +16,8 @@
 /* What penumbra does not simulate: the README's list ("What is simulated"), one line each. */
 static const char *const not_simulated[] = {
     "NVLink SHARP; of MLA: the fused down projection, userbuffers for its up projections, the TP all-reduce of its "
-    "down projections' gradients; DeepSeek's sigmoid group-limited router (priced as softmax top-k); the "
-    "precision-aware optimizer; MTP layers inside EP overlap's combined 1F1B (run whole); of Megatron-FSDP: hybrid "
+    "down projections' gradients; DeepSeek's sigmoid group-limited router (priced as softmax top-k); fp8 "
+    "Adam moments' scaling; MTP layers inside EP overlap's combined 1F1B (run whole); of Megatron-FSDP: hybrid "
     "FSDP, nccl_ub, its hooks' host Python with optim_grads, FP8 transposes re-made after each gather, its gathers "
     "inside EP overlap's combined 1F1B",
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "

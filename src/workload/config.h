@@ -36,6 +36,9 @@ typedef enum { PN_FP8_DELAYED, PN_FP8_TENSORWISE, PN_FP8_BLOCKWISE, PN_FP8_MXFP8
 /* Megatron-Core cross_entropy_fusion_impl (model_parallel_config.py; default "native"): which fused
  * cross entropy runs when cross_entropy_loss_fusion is on. */
 typedef enum { PN_CE_FUSION_NATIVE, PN_CE_FUSION_TE } PnCeFusionImpl;
+/* A tensor's storage type in the optimizer (Megatron-LM's --main-params-dtype / --exp-avg-dtype
+ * choices); PN_OPTIM_FP32 is Megatron's default. */
+typedef enum { PN_OPTIM_FP32, PN_OPTIM_FP16, PN_OPTIM_BF16, PN_OPTIM_FP8 } PnOptimDtype;
 typedef enum { PN_RECOMPUTE_NONE, PN_RECOMPUTE_SELECTIVE, PN_RECOMPUTE_FULL } PnRecomputeGranularity;
 typedef enum { PN_RECOMPUTE_METHOD_UNIFORM, PN_RECOMPUTE_METHOD_BLOCK } PnRecomputeMethod;
 typedef enum { PN_CP_P2P, PN_CP_ALL_GATHER, PN_CP_A2A, PN_CP_A2A_P2P } PnCpCommType;
@@ -184,6 +187,16 @@ typedef struct {
   /* the optimizer step is Transformer Engine's or Apex's FusedAdam; false: torch.optim.AdamW, which
    * Megatron-LM falls back to without either (megatron/core/optimizer/__init__.py) */
   bool fused_adam;
+  /* Megatron-Core's precision-aware optimizer (OptimizerConfig.use_precision_aware_optimizer:
+   * Transformer Engine's FusedAdam with the master parameters and moments in the dtypes below;
+   * only with the distributed optimizer). Without it the dtypes must stay fp32, as Megatron
+   * asserts. main_params_dtype: fp32 or fp16; exp_avg(_sq)_dtype: fp32, fp16, bf16, fp8. The main
+   * gradients' dtype is the gradient buffer's (ddp.grad_reduce_in_fp32), as Megatron-LM's
+   * arguments.py ties --main-grads-dtype to it. */
+  bool use_precision_aware_optimizer;
+  PnOptimDtype main_params_dtype;
+  PnOptimDtype exp_avg_dtype;
+  PnOptimDtype exp_avg_sq_dtype;
   /* the loss: Megatron-Core's unfused vocab-parallel cross entropy (default), or with
    * cross_entropy_loss_fusion its jit-fused version ("native") or Transformer Engine's Triton
    * parallel cross entropy ("te"; Megatron-Bridge's performance recipes) */

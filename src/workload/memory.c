@@ -265,9 +265,12 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
     out->gradients_bytes = sharded * grad_b + MIN(params, unit) * grad_b;
 
   out->activations_bytes = stage_activations(sc, stage, layers, dense);
-  /* the step's fp32 copy of bf16 grads is never live with the activations (memory.h) */
-  double grad_copy     = grad_b < 4.0 ? sharded * 4.0 : 0.0;
-  out->optimizer_bytes = sharded * 12.0 + MAX(grad_copy - out->activations_bytes, 0.0);
+  /* masters and moments (ops.h, pn_workload_optimizer_bytes); the step's fp32 copy of bf16 grads
+   * is never live with the activations (memory.h) */
+  PnOptimizerBytes ob;
+  pn_workload_optimizer_bytes(sc, &ob);
+  double grad_copy     = sharded * ob.grad_copy;
+  out->optimizer_bytes = sharded * (ob.master_bytes + ob.moment_bytes) + MAX(grad_copy - out->activations_bytes, 0.0);
 
   out->other_bytes = other_bytes(sc, tp_userbuffers);
   out->total_bytes =

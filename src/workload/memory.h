@@ -11,12 +11,16 @@
  *   gradients    P * (4 if ddp.grad_reduce_in_fp32 else 2): Megatron DDP's contiguous main_grad
  *                buffer (never sharded, even with the distributed optimizer).
  *   optimizer    P * 12 (fp32 master params + Adam m, v) / shard, shard = dp * cp /
- *                num_distributed_optimizer_instances with the distributed optimizer, 1 without.
+ *                num_distributed_optimizer_instances with the distributed optimizer, 1 without;
+ *                the precision-aware optimizer's masters and moments as ops.h's
+ *                pn_workload_optimizer_bytes says (Transformer Engine's 16-bit master remainders,
+ *                bf16 moments: P * 6 / shard).
  *                MoE: the experts' share shards over the expert data-parallel group instead
  *                (tp*cp*dp / (etp*ep), over num_distributed_optimizer_instances too), so with
  *                edp = 1 it is not sharded at all.
  *                When the grad buffer is bf16 the optimizer step copies the grads to fp32
- *                (P * 4 / shard); the copy lives until the next iteration's zero_grad, which
+ *                (P * 4 / shard; not when Transformer Engine's FusedAdam holds the masters and
+ *                reads the grads in place); the copy lives until the next iteration's zero_grad, which
  *                Megatron's train_step runs before the first forward, so it is never live with
  *                activations: it adds only what it exceeds them by (the peak is the larger of
  *                the step's and the forward-backward's).

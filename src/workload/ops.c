@@ -1608,15 +1608,46 @@ void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out)
   }
 }
 
+static double optim_dtype_bytes(PnOptimDtype t) { return t == PN_OPTIM_FP32 ? 4.0 : t == PN_OPTIM_FP8 ? 1.0 : 2.0; }
+
+void pn_workload_optimizer_bytes(const PnScenario *sc, PnOptimizerBytes *out)
+{
+  g_assert(sc && out);
+  const PnTrainingConfig *tr = &sc->training;
+  bool pa                    = tr->use_precision_aware_optimizer;
+  /* optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8; Megatron-FSDP's main
+   * weights replace FusedAdam's masters (__init__.py: master_weights = False) */
+  out->te_masters =
+      pa && !sc->ddp.use_megatron_fsdp &&
+      (tr->main_params_dtype != PN_OPTIM_FP32 || tr->precision != PN_PREC_FP8 || tr->fp8_recipe == PN_FP8_DELAYED);
+  out->master_bytes = out->te_masters ? 2.0 : 4.0; /* a remainder of 16 bits, or an fp16 master */
+  out->moment_bytes = pa ? optim_dtype_bytes(tr->exp_avg_dtype) + optim_dtype_bytes(tr->exp_avg_sq_dtype) : 8.0;
+  out->grad_copy    = !out->te_masters && !sc->ddp.grad_reduce_in_fp32 ? 4.0 : 0.0;
+}
+
 void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, double params_unsharded, GArray *out)
 {
   g_assert(sc && out && params_on_gpu >= 0.0 && params_unsharded >= 0.0);
-  push_mem(out, "grad_norm", PN_PHASE_OPTIM, params_on_gpu * 4.0, 0.0);
-  if (sc->training.fused_adam)
-    push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * ((4.0 + 3.0) * 4.0 + 2.0), 0.0);
-  else
-    push_mem(out, "adamw_torch_step", PN_PHASE_OPTIM, params_on_gpu * (80.0 + 6.0), 0.0);
-  push_mem(out, "zero_grad_buffer", PN_PHASE_OPTIM, params_unsharded * (sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0), 0.0);
+  PnOptimizerBytes ob;
+  pn_workload_optimizer_bytes(sc, &ob);
+  double g = sc->ddp.grad_reduce_in_fp32 ? 4.0 : 2.0;
+  if (ob.te_masters) {
+    double master_rw =
+        sc->training.main_params_dtype == PN_OPTIM_FP32 ? 2.0 * (2.0 + ob.master_bytes) : 2.0 * ob.master_bytes + 2.0;
+    push_mem(out, "grad_norm", PN_PHASE_OPTIM, params_on_gpu * g, 0.0);
+    push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * (g + master_rw + 2.0 * ob.moment_bytes), 0.0);
+  } else {
+    if (ob.grad_copy > 0.0)
+      push_mem(out, "main_grad_cast", PN_PHASE_OPTIM, params_on_gpu * (g + ob.grad_copy), 0.0);
+    push_mem(out, "grad_norm", PN_PHASE_OPTIM, params_on_gpu * 4.0, 0.0);
+    if (sc->training.fused_adam)
+      push_mem(out, "adam_step", PN_PHASE_OPTIM, params_on_gpu * (4.0 + 2.0 * 4.0 + 2.0 * ob.moment_bytes), 0.0);
+    else
+      push_mem(out, "adamw_torch_step", PN_PHASE_OPTIM, params_on_gpu * 80.0, 0.0);
+    bool fp8_params = sc->training.precision == PN_PREC_FP8 && sc->ddp.fp8_param_gather;
+    push_mem(out, "main_param_copy", PN_PHASE_OPTIM, params_on_gpu * (4.0 + (fp8_params ? 1.0 : 2.0)), 0.0);
+  }
+  push_mem(out, "zero_grad_buffer", PN_PHASE_OPTIM, params_unsharded * g, 0.0);
 }
 
 /* ---- fp8 bookkeeping outside the layer lists (ops.h) ---- */

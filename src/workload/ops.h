@@ -253,18 +253,47 @@ void pn_workload_embedding_ops(const PnScenario *sc, PnPhase phase, GArray *out)
  * bytes standing for its three small all-reduces); backward: cross-entropy backward, AG of the
  * saved input (SP), dgrad, RS/AR of dX, wgrad, final norm backward. */
 void pn_workload_head_ops(const PnScenario *sc, PnPhase phase, GArray *out);
+/* What the distributed optimizer holds and moves per parameter of its shard
+ * (megatron/core/optimizer/distrib_optimizer.py, optimizer_config.py, __init__.py):
+ *   Megatron's own master parameters (the default): fp32 masters (4 B) and fp32 moments (4 + 4);
+ *   the step casts each bf16 main-grad shard to fp32 (`shard_model_grad.float()`: a 4 B copy,
+ *   none when the grads are fp32 already), Adam updates the masters, and
+ *   _copy_main_params_to_model_params writes them back into the bf16 (or fp8, with
+ *   fp8_param_gather) parameters;
+ *   the precision-aware optimizer (training.use_precision_aware_optimizer) with Transformer
+ *   Engine's FusedAdam holding the masters (use_precision_aware_optimizer_no_fp8_or_ds_fp8: bf16
+ *   training, delayed fp8 scaling, or fp16 masters): the fp32 master as the 16 bits a bf16
+ *   parameter lacks (store_param_remainders, on by default: 2 B) or an fp16 master (2 B); the
+ *   gradients read in place (decoupled_grad: no copy), the parameters written by the Adam kernel;
+ *   with current fp8 scaling and fp32 masters Megatron keeps its own masters (as the default)
+ *   and only the moments take their dtypes. Megatron-FSDP keeps its own main weights (the
+ *   default's masters). Moments: exp_avg_dtype and exp_avg_sq_dtype (fp32 4, fp16 / bf16 2, fp8
+ *   1 B) under the precision-aware optimizer, else fp32. */
+typedef struct {
+  bool te_masters;     /* Transformer Engine's FusedAdam holds the master parameters */
+  double master_bytes; /* per parameter of the shard */
+  double moment_bytes; /* exp_avg + exp_avg_sq */
+  double grad_copy;    /* the fp32 copy of the main grads the step makes (0: none) */
+} PnOptimizerBytes;
+void pn_workload_optimizer_bytes(const PnScenario *sc, PnOptimizerBytes *out);
+
 /* Optimizer step over `params_on_gpu` parameters (already sharded by the caller when the
- * distributed optimizer is on): grad-norm read (4 B/param of fp32 grads) and the fused Adam step
- * (fp32 param, grad, m, v read, param, m, v written, bf16 param copy written:
- * (4 + 3) * 4 + 2 = 30 B/param). Without a fused Adam (training.fused_adam false) the step is
- * torch.optim.AdamW's multi-tensor path, one fp32 pass per foreach op (torch/optim/adam.py,
- * _multi_tensor_adam with decoupled weight decay): param *= 1 - lr*wd (8 B), m.lerp_(g) (12),
- * v *= beta2 (8), v.addcmul_(g, g) (12), sqrt(v) into a new tensor (8), its div_ (8) and add_ of
- * eps (8), param.addcdiv_(m, denom) (16): 80 B/param, then Megatron's copy of the fp32 main params
- * into the bf16 model params (4 + 2): 86 B/param. Then Megatron's zero_grad_buffer for the next
- * step: the whole gradient buffer of the GPU's `params_unsharded` parameters zeroed (a memset of
- * 4 B/param with grad_reduce_in_fp32, else 2; distributed/param_and_grad_buffer.py). Phase
- * PN_PHASE_OPTIM. */
+ * distributed optimizer is on), as pn_workload_optimizer_bytes says it runs, with g the main
+ * grads' bytes (4 with grad_reduce_in_fp32, else 2), a + q the moments' and M the masters':
+ *   Megatron's masters: the grads' cast to fp32 (g + 4 B/param, bf16 grads only), the grad-norm
+ *   read (4), the fused Adam step (grad, master and moments read, master and moments written:
+ *   4 + 2 (4 + a + q), 28 B/param in fp32), the masters copied into the parameters (4 + 2; 4 + 1
+ *   into fp8 parameters with fp8_param_gather);
+ *   Transformer Engine's masters: the grad-norm read (g), the Adam step reading the grads (g) and
+ *   reading and writing the bf16 parameters, the masters' remainders and the moments (2 (2 + M + a
+ *   + q)), or with fp16 masters reading the master and writing it and the parameter.
+ * Without a fused Adam (training.fused_adam false) the step is torch.optim.AdamW's multi-tensor
+ * path, one fp32 pass per foreach op (torch/optim/adam.py, _multi_tensor_adam with decoupled weight
+ * decay): param *= 1 - lr*wd (8 B), m.lerp_(g) (12), v *= beta2 (8), v.addcmul_(g, g) (12), sqrt(v)
+ * into a new tensor (8), its div_ (8) and add_ of eps (8), param.addcdiv_(m, denom) (16): 80
+ * B/param, around the same cast and copy as Megatron's masters. Then Megatron's zero_grad_buffer
+ * for the next step: the whole gradient buffer of the GPU's `params_unsharded` parameters zeroed (a
+ * memset of g B/param; distributed/param_and_grad_buffer.py). Phase PN_PHASE_OPTIM. */
 void pn_workload_optimizer_ops(const PnScenario *sc, double params_on_gpu, double params_unsharded, GArray *out);
 
 /* Delayed scaling's amax reduction, where Megatron's one fp8_autocast around a model chunk's

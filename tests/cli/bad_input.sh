@@ -31,6 +31,11 @@ expect tp-not-dividing-heads '/parallel/tensor_model_parallel_size' -- run "$goo
 expect gpus-not-divisible '/hardware/num_gpus' -- run "$good" --set hardware.num_gpus=12 --set parallel.tensor_model_parallel_size=8
 expect layers-not-divisible 'num_layers' -- run "$good" --set parallel.pipeline_model_parallel_size=3 --set hardware.num_gpus=24 --set training.global_batch_size=120
 expect gbs-not-divisible '/training/global_batch_size' -- run "$good" --set training.global_batch_size=101
+# The precision-aware optimizer's own checks (Megatron-Core's OptimizerConfig and get_megatron_optimizer)
+expect pa-no-distopt '/training/use_precision_aware_optimizer: needs the distributed optimizer' -- run "$good" --set training.use_precision_aware_optimizer=true --set ddp.use_distributed_optimizer=false
+expect pa-torch-adamw '/training/use_precision_aware_optimizer: needs Transformer Engine.s FusedAdam' -- run "$good" --set training.use_precision_aware_optimizer=true --set training.fused_adam=false
+expect moments-without-pa '/training/exp_avg_dtype: can only be "fp32" without /training/use_precision_aware_optimizer' -- run "$good" --set 'training.exp_avg_dtype="bf16"'
+expect moment-dtype '/training/exp_avg_sq_dtype' -- run "$good" --set training.use_precision_aware_optimizer=true --set 'training.exp_avg_sq_dtype="fp64"'
 # Megatron-Core's uneven stages and pipeline layouts (workload/split.h): each refusal at its key
 expect uneven-rest '/parallel/num_layers_in_first_pipeline_stage: leaves 25 layers, not divisible by the 2 middle' -- run "$good" --set parallel.pipeline_model_parallel_size=4 --set hardware.num_gpus=8 --set parallel.num_layers_in_first_pipeline_stage=3 --set parallel.num_layers_in_last_pipeline_stage=4
 expect uneven-with-account '/parallel/num_layers_in_last_pipeline_stage: cannot be set together with account_for' -- run "$good" --set parallel.num_layers_in_last_pipeline_stage=4 --set parallel.account_for_loss_in_pipeline_split=true

@@ -207,6 +207,33 @@ set -e
 [ "$rc" = 2 ] && grep -q -- "--moe-layer-freq \[0,2\]\*2: expected an integer >= 1 or a list expression" "$tmp/err" ||
   fail "a bad --moe-layer-freq must exit 2 with its message (rc $rc): $(cat "$tmp/err")"
 
+# The precision-aware optimizer: its flag and dtypes land on their keys (--main-grads-dtype bf16 on
+# the gradient buffer, as arguments.py ties them), export gives them back, the round trip is a
+# fixed point, and the moments' dtype changes the optimizer's memory
+pa=(--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 --max-position-embeddings 1024
+  --micro-batch-size 1 --global-batch-size 16 --vocab-size 32000 --bf16 --use-distributed-optimizer
+  --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16)
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/pa.json" -- "${pa[@]}" 2>"$tmp/err" ||
+  fail "precision-aware import: $(cat "$tmp/err")"
+for kv in "training use_precision_aware_optimizer true" 'training exp_avg_dtype "bf16"' \
+  'training exp_avg_sq_dtype "bf16"' "ddp grad_reduce_in_fp32 false"; do
+  set -- $kv
+  [ "$(key "$tmp/pa.json" "$1" "$2")" = "$3" ] || fail "precision-aware $1.$2: expected $3, got $(key "$tmp/pa.json" "$1" "$2")"
+done
+"$bin" export megatron-args "$tmp/pa.json" >"$tmp/pa.line" 2>/dev/null || fail "precision-aware export"
+grep -q -- "--use-precision-aware-optimizer .*--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16" "$tmp/pa.line" ||
+  fail "the precision-aware optimizer must be exported: $(cat "$tmp/pa.line")"
+eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/pa.line")"
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/pa2.json" -- "$@" 2>/dev/null || fail "precision-aware re-import"
+[ "$(iter "$tmp/pa.json")" = "$(iter "$tmp/pa2.json")" ] || fail "precision-aware: import -> export -> import moved the prediction"
+opt() { "$bin" run "$1" -f json | python3 -c 'import json,sys; print(json.load(sys.stdin)["memory"]["optimizer_gib"])'; }
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/nopa.json" -- "${pa[@]:0:18}" 2>/dev/null || fail "import without the optimizer flags"
+python3 - "$(opt "$tmp/pa.json")" "$(opt "$tmp/nopa.json")" <<'PY' || fail "precision-aware: bf16 moments and 16-bit master remainders must hold half the default's optimizer bytes"
+import sys
+pa, default = map(float, sys.argv[1:])
+assert abs(pa / default - 6 / 12) < 1e-6, (pa, default)
+PY
+
 # Megatron-Core's uneven stages and pipeline layouts (workload/split.h): the arguments land on their
 # keys (a layout as written; the loader reads it and derives the virtual size), export gives them
 # back (the layout written short in Megatron's syntax, quoted for the shell, without a virtual

@@ -931,25 +931,82 @@ START_TEST(test_head_and_embedding)
 }
 END_TEST
 
-/* Adam: (4 reads + 3 writes) * 4 B + 2 B bf16 copy = 30 B per param; grad norm 4 B per param; the
- * next step's zeroed gradient buffer: 4 B per unsharded param with fp32 grads. */
+/* The step, per parameter of the shard (ops.h). Megatron's own fp32 masters, fp32 grads: no
+ * cast, grad norm 4 B, Adam (4 reads + 3 writes) x 4 B = 28 B, the masters copied into the bf16
+ * parameters 4 + 2 = 6 B, the next step's zeroed buffer 4 B per unsharded param. With bf16 grads
+ * the step casts them first (2 + 4 = 6 B) and zeroes 2 B. The precision-aware optimizer in bf16
+ * training: Transformer Engine holds the masters as 16-bit remainders and reads the bf16 grads in
+ * place: grad norm 2 B, Adam 2 (grad) + 2 x (2 + 2) (parameter and remainder) + 2 x (4 + 4)
+ * (fp32 moments) = 26 B, 2 + 8 + 2 x (2 + 2) = 18 B with bf16 moments, no cast, no copy; with
+ * fp16 masters 2 + (2 x 2 + 2) + 16 = 24 B. With current fp8 scaling and fp32 masters Megatron
+ * keeps its masters: the default's cast, 4 + 8 + 2 x (2 + 2) = 20 B with bf16 moments, and the
+ * copy, 4 + 1 into fp8 parameters with fp8_param_gather. torch.optim.AdamW (no fused Adam): eight
+ * fp32 foreach passes, 80 B, and the same copy. */
 START_TEST(test_optimizer_ops)
 {
   PnScenario sc;
   scenario(&sc, 8, 1, false, 1, 1, 1);
-  g_autoptr(GArray) o = ops_new();
+  sc.ddp.grad_reduce_in_fp32 = true;
+  g_autoptr(GArray) o        = ops_new();
   pn_workload_optimizer_ops(&sc, 1e9, 8e9, o);
-  ck_assert_double_eq(find(o, "adam_step")->bytes, 30e9);
-  ck_assert_double_eq(find(o, "zero_grad_buffer")->bytes, 32e9); /* the 8e9 unsharded grads, fp32 here */
+  ck_assert_ptr_null(find(o, "main_grad_cast"));
   ck_assert_double_eq(find(o, "grad_norm")->bytes, 4e9);
+  ck_assert_double_eq(find(o, "adam_step")->bytes, 28e9);
+  ck_assert_double_eq(find(o, "main_param_copy")->bytes, 6e9);
+  ck_assert_double_eq(find(o, "zero_grad_buffer")->bytes, 32e9);
   ck_assert_int_eq(find(o, "adam_step")->phase, PN_PHASE_OPTIM);
-  /* torch.optim.AdamW (no fused Adam): eight fp32 foreach passes, 80 B/param, and the copy of the
-   * main params into the bf16 ones, 6 (ops.h) */
-  sc.training.fused_adam = false;
-  g_autoptr(GArray) t    = ops_new();
+  sc.ddp.grad_reduce_in_fp32 = false;
+  g_autoptr(GArray) b        = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, b);
+  ck_assert_double_eq(find(b, "main_grad_cast")->bytes, 6e9);
+  ck_assert_double_eq(find(b, "zero_grad_buffer")->bytes, 16e9);
+  PnOptimizerBytes ob;
+  pn_workload_optimizer_bytes(&sc, &ob);
+  ck_assert(!ob.te_masters && ob.master_bytes == 4.0 && ob.moment_bytes == 8.0 && ob.grad_copy == 4.0);
+
+  sc.training.use_precision_aware_optimizer = true;
+  g_autoptr(GArray) pa                      = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, pa);
+  ck_assert_ptr_null(find(pa, "main_grad_cast"));
+  ck_assert_ptr_null(find(pa, "main_param_copy"));
+  ck_assert_double_eq(find(pa, "grad_norm")->bytes, 2e9);
+  ck_assert_double_eq(find(pa, "adam_step")->bytes, 26e9);
+  pn_workload_optimizer_bytes(&sc, &ob);
+  ck_assert(ob.te_masters && ob.master_bytes == 2.0 && ob.moment_bytes == 8.0 && ob.grad_copy == 0.0);
+  sc.training.exp_avg_dtype = sc.training.exp_avg_sq_dtype = PN_OPTIM_BF16;
+  g_autoptr(GArray) pb                                     = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, pb);
+  ck_assert_double_eq(find(pb, "adam_step")->bytes, 18e9);
+  sc.training.main_params_dtype = PN_OPTIM_FP16;
+  sc.training.exp_avg_dtype = sc.training.exp_avg_sq_dtype = PN_OPTIM_FP32;
+  g_autoptr(GArray) ph                                     = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, ph);
+  ck_assert_double_eq(find(ph, "adam_step")->bytes, 24e9);
+
+  sc.training.main_params_dtype = PN_OPTIM_FP32;
+  sc.training.exp_avg_dtype = sc.training.exp_avg_sq_dtype = PN_OPTIM_BF16;
+  sc.training.precision                                    = PN_PREC_FP8;
+  sc.training.fp8_recipe                                   = PN_FP8_TENSORWISE;
+  sc.ddp.fp8_param_gather                                  = true;
+  g_autoptr(GArray) cs                                     = ops_new();
+  pn_workload_optimizer_ops(&sc, 1e9, 8e9, cs);
+  ck_assert_double_eq(find(cs, "main_grad_cast")->bytes, 6e9);
+  ck_assert_double_eq(find(cs, "adam_step")->bytes, 20e9);
+  ck_assert_double_eq(find(cs, "main_param_copy")->bytes, 5e9);
+  pn_workload_optimizer_bytes(&sc, &ob);
+  ck_assert(!ob.te_masters && ob.master_bytes == 4.0 && ob.moment_bytes == 4.0 && ob.grad_copy == 4.0);
+  sc.training.fp8_recipe = PN_FP8_DELAYED; /* delayed scaling: Transformer Engine's masters again */
+  pn_workload_optimizer_bytes(&sc, &ob);
+  ck_assert(ob.te_masters && ob.master_bytes == 2.0);
+
+  scenario(&sc, 8, 1, false, 1, 1, 1);
+  sc.ddp.grad_reduce_in_fp32 = true;
+  sc.training.fused_adam     = false;
+  g_autoptr(GArray) t        = ops_new();
   pn_workload_optimizer_ops(&sc, 1e9, 8e9, t);
   ck_assert_ptr_null(find(t, "adam_step"));
-  ck_assert_double_eq(find(t, "adamw_torch_step")->bytes, 86e9);
+  ck_assert_double_eq(find(t, "adamw_torch_step")->bytes, 80e9);
+  ck_assert_double_eq(find(t, "main_param_copy")->bytes, 6e9);
   ck_assert_double_eq(find(t, "grad_norm")->bytes, 4e9);
 }
 END_TEST
