@@ -29,6 +29,8 @@ const PnMegatronArg pn_megatron_args[] = {
     {"model.moe_ffn_hidden_size", "--moe-ffn-hidden-size", PN_MEGATRON_VALUE},
     {"model.moe_shared_expert_intermediate_size", "--moe-shared-expert-intermediate-size", PN_MEGATRON_VALUE},
     {"model.moe_grouped_gemm", "--moe-grouped-gemm", PN_MEGATRON_FLAG},
+    {"model.moe_expert_capacity_factor", "--moe-expert-capacity-factor", PN_MEGATRON_VALUE},
+    {"model.moe_pad_expert_input_to_capacity", "--moe-pad-expert-input-to-capacity", PN_MEGATRON_FLAG},
     {"model.moe_layer_freq", "--moe-layer-freq", PN_MEGATRON_CUSTOM},
     {"model.mtp_num_layers", "--mtp-num-layers", PN_MEGATRON_VALUE},
     {"model.multi_latent_attention", "--multi-latent-attention", PN_MEGATRON_FLAG},

@@ -763,6 +763,9 @@ static void model_value(const PnModelConfig *m, const char *field, PnScenarioVal
   default:
     if (strcmp(field, "activation_func_clamp_value") == 0) /* 0: none, left out like the other zeros */
       shortest_double(out, m->activation_func_clamp_value);
+    else if (strcmp(field, "moe_expert_capacity_factor") == 0) /* 0: None (dropless), left out */
+      m->moe_expert_capacity_factor > 0.0 ? shortest_double(out, m->moe_expert_capacity_factor)
+                                          : (void)g_strlcpy(out->text, "null", sizeof out->text);
     else /* position_embedding_type, the one string */
       g_snprintf(out->text, sizeof out->text, "\"%s\"", m->position_embedding_type);
     break;

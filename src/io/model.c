@@ -77,6 +77,8 @@ const PnField pn__io_model_fields[] = {
     M_INT("moe_ffn_hidden_size", moe_ffn_hidden_size, 0, 100000000, false),
     M_INT("moe_shared_expert_intermediate_size", moe_shared_expert_intermediate_size, 0, 100000000, false),
     M_BOOL("moe_grouped_gemm", moe_grouped_gemm),
+    {.key = "moe_expert_capacity_factor", .kind = PN_FIELD_CUSTOM},
+    M_BOOL("moe_pad_expert_input_to_capacity", moe_pad_expert_input_to_capacity),
     {.key        = "mtp_num_layers",
      .kind       = PN_FIELD_INT_NULL,
      .offset     = offsetof(PnModelConfig, mtp_num_layers),
@@ -186,6 +188,29 @@ static gboolean model_convert(const PnIoCtx *ctx, const cJSON *obj, const char *
     g_autofree char *cptr = pn__io_ptr_child(ptr, "activation_func_clamp_value");
     if (!pn__io_get_double(ctx, clamp, cptr, 0.0, HUGE_VAL, true, &m.activation_func_clamp_value, error))
       return FALSE;
+  }
+
+  /* TransformerConfig.__post_init__: a negative capacity factor is None (dropless); a pad to
+   * capacity needs one */
+  const cJSON *cf        = cJSON_GetObjectItemCaseSensitive(obj, "moe_expert_capacity_factor");
+  g_autofree char *cfptr = pn__io_ptr_child(ptr, "moe_expert_capacity_factor");
+  if (cf != NULL && !cJSON_IsNull(cf)) {
+    if (!pn__io_get_double(ctx, cf, cfptr, -HUGE_VAL, HUGE_VAL, false, &m.moe_expert_capacity_factor, error))
+      return FALSE;
+    if (m.moe_expert_capacity_factor == 0.0) {
+      pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, cfptr,
+                  "expected a capacity factor > 0 (or null, or a negative number, for dropless MoE): 0 would drop "
+                  "every token");
+      return FALSE;
+    }
+    m.moe_expert_capacity_factor = MAX(m.moe_expert_capacity_factor, 0.0);
+  }
+  if (m.moe_pad_expert_input_to_capacity && m.moe_expert_capacity_factor == 0.0) {
+    g_autofree char *pptr = pn__io_ptr_child(ptr, "moe_pad_expert_input_to_capacity");
+    pn__io_fail(error, PN_IO_ERROR_SCHEMA, ctx, pptr,
+                "needs /model/moe_expert_capacity_factor (Megatron-Core: \"moe_expert_capacity_factor must be set to "
+                "use moe_pad_expert_input_to_capacity\")");
+    return FALSE;
   }
 
   const cJSON *freq = cJSON_GetObjectItemCaseSensitive(obj, "moe_layer_freq");

@@ -189,10 +189,25 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   cJSON *sc = cJSON_CreateObject();
   cJSON_AddNumberToObject(sc, "schema_version", 1);
   cJSON_AddStringToObject(sc, "name", row->id);
-  if (f)
-    cJSON_AddStringToObject(sc, "model", f);
+  /* Megatron-Bridge 25.09's "(tokendrop)" rows: its performance script applied
+   * apply_moe_token_drop to the Qwen3 recipes (v0.1.0rc4 scripts/performance/run_script.py;
+   * training/utils/moe_token_drop.py: capacity factor 1.0, padded to capacity); 25.11's are
+   * dropless with forced balance (the page's footnote, v0.2.0 configs/qwen3) */
+  bool tokendrop = strstr(str_or(rec, "model_label_in_source", ""), "tokendrop") != NULL;
+  cJSON *mo      = f ? NULL : inline_model(row->model, arch, notes);
+  if (f && tokendrop) {
+    mo = cJSON_CreateObject();
+    cJSON_AddStringToObject(mo, "base", f);
+  }
+  if (tokendrop) {
+    cJSON_AddNumberToObject(mo, "moe_expert_capacity_factor", 1.0);
+    cJSON_AddBoolToObject(mo, "moe_pad_expert_input_to_capacity", true);
+    g_string_append(notes, "token drop as the 25.09 script set it (capacity 1.0, padded); ");
+  }
+  if (mo != NULL)
+    cJSON_AddItemToObject(sc, "model", mo);
   else
-    cJSON_AddItemToObject(sc, "model", inline_model(row->model, arch, notes));
+    cJSON_AddStringToObject(sc, "model", f);
   cJSON *h = cJSON_AddObjectToObject(sc, "hardware");
   cJSON_AddStringToObject(h, "profile", profile);
   cJSON_AddNumberToObject(h, "num_gpus", (double)row->gpus);
@@ -273,7 +288,7 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
     cJSON_AddNumberToObject(p, "expert_tensor_parallel_size", 1);
     cJSON_AddStringToObject(p, "moe_token_dispatcher_type",
                             g_str_has_prefix(disp, "flex") || deepseek ? "flex" : "alltoall");
-    if (!*disp && !deepseek)
+    if (!*disp && !deepseek && !tokendrop) /* token drop asserts alltoall (moe_token_drop.py) */
       g_string_append(notes, "MoE dispatcher not stated: alltoall assumed; ");
   }
   cJSON *d = cJSON_AddObjectToObject(sc, "ddp");

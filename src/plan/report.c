@@ -22,7 +22,7 @@ static const char *const not_simulated[] = {
     "inside EP overlap's combined 1F1B",
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "
     "Python a published figure; without a host slowed by a busy GPU or a DGX host's speed",
-    "MoE token dropping and router imbalance (routing is balanced)",
+    "MoE router imbalance (routing is balanced; token dropping is simulated under it)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
     "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "
     "predicted slightly too fast); a copy engine's share of HBM beside kernels",

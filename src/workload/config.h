@@ -131,6 +131,12 @@ typedef struct {
   int64_t moe_router_topk;
   int64_t moe_ffn_hidden_size;
   int64_t moe_shared_expert_intermediate_size;
+  /* token dropping (TransformerConfig.moe_expert_capacity_factor, 0 = None: dropless): each expert
+   * takes at most ceil(tokens * topk / experts * factor) of a GPU's routed token copies; with
+   * moe_pad_expert_input_to_capacity every expert's input is padded to that capacity, so the
+   * alltoall dispatcher knows its sizes without reading the token counts on the host */
+  double moe_expert_capacity_factor;
+  bool moe_pad_expert_input_to_capacity;
   bool moe_grouped_gemm; /* the local experts in one grouped GEMM (TEGroupedMLP); false: Megatron-Core's
                             SequentialMLP, a Python call per local expert. Default true (Bridge's recipes) */
   /* moe_layer_freq (num_moe_experts > 0): layer i (from 0) is a MoE layer when i % moe_layer_freq

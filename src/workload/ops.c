@@ -2,6 +2,7 @@
  * only adds why a line is as it is where the header does not say. */
 #include "workload/ops.h"
 
+#include <math.h>
 #include <string.h>
 
 /* The scenario, reduced to the per-GPU shapes the op lists need. */
@@ -40,6 +41,8 @@ typedef struct {
   PnMoeDispatcher dispatcher;
   int64_t E, topk, ep, etp, L; /* experts, top-k, expert parallel, expert tensor parallel, local experts */
   int64_t Tm, R, rows_e;       /* tokens entering the layer, rows reaching local experts, rows per expert */
+  int64_t routed;              /* token copies a GPU routes: Tm * topk, or as capacity drops / pads them */
+  bool drop_and_pad;           /* moe_pad_expert_input_to_capacity: static sizes, no host read */
   int64_t mf, mfc1;            /* expert fc2 input width F/etp, fc1 output width F*(2 if gated)/etp */
   int64_t sf_tp, sfc1_tp;      /* shared experts: width/tp, fc1 output width/tp */
   bool shared_overlap;         /* moe_shared_expert_overlap with the alltoall dispatcher */
@@ -160,12 +163,23 @@ static void dims_init(const PnScenario *sc, Dims *d)
     d->etp        = sc->parallel.expert_tensor_parallel_size > 0 ? sc->parallel.expert_tensor_parallel_size : d->tp;
     d->L          = MAX(d->E / d->ep, 1);
     d->Tm         = d->Tsp;
-    d->R          = d->Tm * d->topk * d->etp;
-    d->rows_e     = (d->R + d->L - 1) / d->L;
-    d->mf         = F / d->etp;
-    d->mfc1       = d->mf * (d->gated ? 2 : 1);
-    d->sf_tp      = m->moe_shared_expert_intermediate_size / d->tp;
-    d->sfc1_tp    = d->sf_tp * (d->gated ? 2 : 1);
+    d->routed     = d->Tm * d->topk;
+    /* token dropping (moe_utils.py get_capacity: ceil(tokens * topk / experts * factor) per expert
+     * of a GPU's tokens): routing is balanced, so an expert takes Tm * topk / E copies, at most the
+     * capacity, and with the pad exactly the capacity (the permuted buffer holds capacity * E rows,
+     * token_dispatcher.py preprocess) */
+    double cf       = m->moe_expert_capacity_factor;
+    d->drop_and_pad = cf > 0.0 && m->moe_pad_expert_input_to_capacity;
+    if (cf > 0.0) {
+      int64_t cap = (int64_t)ceil((double)d->routed / (double)d->E * cf);
+      d->routed   = d->drop_and_pad ? cap * d->E : MIN(d->routed, cap * d->E);
+    }
+    d->R       = d->routed * d->etp;
+    d->rows_e  = (d->R + d->L - 1) / d->L;
+    d->mf      = F / d->etp;
+    d->mfc1    = d->mf * (d->gated ? 2 : 1);
+    d->sf_tp   = m->moe_shared_expert_intermediate_size / d->tp;
+    d->sfc1_tp = d->sf_tp * (d->gated ? 2 : 1);
     /* The option as the gating leaves it, so the plan carries no copy: overlap/ep.c refuses it
      * with the allgather dispatcher and only warns without shared experts, where it has no ops
      * to move. The dispatcher test keeps op lists built without the gating (tests) consistent. */
@@ -945,8 +959,9 @@ static void mla_qkv_backward(GArray *out, const Dims *d, const Rc *rc)
 
 static bool moe_permute_separate(const Dims *d) { return d->dispatcher != PN_MOE_DISPATCHER_FLEX; }
 
-/* Bytes of the tokens one GPU sends to (receives from) the experts: Tm*topk rows of h, bf16. */
-static double moe_a2a_bytes(const Dims *d) { return (double)d->Tm * (double)d->topk * (double)d->h * 2.0; }
+/* Bytes of the tokens one GPU sends to (receives from) the experts: its routed rows (Tm*topk, or
+ * as the capacity drops or pads them) of h, bf16. */
+static double moe_a2a_bytes(const Dims *d) { return (double)d->routed * (double)d->h * 2.0; }
 
 /* allgather dispatcher: the hidden states of the etp*ep group, gathered (and reduce-scattered back). */
 static double moe_ag_bytes(const Dims *d) { return (double)d->Tm * (double)d->h * 2.0 * (double)(d->etp * d->ep); }
@@ -1037,9 +1052,10 @@ static void moe_body(GArray *out, const Dims *d, PnPhase phase, double keep, con
     moe_shared_forward(out, d, phase, sk);
   push_gemm(out, "router", NULL, phase, PN_GEMM_FPROP, PN_DT_BF16, d->Tm, d->E, d->h, rc->ln2 ? 0.0 : keep * hm * 2.0);
   push_mem(out, "router_topk", phase, (double)d->Tm * (double)d->E * 12.0, keep * (double)d->Tm * (double)d->E * 4.0);
-  g_array_index(out, PnOp, out->len - 1).host_reads = true; /* the dispatcher's token counts */
+  /* the dispatcher's token counts, but for the alltoall dispatcher's drop and pad (static sizes) */
+  g_array_index(out, PnOp, out->len - 1).host_reads = !(d->drop_and_pad && d->dispatcher == PN_MOE_DISPATCHER_ALLTOALL);
   if (a2a && moe_permute_separate(d))
-    push_mem(out, "permute", phase, hm * 2.0 + hm * (double)d->topk * 2.0, 0.0);
+    push_mem(out, "permute", phase, hm * 2.0 + (double)d->routed * (double)d->h * 2.0, 0.0);
   if (d->shared_overlap) {
     guint side = out->len;
     moe_shared_forward(out, d, phase, sk);
@@ -1087,7 +1103,7 @@ static void moe_body(GArray *out, const Dims *d, PnPhase phase, double keep, con
       push_comm(out, "moe_combine_rs", NULL, phase, PN_COLL_REDUCE_SCATTER, PN_GROUP_ETP, rh * 2.0, PN_DT_BF16);
     push_comm(out, "moe_combine_a2a", NULL, phase, PN_COLL_ALL_TO_ALL, PN_GROUP_EP, moe_a2a_bytes(d), PN_DT_BF16);
     if (moe_permute_separate(d))
-      push_mem(out, "unpermute", phase, hm * (double)d->topk * 2.0 + hm * 2.0, 0.0);
+      push_mem(out, "unpermute", phase, (double)d->routed * (double)d->h * 2.0 + hm * 2.0, 0.0);
     if (d->shared_overlap)
       mark_join_side(out); /* the shared experts' output is added here */
   } else {
@@ -1137,7 +1153,7 @@ static void moe_backward(GArray *out, const Dims *d, const Rc *rc)
   }
   if (a2a) {
     if (moe_permute_separate(d))
-      push_mem(out, "unpermute_bwd", B, hm * 2.0 + hm * (double)d->topk * 4.0, 0.0);
+      push_mem(out, "unpermute_bwd", B, hm * 2.0 + (double)d->routed * (double)d->h * 4.0, 0.0);
     if (d->shared_overlap) {
       guint side = out->len;
       moe_shared_backward(out, d, B);
@@ -1197,7 +1213,7 @@ static void moe_backward(GArray *out, const Dims *d, const Rc *rc)
 
   /* pre_dispatch backward (node ATTN): permutation (a scatter-add), router, shared experts, norm */
   if (a2a && moe_permute_separate(d)) {
-    push_mem(out, "permute_bwd", B, hm * (double)d->topk * 2.0 + hm * 4.0, 0.0);
+    push_mem(out, "permute_bwd", B, (double)d->routed * (double)d->h * 2.0 + hm * 4.0, 0.0);
     if (d->shared_overlap)
       mark_join_side(out); /* the input gradient sums both branches */
   }

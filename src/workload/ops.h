@@ -161,12 +161,15 @@
  *   The host waits for the routing's token counts (`host_reads` on router_topk, forward and
  *   recompute): every dispatcher copies them to the host to size its buffers (alltoall:
  *   d2h_event.synchronize() before the token all-to-all; allgather: .cpu(); flex: DeepEP's host
- *   spins on the received counts).
- * A2A bytes are bf16 (no fp8 dispatch). Not modelled: token dropping / capacity factor,
- * router load imbalance, aux-loss kernels, MoE layer frequency (all layers are MoE), latent MoE,
- * MTP.
+ *   spins on the received counts), but for the alltoall dispatcher's drop and pad.
+ *   Token dropping (model.moe_expert_capacity_factor): with balanced routing an expert keeps
+ *   min(Tm * topk / E, capacity) of a GPU's copies, capacity = ceil(Tm * topk / E * factor), or
+ *   exactly the capacity with moe_pad_expert_input_to_capacity; the routed rows (Dims.routed)
+ *   size the all-to-alls, the permutations and the experts' GEMMs.
+ * A2A bytes are bf16 (no fp8 dispatch). Not modelled: router load imbalance, aux-loss kernels,
+ * latent MoE.
  *
- * Not modelled: bias-add kernels (fused in GEMM epilogues), QK layernorm, fp8 attention.
+ * Not modelled: bias-add kernels (fused in GEMM epilogues), fp8 attention.
  *
  * Ownership: functions append to a caller-owned GArray of PnOp; names are static strings.
  * Cost: O(ops) per call (~30 ops per layer), no allocation besides the GArray growth.

@@ -36,6 +36,10 @@ expect pa-no-distopt '/training/use_precision_aware_optimizer: needs the distrib
 expect pa-torch-adamw '/training/use_precision_aware_optimizer: needs Transformer Engine.s FusedAdam' -- run "$good" --set training.use_precision_aware_optimizer=true --set training.fused_adam=false
 expect moments-without-pa '/training/exp_avg_dtype: can only be "fp32" without /training/use_precision_aware_optimizer' -- run "$good" --set 'training.exp_avg_dtype="bf16"'
 expect moment-dtype '/training/exp_avg_sq_dtype' -- run "$good" --set training.use_precision_aware_optimizer=true --set 'training.exp_avg_sq_dtype="fp64"'
+# Token dropping: Megatron-Core's TransformerConfig checks
+qwen="$src/scenarios/qwen3-30b-a3b-h100-16gpu-ep-overlap-off.json"
+expect pad-without-capacity '/model/moe_pad_expert_input_to_capacity: needs /model/moe_expert_capacity_factor' -- run "$qwen" --set model.moe_pad_expert_input_to_capacity=true
+expect capacity-zero '/model/moe_expert_capacity_factor: expected a capacity factor > 0' -- run "$qwen" --set model.moe_expert_capacity_factor=0
 # Megatron-Core's uneven stages and pipeline layouts (workload/split.h): each refusal at its key
 expect uneven-rest '/parallel/num_layers_in_first_pipeline_stage: leaves 25 layers, not divisible by the 2 middle' -- run "$good" --set parallel.pipeline_model_parallel_size=4 --set hardware.num_gpus=8 --set parallel.num_layers_in_first_pipeline_stage=3 --set parallel.num_layers_in_last_pipeline_stage=4
 expect uneven-with-account '/parallel/num_layers_in_last_pipeline_stage: cannot be set together with account_for' -- run "$good" --set parallel.num_layers_in_last_pipeline_stage=4 --set parallel.account_for_loss_in_pipeline_split=true

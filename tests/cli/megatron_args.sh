@@ -234,6 +234,25 @@ pa, default = map(float, sys.argv[1:])
 assert abs(pa / default - 6 / 12) < 1e-6, (pa, default)
 PY
 
+# Token dropping: the capacity factor and the pad land on the model's keys and come back out; a
+# negative factor is Megatron's None (dropless), written nowhere
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/drop.json" -- "${mla[@]}" \
+  --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity 2>"$tmp/err" || fail "token drop import: $(cat "$tmp/err")"
+for kv in "model moe_expert_capacity_factor 1.25" "model moe_pad_expert_input_to_capacity true"; do
+  set -- $kv
+  [ "$(key "$tmp/drop.json" "$1" "$2")" = "$3" ] || fail "token drop $1.$2: expected $3, got $(key "$tmp/drop.json" "$1" "$2")"
+done
+"$bin" export megatron-args "$tmp/drop.json" >"$tmp/drop.line" 2>/dev/null || fail "token drop export"
+grep -q -- "--moe-expert-capacity-factor 1.25 .*--moe-pad-expert-input-to-capacity" "$tmp/drop.line" ||
+  fail "token drop must be exported: $(cat "$tmp/drop.line")"
+eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/drop.line")"
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/drop2.json" -- "$@" 2>/dev/null || fail "token drop re-import"
+[ "$(iter "$tmp/drop.json")" = "$(iter "$tmp/drop2.json")" ] || fail "token drop: import -> export -> import moved the prediction"
+"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/nodrop.json" -- "${mla[@]}" --moe-expert-capacity-factor -1 \
+  2>/dev/null || fail "a negative capacity factor must import (Megatron's None)"
+"$bin" export megatron-args "$tmp/nodrop.json" 2>/dev/null | grep -q -- "--moe-expert-capacity-factor" &&
+  fail "a dropless model must not export a capacity factor"
+
 # Megatron-Core's uneven stages and pipeline layouts (workload/split.h): the arguments land on their
 # keys (a layout as written; the loader reads it and derives the virtual size), export gives them
 # back (the layout written short in Megatron's syntax, quoted for the shell, without a virtual

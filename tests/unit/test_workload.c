@@ -1469,6 +1469,44 @@ static void moe_scenario_ops(PnScenario *sc, int64_t etp, PnMoeDispatcher disp)
   sc->parallel.moe_token_dispatcher_type   = disp;
 }
 
+/* Token dropping (model.moe_expert_capacity_factor; moe_utils.py get_capacity, token_dispatcher.py
+ * preprocess), on moe_scenario_ops's layer: Tm = 4096 tokens x top-2 = 8192 routed copies over 16
+ * experts, 512 an expert. Capacity 1.0, padded: ceil(512 x 1.0) = 512 an expert, the same rows,
+ * and the alltoall dispatcher no longer reads the token counts on the host (static sizes); 1.5,
+ * padded: 768 an expert, 12288 rows (a2a 12288 x 4096 x 2 B, 6144 a local expert); 0.5 without
+ * the pad: 256 an expert kept, 4096 rows, and the host still reads the counts (the output size is
+ * dynamic: "before_permutation_1"); the flex dispatcher reads them whatever the pad. */
+START_TEST(test_moe_token_drop)
+{
+  PnScenario sc;
+  moe_scenario_ops(&sc, 1, PN_MOE_DISPATCHER_ALLTOALL);
+  g_autoptr(GArray) base = layer(&sc, PN_PHASE_FWD);
+  ck_assert(find(base, "router_topk")->host_reads);
+  sc.model.moe_expert_capacity_factor       = 1.0;
+  sc.model.moe_pad_expert_input_to_capacity = true;
+  g_autoptr(GArray) one                     = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(one, "moe_dispatch_a2a")->bytes, find(base, "moe_dispatch_a2a")->bytes);
+  ck_assert_int_eq(find(one, "moe_fc1")->m, 4096);
+  ck_assert(!find(one, "router_topk")->host_reads);
+  sc.model.moe_expert_capacity_factor = 1.5;
+  g_autoptr(GArray) pad               = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(pad, "moe_dispatch_a2a")->bytes, 12288.0 * 4096 * 2);
+  ck_assert_int_eq(find(pad, "moe_fc1")->m, 6144);
+  ck_assert_double_eq(find(pad, "permute")->bytes, 4096.0 * 4096 * 2 + 12288.0 * 4096 * 2);
+  sc.model.moe_expert_capacity_factor       = 0.5;
+  sc.model.moe_pad_expert_input_to_capacity = false;
+  g_autoptr(GArray) drop                    = layer(&sc, PN_PHASE_FWD);
+  ck_assert_double_eq(find(drop, "moe_dispatch_a2a")->bytes, 4096.0 * 4096 * 2);
+  ck_assert_int_eq(find(drop, "moe_fc1")->m, 2048);
+  ck_assert(find(drop, "router_topk")->host_reads);
+  sc.model.moe_expert_capacity_factor       = 1.0;
+  sc.model.moe_pad_expert_input_to_capacity = true;
+  sc.parallel.moe_token_dispatcher_type     = PN_MOE_DISPATCHER_FLEX;
+  g_autoptr(GArray) flex                    = layer(&sc, PN_PHASE_FWD);
+  ck_assert(find(flex, "router_topk")->host_reads);
+}
+END_TEST
+
 START_TEST(test_moe_ops)
 {
   PnScenario sc;
@@ -2252,6 +2290,7 @@ static Suite *workload_suite(void)
       {"memory_fits_order", test_memory_fits_order},
       {"memory_fits_split", test_memory_fits_split},
       {"moe_ops", test_moe_ops},
+      {"moe_token_drop", test_moe_token_drop},
       {"moe_etp_and_allgather", test_moe_etp_and_allgather},
       {"rules", test_rules},
       {"mla_ops", test_mla_ops},
