@@ -23,6 +23,8 @@ static const char *const not_simulated[] = {
     "the host only in part: launch costs are eager PyTorch's on the device machine, Transformer Engine's per-module "
     "Python a published figure; without a host slowed by a busy GPU or a DGX host's speed",
     "MoE router imbalance (routing is balanced; token dropping is simulated under it)",
+    "the SM clock under the power cap as a function of the step's GEMM duty cycle (the GEMM tables were timed in "
+    "~8 ms bursts; up to 14% apart between a duty cycle of 1.0 and 0.6)",
     "NVSwitch groups larger than the 8 GPUs measured (published figures are used)",
     "the slowdown of an NCCL collective by the GEMMs beside it beyond their HBM sharing (overlapped communication is "
     "predicted slightly too fast); a copy engine's share of HBM beside kernels",
