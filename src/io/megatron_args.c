@@ -810,7 +810,7 @@ static void key_value(const PnScenario *sc, const PnPlan *plan, const char *key,
  * dense model, the CP ring type without CP, the full-recompute method without full recompute,
  * Megatron-FSDP's settings without it, the
  * LayerNorm SM margins and NCCL CTA bounds at their defaults, CUDA graphs off, Megatron-LM's default
- * layers and attention backend. */
+ * layers and attention backend, the optimizer's dtypes at fp32. */
 static bool inert(const PnScenario *sc, const char *key, const char *text)
 {
   bool dense = sc->model.num_moe_experts == 0;
@@ -846,6 +846,10 @@ static bool inert(const PnScenario *sc, const char *key, const char *text)
     return true;
   if ((strcmp(key, "training.transformer_impl") == 0 && strcmp(text, "\"transformer_engine\"") == 0) ||
       (strcmp(key, "training.attention_backend") == 0 && strcmp(text, "\"auto\"") == 0))
+    return true;
+  /* the optimizer's dtypes at Megatron-LM's default, fp32 (the only value without the
+   * precision-aware optimizer) */
+  if (g_str_has_prefix(key, "training.") && g_str_has_suffix(key, "_dtype") && strcmp(text, "\"fp32\"") == 0)
     return true;
   return (g_str_has_prefix(key, "env.NVTE_") && strcmp(text, "0") == 0) ||
          (g_str_has_prefix(key, "env.NCCL_M") && strcmp(text, "null") == 0);

@@ -233,6 +233,8 @@ import sys
 pa, default = map(float, sys.argv[1:])
 assert abs(pa / default - 6 / 12) < 1e-6, (pa, default)
 PY
+"$bin" export megatron-args "$tmp/nopa.json" 2>/dev/null | grep -qE -- "--(main-params|exp-avg|exp-avg-sq)-dtype" &&
+  fail "the optimizer's default fp32 dtypes must not be exported"
 
 # Token dropping: the capacity factor and the pad land on the model's keys and come back out; a
 # negative factor is Megatron's None (dropless), written nowhere
