@@ -5,9 +5,11 @@ host waits, so the GPU's average power, and with it the SM clock its power limit
 on the duty cycle. This times one GEMM shape in blocks of `block_ms` of back-to-back runs separated
 by idle gaps (the host sleeps after synchronising), for duty cycles from 1.0 down, after a 3 s heat,
 each for `seconds` s; the GEMM rate is the median over the blocks of the last half. nvidia-smi's
-SM clock and power are sampled after each setting.
+SM clock and power are sampled after each setting. With --gap copy the gaps are not idle but
+filled with device-to-device copies of 256 MiB (a memory-bound kernel, as a step's norms,
+activations and casts are), so the duty cycle is the GEMMs' share of a busy GPU.
 
-    python3 microbench/mb_gemm_duty.py --out gemm_duty.json [--seconds 4]
+    python3 microbench/mb_gemm_duty.py --out gemm_duty.json [--seconds 4] [--gap idle|copy]
 """
 import argparse, json, os, socket, subprocess, sys, time
 
@@ -28,8 +30,17 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="gemm_duty.json")
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--gap", choices=("idle", "copy"), default="idle")
     a = ap.parse_args()
     dev = torch.device("cuda")
+    src = torch.empty(128 << 20, device=dev, dtype=torch.bfloat16)  # 256 MiB
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    c0, c1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    c0.record(); [dst.copy_(src) for _ in range(10)]; c1.record(); torch.cuda.synchronize()
+    t_copy = c0.elapsed_time(c1) / 10 / 1e3  # s
     results = []
     shapes = [("bf16", 8192, 8192, 8192), ("bf16", 4096, 4096, 2048), ("fp8", 8192, 8192, 8192)]
     settings = [(1.0, 20.0), (0.8, 20.0), (0.6, 20.0), (0.4, 20.0), (0.2, 20.0), (0.5, 2.0), (0.5, 200.0)]
@@ -62,10 +73,15 @@ def main():
                 s.record(); [gemm() for _ in range(per_block)]; e.record(); torch.cuda.synchronize()
                 if time.time() - t0 > a.seconds / 2:
                     rates.append(2.0 * m * n * k * per_block / (s.elapsed_time(e) / 1e3) / 1e12)
-                if gap_s > 0:
+                if gap_s > 0 and a.gap == "copy":
+                    for _ in range(max(1, int(gap_s / t_copy + 0.5))):
+                        dst.copy_(src)
+                    torch.cuda.synchronize()
+                elif gap_s > 0:
                     time.sleep(gap_s)
             rates.sort()
-            row = {"dtype": dt, "m": m, "n": n, "k": k, "duty": duty, "block_ms": block_ms, "gemms_per_block": per_block,
+            row = {"dtype": dt, "m": m, "n": n, "k": k, "gap": a.gap, "duty": duty, "block_ms": block_ms,
+                   "gemms_per_block": per_block,
                    "tflops_median": rates[len(rates) // 2], "blocks_timed": len(rates), **smi()}
             print(json.dumps(row), file=sys.stderr)
             results.append(row)
