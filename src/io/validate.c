@@ -249,8 +249,8 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
    * `if args.compute_dtype == "bf16": recipe.optimizer.use_precision_aware_optimizer = True`) but
    * not with Megatron-FSDP (utils/helpers.py turns it off there); the DeepSeek-V3 recipe sets it
    * with bf16 moments and bf16 main grads (recipes/deepseek/deepseek_v3.py). */
-  bool bridge_fsdp = num_or(par, "fsdp", 0) > 0;
-  if (g_str_has_prefix(row->source_family, "megatron-bridge") && ((!fp8 && !bridge_fsdp) || deepseek))
+  bool fsdp = num_or(par, "fsdp", 0) > 0; /* FSDP > 0: Megatron-FSDP (below) */
+  if (g_str_has_prefix(row->source_family, "megatron-bridge") && ((!fp8 && !fsdp) || deepseek))
     cJSON_AddBoolToObject(tr, "use_precision_aware_optimizer", true);
   if (deepseek) {
     cJSON_AddStringToObject(tr, "exp_avg_dtype", "bf16");
@@ -297,7 +297,6 @@ static cJSON *record_scenario(const cJSON *rec, PnValidationRow *row, const char
   /* FSDP > 0: Megatron-FSDP over #GPUs / (TP * PP), as the performance harness sets it
    * (scripts/performance/utils/overrides.py _set_megatron_fsdp_overrides: optim_grads_params,
    * average_in_collective off) */
-  bool fsdp = num_or(par, "fsdp", 0) > 0;
   if (fsdp) {
     cJSON_AddBoolToObject(d, "use_megatron_fsdp", true);
     cJSON_AddStringToObject(d, "data_parallel_sharding_strategy", "optim_grads_params");

@@ -388,15 +388,8 @@ char *pn_plan_csv(const PnPlanResult *r)
     }
     const PnSweepRow *b  = pn_plan_best(p);
     g_autofree char *lay = layout_of(r, p, b);
-    if (strpbrk(lay, ",\"") != NULL) { /* account_for=embedding,loss: one quoted CSV field */
-      GString *q = g_string_new(lay);
-      g_string_replace(q, "\"", "\"\"", 0);
-      g_string_prepend_c(q, '"');
-      g_string_append_c(q, '"');
-      g_free(lay);
-      lay = g_string_free(q, FALSE);
-    }
-    g_string_append_printf(s, "%s,%u,%u,%.6f,%.3f,%.5f,%.1f,%.4f,%.1f,", lay, p->simulated, p->within, b->iteration_s,
+    pn_sweep_csv_cell(s, lay); /* account_for=embedding,loss: one quoted CSV field */
+    g_string_append_printf(s, ",%u,%u,%.6f,%.3f,%.5f,%.1f,%.4f,%.1f,", p->simulated, p->within, b->iteration_s,
                            b->tflops_per_gpu, b->mfu, p->tokens_per_s, p->train_s / DAY_S, p->gpu_hours);
     if (!isnan(p->cost))
       g_string_append_printf(s, "%.1f", p->cost);

@@ -312,7 +312,7 @@ char *pn_sweep_text_table(const PnSweepSpec *spec, const PnSweepResult *r, const
 
 /* ---- CSV ---- */
 
-static void csv_cell(GString *s, const char *text)
+void pn_sweep_csv_cell(GString *s, const char *text)
 {
   if (strpbrk(text, ",\"\n") == NULL) {
     g_string_append(s, text);
@@ -349,7 +349,7 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
     g_string_append_printf(s, "%u,%" G_GUINT64_FORMAT, k + 1, row->index);
     for (guint a = 0; a < spec->axes->len; a++) {
       g_string_append_c(s, ',');
-      csv_cell(s, value_text(pn_sweep_value(spec, a, row->index), buf, sizeof buf));
+      pn_sweep_csv_cell(s, value_text(pn_sweep_value(spec, a, row->index), buf, sizeof buf));
     }
     PnScenario cand;
     PnScenarioValue v;
@@ -357,12 +357,12 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
     for (gsize i = 0; i < G_N_ELEMENTS(pn_sweep_split_keys); i++)
       if (split_value(spec, i, &cand, &v)) {
         g_string_append_c(s, ',');
-        csv_cell(s, value_text(&v, buf, sizeof buf));
+        pn_sweep_csv_cell(s, value_text(&v, buf, sizeof buf));
       }
     if (layouts) {
       g_autofree char *layout = pn_workload_layout_compact(cand.parallel.pipeline_model_parallel_layout);
       g_string_append_c(s, ',');
-      csv_cell(s, layout);
+      pn_sweep_csv_cell(s, layout);
     }
     g_string_append_printf(s, ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%.3f,%.1f,%.4f,%.6f,%.3f,%.3f",
                            row->data_parallel_size, row->num_microbatches, row->tflops_per_gpu,
@@ -372,9 +372,9 @@ char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSwee
     g_string_append_printf(s, ",%.6f,%.6f,%s,", row->bubble_s, row->compute_s,
                            pn_sweep_within_error(r, k, o->error_pct) ? "true" : "false");
     g_autofree char *args = row->failed ? g_strdup("") : pn_sweep_megatron_args(spec, row->index);
-    csv_cell(s, g_strstrip(args));
+    pn_sweep_csv_cell(s, g_strstrip(args));
     g_string_append_c(s, ',');
-    csv_cell(s, row->failed ? row->error : "");
+    pn_sweep_csv_cell(s, row->failed ? row->error : "");
     g_string_append_c(s, '\n');
   }
   return g_string_free(s, FALSE);
@@ -397,10 +397,10 @@ uint64_t pn_sweep_write_rejected(const PnSweepSpec *spec, PnSweepSink sink, gpoi
     g_string_append_printf(s, "%" G_GUINT64_FORMAT, i);
     for (guint a = 0; a < spec->axes->len; a++) {
       g_string_append_c(s, ',');
-      csv_cell(s, value_text(pn_sweep_value(spec, a, i), buf, sizeof buf));
+      pn_sweep_csv_cell(s, value_text(pn_sweep_value(spec, a, i), buf, sizeof buf));
     }
     g_string_append(s, verdict == PN_SWEEP_REJECTED ? ",rejected," : ",over_memory,");
-    csv_cell(s, why);
+    pn_sweep_csv_cell(s, why);
     g_string_append_c(s, '\n');
     written++;
     if (s->len > 1 << 16) {

@@ -47,6 +47,9 @@ char *pn_sweep_text_space(const PnSweepSpec *spec, const PnSweepResult *r);
 /* The ranked table, the error band, the axes' effects, the best layout's arguments. */
 char *pn_sweep_text_table(const PnSweepSpec *spec, const PnSweepResult *r, const PnSweepReportOptions *o);
 char *pn_sweep_csv(const PnSweepSpec *spec, const PnSweepResult *r, const PnSweepReportOptions *o);
+/* `text` appended to `s` as one CSV field: quoted (quotes doubled, newlines as spaces) when it
+ * holds a comma, a quote or a newline. */
+void pn_sweep_csv_cell(GString *s, const char *text);
 char *pn_sweep_json(const PnSweepSpec *spec, const PnSweepResult *r, const PnSweepReportOptions *o);
 /* Every rejected candidate (index, axis values, verdict, reason) as CSV, handed to `sink` in
  * pieces of about 64 KiB; O(candidates) time, O(1) memory. Returns the rows written. */

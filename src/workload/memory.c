@@ -175,19 +175,18 @@ static double other_bytes(const PnScenario *sc, bool tp_userbuffers)
 }
 
 /* Saved bytes stage `stage` holds at its peak, its chunks having `layers[c]` layers, `dense[c]`
- * of them a MoE model's dense layers (each kind's saved bytes its own). */
-static double stage_activations(const PnScenario *sc, int64_t stage, const int64_t *layers, const int64_t *dense)
+ * of them a MoE model's dense layers, built as `dsc` says (each kind's saved bytes its own; `dsc`
+ * is `sc` where the stage holds none). */
+static double stage_activations(const PnScenario *sc, const PnScenario *dsc, int64_t stage, const int64_t *layers,
+                                const int64_t *dense)
 {
   int64_t vp                   = vp_size(sc);
   g_autofree int64_t *inflight = g_new(int64_t, vp); /* per chunk */
   inflight_per_chunk(sc, pn_workload_inflight_microbatches(sc, stage), inflight);
   PnLayerSaved ls, lsd = {0};
   layer_saved(sc, &ls);
-  PnScenario dsc;
-  if (pn_workload_has_dense_layers(sc)) {
-    pn_workload_dense_layer_scenario(sc, &dsc);
-    layer_saved(&dsc, &lsd);
-  }
+  if (dsc != sc)
+    layer_saved(dsc, &lsd);
   double act = 0.0, transient = 0.0;
   for (int64_t c = 0; c < vp; c++) {
     if (inflight[c] == 0 || layers[c] == 0) /* a chunk without layers (split.h) saves and recomputes none */
@@ -225,15 +224,18 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
     stage_layers += layers[c];
     stage_dense += dense[c];
   }
-  PnScenario dsc = *sc;
-  if (stage_dense > 0)
-    pn_workload_dense_layer_scenario(sc, &dsc);
+  PnScenario dense_sc; /* the stage's dense layers' scenario, when it holds any */
+  const PnScenario *dsc = sc;
+  if (stage_dense > 0) {
+    pn_workload_dense_layer_scenario(sc, &dense_sc);
+    dsc = &dense_sc;
+  }
   double n_moe = (double)(stage_layers - stage_dense), n_dense = (double)stage_dense;
 
   /* parameters */
-  double layer_params = n_moe * pn_workload_layer_params(sc) + n_dense * pn_workload_layer_params(&dsc);
+  double layer_params = n_moe * pn_workload_layer_params(sc) + n_dense * pn_workload_layer_params(dsc);
   double params       = layer_params;
-  double linear       = n_moe * pn_workload_layer_linear_params(sc) + n_dense * pn_workload_layer_linear_params(&dsc);
+  double linear       = n_moe * pn_workload_layer_linear_params(sc) + n_dense * pn_workload_layer_linear_params(dsc);
   if (stage == 0)
     params += pn_workload_embedding_params(sc);
   if (stage == pp - 1)
@@ -251,7 +253,7 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   double experts = n_moe * pn_workload_layer_expert_params(sc) + pn_workload_head_expert_params(sc) * (stage == pp - 1);
   double sharded = (params - experts) / MAX(shard, 1.0) + experts / MAX(expert_shard, 1.0);
   /* Megatron-FSDP holds unsharded only what is gathered or being reduced at the peak (memory.h) */
-  double unit = MAX(pn_workload_layer_params(sc), pn_workload_layer_params(&dsc)), root = params - layer_params;
+  double unit = MAX(pn_workload_layer_params(sc), pn_workload_layer_params(dsc)), root = params - layer_params;
 
   out->stage         = stage;
   out->weights_bytes = params * 2.0;
@@ -264,7 +266,7 @@ void pn_workload_memory_stage(const PnScenario *sc, int64_t stage, bool tp_userb
   if (fsdp >= PN_FSDP_OPTIM_GRADS)
     out->gradients_bytes = sharded * grad_b + MIN(params, unit) * grad_b;
 
-  out->activations_bytes = stage_activations(sc, stage, layers, dense);
+  out->activations_bytes = stage_activations(sc, dsc, stage, layers, dense);
   /* masters and moments (ops.h, pn_workload_optimizer_bytes); the step's fp32 copy of bf16 grads
    * is never live with the activations (memory.h) */
   PnOptimizerBytes ob;
@@ -332,10 +334,11 @@ static void fit_pipeline(PnFitSearch *s, const PnScenario *sc)
   int64_t most              = sc->hardware.num_gpus / (p->tensor_model_parallel_size * p->context_parallel_size);
   for (int64_t pp = p->pipeline_model_parallel_size + 1; pp <= most; pp++) {
     int64_t v = layout ? 1 : vp;
-    while (v > 1 && !pn_workload_split_choose(sc, pp, v, NULL))
-      v--;
     PnSplitKeys k;
-    if (!pn_workload_split_choose(sc, pp, v, &k))
+    gboolean split;
+    while (!(split = pn_workload_split_choose(sc, pp, v, &k)) && v > 1)
+      v--;
+    if (!split)
       continue;
     PnScenario c                                    = *sc;
     c.parallel.pipeline_model_parallel_size         = pp;

@@ -26,6 +26,24 @@ done
 
 # every mapped argument, on one whole launch line
 key() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d[sys.argv[2]][sys.argv[3]]))' "$@"; }
+# expect_keys FILE WHAT "SECTION KEY VALUE"...: each key of scenario FILE holds VALUE (JSON, spaces dropped)
+expect_keys() {
+  local f=$1 what=$2 kv
+  shift 2
+  for kv in "$@"; do
+    set -- $kv
+    [ "$(key "$f" "$1" "$2" | tr -d ' ')" = "$3" ] || fail "$what $1.$2: expected $3, got $(key "$f" "$1" "$2")"
+  done
+}
+# round_trip NAME WHAT: $tmp/NAME.json exported into $tmp/NAME.line (kept for the caller's checks) and
+# imported back on 8 GPUs predicts the same time
+round_trip() {
+  local name=$1 what=$2
+  "$bin" export megatron-args "$tmp/$name.json" >"$tmp/$name.line" 2>/dev/null || fail "$what export"
+  eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/$name.line")"
+  "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/${name}2.json" -- "$@" 2>/dev/null || fail "$what re-import"
+  [ "$(iter "$tmp/$name.json")" = "$(iter "$tmp/${name}2.json")" ] || fail "$what: import -> export -> import moved the prediction"
+}
 "$bin" import megatron-args -o "$tmp/all.json" -- CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 FOO=bar \
   python3 -m torch.distributed.run --nproc_per_node 8 --nnodes=4 --master_port 6000 pretrain_gpt.py \
   --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336 --num-attention-heads 32 \
@@ -187,19 +205,13 @@ mla=(--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024
   --multi-latent-attention --qk-layernorm --mtp-num-layers 1)
 "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/mla.json" -- "${mla[@]}" --moe-layer-freq '([0]*1+[1]*1)*2' \
   2>"$tmp/err" || fail "MLA import: $(cat "$tmp/err")"
-for kv in "model q_lora_rank null" "model kv_lora_rank 32" "model qk_layernorm true" "model mtp_num_layers 1" \
-  "model moe_layer_freq [0,1,0,1]"; do
-  set -- $kv
-  [ "$(key "$tmp/mla.json" "$1" "$2" | tr -d ' ')" = "$3" ] || fail "MLA $1.$2: expected $3, got $(key "$tmp/mla.json" "$1" "$2")"
-done
-"$bin" export megatron-args "$tmp/mla.json" >"$tmp/mla.line" 2>/dev/null || fail "MLA export"
+expect_keys "$tmp/mla.json" MLA "model q_lora_rank null" "model kv_lora_rank 32" "model qk_layernorm true" \
+  "model mtp_num_layers 1" "model moe_layer_freq [0,1,0,1]"
+round_trip mla MLA
 grep -q -- "--moe-layer-freq '\[0\]\*1+\[1\]\*1+\[0\]\*1+\[1\]\*1'" "$tmp/mla.line" ||
   fail "--moe-layer-freq must be exported as runs: $(cat "$tmp/mla.line")"
 grep -q -- "--kv-lora-rank 32 " "$tmp/mla.line" && ! grep -q -- "--q-lora-rank" "$tmp/mla.line" ||
   fail "MLA's sizes must be exported as Megatron-LM reads them: $(cat "$tmp/mla.line")"
-eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/mla.line")"
-"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/mla2.json" -- "$@" 2>/dev/null || fail "MLA re-import"
-[ "$(iter "$tmp/mla.json")" = "$(iter "$tmp/mla2.json")" ] || fail "MLA: import -> export -> import moved the prediction"
 set +e
 "$bin" import megatron-args -s hardware.num_gpus=8 -- "${mla[@]}" --moe-layer-freq '[0,2]*2' >/dev/null 2>"$tmp/err"
 rc=$?
@@ -215,17 +227,11 @@ pa=(--num-layers 4 --hidden-size 1024 --num-attention-heads 8 --seq-length 1024 
   --use-precision-aware-optimizer --main-grads-dtype bf16 --exp-avg-dtype bf16 --exp-avg-sq-dtype bf16)
 "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/pa.json" -- "${pa[@]}" 2>"$tmp/err" ||
   fail "precision-aware import: $(cat "$tmp/err")"
-for kv in "training use_precision_aware_optimizer true" 'training exp_avg_dtype "bf16"' \
-  'training exp_avg_sq_dtype "bf16"' "ddp grad_reduce_in_fp32 false"; do
-  set -- $kv
-  [ "$(key "$tmp/pa.json" "$1" "$2")" = "$3" ] || fail "precision-aware $1.$2: expected $3, got $(key "$tmp/pa.json" "$1" "$2")"
-done
-"$bin" export megatron-args "$tmp/pa.json" >"$tmp/pa.line" 2>/dev/null || fail "precision-aware export"
+expect_keys "$tmp/pa.json" precision-aware "training use_precision_aware_optimizer true" \
+  'training exp_avg_dtype "bf16"' 'training exp_avg_sq_dtype "bf16"' "ddp grad_reduce_in_fp32 false"
+round_trip pa precision-aware
 grep -q -- "--use-precision-aware-optimizer .*--exp-avg-dtype bf16 --exp-avg-sq-dtype bf16" "$tmp/pa.line" ||
   fail "the precision-aware optimizer must be exported: $(cat "$tmp/pa.line")"
-eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/pa.line")"
-"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/pa2.json" -- "$@" 2>/dev/null || fail "precision-aware re-import"
-[ "$(iter "$tmp/pa.json")" = "$(iter "$tmp/pa2.json")" ] || fail "precision-aware: import -> export -> import moved the prediction"
 opt() { "$bin" run "$1" -f json | python3 -c 'import json,sys; print(json.load(sys.stdin)["memory"]["optimizer_gib"])'; }
 "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/nopa.json" -- "${pa[@]:0:18}" 2>/dev/null || fail "import without the optimizer flags"
 python3 - "$(opt "$tmp/pa.json")" "$(opt "$tmp/nopa.json")" <<'PY' || fail "precision-aware: bf16 moments and 16-bit master remainders must hold half the default's optimizer bytes"
@@ -240,16 +246,11 @@ PY
 # negative factor is Megatron's None (dropless), written nowhere
 "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/drop.json" -- "${mla[@]}" \
   --moe-expert-capacity-factor 1.25 --moe-pad-expert-input-to-capacity 2>"$tmp/err" || fail "token drop import: $(cat "$tmp/err")"
-for kv in "model moe_expert_capacity_factor 1.25" "model moe_pad_expert_input_to_capacity true"; do
-  set -- $kv
-  [ "$(key "$tmp/drop.json" "$1" "$2")" = "$3" ] || fail "token drop $1.$2: expected $3, got $(key "$tmp/drop.json" "$1" "$2")"
-done
-"$bin" export megatron-args "$tmp/drop.json" >"$tmp/drop.line" 2>/dev/null || fail "token drop export"
+expect_keys "$tmp/drop.json" "token drop" "model moe_expert_capacity_factor 1.25" \
+  "model moe_pad_expert_input_to_capacity true"
+round_trip drop "token drop"
 grep -q -- "--moe-expert-capacity-factor 1.25 .*--moe-pad-expert-input-to-capacity" "$tmp/drop.line" ||
   fail "token drop must be exported: $(cat "$tmp/drop.line")"
-eval "set -- $(sed 's/^.*pretrain_gpt.py//' "$tmp/drop.line")"
-"$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/drop2.json" -- "$@" 2>/dev/null || fail "token drop re-import"
-[ "$(iter "$tmp/drop.json")" = "$(iter "$tmp/drop2.json")" ] || fail "token drop: import -> export -> import moved the prediction"
 "$bin" import megatron-args -s hardware.num_gpus=8 -o "$tmp/nodrop.json" -- "${mla[@]}" --moe-expert-capacity-factor -1 \
   2>/dev/null || fail "a negative capacity factor must import (Megatron's None)"
 "$bin" export megatron-args "$tmp/nodrop.json" 2>/dev/null | grep -q -- "--moe-expert-capacity-factor" &&
