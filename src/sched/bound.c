@@ -25,23 +25,61 @@ static double comm_least_ns(const PnHwProfile *hw, const PnTask *t)
   return t->latency_ns + x;
 }
 
-/* The least time of a template's compute-stream tasks, one after another: kernels at full speed,
- * collectives at their least; *side set when a kernel runs on another stream. Each completion is
- * rounded up from its time but never by less than -1e-6 ns (exec-private.h, Rounding), twice for
- * a collective (its latency, its flow): that slack is taken off. */
-static double template_work(const PnHwProfile *hw, const GArray *tpl, bool *side)
+/* The least time of a task alone: a kernel at full speed, a collective at its least, nothing for
+ * what may take no time (a P2P leg, a delay). Each completion is rounded up from its time but
+ * never by less than -1e-6 ns (exec-private.h, Rounding), twice for a collective (its latency,
+ * its flow): that slack is taken off. */
+static double task_least_ns(const PnHwProfile *hw, const PnTask *t)
 {
-  double w = 0.0;
+  if (t->kind == PN_TASK_COMPUTE)
+    return fmax(0.0, t->work_ns + (t->graphed ? 0.0 : hw->kernel_launch_ns) - 1e-6);
+  if (t->kind == PN_TASK_COMM)
+    return fmax(0.0, comm_least_ns(hw, t) - 2e-6);
+  return 0.0;
+}
+
+/* The least time a template holds its GPU's compute stream, from the moment the stream is free
+ * for it to the end of its last compute-stream task; *side set when a kernel runs on another
+ * stream. Tasks at their least and only the constraints of the template that always hold: a
+ * stream runs its tasks in order, a task waits for its template-relative dependencies, a side task
+ * launched after the compute issued before it (after_compute) waits for it, and a compute task
+ * waits for the joins made pending before it (pn__emit_template). A side stream may still be
+ * busy with, or done early with, an earlier template's tasks: a side task that nothing in the
+ * template anchors may have run at any time before (-inf), so only what the template itself
+ * orders counts. At least the compute-stream tasks one after another; more where a compute task
+ * waits for communication (the ring attention's exchanges, a collective joined before a GEMM). */
+double pn__template_least_ns(const PnHwProfile *hw, const GArray *tpl, bool *side)
+{
+  double end[tpl->len];
+  double stream_end[PN_STREAM_N];
+  for (int k = 0; k < PN_STREAM_N; k++)
+    stream_end[k] = k == PN_STREAM_COMPUTE ? 0.0 : -(double)INFINITY;
+  double pending = -(double)INFINITY; /* the latest end among the joins the next compute task waits for */
   for (guint i = 0; i < tpl->len; i++) {
-    const PnTask *t = &g_array_index(tpl, PnTplEntry, i).task;
-    if (t->kind == PN_TASK_COMPUTE && t->stream != PN_STREAM_COMPUTE)
+    const PnTplEntry *e = &g_array_index(tpl, PnTplEntry, i);
+    const PnTask *t     = &e->task;
+    bool compute_stream = t->stream == PN_STREAM_COMPUTE;
+    if (t->kind == PN_TASK_COMPUTE && !compute_stream)
       *side = true;
-    else if (t->kind == PN_TASK_COMPUTE)
-      w += fmax(0.0, t->work_ns + (t->graphed ? 0.0 : hw->kernel_launch_ns) - 1e-6);
-    else if (t->kind == PN_TASK_COMM && t->stream == PN_STREAM_COMPUTE)
-      w += fmax(0.0, comm_least_ns(hw, t) - 2e-6);
+    double start = stream_end[t->stream];
+    for (int k = 0; k < 2; k++)
+      if (e->dep[k] >= 0)
+        start = fmax(start, end[e->dep[k]]);
+    if (compute_stream)
+      start = fmax(start, pending), pending = -(double)INFINITY;
+    else if (e->after_compute)
+      start = fmax(start, stream_end[PN_STREAM_COMPUTE]);
+    end[i]                = start + task_least_ns(hw, t);
+    stream_end[t->stream] = end[i];
+    for (guint j = i > 0 ? i - 1 : 0; j <= i; j++) {
+      const PnTplEntry *ej = &g_array_index(tpl, PnTplEntry, j);
+      if (ej->join && (guint)ej->join_at == i)
+        pending = fmax(pending, end[j]);
+    }
+    if (e->extra_join >= 0)
+      pending = fmax(pending, end[e->extra_join]);
   }
-  return w;
+  return stream_end[PN_STREAM_COMPUTE];
 }
 
 /* [1]: a MoE model's dense layers (b->dense_tpl) */
@@ -66,24 +104,27 @@ static void chunk_work(PnBuilder *b, const TemplateWork *tw, uint32_t rank, int6
     *fwd += tw->head_fwd, *bwd += tw->head_bwd;
 }
 
-/* The bound from the templates of a builder set up by the caller; 0 when a template puts compute
- * on a side stream. */
-static double bound_of(PnBuilder *b)
+/* The bound's terms from the templates of a builder set up by the caller (n = 0 when a template
+ * puts compute on a side stream). */
+static void terms_of(PnBuilder *b, PnBoundTerms *out)
 {
   const PnHwProfile *hw = b->sc->hw;
   bool side             = false;
   TemplateWork tw       = {0};
   for (int k = 0; k < (b->mixed ? 2 : 1); k++) {
     const PnTemplates *t  = k ? &b->dense_tpl : &b->tpl;
-    tw.layer_fwd[k]       = template_work(hw, t->layer_fwd, &side);
-    tw.layer_bwd[k]       = template_work(hw, t->layer_bwd, &side);
-    tw.layer_bwd_plain[k] = template_work(hw, t->layer_bwd_plain, &side);
+    tw.layer_fwd[k]       = pn__template_least_ns(hw, t->layer_fwd, &side);
+    tw.layer_bwd[k]       = pn__template_least_ns(hw, t->layer_bwd, &side);
+    tw.layer_bwd_plain[k] = pn__template_least_ns(hw, t->layer_bwd_plain, &side);
   }
-  tw.emb_fwd      = template_work(hw, b->tpl.emb_fwd, &side);
-  tw.emb_bwd      = template_work(hw, b->tpl.emb_bwd, &side);
-  tw.head_fwd     = template_work(hw, b->tpl.head_fwd, &side);
-  tw.head_bwd     = template_work(hw, b->tpl.head_bwd, &side);
-  double upstream = 0.0, ranks = 0.0, optimizer = 0.0;
+  tw.emb_fwd        = pn__template_least_ns(hw, b->tpl.emb_fwd, &side);
+  tw.emb_bwd        = pn__template_least_ns(hw, b->tpl.emb_bwd, &side);
+  tw.head_fwd       = pn__template_least_ns(hw, b->tpl.head_fwd, &side);
+  tw.head_bwd       = pn__template_least_ns(hw, b->tpl.head_bwd, &side);
+  out->upstream_ns  = g_new(double, b->pp);
+  out->work_ns      = g_new(double, b->pp);
+  double upstream   = 0.0;
+  out->optimizer_ns = 0.0;
   for (uint32_t r = 0; r < b->pp; r++) {
     RankWork w = {0.0, INFINITY, INFINITY};
     for (int64_t c = 0; c < b->vpp; c++) {
@@ -93,17 +134,18 @@ static double bound_of(PnBuilder *b)
       w.least_fwd_ns = fmin(w.least_fwd_ns, f);
       w.least_bwd_ns = fmin(w.least_bwd_ns, bw);
     }
-    ranks = fmax(ranks, upstream + (double)b->m * w.work_ns);
+    out->upstream_ns[r] = upstream;
+    out->work_ns[r]     = w.work_ns;
     upstream += w.least_fwd_ns + w.least_bwd_ns;
     g_autoptr(GArray) opt = pn__optimizer_template(b, r);
-    optimizer             = fmax(optimizer, template_work(hw, opt, &side));
+    out->optimizer_ns     = fmax(out->optimizer_ns, pn__template_least_ns(hw, opt, &side));
   }
-  return side ? 0.0 : ranks + optimizer;
+  out->n = side ? 0 : b->pp;
 }
 
-gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double *bound_ns, GError **error)
+gboolean pn_sched_bound_terms(const PnScenario *sc, const PnPlan *plan, PnBoundTerms *out, GError **error)
 {
-  *bound_ns = 0.0;
+  *out = (PnBoundTerms){0};
   if (plan->overlap_moe_expert_parallel_comm || plan->delay_wgrad_compute || sc->training.iterations > 1)
     return TRUE;
   PnBuildInfo info = {0};
@@ -116,10 +158,38 @@ gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double
     for (int64_t c = 0; c < b.vpp; c++)
       pn__units_build(&b, r, c);
   pn__templates_build(&b);
-  *bound_ns = bound_of(&b);
+  terms_of(&b, out);
   pn__templates_free(&b);
   g_ptr_array_unref(b.units);
   g_array_unref(b.vs_first_layer);
   g_array_unref(b.vs_layers);
+  return TRUE;
+}
+
+double pn_sched_bound_at(const PnBoundTerms *t, int64_t num_microbatches)
+{
+  if (t->n == 0)
+    return 0.0;
+  double ranks = 0.0;
+  for (guint r = 0; r < t->n; r++)
+    ranks = fmax(ranks, t->upstream_ns[r] + (double)num_microbatches * t->work_ns[r]);
+  return ranks + t->optimizer_ns;
+}
+
+void pn_bound_terms_clear(PnBoundTerms *t)
+{
+  g_free(t->upstream_ns);
+  g_free(t->work_ns);
+  *t = (PnBoundTerms){0};
+}
+
+gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double *bound_ns, GError **error)
+{
+  PnBoundTerms t;
+  *bound_ns = 0.0;
+  if (!pn_sched_bound_terms(sc, plan, &t, error))
+    return FALSE;
+  *bound_ns = pn_sched_bound_at(&t, sc->parallel.num_microbatches);
+  pn_bound_terms_clear(&t);
   return TRUE;
 }

@@ -60,9 +60,13 @@ void pn_build_info_clear(PnBuildInfo *info);
  * by communication, other kernels or an SM limit only lower the rate (hw/exec_kernels.c clamps
  * it to (0, 1]). So the compute-stream kernels of pipeline rank s take at least W_s = m x their
  * work over one micro-batch's forward and backward (recompute included) of s's chunks, end to
- * end. Rank s's first kernel belongs to a forward of a virtual stage c x pp + s, which waits for
- * the same micro-batch's forward through stages c x pp .. c x pp + s - 1 on ranks 0 .. s - 1 (a
- * receive ends with its send, which a rank launches after its chunk's compute); symmetrically the
+ * end. Within one op template (a layer's forward, say) a kernel may also wait for a collective
+ * the template launched before it (the ring attention's KV exchanges, a collective joined after
+ * the GEMM beside it), which takes at least its latency and its bytes at the links' bandwidth:
+ * the work of a template is the least time it holds the stream under those orderings alone
+ * (bound.c, pn__template_least_ns), at least the sum of its kernels. Rank s's first kernel belongs to a forward of a
+ * virtual stage c x pp + s, which waits for the same micro-batch's forward through stages c x pp .. c x pp + s - 1 on
+ * ranks 0 .. s - 1 (a receive ends with its send, which a rank launches after its chunk's compute); symmetrically the
  * backward of its last kernel's chunk still has ranks s - 1 .. 0 to go. So with F_r and B_r the
  * least forward and backward work of one chunk of rank r,
  *   T >= max_s (sum_{r<s} F_r + W_s + sum_{r<s} B_r) + max_r O_r,
@@ -76,6 +80,21 @@ void pn_build_info_clear(PnBuildInfo *info);
  * iteration's window starts at the previous one's last end, which a rank's next compute may
  * precede). FALSE with `error` where the build would refuse the layers' split. */
 gboolean pn_sched_compute_bound(const PnScenario *sc, const PnPlan *plan, double *bound_ns, GError **error);
+
+/* The same bound as a function of the micro-batch count, which enters it only as m in W_s = m x
+ * (rank s's work per micro-batch): T(m) = max_s (U_s + m x w_s) + max_r O_r with U_s the sum over
+ * r < s of F_r + B_r. The terms do not depend on the global batch, so a sweep prices them once for
+ * the layouts that differ only in it. n = 0: no bound (the cases above; pn_sched_bound_at gives
+ * 0). FALSE with `error` where the build would refuse the layers' split. */
+typedef struct {
+  guint n;             /* pipeline ranks; 0: no bound */
+  double *upstream_ns; /* U_s, per rank */
+  double *work_ns;     /* w_s, per rank */
+  double optimizer_ns; /* max_r O_r */
+} PnBoundTerms;
+gboolean pn_sched_bound_terms(const PnScenario *sc, const PnPlan *plan, PnBoundTerms *out, GError **error);
+double pn_sched_bound_at(const PnBoundTerms *t, int64_t num_microbatches);
+void pn_bound_terms_clear(PnBoundTerms *t);
 
 /* One data-parallel bucket group of a model chunk as pn_sched_build forms it (sched/dp_buckets.c
  * says how, after Megatron-Core's param_and_grad_buffer.py): one gradient reduce-scatter /

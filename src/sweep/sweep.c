@@ -146,10 +146,50 @@ static void count_other(CheckChunk *ch, const char *reason)
   g_hash_table_replace(ch->other, g_strdup(reason), GSIZE_TO_POINTER(GPOINTER_TO_SIZE(old) + 1));
 }
 
-/* pn_sweep_classify, and when `bound_ns` is not NULL an accepted layout's bound on its iteration
- * (0: none). */
+/* The bound's terms per layout, shared by the layouts that differ only in their global batch
+ * (sched/build.h, PnBoundTerms): the key is the scenario with its batch and micro-batch count
+ * cleared (neither enters the templates or the overlap plan). */
+typedef struct {
+  GMutex lock;
+  GHashTable *terms; /* SHA-256 of the key -> PnBoundTerms (NULL: the build refused the split) */
+} BoundCache;
+
+static void terms_free(gpointer p)
+{
+  if (p != NULL)
+    pn_bound_terms_clear(p);
+  g_free(p);
+}
+
+static double cached_bound(BoundCache *cache, const PnScenario *c, const PnPlan *plan)
+{
+  PnScenario k                 = *c;
+  k.training.global_batch_size = 0;
+  k.parallel.num_microbatches  = 0;
+  g_autofree char *key         = g_compute_checksum_for_data(G_CHECKSUM_SHA256, (const guchar *)&k, sizeof k);
+  g_mutex_lock(&cache->lock);
+  gpointer found = NULL;
+  bool hit       = g_hash_table_lookup_extended(cache->terms, key, NULL, &found);
+  g_mutex_unlock(&cache->lock);
+  if (!hit) {
+    PnBoundTerms *t = g_new0(PnBoundTerms, 1);
+    if (!pn_sched_bound_terms(c, plan, t, NULL))
+      g_clear_pointer(&t, terms_free);
+    g_mutex_lock(&cache->lock);
+    if (g_hash_table_lookup_extended(cache->terms, key, NULL, &found)) /* another thread's, the same */
+      terms_free(t);
+    else
+      g_hash_table_insert(cache->terms, g_steal_pointer(&key), found = t);
+    g_mutex_unlock(&cache->lock);
+  }
+  /* a split the build refuses fails its simulation: no bound, it is simulated */
+  return found == NULL ? 0.0 : pn_sched_bound_at(found, c->parallel.num_microbatches);
+}
+
+/* pn_sweep_classify, and when `cache` is not NULL an accepted layout's bound on its iteration in
+ * *bound_ns (0: none). */
 static PnSweepVerdict classify(const PnSweepSpec *spec, uint64_t index, PnRule *rule, char *why, gsize why_size,
-                               double *over_gib, double *bound_ns)
+                               double *over_gib, BoundCache *cache, double *bound_ns)
 {
   PnScenario c;
   pn_sweep_candidate(spec, index, &c);
@@ -178,24 +218,23 @@ static PnSweepVerdict classify(const PnSweepSpec *spec, uint64_t index, PnRule *
                c.hw->hbm_bytes / GIB);
     return PN_SWEEP_OVER_MEMORY;
   }
-  /* a split the build refuses fails its simulation: no bound, it is simulated */
-  if (bound_ns != NULL && !pn_sched_compute_bound(&c, &plan, bound_ns, NULL))
-    *bound_ns = 0.0;
+  if (cache != NULL)
+    *bound_ns = cached_bound(cache, &c, &plan);
   return PN_SWEEP_ACCEPTED;
 }
 
 PnSweepVerdict pn_sweep_classify(const PnSweepSpec *spec, uint64_t index, PnRule *rule, char *why, gsize why_size,
                                  double *over_gib)
 {
-  return classify(spec, index, rule, why, why_size, over_gib, NULL);
+  return classify(spec, index, rule, why, why_size, over_gib, NULL, NULL);
 }
 
-static void check_one(const PnSweepSpec *spec, CheckChunk *ch, uint64_t index)
+static void check_one(const PnSweepSpec *spec, BoundCache *cache, CheckChunk *ch, uint64_t index)
 {
   PnRule rule;
   char why[512];
   double over = 0.0, bound = 0.0;
-  switch (classify(spec, index, &rule, why, sizeof why, &over, spec->prune_within > 0.0 ? &bound : NULL)) {
+  switch (classify(spec, index, &rule, why, sizeof why, &over, spec->prune_within > 0.0 ? cache : NULL, &bound)) {
   case PN_SWEEP_ACCEPTED:
     g_array_append_val(ch->accepted, index);
     if (spec->prune_within > 0.0)
@@ -221,6 +260,7 @@ typedef struct {
   guint n_chunks;
   gint next;
   PnSweepProgress *progress;
+  BoundCache bounds;
 } CheckJob;
 
 static void check_worker(gpointer data, gpointer user)
@@ -235,7 +275,7 @@ static void check_worker(gpointer data, gpointer user)
     for (uint64_t i = ch->first; i < ch->end; i++) {
       if (job->spec->cancel != NULL && g_atomic_int_get(job->spec->cancel))
         return;
-      check_one(job->spec, ch, i);
+      check_one(job->spec, &job->bounds, ch, i);
     }
     if (job->progress != NULL)
       g_atomic_int_add(&job->progress->done, (gint)(ch->end - ch->first));
@@ -322,7 +362,11 @@ void pn_sweep_check(const PnSweepSpec *spec, PnSweepResult *r, PnSweepProgress *
     progress->total = (gint64)r->candidates;
     g_atomic_int_set(&progress->done, 0);
   }
+  g_mutex_init(&job.bounds.lock);
+  job.bounds.terms = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, terms_free);
   run_workers(spec->threads, check_worker, &job);
+  g_hash_table_destroy(job.bounds.terms);
+  g_mutex_clear(&job.bounds.lock);
   merge_chunks(&job, r);
   g_free(job.chunks);
   if (spec->cancel != NULL && g_atomic_int_get(spec->cancel))

@@ -6,6 +6,7 @@
  * sizes are derived by hand from param_and_grad_buffer.py / distrib_optimizer.py at the same
  * commit. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "overlap/gating.h"
 #include "sched/build.h"
 #include "sched/order.h"
+#include "sched/sched-private.h" /* white box: the bound's template walk (bound.c) */
 
 /* ---- configurations ---------------------------------------------------------------------- */
 
@@ -1321,6 +1323,122 @@ START_TEST(test_fsdp_reduce_queue)
 }
 END_TEST
 
+/* ---- TCases: the compute bound (sched/bound.c) ------------------------------------------- */
+
+static PnTask least_kernel(double work_ns)
+{
+  PnTask t;
+  pn__task_init(&t, PN_TASK_COMPUTE, PN_STREAM_COMPUTE, "kernel", PN_PHASE_FWD);
+  t.work_ns = work_ns;
+  return t;
+}
+
+/* A collective of latency only: its least time is that latency. */
+static PnTask least_exchange(PnStream stream, double latency_ns)
+{
+  PnTask t;
+  pn__task_init(&t, PN_TASK_COMM, stream, "exchange", PN_PHASE_FWD);
+  t.latency_ns = latency_ns;
+  return t;
+}
+
+/* The least time a template holds its compute stream (no launch gap in this profile; each task
+ * may end 1e-6 ns early, a collective 2e-6):
+ *  - the ring attention of cp_ring.c, 3 steps of a ns, exchanges of c ns on the CP stream (the
+ *    first launched after the compute before it, the next behind it on its stream; step i waits
+ *    for exchange i - 1): c > a gives 2c + a (the two exchanges back to back, then the last
+ *    step), c <= a gives 3a (the compute alone);
+ *  - an exchange nothing in the template orders (no dependency, not after the compute) may have
+ *    run before the template: a kernel waiting for it takes only its own time;
+ *  - a collective launched after the compute and joined after the next GEMM (TE's async
+ *    collective beside a GEMM): the kernel after the GEMM waits for it, max(G, J) + K;
+ *  - a kernel on a side stream sets *side. */
+START_TEST(test_bound_template_least)
+{
+  PnHwProfile hw = {0};
+  struct {
+    double a, c, expect;
+  } rings[] = {{10.0, 25.0, 60.0}, {10.0, 4.0, 30.0}};
+  for (gsize r = 0; r < G_N_ELEMENTS(rings); r++) {
+    g_autoptr(GArray) tpl = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+    PnTask x = least_exchange(PN_STREAM_CP_COMM, rings[r].c), at = least_kernel(rings[r].a);
+    int16_t x0 = pn__tpl_add(tpl, &x, -1, -1, true, false);
+    pn__tpl_add(tpl, &at, -1, -1, false, false);
+    int16_t x1 = pn__tpl_add(tpl, &x, -1, -1, false, false);
+    pn__tpl_add(tpl, &at, x0, -1, false, false);
+    pn__tpl_add(tpl, &at, x1, -1, false, false);
+    bool side = false;
+    ck_assert_double_eq_tol(pn__template_least_ns(&hw, tpl, &side), rings[r].expect, 1e-5);
+    ck_assert(!side);
+  }
+  g_autoptr(GArray) loose = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+  PnTask x = least_exchange(PN_STREAM_TP_COMM, 100.0), k = least_kernel(5.0);
+  int16_t xi = pn__tpl_add(loose, &x, -1, -1, false, false);
+  pn__tpl_add(loose, &k, xi, -1, false, false);
+  bool side = false;
+  ck_assert_double_eq_tol(pn__template_least_ns(&hw, loose, &side), 5.0, 1e-5);
+
+  g_autoptr(GArray) joined = g_array_new(FALSE, FALSE, sizeof(PnTplEntry));
+  PnTask j = least_exchange(PN_STREAM_TP_COMM, 30.0), g = least_kernel(10.0);
+  int16_t ji = pn__tpl_add(joined, &j, -1, -1, true, true);
+  pn__tpl_join_after_next(joined, ji);
+  pn__tpl_add(joined, &g, -1, -1, false, false);
+  pn__tpl_add(joined, &k, -1, -1, false, false);
+  ck_assert_double_eq_tol(pn__template_least_ns(&hw, joined, &side), 35.0, 1e-5);
+  ck_assert(!side);
+
+  PnTask aside = least_kernel(7.0);
+  aside.stream = PN_STREAM_SHARED_EXPERT;
+  pn__tpl_add(joined, &aside, -1, -1, true, false);
+  pn__template_least_ns(&hw, joined, &side);
+  ck_assert(side);
+}
+END_TEST
+
+/* The bound's terms do not depend on the global batch, and the bound at m micro-batches is
+ * max_s (U_s + m w_s) + O, U_0 = 0 and U_s growing with s: the tiny model on PP 2 x DP 2 at
+ * global batch 16 (8 micro-batches) and 32 (16). */
+START_TEST(test_bound_terms_of_batch)
+{
+  const char *json[] = {TINY_JSON("4", "16", "4", "bf16", "{\"pipeline_model_parallel_size\": 2}", DDP_RS),
+                        TINY_JSON("4", "32", "4", "bf16", "{\"pipeline_model_parallel_size\": 2}", DDP_RS)};
+  PnBoundTerms terms[2];
+  double bound[2];
+  int64_t m[2];
+  for (int i = 0; i < 2; i++) {
+    PnPlan plan;
+    g_autoptr(PnScenario) sc = load_tiny(json[i], NULL, &plan);
+    g_autoptr(GError) err    = NULL;
+    m[i]                     = sc->parallel.num_microbatches;
+    ck_assert_msg(pn_sched_bound_terms(sc, &plan, &terms[i], &err), "%s", err ? err->message : "?");
+    ck_assert_msg(pn_sched_compute_bound(sc, &plan, &bound[i], &err), "%s", err ? err->message : "?");
+  }
+  ck_assert_int_eq(m[0], 8);
+  ck_assert_int_eq(m[1], 16);
+  ck_assert_uint_eq(terms[0].n, 2);
+  ck_assert_uint_eq(terms[1].n, 2);
+  ck_assert_double_eq(terms[0].optimizer_ns, terms[1].optimizer_ns);
+  ck_assert(terms[0].optimizer_ns > 0.0);
+  ck_assert_double_eq(terms[0].upstream_ns[0], 0.0);
+  for (guint s = 0; s < 2; s++) {
+    ck_assert_double_eq(terms[0].upstream_ns[s], terms[1].upstream_ns[s]);
+    ck_assert_double_eq(terms[0].work_ns[s], terms[1].work_ns[s]);
+    ck_assert(terms[0].work_ns[s] > 0.0);
+  }
+  ck_assert(terms[0].upstream_ns[1] > 0.0);
+  for (int i = 0; i < 2; i++) {
+    double ranks = fmax(terms[0].upstream_ns[0] + (double)m[i] * terms[0].work_ns[0],
+                        terms[0].upstream_ns[1] + (double)m[i] * terms[0].work_ns[1]);
+    ck_assert_double_eq(pn_sched_bound_at(&terms[0], m[i]), ranks + terms[0].optimizer_ns);
+    ck_assert_double_eq(pn_sched_bound_at(&terms[0], m[i]), bound[i]);
+  }
+  pn_bound_terms_clear(&terms[0]);
+  pn_bound_terms_clear(&terms[1]);
+  ck_assert_uint_eq(terms[0].n, 0);
+  ck_assert_double_eq(pn_sched_bound_at(&terms[0], 8), 0.0);
+}
+END_TEST
+
 /* ---- suite ------------------------------------------------------------------------------- */
 
 static Suite *sched_suite(void)
@@ -1357,6 +1475,8 @@ static Suite *sched_suite(void)
       {"moe_layer_kinds", test_moe_layer_kinds},
       {"fsdp_prefetch", test_fsdp_prefetch},
       {"fsdp_reduce_queue", test_fsdp_reduce_queue},
+      {"bound_template_least", test_bound_template_least},
+      {"bound_terms_of_batch", test_bound_terms_of_batch},
   };
   for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
     TCase *tc = tcase_create(cases[i].name);
