@@ -27,6 +27,16 @@ a data-parallel group of one: the FSDP rows' difference per layer is what its ho
 per unit and pass (the pre-forward all-gather and release, the pre-backward all-gather, the
 post-backward gradient copy and reduce-scatter, their NCCL calls included).
 
+Each (variant, size) is also measured in the shape of the Transformer Engine spec
+(`spec` "te_shaped", DDP only): get_gpt_layer_with_transformer_engine_spec's structure (no
+separate layer norms: the norm fused into the QKV and FC1 linears; TransformerLayer, SelfAttention,
+MLP and the bias-dropout-add unchanged) with each TE module replaced by a plain PyTorch module of
+the same interface (a norm and a matmul, a matmul, one scaled_dot_product_attention), since the
+machine has no Transformer Engine. Beyond its kernels' launches at the eager per-kernel rate, such a
+layer's host time is Megatron-Core's own Python around the TE modules (the layer, attention and MLP
+forwards, the QKV split and RoPE, the bias-dropout-adds, the DDP hooks), which a TE-spec layer
+pays too; the TE modules' own Python beyond a plain module call is `module_ns` (published).
+
 Megatron-LM's public source is carried to the machine; Transformer Engine and Apex are not
 needed (the local spec and torch's fallbacks).
 """
@@ -67,7 +77,72 @@ def init_megatron(src):
     model_parallel_cuda_manual_seed(1234)
 
 
-def build(v, hidden, seq, wrapper):
+class NullLinear(torch.nn.Module):
+    """A TE linear's interface as plain PyTorch: (output, bias) from one matmul, behind the layer
+    norm TE's LayerNormLinear fuses in front of it when `norm` is set."""
+
+    def __init__(self, input_size, output_size, *, config, bias=True, skip_bias_add=False, norm=None, **_):
+        super().__init__()
+        kw = dict(device="cuda", dtype=config.params_dtype)
+        self.weight = torch.nn.Parameter(torch.randn(output_size, input_size, **kw) * 0.02)
+        self.bias = torch.nn.Parameter(torch.zeros(output_size, **kw)) if bias else None
+        self.skip_bias_add, self.norm, self.eps = skip_bias_add, norm, config.layernorm_epsilon
+        if norm:
+            self.norm_weight = torch.nn.Parameter(torch.ones(input_size, **kw))
+            self.norm_bias = torch.nn.Parameter(torch.zeros(input_size, **kw)) if norm == "LayerNorm" else None
+
+    def forward(self, x):
+        import torch.nn.functional as F
+        if self.norm == "RMSNorm":
+            x = F.rms_norm(x, (x.shape[-1],), self.norm_weight, self.eps)
+        elif self.norm == "LayerNorm":
+            x = F.layer_norm(x, (x.shape[-1],), self.norm_weight, self.norm_bias, self.eps)
+        out = torch.matmul(x, self.weight.t())
+        if self.bias is not None and not self.skip_bias_add:
+            return out + self.bias, None
+        return out, self.bias
+
+
+def null_norm_linear(norm):
+    def make(*args, **kw):
+        return NullLinear(*args, norm=norm, **kw)
+    return make
+
+
+class NullAttention(torch.nn.Module):
+    """TEDotProductAttention's interface as one causal scaled_dot_product_attention call
+    ([s, b, heads, d] in, [s, b, heads * d] out)."""
+
+    def __init__(self, *_, **__):
+        super().__init__()
+
+    def forward(self, query, key, value, attention_mask, attn_mask_type=None, attention_bias=None,
+                packed_seq_params=None, **_):
+        import torch.nn.functional as F
+        q, k, v = (t.permute(1, 2, 0, 3) for t in (query, key, value))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=q.shape[1] != k.shape[1])
+        return out.permute(2, 0, 1, 3).reshape(out.shape[2], out.shape[0], -1)
+
+
+def te_shaped_spec(v):
+    """get_gpt_layer_with_transformer_engine_spec's structure without Transformer Engine."""
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.identity_op import IdentityOp
+
+    spec = get_gpt_layer_local_spec(normalization=v["norm"])
+    sm = spec.submodules
+    sm.input_layernorm = IdentityOp
+    sm.pre_mlp_layernorm = IdentityOp
+    def subs(x):  # a ModuleSpec, or a builder (functools.partial) given its submodules
+        return x.submodules if hasattr(x, "submodules") else x.keywords["submodules"]
+
+    att, mlp = subs(sm.self_attention), subs(sm.mlp)
+    att.linear_qkv, att.core_attention, att.linear_proj = null_norm_linear(v["norm"]), NullAttention, NullLinear
+    mlp.linear_fc1, mlp.linear_fc2 = null_norm_linear(v["norm"]), NullLinear
+    return spec
+
+
+def build(v, hidden, seq, wrapper, spec_kind="local"):
     import torch.nn.functional as F
     from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig,
                                            FullyShardedDataParallel)
@@ -89,7 +164,7 @@ def build(v, hidden, seq, wrapper):
         masked_softmax_fusion=False, gradient_accumulation_fusion=False, persist_layer_norm=False,
         apply_rope_fusion=False, bias_activation_fusion=True, bias_dropout_fusion=True,
         transformer_impl="local")
-    spec = get_gpt_layer_local_spec(normalization=v["norm"])
+    spec = te_shaped_spec(v) if spec_kind == "te_shaped" else get_gpt_layer_local_spec(normalization=v["norm"])
     block = TransformerBlock(cfg, spec).cuda().bfloat16()  # as Float16Module casts the model
     if wrapper == "fsdp":  # as training.py's get_model with --use-megatron-fsdp (v1, its defaults)
         dcfg = DistributedDataParallelConfig(grad_reduce_in_fp32=True, use_distributed_optimizer=True,
@@ -118,9 +193,9 @@ def kernels(fn):
     return sum(1 for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA)
 
 
-def measure(name, v, size, wrapper, reps):
+def measure(name, v, size, wrapper, reps, spec_kind="local"):
     hidden, seq = SIZES[size] or (v["hidden"], v["seq"])
-    ddp, x, gout, mask, rope = build(v, hidden, seq, wrapper)
+    ddp, x, gout, mask, rope = build(v, hidden, seq, wrapper, spec_kind)
     def fwd():
         return ddp(x, mask, rotary_pos_emb=rope)
 
@@ -144,7 +219,8 @@ def measure(name, v, size, wrapper, reps):
     k_fwd = kernels(lambda: fwd())
     k_all = kernels(lambda: fwd().backward(gout))
     n = v["layers"]
-    row = {"test": "block", "variant": name, "size": size, "wrapper": wrapper, "layers": n, "hidden": hidden, "seq": seq,
+    row = {"test": "block", "variant": name, "size": size, "wrapper": wrapper, "spec": spec_kind, "layers": n,
+           "hidden": hidden, "seq": seq,
            "micro_batch": v["mbs"], "reps": reps,
            "host_fwd_ns_per_layer": statistics.median(fwd_ns) / n,
            "host_bwd_ns_per_layer": statistics.median(bwd_ns) / n,
@@ -154,7 +230,7 @@ def measure(name, v, size, wrapper, reps):
            "kernels_fwd_per_layer": k_fwd / n, "kernels_bwd_per_layer": (k_all - k_fwd) / n}
     row["host_ns_per_fwd_kernel"] = row["host_fwd_ns_per_layer"] / row["kernels_fwd_per_layer"]
     row["host_ns_per_bwd_kernel"] = row["host_bwd_ns_per_layer"] / row["kernels_bwd_per_layer"]
-    print(f"{name:6s} {size:5s} {wrapper:4s} host fwd {row['host_fwd_ns_per_layer'] / 1e3:7.0f} us/layer "
+    print(f"{name:6s} {size:5s} {wrapper:4s} {spec_kind:9s} host fwd {row['host_fwd_ns_per_layer'] / 1e3:7.0f} us/layer "
           f"({row['kernels_fwd_per_layer']:.1f} kernels, {row['host_ns_per_fwd_kernel'] / 1e3:5.1f} us each)  "
           f"bwd {row['host_bwd_ns_per_layer'] / 1e3:7.0f} us/layer ({row['kernels_bwd_per_layer']:.1f}, "
           f"{row['host_ns_per_bwd_kernel'] / 1e3:5.1f} us)  back to back {row['host_loop_ns_per_layer'] / 1e3:7.0f}  gpu {row['gpu_ns_per_layer'] / 1e3:7.0f} us/layer",
@@ -192,8 +268,18 @@ def run_main(program, default_out, rounds, cases, measure_case):
 
 
 def main():
-    cases = [(name, v, size, wrapper) for name, v in VARIANTS.items() for size in SIZES for wrapper in WRAPPERS]
-    run_main("mb_megatron_host.py", "megatron_host.json", 2, cases, lambda c, reps: measure(*c, reps))
+    # --te-shaped: each (variant, size) as the local spec in DDP, then right after it TE-shaped
+    # (a pair measured in the same minute: the host's speed drifts from hour to hour)
+    te = "--te-shaped" in sys.argv
+    if te:
+        sys.argv.remove("--te-shaped")
+        cases = [(name, v, size, "ddp", spec) for name, v in VARIANTS.items() for size in SIZES
+                 for spec in ("local", "te_shaped")]
+    else:
+        cases = [(name, v, size, wrapper, "local") for name, v in VARIANTS.items() for size in SIZES
+                 for wrapper in WRAPPERS]
+    run_main("mb_megatron_host.py", "megatron_host.json", 2, cases,
+             lambda c, reps: measure(c[0], c[1], c[2], c[3], reps, c[4]))
 
 
 if __name__ == "__main__":

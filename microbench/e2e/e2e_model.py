@@ -158,13 +158,15 @@ def scenario(name, model=MODEL):
         "description": (f"microbench/e2e harness config {name}: plain-PyTorch Llama-like stack on {dp * tp * pp} x H200, "
                         f"DP {dp} TP {tp} PP {pp}; measured in {RESULTS.get(dp * tp * pp, RESULTS[8])}"),
         "model": scenario_model(model),
-        "hardware": {"profile": "h200-sxm", "num_gpus": dp * tp * pp},
+        # measured on the device machine, whose host is the one the profile's host figures come from
+        "hardware": {"profile": "h200-sxm", "num_gpus": dp * tp * pp, "host_speed": 1},
         # the harness applies RoPE as separate torch ops (apply_rope: a cat, two products, a sum per
         # tensor) and SwiGLU as F.silu(g) * u, i.e. unfused: Megatron-LM's --no-rope-fusion and
-        # --no-bias-swiglu-fusion run the same kernels
+        # --no-bias-swiglu-fusion run the same kernels; its loop is plain PyTorch, without
+        # Megatron-Core's modules and their Python
         "training": {"seq_length": model["seq_length"], "micro_batch_size": model["micro_batch_size"],
                      "global_batch_size": model["global_batch_size"], "precision": "bf16",
-                     "apply_rope_fusion": False, "bias_activation_fusion": False},
+                     "apply_rope_fusion": False, "bias_activation_fusion": False, "framework": "pytorch"},
         "parallel": {"tensor_model_parallel_size": tp, "pipeline_model_parallel_size": pp,
                      "virtual_pipeline_model_parallel_size": None, "context_parallel_size": 1,
                      "sequence_parallel": tp > 1},

@@ -14,7 +14,7 @@ const char *pn_cal_kind_name(PnCalKind k)
   static const char *const names[PN_CAL_KINDS] = {
       "gemm",   "gemm_contention", "attention",  "memory",    "collective",   "copy_engine", "gemm_nccl_overlap",
       "launch", "host_torch",      "gemm_accum", "torch_mem", "unfused_attn", "hbm_share",   "copy_nccl_overlap",
-      "p2p_sm", "megatron_host"};
+      "p2p_sm", "megatron_host",   "host_ref"};
   g_assert((unsigned)k < PN_CAL_KINDS);
   return names[k];
 }
@@ -39,13 +39,14 @@ void pn_cal_data_init(PnCalData *d)
   d->copy_nccl     = g_array_new(FALSE, FALSE, sizeof(PnCalCopyNccl));
   d->p2p           = g_array_new(FALSE, FALSE, sizeof(PnCalP2p));
   d->megatron      = g_array_new(FALSE, FALSE, sizeof(PnCalMegatronLayer));
+  d->host_ref      = g_array_new(FALSE, FALSE, sizeof(PnCalHostRef));
 }
 
 void pn_cal_data_clear(PnCalData *d)
 {
-  GArray **all[] = {&d->gemm,          &d->contention, &d->attn,      &d->memory, &d->coll,    &d->copy,
-                    &d->nccl_overlap,  &d->floor,      &d->host,      &d->layers, &d->accum,   &d->bmm,
-                    &d->torch_kernels, &d->hbm,        &d->copy_nccl, &d->p2p,    &d->megatron};
+  GArray **all[] = {&d->gemm,          &d->contention, &d->attn,      &d->memory, &d->coll,     &d->copy,
+                    &d->nccl_overlap,  &d->floor,      &d->host,      &d->layers, &d->accum,    &d->bmm,
+                    &d->torch_kernels, &d->hbm,        &d->copy_nccl, &d->p2p,    &d->megatron, &d->host_ref};
   for (size_t i = 0; i < G_N_ELEMENTS(all); i++)
     g_clear_pointer(all[i], g_array_unref);
 }

@@ -213,11 +213,21 @@ typedef struct {
   char size[16];    /* "tiny", "full" */
   bool fsdp;        /* wrapped in Megatron-FSDP (wrapper "fsdp"), else in Megatron-Core's DDP */
   bool moe_block;   /* a row of mb_megatron_moe_host.py (test "moe_block"): variant "dense", "moe1", "moe8" */
+  bool te_shaped;   /* spec "te_shaped": the TE spec's structure with plain PyTorch modules in place of TE's */
   int experts;      /* moe_block: local experts (0: the dense layer) */
   int round;        /* the measurement round: a DDP and an FSDP row of one round and shape pair up */
   double host_fwd_ns, host_bwd_ns;
   double kernels_fwd, kernels_bwd;
 } PnCalMegatronLayer;
+
+/* A row of mb_host_ref.py (kind "host_ref"): per round, the reference call's host time (one
+ * torch.nn.Linear(2048, 2048) bf16 forward on 8192 tokens, parameters requiring grad) or, in the
+ * same minute, the eager h2048 layer's forward host time per layer. */
+typedef struct {
+  int round;
+  bool layer;     /* the eager layer row, else the reference call */
+  double host_ns; /* the call's host time, or the layer's forward host time per layer */
+} PnCalHostRef;
 
 /* The kinds of result file microbench/ writes (their "kind"). */
 typedef enum {
@@ -237,6 +247,7 @@ typedef enum {
   PN_CAL_KIND_COPY_NCCL,
   PN_CAL_KIND_P2P_SM,
   PN_CAL_KIND_MEGATRON_HOST,
+  PN_CAL_KIND_HOST_REF,
   PN_CAL_KINDS
 } PnCalKind;
 
@@ -272,6 +283,7 @@ typedef struct {
   GArray *copy_nccl;     /* of PnCalCopyNccl */
   GArray *p2p;           /* of PnCalP2p: CTAs pushing to or loading from a peer (mb_p2p_sm) */
   GArray *megatron;      /* of PnCalMegatronLayer */
+  GArray *host_ref;      /* of PnCalHostRef */
   int sm_count;          /* from the measurements' env (0 = unknown) */
   PnCalOrigin origin[PN_CAL_KINDS];
 } PnCalData;
@@ -302,6 +314,9 @@ typedef struct {
   int fsdp_unit_pairs;    /* (DDP, FSDP) megatron_host row pairs fsdp_unit_*_ns are the median of (0: kept) */
   int moe_layer_pairs;    /* (dense, one-expert MoE) tiny moe_block row pairs moe_layer_*_ns are the median of */
   int moe_expert_pairs;   /* (one-expert, E-expert) moe_block row pairs moe_expert_*_ns are the median of */
+  int te_layer_pairs;     /* (local, te_shaped) megatron_host row pairs te_layer_*_ns are the median of */
+  int ref_rounds;         /* host_ref rounds ref_linear_ns is the median of (0: kept) */
+  PnCalOrigin ref_from;   /* where they were measured */
   PnCalOrigin local_from; /* where they were measured */
 } PnCalHostFitted;
 
@@ -388,6 +403,11 @@ typedef struct {
                                   kernel_ns / kernel_bwd_ns plus local_layer_fwd_ns / local_layer_bwd_ns */
   GArray *host_fsdp_unit;      /* the same for the rows under Megatron-FSDP, plus fsdp_unit_fwd_ns / _bwd_ns and
                                   its collectives' launches at collective_ns */
+  GArray *host_ref;            /* each host_ref round's reference call: ref_linear_ns x the round's eager layer
+                                  forward over the profile's (kernels x kernel_ns) */
+  GArray *host_te_layer;       /* each te_shaped row from its local twin: the twin's host time over its prediction
+                                  (the minute's host speed) x (its kernels at kernel_ns / kernel_bwd_ns plus
+                                  te_layer_fwd_ns / te_layer_bwd_ns) */
   GArray *host_moe_layer;      /* each one-expert moe_block row's host time per layer from its dense twin's: the kernels
                                   it adds at kernel_ns / kernel_bwd_ns plus moe_layer_fwd_ns / _bwd_ns */
   GArray *host_moe_expert;     /* each E-expert moe_block row from its one-expert twin plus E - 1 experts at

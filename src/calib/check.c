@@ -97,6 +97,8 @@ static void check_init(PnCalCheck *out)
   out->host_layer_tiny     = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_local_layer    = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_fsdp_unit      = g_array_new(FALSE, FALSE, sizeof(double));
+  out->host_te_layer       = g_array_new(FALSE, FALSE, sizeof(double));
+  out->host_ref            = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_moe_layer      = g_array_new(FALSE, FALSE, sizeof(double));
   out->host_moe_expert     = g_array_new(FALSE, FALSE, sizeof(double));
   out->floor_copy          = g_array_new(FALSE, FALSE, sizeof(double));
@@ -335,6 +337,8 @@ void pn_cal_check_clear(PnCalCheck *c)
                     &c->host_layer_tiny,
                     &c->host_local_layer,
                     &c->host_fsdp_unit,
+                    &c->host_te_layer,
+                    &c->host_ref,
                     &c->host_moe_layer,
                     &c->host_moe_expert,
                     &c->floor_copy,

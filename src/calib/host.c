@@ -110,7 +110,7 @@ static void fit_local_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted 
   g_autoptr(GArray) bwd = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; i < d->megatron->len; i++) {
     const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
-    if (l->fsdp || l->moe_block)
+    if (l->fsdp || l->moe_block || l->te_shaped)
       continue;
     double xf = l->host_fwd_ns - l->kernels_fwd * p->host.kernel_ns;
     double xb = l->host_bwd_ns - l->kernels_bwd * p->host.kernel_bwd_ns;
@@ -132,7 +132,7 @@ static const PnCalMegatronLayer *twin_before(const PnCalData *d, guint i, int ex
   const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
   for (guint j = i; j-- > 0;) {
     const PnCalMegatronLayer *o = &g_array_index(d->megatron, PnCalMegatronLayer, j);
-    if (!o->fsdp && o->moe_block == l->moe_block && o->experts == experts && o->round == l->round &&
+    if (!o->fsdp && !o->te_shaped && o->moe_block == l->moe_block && o->experts == experts && o->round == l->round &&
         strcmp(o->size, l->size) == 0 && (l->moe_block || strcmp(o->variant, l->variant) == 0))
       return o;
   }
@@ -178,6 +178,81 @@ static void fit_fsdp_unit(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f
 {
   f->fsdp_unit_pairs = fit_pairs(d, p, fsdp_pair, NULL, &p->host.fsdp_unit_fwd_ns, &p->host.fsdp_unit_bwd_ns);
   if (f->fsdp_unit_pairs > 0)
+    f->local_from = d->origin[PN_CAL_KIND_MEGATRON_HOST];
+}
+
+/* The eager h2048 layer's forward host time per layer as the profile prices it (kernels x
+ * kernel_ns: the fit's own measurement); NAN without that row. */
+static double eager_fwd_priced(const PnCalData *d, const PnHwProfile *p)
+{
+  double kf = layer_median(d, FIT_SIZE, "eager", offsetof(PnCalLayer, kernels_fwd_per_layer));
+  return kf > 0.0 && p->host.kernel_ns > 0.0 ? kf * p->host.kernel_ns : (double)NAN;
+}
+
+/* The eager layer row of host_ref round `round` (NULL: none). */
+static const PnCalHostRef *ref_layer(const PnCalData *d, int round)
+{
+  for (guint j = 0; j < d->host_ref->len; j++) {
+    const PnCalHostRef *o = &g_array_index(d->host_ref, PnCalHostRef, j);
+    if (o->layer && o->round == round)
+      return o;
+  }
+  return NULL;
+}
+
+/* ref_linear_ns: the reference call at the profile's host speed, the median over the rounds of
+ * its host time x (the eager layer's forward as priced / the same round's measured). Needs
+ * kernel_ns (fit_kernel first). */
+static void fit_ref_linear(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  double priced       = eager_fwd_priced(d, p);
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; isfinite(priced) && i < d->host_ref->len; i++) {
+    const PnCalHostRef *r = &g_array_index(d->host_ref, PnCalHostRef, i);
+    const PnCalHostRef *l = r->layer ? NULL : ref_layer(d, r->round);
+    if (l == NULL || !(l->host_ns > 0.0))
+      continue;
+    double x = r->host_ns * priced / l->host_ns;
+    g_array_append_val(v, x);
+  }
+  if (v->len == 0)
+    return;
+  p->host.ref_linear_ns = pn_calib_median(v);
+  f->ref_rounds         = (int)v->len;
+  f->ref_from           = d->origin[PN_CAL_KIND_HOST_REF];
+}
+
+/* A te_shaped row i against its local twin of the same minute (host speeds drift by tens of percent
+ * from hour to hour, the profile's figures are of one hour): the twin's host time over what the
+ * profile predicts for it (kernels x kernel_ns + local_layer_ns) is the minute's speed s, and the
+ * te_shaped row's Python beyond its launches at the profile's speed is host / s - kernels x
+ * kernel_ns, per forward and per backward. Needs local_layer_*_ns (fit_local_layer first). */
+static bool te_speed(const PnHwProfile *p, const PnCalMegatronLayer *o, double *sf, double *sb)
+{
+  *sf = o->host_fwd_ns / (o->kernels_fwd * p->host.kernel_ns + p->host.local_layer_fwd_ns);
+  *sb = o->host_bwd_ns / (o->kernels_bwd * p->host.kernel_bwd_ns + p->host.local_layer_bwd_ns);
+  return *sf > 0.0 && *sb > 0.0;
+}
+
+static bool te_pair(const PnCalData *d, const PnHwProfile *p, guint i, double *xf, double *xb)
+{
+  const PnCalMegatronLayer *l = &g_array_index(d->megatron, PnCalMegatronLayer, i);
+  const PnCalMegatronLayer *o = l->te_shaped ? twin_before(d, i, 0) : NULL;
+  double sf, sb;
+  if (!o || !te_speed(p, o, &sf, &sb))
+    return false;
+  *xf = l->host_fwd_ns / sf - l->kernels_fwd * p->host.kernel_ns;
+  *xb = l->host_bwd_ns / sb - l->kernels_bwd * p->host.kernel_bwd_ns;
+  return true;
+}
+
+/* te_layer_fwd_ns / te_layer_bwd_ns: the median over the (local, te_shaped) pairs. */
+static void fit_te_layer(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
+{
+  if (!(p->host.kernel_ns > 0.0))
+    return;
+  f->te_layer_pairs = fit_pairs(d, p, te_pair, NULL, &p->host.te_layer_fwd_ns, &p->host.te_layer_bwd_ns);
+  if (f->te_layer_pairs > 0)
     f->local_from = d->origin[PN_CAL_KIND_MEGATRON_HOST];
 }
 
@@ -317,6 +392,8 @@ void pn__calib_fit_host(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *f)
   *f = (PnCalHostFitted){0};
   fit_kernel(d, p, f);
   fit_local_layer(d, p, f);
+  fit_te_layer(d, p, f);
+  fit_ref_linear(d, p, f);
   fit_collectives(d, p, f);
   fit_fsdp_unit(d, p, f);
   fit_moe_layer(d, p, f);
@@ -379,6 +456,17 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
       }
       continue;
     }
+    if (l->te_shaped) { /* its local twin's minute's speed x (its launches + te_layer_*_ns) */
+      const PnCalMegatronLayer *o = twin_before(d, i, 0);
+      double sf, sb;
+      if (o && te_speed(p, o, &sf, &sb)) {
+        pn__calib_push_err(out->host_te_layer, sf * (l->kernels_fwd * p->host.kernel_ns + p->host.te_layer_fwd_ns),
+                           l->host_fwd_ns);
+        pn__calib_push_err(out->host_te_layer, sb * (l->kernels_bwd * p->host.kernel_bwd_ns + p->host.te_layer_bwd_ns),
+                           l->host_bwd_ns);
+      }
+      continue;
+    }
     /* an FSDP row: the same layer with its unit's hooks and collectives' launches */
     double fsdp_f = l->fsdp ? p->host.fsdp_unit_fwd_ns + p->host.collective_ns : 0.0;
     double fsdp_b = l->fsdp ? p->host.fsdp_unit_bwd_ns + 2.0 * p->host.collective_ns : 0.0;
@@ -386,6 +474,13 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
     pn__calib_push_err(errs, l->kernels_fwd * p->host.kernel_ns + p->host.local_layer_fwd_ns + fsdp_f, l->host_fwd_ns);
     pn__calib_push_err(errs, l->kernels_bwd * p->host.kernel_bwd_ns + p->host.local_layer_bwd_ns + fsdp_b,
                        l->host_bwd_ns);
+  }
+  double priced = eager_fwd_priced(d, p);
+  for (guint i = 0; isfinite(priced) && p->host.ref_linear_ns > 0.0 && i < d->host_ref->len; i++) {
+    const PnCalHostRef *r = &g_array_index(d->host_ref, PnCalHostRef, i);
+    const PnCalHostRef *l = r->layer ? NULL : ref_layer(d, r->round);
+    if (l != NULL && l->host_ns > 0.0)
+      pn__calib_push_err(out->host_ref, p->host.ref_linear_ns * l->host_ns / priced, r->host_ns);
   }
   check_layers(d, p, FIT_SIZE, out->host_layer_fit);
   check_layers(d, p, "tiny", out->host_layer_tiny);

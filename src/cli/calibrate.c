@@ -54,6 +54,8 @@ static bool check_report(GString *out, PnCalCheck *c, const char *profile, doubl
   check_line(out, "host per layer, tiny (cross-check)", c->host_layer_tiny, tol);
   check_line(out, "host per Megatron-Core local layer, fwd / bwd", c->host_local_layer, tol);
   check_line(out, "  the same under Megatron-FSDP (its hooks)", c->host_fsdp_unit, tol);
+  check_line(out, "  TE-shaped (Megatron-Core around TE modules)", c->host_te_layer, tol);
+  check_line(out, "host reference call (nn.Linear, per round)", c->host_ref, tol);
   check_line(out, "  an MoE layer from its dense twin", c->host_moe_layer, tol);
   check_line(out, "  SequentialMLP's experts from one", c->host_moe_expert, tol);
   check_line(out, "copy on a stream, floor + launch", c->floor_copy, tol);

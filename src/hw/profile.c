@@ -184,6 +184,13 @@ int pn_hw_profile_p2p_net_ctas(const PnHwProfile *p)
   return pow2;
 }
 
+double pn_hw_profile_dgx_host_speed(const PnHwProfile *p)
+{
+  if (!(p->host.ref_linear_ns > 0.0 && p->host.dgx_ref_linear_ns > 0.0))
+    return 1.0;
+  return p->host.ref_linear_ns / p->host.dgx_ref_linear_ns;
+}
+
 double pn_hw_profile_gpus_per_nic(const PnHwProfile *p)
 {
   if (p->gpus_per_node <= 0 || p->nics_per_node <= 0)

@@ -123,6 +123,13 @@ typedef struct {
   double local_layer_fwd_ns; /* Megatron-Core's local transformer layer (--transformer-impl local): its forward's
                                 Python per layer beyond its kernels' launches (mb_megatron_host.py) */
   double local_layer_bwd_ns; /* the same for its backward (autograd functions, DDP hooks) */
+  double te_layer_fwd_ns;    /* Megatron-Core's own Python around a Transformer Engine layer (the layer, attention
+                                and MLP forwards, the QKV split, RoPE, bias-dropout-adds, DDP hooks) per forward,
+                                beyond its kernels' launches and the TE modules' own (module_ns) */
+  double te_layer_bwd_ns;    /* the same for its backward */
+  double ref_linear_ns;      /* one torch.nn.Linear(2048, 2048) bf16 forward on 8192 tokens, host time per call,
+                                at this profile's host speed (mb_host_ref.py): what hosts are compared by */
+  double dgx_ref_linear_ns;  /* the same on a DGX H100 / H200 host (Xeon Platinum 8480C), published */
   double fsdp_unit_fwd_ns;   /* Megatron-FSDP's hooks (optim_grads_params) per FSDP unit and forward, beyond its
                                 collective's launch: the pre-forward gather and the release (mb_megatron_host.py) */
   double fsdp_unit_bwd_ns;   /* the same per backward: the pre-backward gather, the gradient copy, the reduce-scatter */
@@ -260,6 +267,11 @@ int pn_hw_profile_nearest_contention(const PnHwProfile *p, int64_t m, int64_t n,
  * this) would leave the NIC to fewer senders than charged. 1 when either count is 0 (unset in a
  * profile built in C: one NIC per GPU). */
 double pn_hw_profile_gpus_per_nic(const PnHwProfile *p);
+
+/* How many times faster a DGX H100 / H200 host (Xeon Platinum 8480C) runs a training step's host
+ * work than this profile's host: host.ref_linear_ns / host.dgx_ref_linear_ns (the same call
+ * measured here and published there); 1 when either is unknown. */
+double pn_hw_profile_dgx_host_speed(const PnHwProfile *p);
 
 /* The CTAs (channels) NCCL gives each send/recv peer on a communicator that reaches a peer over
  * the network (NCCL 2.28 graph/paths.cc: ncclTopoGetNchannels takes, for a remote peer, the

@@ -419,9 +419,28 @@ static gboolean read_megatron_host_row(const PnIoCtx *ctx, const cJSON *row, gsi
   g_strlcpy(l.variant, row_str(row, "variant"), sizeof l.variant);
   g_strlcpy(l.size, row_str(row, "size"), sizeof l.size);
   l.fsdp           = strcmp(row_str(row, "wrapper"), "fsdp") == 0;
+  l.te_shaped      = strcmp(row_str(row, "spec"), "te_shaped") == 0;
   const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(row, "round");
   l.round          = cJSON_IsNumber(rnd) ? (int)rnd->valuedouble : 0;
   g_array_append_val(d->megatron, l);
+  return TRUE;
+}
+
+/* mb_host_ref.py: the reference call (its "grad" mode, what a training forward pays) and the
+ * eager layer measured beside it, per round; the cpu rows are information. */
+static gboolean read_host_ref_row(const PnIoCtx *ctx, const cJSON *row, gsize i, PnCalData *d, GError **error)
+{
+  const char *test = row_str(row, "test");
+  PnCalHostRef h   = {.layer = strcmp(test, "layer") == 0};
+  if (h.layer)
+    DUR("host_fwd_ns", h.host_ns);
+  else if (strcmp(test, "linear") == 0 && strcmp(row_str(row, "mode"), "grad") == 0)
+    DUR("host_ns", h.host_ns);
+  else
+    return TRUE;
+  const cJSON *rnd = cJSON_GetObjectItemCaseSensitive(row, "round");
+  h.round          = cJSON_IsNumber(rnd) ? (int)rnd->valuedouble : 0;
+  g_array_append_val(d->host_ref, h);
   return TRUE;
 }
 
@@ -627,10 +646,10 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   if (cJSON_IsNumber(sms) && sms->valueint > 0)
     d->sm_count = sms->valueint;
   static const RowReader readers[PN_CAL_KINDS] = {
-      read_gemm_row,       read_contention_row,  read_attention_row,    read_memory_row,
-      read_collective_row, read_copy_engine_row, read_nccl_overlap_row, read_launch_row,
-      read_host_torch_row, read_gemm_accum_row,  read_torch_mem_row,    read_unfused_attn_row,
-      read_hbm_share_row,  read_copy_nccl_row,   read_p2p_sm_row,       read_megatron_host_row};
+      read_gemm_row,          read_contention_row,   read_attention_row, read_memory_row,     read_collective_row,
+      read_copy_engine_row,   read_nccl_overlap_row, read_launch_row,    read_host_torch_row, read_gemm_accum_row,
+      read_torch_mem_row,     read_unfused_attn_row, read_hbm_share_row, read_copy_nccl_row,  read_p2p_sm_row,
+      read_megatron_host_row, read_host_ref_row};
   const char *k  = kind->valuestring;
   int kind_id    = kind_of(k);
   RowReader read = kind_id >= 0 ? readers[kind_id] : NULL;
@@ -651,7 +670,7 @@ gboolean pn_calib_read_results(const char *path, PnCalData *d, GString *provenan
   bool own_source = kind_id == PN_CAL_KIND_LAUNCH || kind_id == PN_CAL_KIND_HOST_TORCH ||
                     kind_id == PN_CAL_KIND_GEMM_ACCUM || kind_id == PN_CAL_KIND_TORCH_MEM ||
                     kind_id == PN_CAL_KIND_UNFUSED_ATTN || kind_id == PN_CAL_KIND_P2P_SM ||
-                    kind_id == PN_CAL_KIND_MEGATRON_HOST;
+                    kind_id == PN_CAL_KIND_MEGATRON_HOST || kind_id == PN_CAL_KIND_HOST_REF;
   if (provenance && !own_source)
     g_string_append_printf(provenance, "%s%s (%s, %s, %s)", provenance->len ? "; " : "", path, k,
                            row_str(env, "gpu_name_nvidia_smi")[0] ? row_str(env, "gpu_name_nvidia_smi")
@@ -1151,7 +1170,7 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
   const PnCalOrigin *o   = &h->host_from;
   if (!(h->cpu || h->python_loop || h->kernel || h->collective || h->p2p || h->sync || h->graph_layer ||
         h->graph_whole || h->local_layer_rows > 0 || h->fsdp_unit_pairs > 0 || h->moe_layer_pairs > 0 ||
-        h->moe_expert_pairs > 0))
+        h->moe_expert_pairs > 0 || h->te_layer_pairs > 0 || h->ref_rounds > 0))
     return;
   bool fresh = get(root, "host") == NULL;
   cJSON *sec = object_at(root, "host");
@@ -1196,6 +1215,31 @@ static void set_host_fitted(cJSON *root, const PnHwProfile *p, const PnCalHostFi
                                           "the DDP hooks), minus its kernels x kernel_bwd_ns (%d rows)",
                                           h->local_layer_rows);
     put_host_scalar(sec, "local_layer_bwd_ns", x->local_layer_bwd_ns, wb, &h->local_from, p);
+  }
+  if (h->ref_rounds > 0)
+    put_host_scalar(
+        sec, "ref_linear_ns", x->ref_linear_ns,
+        "one torch.nn.Linear(2048, 2048) forward in bf16 on 8192 tokens, parameters requiring grad: host "
+        "time per call at this profile's host speed, the median over the rounds of microbench/mb_host_ref.py "
+        "of the call's host time x the profile's eager h2048 layer forward (kernels x kernel_ns) over the "
+        "same round's; what this host is set beside a published one by (host.dgx_ref_linear_ns)",
+        &h->ref_from, p);
+  if (h->te_layer_pairs > 0) {
+    g_autofree char *wf = g_strdup_printf(
+        "Python of Megatron-Core around one Transformer Engine layer's forward (TransformerLayer, SelfAttention and "
+        "MLP forwards, the QKV split and RoPE, the bias-dropout-adds, the DDP hooks) beyond its kernels' launches and "
+        "the TE modules' own (module_ns): a TransformerBlock of get_gpt_layer_with_transformer_engine_spec's "
+        "structure with each TE module replaced by a plain PyTorch module of its interface (no TE on the machine), "
+        "the median over %d pairs of rows (GPT- and Llama-style, hidden 256 and 2048, in Megatron-Core's DDP) of its "
+        "host time per layer at the profile's host speed (scaled by its local-spec twin of the same minute against "
+        "kernels x kernel_ns + local_layer_fwd_ns) minus its kernels x kernel_ns (microbench/mb_megatron_host.py "
+        "--te-shaped, Megatron-LM@d98e8a64)",
+        h->te_layer_pairs);
+    put_host_scalar(sec, "te_layer_fwd_ns", x->te_layer_fwd_ns, wf, &h->local_from, p);
+    g_autofree char *wb = g_strdup_printf("the same for the backward (until backward() returns: autograd, the DDP "
+                                          "hooks), minus its kernels x kernel_bwd_ns (%d pairs)",
+                                          h->te_layer_pairs);
+    put_host_scalar(sec, "te_layer_bwd_ns", x->te_layer_bwd_ns, wb, &h->local_from, p);
   }
   if (h->fsdp_unit_pairs > 0) {
     g_autofree char *wf = g_strdup_printf(

@@ -122,6 +122,7 @@ static void summary_json(PnJsonWriter *w, const PnScenario *sc, const PnResult *
   pn_jsonw_string(w, "model", sc->model.name);
   pn_jsonw_string(w, "profile", sc->hardware.profile);
   pn_jsonw_int(w, "num_gpus", sc->hardware.num_gpus);
+  pn_jsonw_double(w, "host_speed", sc->hardware.host_speed);
   pn_jsonw_int(w, "tp", par->tensor_model_parallel_size);
   pn_jsonw_int(w, "pp", par->pipeline_model_parallel_size);
   pn_jsonw_int(w, "vpp", par->virtual_pipeline_model_parallel_size);
@@ -310,6 +311,10 @@ char *pn_report_text(const PnScenario *sc, const PnResult *r, const PnReportOpti
       sc->ddp.use_megatron_fsdp
           ? pn__io_enum_name(pn__io_fsdp_shard_names, (int)sc->ddp.data_parallel_sharding_strategy)
           : "");
+  if (sc->hardware.host_speed != 1.0)
+    g_string_append_printf(o, "  host     %s%.2fx the speed of the machine the host figures were measured on (%s)\n",
+                           sc->hardware.host_speed_default ? "a DGX host's CPU: " : "", sc->hardware.host_speed,
+                           sc->hw && sc->hw->host.cpu[0] ? sc->hw->host.cpu : "not recorded");
   g_string_append_printf(o,
                          "  batch    micro %" G_GINT64_FORMAT ", global %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT
                          " micro-batches), sequence %" G_GINT64_FORMAT ", %s\n\n",

@@ -58,6 +58,8 @@ static const PnEnumName fp8_recipe_names[]       = {{"delayed", PN_FP8_DELAYED},
                                                     {NULL, 0}};
 static const PnEnumName transformer_impl_names[] = {
     {"transformer_engine", PN_TRANSFORMER_IMPL_TE}, {"local", PN_TRANSFORMER_IMPL_LOCAL}, {NULL, 0}};
+static const PnEnumName framework_names[] = {
+    {"megatron_core", PN_FRAMEWORK_MEGATRON_CORE}, {"pytorch", PN_FRAMEWORK_PYTORCH}, {NULL, 0}};
 static const PnEnumName attention_backend_names[] = {
     {"auto", PN_ATTN_BACKEND_AUTO},       {"flash", PN_ATTN_BACKEND_FLASH}, {"fused", PN_ATTN_BACKEND_FUSED},
     {"unfused", PN_ATTN_BACKEND_UNFUSED}, {"local", PN_ATTN_BACKEND_LOCAL}, {NULL, 0}};
@@ -105,6 +107,12 @@ static const PnEnumName cuda_graph_module_names[] = {{"attn", PN_CUDA_GRAPH_ATTN
 static const PnField hardware_fields[] = {
     {.key = "profile", .kind = PN_FIELD_CUSTOM, .required = true},
     F_INT_REQ(PnHardwareConfig, "num_gpus", num_gpus, 1, 10000000),
+    {.key    = "host_speed",
+     .kind   = PN_FIELD_DOUBLE,
+     .offset = offsetof(PnHardwareConfig, host_speed),
+     .size   = sizeof(double),
+     .dmin   = 0.01,
+     .dmax   = 100.0},
     {.key = NULL},
 };
 
@@ -132,6 +140,7 @@ static const PnField training_fields[] = {
     F_ENUM(PnTrainingConfig, "exp_avg_dtype", PN_FIELD_ENUM, exp_avg_dtype, moment_dtype_names, 0),
     F_ENUM(PnTrainingConfig, "exp_avg_sq_dtype", PN_FIELD_ENUM, exp_avg_sq_dtype, moment_dtype_names, 0),
     F_ENUM(PnTrainingConfig, "transformer_impl", PN_FIELD_ENUM, transformer_impl, transformer_impl_names, 0),
+    F_ENUM(PnTrainingConfig, "framework", PN_FIELD_ENUM, framework, framework_names, 0),
     F_ENUM(PnTrainingConfig, "attention_backend", PN_FIELD_ENUM, attention_backend, attention_backend_names, 0),
     {.key = NULL},
 };
@@ -1003,6 +1012,11 @@ static gboolean convert(const PnIoCtx *ctx, const cJSON *root, const char *base_
   sc->hw = pn_hw_profile_load(hw_path, error);
   if (sc->hw == NULL)
     return FALSE;
+  /* a profile is a DGX / HGX node, its host included: the host figures measured elsewhere run at a
+   * DGX host's speed unless the scenario says otherwise */
+  sc->hardware.host_speed_default = sc->hardware.host_speed == 0.0;
+  if (sc->hardware.host_speed_default)
+    sc->hardware.host_speed = pn_hw_profile_dgx_host_speed(sc->hw);
 
   return validate(ctx, sc, warnings, error);
 }

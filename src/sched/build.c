@@ -137,20 +137,12 @@ static void tpl_add_python_set(GArray *const *tpls, size_t n, double python_ns)
 
 static void tpl_add_python(GArray *tpl, double python_ns) { tpl_add_python_set(&tpl, 1, python_ns); }
 
-/* Megatron-Core's MoE layer's own Python (host.moe_layer_*_ns: router, token dispatcher,
- * permutation, measured beyond a dense layer's): every layer of an MoE model, TE or local, spread
- * over its launches; in the combined 1F1B of EP overlap over the layer's node templates. A fully
- * recomputed layer runs its forward's again. */
-static void moe_python(PnBuilder *b)
+/* Python of `fwd` / `bwd` ns per layer forward / backward spread over a layer's templates (in
+ * the combined 1F1B of EP overlap also over its node templates); a fully recomputed layer runs its
+ * forward's again in its backward (a selective recompute re-runs one module's, not charged). */
+static void add_layer_python(PnBuilder *b, double fwd, double bwd)
 {
-  if (!pn_workload_is_moe(b->sc))
-    return;
-  const PnHostProfile *h = &b->sc->hw->host;
-  bool full              = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
-  /* SequentialMLP (no moe_grouped_gemm): a call per local expert, each with its own Python */
-  double experts = b->sc->model.moe_grouped_gemm ? 0.0 : (double)pn_workload_local_experts(b->sc);
-  double fwd     = h->moe_layer_fwd_ns + experts * h->moe_expert_fwd_ns;
-  double bwd     = h->moe_layer_bwd_ns + experts * h->moe_expert_bwd_ns;
+  bool full = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
   tpl_add_python(b->tpl.layer_fwd, fwd);
   tpl_add_python(b->tpl.layer_bwd, bwd + (full ? fwd : 0.0));
   tpl_add_python(b->tpl.layer_bwd_plain, bwd);
@@ -165,6 +157,35 @@ static void moe_python(PnBuilder *b)
   tpl_add_python_set(bwds, G_N_ELEMENTS(bwds), bwd);
 }
 
+/* Megatron-Core's own Python per layer beyond its kernels' launches: a local-spec layer's
+ * (host.local_layer_*_ns: its linear modules, autograd functions and DDP hooks), or what it runs
+ * around a Transformer Engine layer's modules (host.te_layer_*_ns; the TE modules' own is module_ns
+ * on their ops). None in a plain PyTorch loop (training.framework "pytorch"). */
+static void layer_python(PnBuilder *b)
+{
+  if (b->sc->training.framework == PN_FRAMEWORK_PYTORCH)
+    return;
+  const PnHostProfile *h = &b->sc->hw->host;
+  bool local             = b->sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL;
+  double fwd             = local ? h->local_layer_fwd_ns : h->te_layer_fwd_ns,
+         bwd             = local ? h->local_layer_bwd_ns : h->te_layer_bwd_ns;
+  add_layer_python(b, fwd, bwd);
+}
+
+/* Megatron-Core's MoE layer's own Python (host.moe_layer_*_ns: router, token dispatcher,
+ * permutation, measured beyond a dense layer's): every layer of an MoE model, TE or local. */
+static void moe_python(PnBuilder *b)
+{
+  if (!pn_workload_is_moe(b->sc) || b->sc->training.framework == PN_FRAMEWORK_PYTORCH)
+    return;
+  const PnHostProfile *h = &b->sc->hw->host;
+  /* SequentialMLP (no moe_grouped_gemm): a call per local expert, each with its own Python */
+  double experts = b->sc->model.moe_grouped_gemm ? 0.0 : (double)pn_workload_local_experts(b->sc);
+  double fwd     = h->moe_layer_fwd_ns + experts * h->moe_expert_fwd_ns;
+  double bwd     = h->moe_layer_bwd_ns + experts * h->moe_expert_bwd_ns;
+  add_layer_python(b, fwd, bwd);
+}
+
 static void templates_build(PnBuilder *b)
 {
   b->tpl.layer_fwd      = template_of(b, pn_workload_layer_ops, PN_PHASE_FWD);
@@ -172,15 +193,6 @@ static void templates_build(PnBuilder *b)
   g_autoptr(GArray) ops = g_array_new(FALSE, FALSE, sizeof(PnOp));
   pn_workload_layer_ops_with(b->sc, PN_PHASE_BWD, PN_RECOMPUTE_NONE, ops);
   b->tpl.layer_bwd_plain = tpl_from_ops(b, ops);
-  if (b->sc->training.transformer_impl == PN_TRANSFORMER_IMPL_LOCAL) {
-    const PnHostProfile *h = &b->sc->hw->host;
-    /* a fully recomputed layer runs its forward's Python again in its backward (a selective
-     * recompute re-runs one module's, which is not charged) */
-    bool full = b->sc->recompute.recompute_granularity == PN_RECOMPUTE_FULL;
-    tpl_add_python(b->tpl.layer_fwd, h->local_layer_fwd_ns);
-    tpl_add_python(b->tpl.layer_bwd, h->local_layer_bwd_ns + (full ? h->local_layer_fwd_ns : 0.0));
-    tpl_add_python(b->tpl.layer_bwd_plain, h->local_layer_bwd_ns);
-  }
   if (b->plan->fsdp && b->plan->fsdp_shard == PN_FSDP_OPTIM_GRADS_PARAMS) {
     /* Megatron-FSDP's hooks around every layer (an FSDP unit), whatever the data-parallel size;
      * a fully recomputed layer's forward runs its pre-forward hook again */
@@ -196,6 +208,7 @@ static void templates_build(PnBuilder *b)
   b->tpl.head_bwd = template_of(b, pn_workload_head_ops, PN_PHASE_BWD);
   if (b->plan->overlap_moe_expert_parallel_comm)
     node_templates_build(b);
+  layer_python(b);
   moe_python(b);
   pn__graphs_capture_templates(b);
 }
@@ -621,6 +634,11 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
     ok                = emit_iteration(&b, error);
   }
   builder_free(&b);
+  /* the training hosts' speed against the profile's host (hardware.host_speed): its work, every
+   * task's host_ns (launches, framework Python, graph replays), takes 1 / host_speed as long */
+  double speed = sc->hardware.host_speed;
+  for (uint32_t i = 0; ok && speed > 0.0 && speed != 1.0 && i < g->n_tasks; i++)
+    g->tasks[i].host_ns = (float)((double)g->tasks[i].host_ns / speed);
   return ok;
 }
 

@@ -78,6 +78,11 @@ typedef enum {
  * tensor_parallel ColumnParallelLinear / RowParallelLinear over torch.matmul, a torch or Apex norm,
  * DotProductAttention). */
 typedef enum { PN_TRANSFORMER_IMPL_TE, PN_TRANSFORMER_IMPL_LOCAL } PnTransformerImpl;
+
+/* What drives the layers: Megatron-Core (its TransformerLayer, attention and MLP modules, its DDP,
+ * whose Python the host runs around the kernels: host.te_layer_* / local_layer_* / moe_*), or a
+ * plain PyTorch training loop with none of it ("pytorch": microbench/e2e's harness). */
+typedef enum { PN_FRAMEWORK_MEGATRON_CORE, PN_FRAMEWORK_PYTORCH } PnFramework;
 /* Megatron-Core AttnBackend (transformer/enums.py; --attention-backend, default auto): with TE
  * layers, which TE attention runs (flash, fused = cuDNN, unfused = TE's UnfusedDotProductAttention,
  * auto = TE's choice, a fused one on Hopper); local = Megatron-Core's DotProductAttention. The local
@@ -210,6 +215,7 @@ typedef struct {
   PnCeFusionImpl cross_entropy_fusion_impl;
   PnTransformerImpl transformer_impl; /* default transformer_engine */
   PnAttnBackend attention_backend;    /* default auto */
+  PnFramework framework;              /* default megatron_core */
 } PnTrainingConfig;
 
 typedef struct {
@@ -292,6 +298,10 @@ typedef struct {
 typedef struct {
   char profile[64]; /* name of hwprofiles/<profile>.json */
   int64_t num_gpus;
+  double host_speed;       /* the training hosts' CPU speed over the host the profile's figures were measured on
+                              (host.cpu): host work (launches, framework Python) takes host_ns / host_speed; 1 =
+                              that host; unset (0 in the file): a DGX host's (pn_hw_profile_dgx_host_speed) */
+  bool host_speed_default; /* derived: it was unset */
 } PnHardwareConfig;
 
 typedef struct {

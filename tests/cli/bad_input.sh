@@ -36,6 +36,9 @@ expect pa-no-distopt '/training/use_precision_aware_optimizer: needs the distrib
 expect pa-torch-adamw '/training/use_precision_aware_optimizer: needs Transformer Engine.s FusedAdam' -- run "$good" --set training.use_precision_aware_optimizer=true --set training.fused_adam=false
 expect moments-without-pa '/training/exp_avg_dtype: can only be "fp32" without /training/use_precision_aware_optimizer' -- run "$good" --set 'training.exp_avg_dtype="bf16"'
 expect moment-dtype '/training/exp_avg_sq_dtype' -- run "$good" --set training.use_precision_aware_optimizer=true --set 'training.exp_avg_sq_dtype="fp64"'
+# The host: a speed in (0.01, 100) of the profile's measurement host; the framework by name
+expect host-speed-zero '/hardware/host_speed: expected a number in \[0.01, 100), got 0' -- run "$good" --set hardware.host_speed=0
+expect framework-name '/training/framework: expected one of "megatron_core", "pytorch"' -- run "$good" --set training.framework=jax
 # Token dropping: Megatron-Core's TransformerConfig checks
 qwen="$src/scenarios/qwen3-30b-a3b-h100-16gpu-ep-overlap-off.json"
 expect pad-without-capacity '/model/moe_pad_expert_input_to_capacity: needs /model/moe_expert_capacity_factor' -- run "$qwen" --set model.moe_pad_expert_input_to_capacity=true

@@ -7,12 +7,16 @@ bin=$1 src=$2
 cd "$src"
 C=hwprofiles/calibration
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-# the host and launch figures come from the H100 machine for both (no H200 host was measured)
+# the host and launch figures come from the H100 machine for both (no H200 host was measured but
+# the TE-shaped layers below, whose host is the same VM CPU model)
 # the host: launches and a bare PyTorch layer (mb_launch, mb_host.py), Megatron-Core's local layers
 # (mb_megatron_host.py, run before and after the Megatron-LM runs of tests/data/megatron/2026-11-27;
 # megatron_host_fsdp: the same stacks in DDP and in Megatron-FSDP, beside tests/data/megatron/megatron-fsdp;
-# megatron_moe_host: Qwen3-30B-A3B's layer with a one-expert MoE and with a dense MLP, mb_megatron_moe_host.py)
-host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs,megatron_host_fsdp,megatron_moe_host}.json)
+# megatron_moe_host: Qwen3-30B-A3B's layer with a one-expert MoE and with a dense MLP, mb_megatron_moe_host.py;
+# megatron_host_te_shaped: the same stacks in the TE spec's shape beside local twins, mb_megatron_host.py --te-shaped,
+# on the H200 machine's host, the same VM CPU model: each pair is scaled to the profile's host speed by its twin;
+# host_ref: the nn.Linear call a DGX host was published at (TE issue 2053), beside the eager layer, mb_host_ref.py)
+host=("$C"/h100-sxm/{launch,host_torch,megatron_host,megatron_host_after_runs,megatron_host_fsdp,megatron_moe_host}.json "$C"/h200-sxm/megatron_host_te_shaped{,_2}.json "$C"/h200-sxm/host_ref.json)
 # the wgrad GEMMs accumulating into main_grad, the memory-bound torch kernels (the dropout class,
 # the GLU clamps) and the unfused attention were measured on each GPU: each profile fits its own
 accum=("$C"/h100-sxm/gemm_accum.json)

@@ -58,7 +58,10 @@ rc=0; "$bin" compare "$tmp/nodump.log" 2>"$tmp/err" >/dev/null || rc=$?
 [ $rc = 2 ] && grep -q "no argument dump" "$tmp/err" || fail "a log without a dump needs a scenario: $(cat "$tmp/err")"
 rc=0; "$bin" compare "$tmp/missing.log" 2>"$tmp/err" >/dev/null || rc=$?
 [ $rc = 2 ] || fail "a missing log should exit 2"
-# Real Megatron-LM runs on our H100 (microbench/megatron_runs.sh; local layers, no TE or Apex).
+# Real Megatron-LM runs on our H100 (microbench/megatron_runs.sh; local layers, no TE or Apex), made
+# on the machine the profiles' host figures were measured on: hardware.host_speed 1 (the profiles
+# otherwise run a DGX host's speed).
+vm=(-s hardware.host_speed=1)
 # By hand from llama-local-h100.log, iterations 6..30 (ms): 977.4 958.2 981.8 909.1 966.0 975.0
 # 941.7 922.3 1028.7 945.3 986.4 939.0 904.4 898.4 902.3 928.2 956.6 1054.0 935.6 894.1 891.6
 # 897.7 941.5 888.8 925.5; sorted, the 13th of 25 is the median: 939.0 ms; min 888.8, max 1054.0;
@@ -67,7 +70,7 @@ rc=0; "$bin" compare "$tmp/missing.log" 2>"$tmp/err" >/dev/null || rc=$?
 # gives torch's AdamW, and the dump's bf16 run reduces its gradients in fp32.
 for run in "llama-local 0.9390 0.8888 1.0540" "gpt-local 0.6467 0.5710 0.7642"; do
   set -- $run
-  "$bin" compare "tests/data/megatron/$1-h100.log" -f json >"$tmp/$1.json" 2>"$tmp/err" || fail "$1: $(cat "$tmp/err")"
+  "$bin" compare "tests/data/megatron/$1-h100.log" "${vm[@]}" -f json >"$tmp/$1.json" 2>"$tmp/err" || fail "$1: $(cat "$tmp/err")"
   near "$(get "$tmp/$1.json" measured_step_s)" "$2" 1e-9 || fail "$1: median $(get "$tmp/$1.json" measured_step_s)"
   near "$(get "$tmp/$1.json" measured_step_s_min)" "$3" 1e-9 || fail "$1: min"
   near "$(get "$tmp/$1.json" measured_step_s_max)" "$4" 1e-9 || fail "$1: max"
@@ -78,13 +81,13 @@ near "$(get "$tmp/llama-local.json" measured_max_allocated_gib)" 23.4746 1e-4 ||
 # the scenario the dump gives is the launch line's (imported with the two keys the log's warning sets)
 "$bin" import megatron-args -s training.fused_adam=false -s comm_overlap.transformer_engine=false \
   -o "$tmp/launch.json" -- $(cat tests/data/megatron/llama-local-h100.launch) 2>/dev/null || fail "import the launch line"
-"$bin" compare tests/data/megatron/llama-local-h100.log "$tmp/launch.json" -f json >"$tmp/given.json" 2>/dev/null
+"$bin" compare tests/data/megatron/llama-local-h100.log "$tmp/launch.json" "${vm[@]}" -f json >"$tmp/given.json" 2>/dev/null
 [ "$(get "$tmp/given.json" predicted_step_s)" = "$(get "$tmp/llama-local.json" predicted_step_s)" ] ||
   fail "the dump's scenario and the launch line's differ"
 # a host-bound run says how much of its step waits for the host's launches (text and JSON)
-"$bin" compare tests/data/megatron/gpt-local-tiny-h100.log >"$tmp/tiny.txt" 2>/dev/null || fail "compare the tiny run"
+"$bin" compare tests/data/megatron/gpt-local-tiny-h100.log "${vm[@]}" >"$tmp/tiny.txt" 2>/dev/null || fail "compare the tiny run"
 grep -q "^    host-bound  .*(the GPU waiting for the host's launches)" "$tmp/tiny.txt" || fail "host-bound line: $(cat "$tmp/tiny.txt")"
-"$bin" compare tests/data/megatron/gpt-local-tiny-h100.log -f json 2>/dev/null |
+"$bin" compare tests/data/megatron/gpt-local-tiny-h100.log "${vm[@]}" -f json 2>/dev/null |
   python3 -c 'import json,sys; d=json.load(sys.stdin)["predicted_breakdown_s"]; sys.exit(not (0 < d["host_bound"] <= d["bubble"] + 1e-9))' ||
   fail "predicted_breakdown_s.host_bound"
 # Megatron-FSDP (tests/data/megatron/megatron-fsdp/): the dump's use_megatron_fsdp, its sharding
@@ -95,11 +98,11 @@ grep -q "^    host-bound  .*(the GPU waiting for the host's launches)" "$tmp/tin
 # least its hooks' host time, 12 layers x 8 micro-batches x (fsdp_unit_fwd_ns + fsdp_unit_bwd_ns),
 # less what the DDP run's host had to spare: more than 0.2 s here.
 d=tests/data/megatron/megatron-fsdp
-"$bin" compare $d/gpt-local-dp2-fsdp-h100.log -f json >"$tmp/fsdp.json" 2>/dev/null || fail "compare the FSDP run"
+"$bin" compare $d/gpt-local-dp2-fsdp-h100.log "${vm[@]}" -f json >"$tmp/fsdp.json" 2>/dev/null || fail "compare the FSDP run"
 near "$(get "$tmp/fsdp.json" measured_step_s)" 1.2220 1e-9 || fail "FSDP run: median $(get "$tmp/fsdp.json" measured_step_s)"
 near "$(get "$tmp/fsdp.json" measured_step_s_min)" 1.0585 1e-9 || fail "FSDP run: min"
 near "$(get "$tmp/fsdp.json" measured_step_s_max)" 1.3658 1e-9 || fail "FSDP run: max"
-"$bin" compare $d/gpt-local-dp2-h100.log -f json >"$tmp/ddp.json" 2>/dev/null || fail "compare the DDP twin"
+"$bin" compare $d/gpt-local-dp2-h100.log "${vm[@]}" -f json >"$tmp/ddp.json" 2>/dev/null || fail "compare the DDP twin"
 python3 -c 'import json,sys; f, d = (json.load(open(p))["predicted_step_s"] for p in sys.argv[1:]); sys.exit(not f - d > 0.2)' \
   "$tmp/fsdp.json" "$tmp/ddp.json" || fail "the FSDP run is not predicted slower than its DDP twin by its hooks"
 "$bin" import megatron-args -s training.fused_adam=false -s comm_overlap.transformer_engine=false \

@@ -2523,6 +2523,42 @@ START_TEST(test_fsdp_hooks_python)
 }
 END_TEST
 
+static void te_impl(PnScenario *sc) { (void)sc; }
+static void pytorch_loop(PnScenario *sc) { sc->training.framework = PN_FRAMEWORK_PYTORCH; }
+static void te_python(PnScenario *sc) { sc->hw->host.te_layer_fwd_ns = 60000, sc->hw->host.te_layer_bwd_ns = 20000; }
+
+/* Megatron-Core's Python around a Transformer Engine layer (host.te_layer_fwd_ns / _bwd_ns): the
+ * same as a local layer's (test_local_layer_python), charged to TE layers; a plain PyTorch loop
+ * (training.framework "pytorch") takes none. hardware.host_speed s: every task's host time is its
+ * host_ns / s (a layer's forward at s = 2 takes half its host time at s = 1). */
+START_TEST(test_te_layer_python)
+{
+  g_autofree char *hw = round_profile("round-te-py", 400, 50, true);
+  double d[2][2];
+  layer_python_delta(hw, te_impl, te_python, d);
+  ck_assert_double_eq_tol(d[0][0], 60000.0, 1.0);
+  ck_assert_double_eq_tol(d[0][1], 20000.0, 1.0);
+  ck_assert_double_eq_tol(d[1][1], 20000.0 + 60000.0, 1.0);
+  layer_python_delta(hw, pytorch_loop, te_python, d);
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++)
+      ck_assert_double_eq_tol(d[i][j], 0.0, 1e-6);
+  double host[2];
+  for (int k = 0; k < 2; k++) {
+    g_autoptr(PnScenario) sc = load_json(TP_JSON(""), hw, NULL);
+    ck_assert_double_eq(sc->hardware.host_speed, 1.0); /* a profile without host.ref_linear_ns */
+    sc->hw->host            = (PnHostProfile){.kernel_ns = 1000, .kernel_bwd_ns = 2000, .te_layer_fwd_ns = 60000};
+    sc->hardware.host_speed = k ? 2.0 : 1.0;
+    PnPlan plan             = resolve_ok(sc, NULL);
+    g_autoptr(PnGraph) g    = build_ok(sc, &plan);
+    double launches;
+    host[k] = layer_host_ns(g, false, &launches);
+  }
+  ck_assert(host[0] > 60000.0);
+  ck_assert_double_eq_tol(host[1], host[0] / 2.0, host[0] * 1e-6);
+}
+END_TEST
+
 /* ==== CUDA graphs (overlap/graphs.c, sched/graphs.c) ========================================== */
 
 #define GRAPH_JSON(model, par)                                                                                         \
@@ -2940,6 +2976,7 @@ static Suite *overlap_suite(void)
       {"local_prices", test_local_prices},
       {"local_layer_python", test_local_layer_python},
       {"fsdp_hooks_python", test_fsdp_hooks_python},
+      {"te_layer_python", test_te_layer_python},
       {"moe_layer_python", test_moe_layer_python},
       {"moe_sequential_mlp_python", test_moe_sequential_mlp_python},
       {"graphs_per_layer", test_graphs_per_layer},
