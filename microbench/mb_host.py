@@ -60,6 +60,18 @@ def host_cpu():
     return ""
 
 
+def host_env(program, device):
+    """The result file's env: make_env's, the program and its command line, and the host (its
+    CPU model, CPUs online, Python version), which the host figures depend on."""
+    env = make_env(device, sys.argv[1:])
+    env["program"] = program
+    env["command_line"] = " ".join([program] + sys.argv[1:])
+    env["host_cpu"] = host_cpu()
+    env["host_cpus_online"] = os.cpu_count()
+    env["python_version"] = sys.version.split()[0]
+    return env
+
+
 def tensors(dev, grad, s=128, h=256, heads=4, ffn=1024):
     """Inputs of the op table; leaves require grad when `grad`."""
     g = torch.Generator(device=dev).manual_seed(3)
@@ -424,12 +436,7 @@ def main():
     a = ap.parse_args()
     dev = torch.device("cuda", a.device)
     torch.cuda.set_device(dev)
-    env = make_env(a.device, sys.argv[1:])
-    env["program"] = "mb_host.py"
-    env["command_line"] = " ".join(["mb_host.py"] + sys.argv[1:])
-    env["host_cpu"] = host_cpu()
-    env["host_cpus_online"] = os.cpu_count()
-    env["python_version"] = sys.version.split()[0]
+    env = host_env("mb_host.py", a.device)
     t0 = time.time()
 
     def over():

@@ -25,14 +25,13 @@ shared VM) show as spread, not as bias.
 """
 import argparse
 import json
-import os
 import sys
 import time
 
 import torch
 
-from mb_attention import make_env, median
-from mb_host import cpu_rows, host_cpu, layer_eager, stack
+from mb_attention import median
+from mb_host import cpu_rows, host_env, layer_eager, stack
 
 
 def linear_host_ns(dev, grad, iters, reps):
@@ -66,12 +65,7 @@ def main():
     a = ap.parse_args()
     dev = torch.device("cuda", a.device)
     torch.cuda.set_device(dev)
-    env = make_env(a.device, sys.argv[1:])
-    env["program"] = "mb_host_ref.py"
-    env["command_line"] = " ".join(["mb_host_ref.py"] + sys.argv[1:])
-    env["host_cpu"] = host_cpu()
-    env["host_cpus_online"] = os.cpu_count()
-    env["python_version"] = sys.version.split()[0]
+    env = host_env("mb_host_ref.py", a.device)
     rows = []
     for rnd in range(a.rounds):
         for grad in (True, False):

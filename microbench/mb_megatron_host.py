@@ -48,8 +48,8 @@ import time
 
 import torch
 
-from mb_attention import make_env, write_results
-from mb_host import fwd_bwd_times, host_cpu
+from mb_attention import write_results
+from mb_host import fwd_bwd_times, host_env
 
 VARIANTS = {
     # name: (layers, heads, query groups, ffn, norm, gated, bias, dropout, rope, mbs, full hidden, full seq)
@@ -251,12 +251,7 @@ def run_main(program, default_out, rounds, cases, measure_case):
     ap.add_argument("--rounds", type=int, default=rounds, help="each case measured this many times, interleaved")
     a = ap.parse_args()
     torch.cuda.set_device(0)
-    env = make_env(0, sys.argv[1:])
-    env["program"] = program
-    env["command_line"] = " ".join([program] + sys.argv[1:])
-    env["host_cpu"] = host_cpu()
-    env["host_cpus_online"] = os.cpu_count()
-    env["python_version"] = sys.version.split()[0]
+    env = host_env(program, 0)
     init_megatron(a.megatron)
     rows = []
     for rnd in range(a.rounds):
