@@ -240,22 +240,25 @@ def measure(name, v, size, wrapper, reps, spec_kind="local"):
     return row
 
 
-def run_main(program, default_out, rounds, cases, measure_case):
-    """The command line both Megatron host benchmarks share: --megatron, --out, --reps, --rounds;
-    Megatron initialised on GPU 0, then every case of `cases` measured by measure_case(case, reps)
+def run_main(program, default_out, rounds, cases, measure_case, flags=()):
+    """The command line both Megatron host benchmarks share: --megatron, --out, --reps, --rounds
+    and the on/off `flags` given; Megatron initialised on GPU 0, then every case of `cases` (a
+    list, or a function of the parsed arguments giving it) measured by measure_case(case, reps)
     once per round, rounds interleaved, and the rows written as kind "megatron_host"."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--megatron", required=True, help="a checkout of Megatron-LM's public source")
     ap.add_argument("--out", default=default_out)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--rounds", type=int, default=rounds, help="each case measured this many times, interleaved")
+    for flag, what in flags:
+        ap.add_argument(flag, action="store_true", help=what)
     a = ap.parse_args()
     torch.cuda.set_device(0)
     env = host_env(program, 0)
     init_megatron(a.megatron)
     rows = []
     for rnd in range(a.rounds):
-        for case in cases:
+        for case in (cases(a) if callable(cases) else cases):
             row = measure_case(case, a.reps)
             row["round"] = rnd
             rows.append(row)
@@ -263,18 +266,17 @@ def run_main(program, default_out, rounds, cases, measure_case):
 
 
 def main():
-    # --te-shaped: each (variant, size) as the local spec in DDP, then right after it TE-shaped
-    # (a pair measured in the same minute: the host's speed drifts from hour to hour)
-    te = "--te-shaped" in sys.argv
-    if te:
-        sys.argv.remove("--te-shaped")
-        cases = [(name, v, size, "ddp", spec) for name, v in VARIANTS.items() for size in SIZES
-                 for spec in ("local", "te_shaped")]
-    else:
-        cases = [(name, v, size, wrapper, "local") for name, v in VARIANTS.items() for size in SIZES
-                 for wrapper in WRAPPERS]
+    def cases(a):
+        if a.te_shaped:
+            return [(name, v, size, "ddp", spec) for name, v in VARIANTS.items() for size in SIZES
+                    for spec in ("local", "te_shaped")]
+        return [(name, v, size, wrapper, "local") for name, v in VARIANTS.items() for size in SIZES
+                for wrapper in WRAPPERS]
+
+    te = ("--te-shaped", "each (variant, size) as the local spec in DDP, then right after it TE-shaped "
+          "(a pair measured in the same minute: the host's speed drifts from hour to hour)")
     run_main("mb_megatron_host.py", "megatron_host.json", 2, cases,
-             lambda c, reps: measure(c[0], c[1], c[2], c[3], reps, c[4]))
+             lambda c, reps: measure(c[0], c[1], c[2], c[3], reps, c[4]), flags=(te,))
 
 
 if __name__ == "__main__":
