@@ -935,6 +935,11 @@ char *pn_megatron_export(const PnScenario *sc, GPtrArray *warnings, GError **err
                    "Transformer Engine nor Apex is installed)");
   if (sc->model.activation == PN_ACT_RELU)
     note(warnings, "model.activation \"relu\": Megatron-LM has no argument for it (--swiglu and --squared-relu only)");
+  if (sc->training.framework == PN_FRAMEWORK_PYTORCH)
+    note(warnings, "training.framework \"pytorch\": the scenario is a plain PyTorch loop, not a Megatron-LM run; the "
+                   "arguments say the same model and layout");
+  if (!sc->hardware.host_speed_default)
+    note(warnings, "hardware.host_speed: a property of the hosts, not an argument (left out)");
   int64_t gpus = sc->hardware.num_gpus, per_node = MIN(gpus, (int64_t)sc->hw->gpus_per_node);
   if (gpus % per_node != 0)
     per_node = gpus; /* a partly used node: one launcher line cannot say it otherwise */

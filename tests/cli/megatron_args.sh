@@ -373,4 +373,11 @@ rc=0
   --vocab-size 100 --bf16 >"$tmp/gpu.json" 2>"$tmp/err" || fail "import without --: $(cat "$tmp/err")"
 [ "$(key "$tmp/gpu.json" hardware num_gpus)" = 4 ] || fail "--set hardware.num_gpus"
 grep -q "launcher --nproc_per_node gpu: not a count" "$tmp/err" || fail "the launcher's \"gpu\" must be said"
+# A scenario that is not a Megatron-LM run (our e2e harness: a plain PyTorch loop, on the host the
+# profiles were measured on) exports its model and layout and says what no argument carries
+"$bin" export megatron-args microbench/e2e/scenarios/dp2_overlap.json >"$tmp/e2e.line" 2>"$tmp/err" || fail "export an e2e scenario"
+grep -q 'training.framework "pytorch": the scenario is a plain PyTorch loop' "$tmp/err" || fail "framework pytorch not said: $(cat "$tmp/err")"
+grep -q 'hardware.host_speed: a property of the hosts, not an argument' "$tmp/err" || fail "host_speed not said"
+"$bin" export megatron-args scenarios/llama3-8b-h100-8gpu.json 2>"$tmp/err" >/dev/null
+grep -q 'host_speed\|framework' "$tmp/err" && fail "a shipped scenario's default host and framework must pass silently"
 echo "megatron-args: round trips of $(ls scenarios/*.json | wc -l) scenarios, mapped, ignored and rejected arguments"
