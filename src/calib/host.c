@@ -189,15 +189,18 @@ static double eager_fwd_priced(const PnCalData *d, const PnHwProfile *p)
   return kf > 0.0 && p->host.kernel_ns > 0.0 ? kf * p->host.kernel_ns : (double)NAN;
 }
 
-/* The eager layer row of host_ref round `round` (NULL: none). */
-static const PnCalHostRef *ref_layer(const PnCalData *d, int round)
+/* How much slower than the profile's hour the minute of host_ref row i ran: its round's eager
+ * layer forward as measured over as priced (`priced`, eager_fwd_priced); NAN when row i is no
+ * reference call or its round has no layer row. */
+static double ref_round_speed(const PnCalData *d, guint i, double priced)
 {
-  for (guint j = 0; j < d->host_ref->len; j++) {
+  const PnCalHostRef *r = &g_array_index(d->host_ref, PnCalHostRef, i);
+  for (guint j = 0; !r->layer && j < d->host_ref->len; j++) {
     const PnCalHostRef *o = &g_array_index(d->host_ref, PnCalHostRef, j);
-    if (o->layer && o->round == round)
-      return o;
+    if (o->layer && o->round == r->round && o->host_ns > 0.0)
+      return o->host_ns / priced;
   }
-  return NULL;
+  return (double)NAN;
 }
 
 /* ref_linear_ns: the reference call at the profile's host speed, the median over the rounds of
@@ -208,11 +211,10 @@ static void fit_ref_linear(const PnCalData *d, PnHwProfile *p, PnCalHostFitted *
   double priced       = eager_fwd_priced(d, p);
   g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
   for (guint i = 0; isfinite(priced) && i < d->host_ref->len; i++) {
-    const PnCalHostRef *r = &g_array_index(d->host_ref, PnCalHostRef, i);
-    const PnCalHostRef *l = r->layer ? NULL : ref_layer(d, r->round);
-    if (l == NULL || !(l->host_ns > 0.0))
+    double s = ref_round_speed(d, i, priced);
+    if (!isfinite(s))
       continue;
-    double x = r->host_ns * priced / l->host_ns;
+    double x = g_array_index(d->host_ref, PnCalHostRef, i).host_ns / s;
     g_array_append_val(v, x);
   }
   if (v->len == 0)
@@ -477,10 +479,9 @@ void pn__calib_check_host(const PnCalData *d, const PnHwProfile *p, PnCalCheck *
   }
   double priced = eager_fwd_priced(d, p);
   for (guint i = 0; isfinite(priced) && p->host.ref_linear_ns > 0.0 && i < d->host_ref->len; i++) {
-    const PnCalHostRef *r = &g_array_index(d->host_ref, PnCalHostRef, i);
-    const PnCalHostRef *l = r->layer ? NULL : ref_layer(d, r->round);
-    if (l != NULL && l->host_ns > 0.0)
-      pn__calib_push_err(out->host_ref, p->host.ref_linear_ns * l->host_ns / priced, r->host_ns);
+    double s = ref_round_speed(d, i, priced);
+    if (isfinite(s))
+      pn__calib_push_err(out->host_ref, p->host.ref_linear_ns * s, g_array_index(d->host_ref, PnCalHostRef, i).host_ns);
   }
   check_layers(d, p, FIT_SIZE, out->host_layer_fit);
   check_layers(d, p, "tiny", out->host_layer_tiny);

@@ -637,8 +637,9 @@ gboolean pn_sched_build(const PnScenario *sc, const PnPlan *plan, PnGraph *g, Pn
   /* the training hosts' speed against the profile's host (hardware.host_speed): its work, every
    * task's host_ns (launches, framework Python, graph replays), takes 1 / host_speed as long */
   double speed = sc->hardware.host_speed;
-  for (uint32_t i = 0; ok && speed > 0.0 && speed != 1.0 && i < g->n_tasks; i++)
-    g->tasks[i].host_ns = (float)((double)g->tasks[i].host_ns / speed);
+  if (ok && speed > 0.0 && speed != 1.0)
+    for (uint32_t i = 0; i < g->n_tasks; i++)
+      g->tasks[i].host_ns = (float)((double)g->tasks[i].host_ns / speed);
   return ok;
 }
 

@@ -64,10 +64,11 @@ void pn_build_info_clear(PnBuildInfo *info);
  * the template launched before it (the ring attention's KV exchanges, a collective joined after
  * the GEMM beside it), which takes at least its latency and its bytes at the links' bandwidth:
  * the work of a template is the least time it holds the stream under those orderings alone
- * (bound.c, pn__template_least_ns), at least the sum of its kernels. Rank s's first kernel belongs to a forward of a
- * virtual stage c x pp + s, which waits for the same micro-batch's forward through stages c x pp .. c x pp + s - 1 on
- * ranks 0 .. s - 1 (a receive ends with its send, which a rank launches after its chunk's compute); symmetrically the
- * backward of its last kernel's chunk still has ranks s - 1 .. 0 to go. So with F_r and B_r the
+ * (bound.c, pn__template_least_ns), at least the sum of its kernels. Rank s's first kernel
+ * belongs to a forward of a virtual stage c x pp + s, which waits for the same micro-batch's
+ * forward through stages c x pp .. c x pp + s - 1 on ranks 0 .. s - 1 (a receive ends with its
+ * send, which a rank launches after its chunk's compute); symmetrically the backward of its last
+ * kernel's chunk still has ranks s - 1 .. 0 to go. So with F_r and B_r the
  * least forward and backward work of one chunk of rank r,
  *   T >= max_s (sum_{r<s} F_r + W_s + sum_{r<s} B_r) + max_r O_r,
  * O_r the optimizer step's compute: every rank's step runs after the gradient-norm barrier,

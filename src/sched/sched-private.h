@@ -196,13 +196,13 @@ void pn__nccl_task(const PnBuilder *b, PnCollKind kind, double bytes, PnGroup gr
 void pn__price_op(PnBuilder *b, const PnOp *op, PnTask *t);
 
 int16_t pn__tpl_add(GArray *tpl, const PnTask *t, int16_t dep0, int16_t dep1, bool after_compute, bool join);
+void pn__tpl_join_after_next(GArray *tpl, int16_t entry);
+void pn__tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op);
 
 /* bound.c: the least time template `tpl` holds its GPU's compute stream once the stream is free
  * for it (its tasks at their least, only the orderings the template itself makes); *side set when
  * a kernel runs on another stream. */
 double pn__template_least_ns(const PnHwProfile *hw, const GArray *tpl, bool *side);
-void pn__tpl_join_after_next(GArray *tpl, int16_t entry);
-void pn__tpl_plain(PnBuilder *b, GArray *tpl, const PnOp *op);
 
 PnTaskId pn__add_task(PnBuilder *b, uint32_t gpu, PnTask *t, const PnTaskId *deps, uint32_t n_deps);
 PnTaskId pn__add_side_task(PnBuilder *b, uint32_t gpu, PnTask *t);
